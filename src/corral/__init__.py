@@ -1,0 +1,3 @@
+"""corral: a Python application server."""
+
+__version__ = "0.1.0"

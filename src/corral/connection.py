@@ -1,0 +1,405 @@
+"""One asyncio protocol per client connection: the HTTP/1.1 exchange over a transport.
+
+Owns: the parser, the pipeline (requests answered strictly in order), the
+connection's single deadline (header, keep-alive), read and write flow control,
+``100 Continue``, sendfile, and the error answers of the protocol layer.
+Knows nothing of WSGI: it hands each :class:`Exchange` to an adapter with two
+methods, ``make_body(conn, exchange)`` and ``run(conn, exchange)``, and the adapter
+answers through :meth:`HttpConnection.write`, :meth:`HttpConnection.sendfile`
+and :meth:`HttpConnection.finish`. Every method here runs on the loop thread;
+adapters running the application on other threads must hop back with
+``loop.call_soon_threadsafe``.
+
+Timers: there is no timer object per connection. Each connection keeps one
+deadline, moved on state changes; the worker's one-second tick calls
+:func:`sweep`, which closes whatever has passed its deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import deque
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any, Protocol
+
+from corral.http.errors import HttpError, RequestTimeout, error_response
+from corral.http.parser import Limits, RequestHead, RequestParser
+
+IDLE = 0  # between requests: the keep-alive deadline runs
+HEAD = 1  # receiving a request head: the header deadline runs
+BUSY = 2  # a request is being answered: no deadline here
+NEVER = float("inf")
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class Body(Protocol):
+    def feed(self, chunk: bytes) -> bool | None: ...
+    def finish(self) -> None: ...
+
+
+class Adapter(Protocol):
+    def make_body(self, conn: HttpConnection, exchange: Exchange) -> Body: ...
+    def run(self, conn: HttpConnection, exchange: Exchange) -> None: ...
+
+
+class ServerState:
+    """What every connection of one worker shares (one instance per worker)."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        limits: Limits,
+        *,
+        keep_alive: float,
+        header_timeout: float,
+        access_log: Callable[[HttpConnection, Exchange], None] | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.limits = limits
+        self.keep_alive = keep_alive
+        self.header_timeout = header_timeout
+        self.access_log = access_log
+        self.connections: set[HttpConnection] = set()
+        self.now = 0.0  # coarse clock, moved by the worker's tick
+        self.prefix = ""  # "Date: ...\r\nServer: ...\r\n", refreshed every second
+        self.draining = False
+        self.served = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+
+class Exchange:
+    """One request and its response on a connection."""
+
+    __slots__ = (
+        "body",
+        "complete",
+        "continue_sent",
+        "head",
+        "request_start",
+        "response_bytes",
+        "response_headers",
+        "started",
+        "status",
+        "streaming",
+        "t0",
+    )
+
+    def __init__(self, head: RequestHead, now: float) -> None:
+        self.head = head
+        self.body: Any = None
+        self.complete = False  # the whole request body has arrived
+        self.started = False  # handed to the adapter
+        self.streaming = False  # the adapter reads the body while it arrives
+        self.continue_sent = False
+        self.request_start = now
+        self.status = 0
+        self.response_bytes = 0
+        self.response_headers: list[tuple[str, str]] | None = None
+        self.t0 = 0.0  # precise start, taken only when the access log is on
+
+
+class HttpConnection(asyncio.Protocol):
+    __slots__ = (
+        "_dispatching",
+        "_pending_error",
+        "active",
+        "closed",
+        "deadline",
+        "environ",
+        "loop",
+        "on_writable",
+        "parser",
+        "peer",
+        "pipeline",
+        "reading_paused",
+        "receiving",
+        "server",
+        "sockname",
+        "state",
+        "transport",
+        "write_paused",
+    )
+
+    def __init__(self, server: ServerState) -> None:
+        self.server = server
+        self.loop = server.loop
+        self.transport: Any = None
+        self.parser = RequestParser(self, server.limits)
+        self.pipeline: deque[Exchange] = deque()
+        self.active: Exchange | None = None
+        self.receiving: Exchange | None = None
+        self.state = HEAD
+        self.deadline = NEVER
+        self.closed = False
+        self.write_paused = False
+        self.reading_paused = False
+        self.on_writable: Callable[[], None] | None = None
+        self.environ: dict[str, Any] | None = None  # the adapter's per-connection cache
+        self._dispatching = False
+        self._pending_error: HttpError | None = None
+        self.peer: Any = None
+        self.sockname: Any = None
+
+    # -- asyncio.Protocol -------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self.peer = transport.get_extra_info("peername")
+        self.sockname = transport.get_extra_info("sockname")
+        server = self.server
+        server.connections.add(self)
+        self.deadline = server.now + server.header_timeout
+        if server.draining:
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        for exchange in self.pipeline:
+            fail = getattr(exchange.body, "fail", None)
+            if fail is not None:
+                fail()  # wake an application thread blocked on the body
+        if self.on_writable is not None:
+            callback, self.on_writable = self.on_writable, None
+            callback()
+
+    def data_received(self, data: bytes) -> None:
+        if self.state == IDLE:
+            self.state = HEAD
+            self.deadline = self.server.now + self.server.header_timeout
+        try:
+            self.parser.feed(data)
+        except HttpError as error:
+            self._reject(error)
+            return
+        if self.parser.upgraded:
+            self.transport.pause_reading()
+            self.reading_paused = True
+        if self.active is None and self.pipeline:
+            self._dispatch()
+
+    def eof_received(self) -> bool | None:
+        # A half-closed client still gets the answers to what it sent.
+        if self.active is None and not self.pipeline:
+            self.close()
+        return True
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.on_writable is not None:
+            callback, self.on_writable = self.on_writable, None
+            callback()
+
+    # -- parser sink ------------------------------------------------------------
+
+    def on_request(self, head: RequestHead) -> None:
+        exchange = Exchange(head, self.server.now)
+        if self.server.access_log is not None:
+            exchange.t0 = perf_counter()
+        self.state = BUSY
+        self.deadline = NEVER
+        self.pipeline.append(exchange)
+        self.receiving = exchange
+        exchange.body = self.server.adapter.make_body(self, exchange)
+        if len(self.pipeline) > 1 and not self.reading_paused:
+            # parse no further ahead than one read while an answer is pending
+            self.transport.pause_reading()
+            self.reading_paused = True
+
+    def on_body(self, chunk: bytes) -> None:
+        if self.receiving.body.feed(chunk) and not self.reading_paused:  # type: ignore[union-attr]
+            self.transport.pause_reading()
+            self.reading_paused = True
+            self.receiving.body.paused = True  # type: ignore[union-attr]
+
+    def on_request_end(self) -> None:
+        exchange = self.receiving
+        assert exchange is not None
+        exchange.complete = True
+        exchange.body.finish()
+        self.receiving = None
+
+    # -- dispatch ---------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        """Start the next request if it is ready; loops over inline answers."""
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self.active is None and self.pipeline and not self.closed:
+                exchange = self.pipeline[0]
+                if not (exchange.complete or exchange.streaming):
+                    return
+                self.active = exchange
+                exchange.started = True
+                self.server.adapter.run(self, exchange)
+            if self.active is None and not self.pipeline and not self.closed:
+                if self._pending_error is not None:
+                    self._send_error(self._pending_error)
+                elif self.parser.upgraded:
+                    self.close()
+        finally:
+            self._dispatching = False
+
+    def resume_body(self) -> None:
+        """The application drained the body buffer: read the socket again."""
+        if self.reading_paused and not self.closed and len(self.pipeline) <= 1:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    # -- answering (adapter side) -----------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.transport.write(data)
+
+    def send_continue(self, exchange: Exchange) -> None:
+        if not exchange.continue_sent and not exchange.complete and not self.closed:
+            exchange.continue_sent = True
+            self.transport.write(CONTINUE)
+
+    def finish(self, exchange: Exchange, keep_alive: bool) -> None:
+        """The answer to ``exchange`` is complete; go on with the connection."""
+        server = self.server
+        server.served += 1
+        if server.access_log is not None:
+            server.access_log(self, exchange)
+        if self.pipeline and self.pipeline[0] is exchange:
+            self.pipeline.popleft()
+        self.active = None
+        if self.closed:
+            return
+        if not (keep_alive and exchange.complete and exchange.head.keep_alive) or server.draining:
+            self.close()
+            return
+        if self.pipeline:
+            if self.reading_paused and len(self.pipeline) == 1 and not self.parser.upgraded:
+                self.reading_paused = False
+                self.transport.resume_reading()
+            self._dispatch()
+            return
+        self.state = IDLE
+        self.deadline = server.now + server.keep_alive
+        if self._pending_error is not None:
+            self._send_error(self._pending_error)
+        elif self.parser.upgraded:
+            self.close()
+        elif self.reading_paused:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    def sendfile(self, fd: int, offset: int, count: int, done: Callable[[bool], None]) -> None:
+        """Send ``count`` bytes of ``fd`` from ``offset`` with os.sendfile; then ``done(ok)``."""
+        if self.closed:
+            done(False)
+            return
+        if self.transport.get_write_buffer_size():
+            # the head must be on the wire before file bytes go around the transport
+            self.loop.call_later(0.001, self.sendfile, fd, offset, count, done)
+            return
+        _SendfileJob(self, fd, offset, count, done).step()
+
+    # -- errors and closing -----------------------------------------------------
+
+    def _reject(self, error: HttpError) -> None:
+        self.state = BUSY
+        self.deadline = NEVER
+        exchange = self.receiving
+        if exchange is not None and exchange.started:
+            # The request being answered broke its own framing: its application
+            # sees the body fail; the client gets the error if no head went out.
+            fail = getattr(exchange.body, "fail", None)
+            if fail is not None:
+                fail()
+            if exchange.status == 0:
+                self.transport.write(error_response(error.status))
+            self.close()
+        elif self.active is None:
+            self._send_error(error)
+        else:
+            # answer the requests before it first, then this one, then close
+            self._pending_error = error
+            if exchange is not None and exchange in self.pipeline:
+                self.pipeline.remove(exchange)
+            if not self.reading_paused:
+                self.transport.pause_reading()
+                self.reading_paused = True
+
+    def _send_error(self, error: HttpError) -> None:
+        if not self.closed:
+            self.transport.write(error_response(error.status))
+        self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.server.connections.discard(self)
+            self.transport.close()
+
+    def expire(self) -> None:
+        """The deadline passed: 408 if a request head was begun, else close quietly."""
+        if self.state == HEAD and self.parser.head_bytes:
+            self._send_error(RequestTimeout("request head not complete in time"))
+        else:
+            self.close()
+
+
+def sweep(connections: set[HttpConnection], now: float) -> None:
+    """Close every connection past its deadline (called once a second)."""
+    expired = [conn for conn in connections if conn.deadline < now]
+    for conn in expired:
+        conn.expire()
+
+
+class _SendfileJob:
+    """Copies a file to the socket with os.sendfile, waiting for writability on the loop.
+
+    The transport owns the socket's descriptor and the loop refuses a second
+    watcher on it, so the job watches a duplicate of the descriptor.
+    """
+
+    __slots__ = ("conn", "count", "done", "dup", "fd", "offset", "watching")
+
+    def __init__(
+        self, conn: HttpConnection, fd: int, offset: int, count: int, done: Callable[[bool], None]
+    ) -> None:
+        self.conn = conn
+        self.fd = fd
+        self.offset = offset
+        self.count = count
+        self.done = done
+        self.dup = os.dup(conn.transport.get_extra_info("socket").fileno())
+        self.watching = False
+
+    def step(self) -> None:
+        ok = True
+        try:
+            while self.count > 0:
+                if self.conn.closed:
+                    ok = False
+                    break
+                try:
+                    sent = os.sendfile(self.dup, self.fd, self.offset, min(self.count, 1 << 20))
+                except BlockingIOError:
+                    if not self.watching:
+                        self.watching = True
+                        self.conn.loop.add_writer(self.dup, self.step)
+                    return
+                if sent == 0:  # the file is shorter than promised: framing is broken
+                    ok = False
+                    break
+                self.offset += sent
+                self.count -= sent
+        except OSError:
+            ok = False
+        if self.watching:
+            self.conn.loop.remove_writer(self.dup)
+        os.close(self.dup)
+        self.done(ok)

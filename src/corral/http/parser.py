@@ -1,0 +1,224 @@
+"""The httptools (llhttp) adaptor: framing, limits and the request head.
+
+Invariants:
+- llhttp runs strict (no leniency flags): it rejects CL with TE, duplicate or
+  non-decimal Content-Length, bad chunk sizes, obs-fold, bare CR/LF, CTLs in names
+  and values and whitespace before the colon. Everything it rejects becomes a
+  :class:`BadRequest`; what it accepts but HTTP/1.1 still forbids (missing or
+  repeated Host, versions other than 1.0/1.1) is checked here.
+- Every limit is enforced while the bytes arrive, before memory is spent on them:
+  the request line and each header as the callbacks fire, the whole head by the
+  bytes fed while it is incomplete (llhttp buffers a header line before handing
+  it over), the body by its declared length or by the chunk bytes counted.
+- The parser never raises across the sink: errors leave :meth:`RequestParser.feed`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import httptools
+
+from corral.http.errors import (
+    BadRequest,
+    ContentTooLarge,
+    HeaderFieldsTooLarge,
+    HttpError,
+    UriTooLong,
+    VersionNotSupported,
+)
+
+
+class Limits:
+    """The request-side limits; one instance per worker, shared by its connections."""
+
+    __slots__ = ("body", "field_size", "fields", "head", "request_line")
+
+    def __init__(
+        self,
+        request_line: int = 8190,
+        fields: int = 100,
+        field_size: int = 8190,
+        body: int = 1 << 30,
+    ) -> None:
+        self.request_line = request_line
+        self.fields = fields
+        self.field_size = field_size
+        self.body = body  # 0 = unlimited
+        # The most bytes a legal head can take; llhttp buffers partial header
+        # lines internally, so this bounds what it may hold before we see them.
+        self.head = request_line + fields * (field_size + 4) + 4
+
+
+class RequestHead:
+    """One parsed request line and header block."""
+
+    __slots__ = (
+        "chunked",
+        "content_length",
+        "expect_continue",
+        "headers",
+        "keep_alive",
+        "method",
+        "target",
+        "version",
+    )
+
+    method: str
+    target: bytes
+    version: str  # "1.1" or "1.0"
+    headers: list[tuple[bytes, bytes]]  # as received, trailers excluded
+    keep_alive: bool
+    content_length: int | None
+    chunked: bool
+    expect_continue: bool
+
+    @property
+    def has_body(self) -> bool:
+        return self.chunked or bool(self.content_length)
+
+
+class RequestSink(Protocol):
+    """What the parser reports to (the connection implements it)."""
+
+    def on_request(self, head: RequestHead) -> None: ...
+    def on_body(self, chunk: bytes) -> None: ...
+    def on_request_end(self) -> None: ...
+
+
+_VERSIONS = {"1.1", "1.0"}
+
+
+class RequestParser:
+    """Feeds bytes to llhttp and reports heads, body chunks and ends to a sink."""
+
+    __slots__ = (
+        "_body_seen",
+        "_chunked",
+        "_content_length",
+        "_expect",
+        "_headers",
+        "_host_count",
+        "_in_head",
+        "_limits",
+        "_parser",
+        "_sink",
+        "_url",
+        "head_bytes",
+        "upgraded",
+    )
+
+    def __init__(self, sink: RequestSink, limits: Limits) -> None:
+        self._sink = sink
+        self._limits = limits
+        self._parser = httptools.HttpRequestParser(self)
+        self._in_head = True
+        self.head_bytes = 0
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self.upgraded = False
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
+        if self._in_head:
+            self.head_bytes += len(data)
+            if self.head_bytes > self._limits.head:
+                raise HeaderFieldsTooLarge("request head too large")
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, HttpError):
+                raise cause from None
+            raise
+        except httptools.HttpParserUpgrade:
+            # The request before the upgrade was parsed and reported; what follows
+            # is another protocol, which a WSGI server does not speak.
+            self.upgraded = True
+        except httptools.HttpParserError as exc:
+            detail = str(exc)
+            if detail == "Invalid HTTP version":
+                raise VersionNotSupported(detail) from None
+            raise BadRequest(detail) from None
+
+    # -- llhttp callbacks -------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self.head_bytes = 0
+        self._url = b""
+        self._headers = []
+        self._host_count = 0
+        self._content_length: int | None = None
+        self._chunked = False
+        self._expect = False
+        self._body_seen = 0
+
+    def on_url(self, url: bytes) -> None:
+        url = self._url + url if self._url else url
+        self._url = url
+        if len(url) > self._limits.request_line:
+            raise UriTooLong("request line too long")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        headers = self._headers
+        if not self._in_head:
+            return  # a trailer field: framing only, never shown to the app
+        if len(headers) >= self._limits.fields:
+            raise HeaderFieldsTooLarge("too many header fields")
+        if len(name) + len(value) > self._limits.field_size:
+            raise HeaderFieldsTooLarge("header field too large")
+        headers.append((name, value))
+        first = name[0] | 0x20
+        if first == 0x68 and len(name) == 4 and name.lower() == b"host":  # h
+            self._host_count += 1
+        elif first == 0x63 and len(name) == 14 and name.lower() == b"content-length":  # c
+            self._content_length = int(value)
+        elif first == 0x74 and len(name) == 17 and name.lower() == b"transfer-encoding":  # t
+            self._chunked = True  # llhttp rejected every TE not ending in chunked
+        elif first == 0x65 and len(name) == 6 and name.lower() == b"expect":  # e
+            if value.lower() != b"100-continue":
+                raise HttpError("unsupported expectation", 417)
+            self._expect = True
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        parser = self._parser
+        version = parser.get_http_version()
+        if version not in _VERSIONS:
+            raise VersionNotSupported(f"HTTP/{version} is not supported")
+        if self._host_count != 1 and (self._host_count or version == "1.1"):
+            raise BadRequest("missing Host header" if not self._host_count else "repeated Host")
+        method = parser.get_method().decode("ascii")
+        if method == "CONNECT":
+            raise HttpError("CONNECT is not supported", 405)
+        url = self._url
+        if len(url) + len(method) + 10 > self._limits.request_line:
+            raise UriTooLong("request line too long")
+        length = self._content_length
+        body_limit = self._limits.body
+        if body_limit and length is not None and length > body_limit:
+            raise ContentTooLarge("declared body larger than limit_request_body")
+        head = RequestHead()
+        head.method = method
+        head.target = url
+        head.version = version
+        head.headers = self._headers
+        head.keep_alive = parser.should_keep_alive()
+        head.content_length = length
+        head.chunked = self._chunked
+        head.expect_continue = self._expect and (self._chunked or bool(length))
+        self._sink.on_request(head)
+
+    def on_body(self, chunk: bytes) -> None:
+        if self._chunked:
+            self._body_seen += len(chunk)
+            limit = self._limits.body
+            if limit and self._body_seen > limit:
+                raise ContentTooLarge("chunked body larger than limit_request_body")
+        self._sink.on_body(chunk)
+
+    def on_message_complete(self) -> None:
+        self._in_head = True
+        self.head_bytes = 0
+        self._sink.on_request_end()

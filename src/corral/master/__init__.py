@@ -1,0 +1,1 @@
+"""The master: owns the configuration, the listeners and the worker processes."""

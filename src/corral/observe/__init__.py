@@ -1,0 +1,1 @@
+"""Logs: the error log and the access log."""

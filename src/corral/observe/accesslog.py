@@ -1,0 +1,163 @@
+"""The access log: Gunicorn's format tokens, written by a thread so the loop never waits.
+
+Format tokens (``%(NAME)s``): ``h`` remote address, ``l`` ``-``, ``u`` user (``-``),
+``t`` time ``[10/Oct/2000:13:55:36 +0000]``, ``r`` request line, ``m`` method,
+``U`` path, ``q`` query, ``H`` protocol, ``s`` status, ``b`` body bytes (``-`` when
+0), ``B`` body bytes, ``f`` Referer, ``a`` User-Agent, ``T`` seconds, ``D``
+microseconds, ``M`` milliseconds, ``L`` seconds with decimals, ``p`` pid,
+``{header}i`` a request header, ``{header}o`` a response header.
+The default is Apache's combined format.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+COMBINED = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
+_TOKEN = re.compile(r"%\((\{[^}]*\}[io]|[A-Za-z]+)\)s")
+
+
+def _request_header(name: bytes) -> Callable[[Any, Any, float], str]:
+    wanted = name.lower()
+
+    def get(conn: Any, exchange: Any, duration: float) -> str:
+        for key, value in exchange.head.headers:
+            if key.lower() == wanted:
+                return value.decode("latin-1")
+        return "-"
+
+    return get
+
+
+def _response_header(name: str) -> Callable[[Any, Any, float], str]:
+    wanted = name.lower()
+
+    def get(conn: Any, exchange: Any, duration: float) -> str:
+        for key, value in exchange.response_headers or ():
+            if key.lower() == wanted:
+                return value
+        return "-"
+
+    return get
+
+
+def _peer(conn: Any, exchange: Any, duration: float) -> str:
+    peer = conn.peer
+    return str(peer[0]) if isinstance(peer, tuple) else "-"
+
+
+def _path(exchange: Any) -> str:
+    return exchange.head.target.partition(b"?")[0].decode("latin-1")
+
+
+def _now(conn: Any, exchange: Any, duration: float) -> str:
+    return time.strftime("[%d/%b/%Y:%H:%M:%S %z]")
+
+
+_SIMPLE: dict[str, Callable[[Any, Any, float], str]] = {
+    "h": _peer,
+    "l": lambda c, e, d: "-",
+    "u": lambda c, e, d: "-",
+    "t": _now,
+    "r": lambda c, e, d: f"{e.head.method} {e.head.target.decode('latin-1')} HTTP/{e.head.version}",
+    "m": lambda c, e, d: e.head.method,
+    "U": lambda c, e, d: _path(e),
+    "q": lambda c, e, d: e.head.target.partition(b"?")[2].decode("latin-1"),
+    "H": lambda c, e, d: f"HTTP/{e.head.version}",
+    "s": lambda c, e, d: str(e.status),
+    "b": lambda c, e, d: str(e.response_bytes) if e.response_bytes else "-",
+    "B": lambda c, e, d: str(e.response_bytes),
+    "f": _request_header(b"referer"),
+    "a": _request_header(b"user-agent"),
+    "T": lambda c, e, d: str(int(d)),
+    "D": lambda c, e, d: str(int(d * 1_000_000)),
+    "M": lambda c, e, d: str(int(d * 1000)),
+    "L": lambda c, e, d: f"{d:.6f}",
+    "p": lambda c, e, d: f"<{os.getpid()}>",
+}
+
+
+class FormatError(ValueError):
+    pass
+
+
+def compile_format(fmt: str) -> Callable[[Any, Any, float], str]:
+    """Turn a format string into a function ``(conn, exchange, seconds) -> line``."""
+    pieces: list[str | Callable[[Any, Any, float], str]] = []
+    position = 0
+    for match in _TOKEN.finditer(fmt):
+        pieces.append(fmt[position : match.start()].replace("%%", "%"))
+        token = match.group(1)
+        if token.startswith("{"):
+            name, kind = token[1:-2], token[-1]
+            if kind == "i":
+                pieces.append(_request_header(name.encode("latin-1")))
+            else:
+                pieces.append(_response_header(name))
+        elif token in _SIMPLE:
+            pieces.append(_SIMPLE[token])
+        else:
+            raise FormatError(f"unknown access log token %({token})s")
+        position = match.end()
+    pieces.append(fmt[position:].replace("%%", "%"))
+
+    def render(conn: Any, exchange: Any, duration: float) -> str:
+        return "".join(p if isinstance(p, str) else p(conn, exchange, duration) for p in pieces)
+
+    return render
+
+
+class AccessLog:
+    """Formats on the loop (cheap), writes on its own thread (may block on disk or pipe)."""
+
+    def __init__(self, target: str, fmt: str) -> None:
+        self._render = compile_format(fmt)
+        self._target = target
+        self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._stream = self._open()
+        self._thread = threading.Thread(target=self._write, name="corral-accesslog", daemon=True)
+        self._thread.start()
+
+    def _open(self) -> TextIO:
+        if self._target == "-":
+            return sys.stdout
+        return open(self._target, "a", encoding="utf-8", buffering=1)
+
+    def __call__(self, conn: Any, exchange: Any) -> None:
+        duration = time.perf_counter() - exchange.t0
+        self._lines.put(self._render(conn, exchange, duration))
+
+    def _write(self) -> None:
+        lines = self._lines
+        while True:
+            line = lines.get()
+            if line is None:
+                break
+            batch = [line]
+            try:
+                while len(batch) < 256:
+                    more = lines.get_nowait()
+                    if more is None:
+                        lines.put(None)
+                        break
+                    batch.append(more)
+            except queue.Empty:
+                pass
+            try:
+                self._stream.write("\n".join(batch) + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass
+        self._stream.flush()
+
+    def close(self) -> None:
+        """Write what is queued and stop the writer thread."""
+        self._lines.put(None)
+        self._thread.join(timeout=5)

@@ -1,0 +1,286 @@
+"""One WSGI call: ``start_response``, ``write()``, body framing, errors, ``close()``.
+
+The same code answers on the loop thread (inline) and on an application thread;
+only the :class:`Output` differs. Rules kept here (PEP 3333):
+- ``start_response`` may be called again only with ``exc_info``; if the head was
+  already sent, the exception is re-raised into the application, else the new
+  status and headers replace the old ones.
+- The head goes out with the first non-empty body chunk (or at the end), in the
+  same write; a body that is one known chunk gets a Content-Length.
+- ``close()`` of the application's iterable is always called, also when the
+  client went away or the application failed.
+- An exception before any byte was sent becomes a 500; after, the connection is
+  closed. Either way the traceback goes to the error log and the worker goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from corral.connection import Exchange, HttpConnection
+from corral.http.errors import error_response
+from corral.http.response import InvalidResponse, build_head
+from corral.wsgi.filewrapper import FileWrapper
+from corral.wsgi.input import ClientDisconnected
+
+_CHUNK_END = b"0\r\n\r\n"
+
+
+class Output(Protocol):
+    """Where a call's bytes go: the connection directly, or through a thread bridge."""
+
+    paused: bool
+
+    def write(self, data: bytes) -> None: ...
+    def complete(self, data: bytes, keep_alive: bool) -> None: ...
+    def finish(self, keep_alive: bool) -> None: ...
+    def wait_writable(self, callback: Any) -> None: ...
+    def sendfile(self, fd: int, offset: int, count: int, done: Any) -> None: ...
+
+
+class WsgiCall:
+    __slots__ = (
+        "app",
+        "conn",
+        "discard_body",
+        "exchange",
+        "head",
+        "headers",
+        "iterator",
+        "keep_alive",
+        "log",
+        "out",
+        "remaining",
+        "result",
+        "sent",
+        "status",
+    )
+
+    def __init__(
+        self,
+        app: Any,
+        conn: HttpConnection,
+        exchange: Exchange,
+        out: Output,
+        log: logging.Logger,
+    ) -> None:
+        self.app = app
+        self.conn = conn
+        self.exchange = exchange
+        self.out = out
+        self.log = log
+        self.status: str | None = None
+        self.headers: list[tuple[str, str]] | None = None
+        self.head: Any = None
+        self.result: Any = None
+        self.iterator: Any = None
+        self.sent = 0
+        self.remaining: int | None = None  # body bytes still allowed by Content-Length
+        self.keep_alive = exchange.head.keep_alive
+        self.discard_body = exchange.head.method == "HEAD"
+
+    # -- the application's side -------------------------------------------------
+
+    def start_response(self, status: str, headers: list[tuple[str, str]], exc_info: Any = None):
+        if exc_info:
+            try:
+                if self.head is not None:
+                    raise exc_info[1].with_traceback(exc_info[2])
+            finally:
+                exc_info = None
+        elif self.status is not None:
+            raise AssertionError("start_response called a second time without exc_info")
+        self.status = status
+        self.headers = headers
+        return self.write
+
+    def write(self, data: bytes) -> None:
+        """PEP 3333's write() callable, and the path of every body chunk."""
+        if type(data) is not bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"body chunks must be bytes, not {type(data).__name__}")
+            data = bytes(data)
+        if self.conn.closed:
+            raise ClientDisconnected("client went away")
+        if self.head is None:
+            if not data:
+                return
+            prefix = self._head(None)
+        else:
+            prefix = b""
+        head = self.head
+        if self.discard_body:
+            if prefix:
+                self.out.write(prefix)
+            return
+        remaining = self.remaining
+        if remaining is not None:
+            if len(data) > remaining:
+                self.log.error(
+                    "application sent more than its Content-Length; truncated (%s %s)",
+                    self.exchange.head.method,
+                    self.exchange.head.target.decode("latin-1"),
+                )
+                data = data[:remaining]
+                self.keep_alive = False
+            self.remaining = remaining - len(data)
+        elif head.chunked and data:
+            data = b"%x\r\n%b\r\n" % (len(data), data)
+        self.sent += len(data)
+        if prefix or data:
+            self.out.write(prefix + data)
+
+    # -- the server's side ------------------------------------------------------
+
+    def _head(self, body_length: int | None) -> bytes:
+        if self.status is None:
+            raise AssertionError("the application sent a body before calling start_response")
+        conn = self.conn
+        request = self.exchange.head
+        head = build_head(
+            self.status,
+            self.headers,  # type: ignore[arg-type]
+            conn.server.prefix,
+            chunked=request.version == "1.1",
+            keep_alive=self.keep_alive and not conn.server.draining,
+            version=request.version,
+            body_length=body_length,
+        )
+        self.head = head
+        self.remaining = head.content_length
+        if head.close:
+            self.keep_alive = False
+        code = head.status
+        if code < 200 or code == 204 or code == 304:
+            self.discard_body = True
+        exchange = self.exchange
+        exchange.status = code
+        exchange.response_headers = self.headers
+        return head.data
+
+    def run(self) -> None:
+        """Call the application and answer; may return early and go on when writable."""
+        environ = self.conn.server.adapter.environ(self.conn, self.exchange)  # type: ignore[attr-defined]
+        try:
+            result = self.app(environ, self.start_response)
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self.result = result
+        try:
+            if type(result) is list and len(result) == 1 and self.head is None:
+                data = result[0]
+                if type(data) is bytes:
+                    # the common answer: one known chunk, head and body in one write
+                    prefix = self._head(len(data))
+                    remaining = self.remaining
+                    if self.discard_body:
+                        data = b""
+                    elif remaining is not None and remaining != len(data):
+                        self.log.error(
+                            "application's Content-Length (%d) differs from its body (%d); closing",
+                            remaining,
+                            len(data),
+                        )
+                        data = data[:remaining]
+                        self.keep_alive = False
+                    self.sent = len(data)
+                    self.exchange.response_bytes = self.sent
+                    self.result = None  # a plain list has no close()
+                    self.out.complete(prefix + data, self.keep_alive)
+                    return
+            if type(result) is FileWrapper and not self.discard_body:
+                span = result.sendfile_range()
+                if span is not None and self._sendfile(*span):
+                    return
+                if self.head is not None:  # the head is built, the body must not go out
+                    self._end_and_finish()
+                    return
+            self.iterator = iter(result)
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self.pump()
+
+    def pump(self) -> None:
+        out = self.out
+        iterator = self.iterator
+        try:
+            while True:
+                if out.paused:
+                    out.wait_writable(self.pump)
+                    return
+                try:
+                    chunk = next(iterator)
+                except StopIteration:
+                    break
+                self.write(chunk)
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self._end_and_finish()
+
+    def _end_and_finish(self) -> None:
+        try:
+            if self.head is None:
+                data = self._head(0)
+            elif self.head.chunked and not self.discard_body:
+                data = _CHUNK_END
+            else:
+                data = b""
+            if self.remaining and not self.discard_body:
+                self.log.error("application sent less than its Content-Length; closing")
+                self.keep_alive = False
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self._close_result()
+        self.exchange.response_bytes = max(self.sent, 0)
+        self.out.complete(data, self.keep_alive)
+
+    def _sendfile(self, fd: int, offset: int, count: int) -> bool:
+        prefix = self._head(count)
+        if self.discard_body:
+            return False
+        if self.remaining is not None:
+            count = min(count, self.remaining)
+            self.remaining -= count
+        self.out.write(prefix)
+        self.sent += count
+        self.out.sendfile(fd, offset, count, self._sendfile_done)
+        return True
+
+    def _sendfile_done(self, ok: bool) -> None:
+        if not ok:
+            self.keep_alive = False
+        self._close_result()
+        self.exchange.response_bytes = self.sent
+        self.out.finish(self.keep_alive and ok)
+
+    def _close_result(self) -> None:
+        result, self.result = self.result, None
+        close = getattr(result, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                self.log.exception("error in the close() of the application's iterable")
+
+    def fail(self, exc: BaseException) -> None:
+        """The application (or its answer) failed: 500 if nothing was sent, else close."""
+        request = self.exchange.head
+        where = f"{request.method} {request.target.decode('latin-1')}"
+        if isinstance(exc, ClientDisconnected) or self.conn.closed:
+            self.log.debug("client went away during %s", where)
+        elif isinstance(exc, InvalidResponse):
+            self.log.error("invalid response from the application to %s: %s", where, exc)
+        else:
+            self.log.error("error handling %s", where, exc_info=exc)
+        self._close_result()
+        self.keep_alive = False
+        if self.head is None and not self.conn.closed:
+            self.exchange.status = 500
+            self.out.complete(error_response(500), False)
+        else:
+            self.out.finish(False)

@@ -1,0 +1,265 @@
+"""Runs a WSGI application for the connections of one worker.
+
+With one thread (the default) the application runs inline on the event loop
+thread once the whole request body has arrived (buffered, spilling to a temp
+file), and its iterable is pumped only while the transport accepts more, so a
+large streaming answer never piles up in memory. With ``threads > 1`` every call
+runs on a fixed pool; bodies stream to it through a bounded buffer. A request
+with ``Expect: 100-continue`` always streams, so that ``100 Continue`` goes out
+only when the application starts to read; with one thread it uses a single
+helper thread for that.
+
+Backpressure: a request is handed to a thread only when one is free. Until then
+it waits in a queue with its connection's reading paused, so the queue never
+holds more than one request per connection and the worker reads nothing new
+while every thread is busy.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from corral.connection import Exchange, HttpConnection
+from corral.wsgi.environ import connection_environ, request_environ
+from corral.wsgi.errors import ErrorStream
+from corral.wsgi.filewrapper import FileWrapper
+from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
+from corral.wsgi.response import WsgiCall
+
+# Bytes an application thread may have posted to the loop and not yet written.
+THREAD_WRITE_HIGH_WATER = 256 * 1024
+# Bytes of a streamed request body buffered before the socket stops being read.
+BODY_HIGH_WATER = 256 * 1024
+
+
+class ThreadPool:
+    """Fixed threads taking jobs from one queue; the adapter never over-submits."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+            for i in range(size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self) -> None:
+        jobs = self._jobs
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            job()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def shutdown(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+
+
+class LoopOutput:
+    """Output straight to the connection, on the loop thread."""
+
+    __slots__ = ("conn", "exchange")
+
+    def __init__(self, conn: HttpConnection, exchange: Exchange) -> None:
+        self.conn = conn
+        self.exchange = exchange
+
+    @property
+    def paused(self) -> bool:
+        return self.conn.write_paused
+
+    def write(self, data: bytes) -> None:
+        self.conn.write(data)
+
+    def complete(self, data: bytes, keep_alive: bool) -> None:
+        conn = self.conn
+        if data and not conn.closed:
+            conn.transport.write(data)
+        conn.finish(self.exchange, keep_alive)
+
+    def finish(self, keep_alive: bool) -> None:
+        self.conn.finish(self.exchange, keep_alive)
+
+    def wait_writable(self, callback: Callable[[], None]) -> None:
+        self.conn.on_writable = callback
+
+    def sendfile(self, fd: int, offset: int, count: int, done: Callable[[bool], None]) -> None:
+        self.conn.sendfile(fd, offset, count, done)
+
+
+class ThreadOutput:
+    """Output from an application thread: hops to the loop, blocks while it is full."""
+
+    paused = False  # write() itself blocks; the pump never has to suspend
+
+    def __init__(self, adapter: WsgiAdapter, conn: HttpConnection, exchange: Exchange) -> None:
+        self.adapter = adapter
+        self.conn = conn
+        self.exchange = exchange
+        self.loop = conn.loop
+        self._cond = threading.Condition(threading.Lock())
+        self._inflight = 0
+        self._blocked = False
+
+    def write(self, data: bytes) -> None:
+        conn = self.conn
+        with self._cond:
+            while (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
+                self._cond.wait(0.5)
+            if conn.closed:
+                raise ClientDisconnected("client went away")
+            self._inflight += len(data)
+        self.loop.call_soon_threadsafe(self._write_on_loop, data)
+
+    def _write_on_loop(self, data: bytes) -> None:
+        conn = self.conn
+        conn.write(data)
+        with self._cond:
+            self._inflight -= len(data)
+            if conn.write_paused and not conn.closed:
+                self._blocked = True
+                conn.on_writable = self._wake
+            self._cond.notify()
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._blocked = False
+            self._cond.notify()
+
+    def complete(self, data: bytes, keep_alive: bool) -> None:
+        self.loop.call_soon_threadsafe(self._complete_on_loop, data, keep_alive)
+
+    def _complete_on_loop(self, data: bytes, keep_alive: bool) -> None:
+        conn = self.conn
+        if data and not conn.closed:
+            conn.transport.write(data)
+        self.adapter.thread_done(conn, self.exchange, keep_alive)
+
+    def finish(self, keep_alive: bool) -> None:
+        loop = self.loop
+        loop.call_soon_threadsafe(self.adapter.thread_done, self.conn, self.exchange, keep_alive)
+
+    def wait_writable(self, callback: Callable[[], None]) -> None:  # pragma: no cover
+        callback()
+
+    def sendfile(self, fd: int, offset: int, count: int, done: Callable[[bool], None]) -> None:
+        finished = threading.Event()
+        outcome: list[bool] = []
+
+        def on_loop_done(ok: bool) -> None:
+            outcome.append(ok)
+            finished.set()
+
+        self.loop.call_soon_threadsafe(self.conn.sendfile, fd, offset, count, on_loop_done)
+        finished.wait()
+        done(outcome[0])
+
+
+class WsgiAdapter:
+    """The WSGI side of a worker: builds bodies and environs, runs calls, counts threads."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        threads: int,
+        body_buffer_size: int,
+        multiprocess: bool,
+        log: logging.Logger,
+    ) -> None:
+        self.app = app
+        self.threads = threads
+        self.body_buffer_size = body_buffer_size
+        self.multiprocess = multiprocess
+        self.log = log
+        self.errors = ErrorStream(log)
+        self.pool = ThreadPool(threads, "corral-app") if threads > 1 else None
+        self._helper: ThreadPool | None = None
+        self.free = threads
+        self.waiting: deque[tuple[HttpConnection, Exchange]] = deque()
+        self.running: set[Exchange] = set()  # on threads, for the heartbeat
+
+    # -- connection side --------------------------------------------------------
+
+    def make_body(self, conn: HttpConnection, exchange: Exchange) -> Any:
+        head = exchange.head
+        if not head.has_body:
+            return EMPTY
+        if self.pool is None and not head.expect_continue:
+            return BufferedInput(self.body_buffer_size)
+        exchange.streaming = True
+        call = conn.loop.call_soon_threadsafe  # type: ignore[union-attr]
+        return StreamingInput(
+            BODY_HIGH_WATER,
+            partial(call, conn.send_continue, exchange) if head.expect_continue else None,
+            partial(call, conn.resume_body),
+        )
+
+    def environ(self, conn: HttpConnection, exchange: Exchange) -> dict[str, Any]:
+        base = conn.environ
+        if base is None:
+            base = conn.environ = connection_environ(
+                conn.sockname,
+                conn.peer,
+                multithread=self.threads > 1,
+                multiprocess=self.multiprocess,
+                file_wrapper=FileWrapper,
+                errors=self.errors,
+            )
+        return request_environ(base, exchange.head, exchange.body)
+
+    def run(self, conn: HttpConnection, exchange: Exchange) -> None:
+        if self.pool is None and not exchange.streaming:
+            WsgiCall(self.app, conn, exchange, LoopOutput(conn, exchange), self.log).run()
+            return
+        if self.pool is None:
+            if self._helper is None:
+                self._helper = ThreadPool(1, "corral-body")
+            self.running.add(exchange)
+            call = WsgiCall(self.app, conn, exchange, ThreadOutput(self, conn, exchange), self.log)
+            self._helper.submit(call.run)
+            return
+        if self.free == 0:
+            self.waiting.append((conn, exchange))
+            if not conn.reading_paused:
+                conn.reading_paused = True
+                conn.transport.pause_reading()
+            return
+        self._submit(conn, exchange)
+
+    def _submit(self, conn: HttpConnection, exchange: Exchange) -> None:
+        self.free -= 1
+        self.running.add(exchange)
+        call = WsgiCall(self.app, conn, exchange, ThreadOutput(self, conn, exchange), self.log)
+        self.pool.submit(call.run)  # type: ignore[union-attr]
+
+    def thread_done(self, conn: HttpConnection, exchange: Exchange, keep_alive: bool) -> None:
+        """On the loop: a call that ran on a thread has answered."""
+        self.running.discard(exchange)
+        if self.pool is not None:
+            self.free += 1
+            waiting = self.waiting
+            while waiting and self.free:
+                next_conn, next_exchange = waiting.popleft()
+                if not next_conn.closed:
+                    self._submit(next_conn, next_exchange)
+        conn.finish(exchange, keep_alive)
+
+    def busy(self) -> int:
+        return len(self.running)
+
+    def shutdown(self) -> None:
+        for pool in (self.pool, self._helper):
+            if pool is not None:
+                pool.shutdown()
