@@ -1,0 +1,90 @@
+"""Render docs/settings.md from the setting declarations.
+
+Run ``python -m corral.config.docs > docs/settings.md`` after changing a `Setting`; a unit test
+fails while the committed file differs from `render()`. Nothing here is hand-written per setting.
+"""
+
+import sys
+
+from corral.config.settings import DEFAULT_BIND, SECTIONS, SETTINGS, Action, Setting
+
+__all__ = ["main", "render"]
+
+_INTRO = f"""\
+# Settings
+
+<!-- Generated from src/corral/config/settings.py by
+     `python -m corral.config.docs > docs/settings.md`; do not edit by hand. -->
+
+Every setting is declared once; the command-line flags, the config-file keys, the validated
+document and this page are generated from that declaration.
+
+**Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension.
+The keys are the names in the *Key* column: the long flag without `--`, with `-` written `_`
+(`proc_name` is the exception: its flag is `-n/--name`). Unknown keys are errors. Flags given on
+the command line override the file, key by key (a `--bind` or `--env` flag replaces the file's
+whole list or table).
+
+```toml
+app = "myproj.wsgi:application"
+workers = 4
+bind = [":8000", "unix:/run/myproj.sock"]
+limit_request_line = 4094
+env = {{ DJANGO_SETTINGS_MODULE = "myproj.settings" }}
+```
+
+**Bind addresses.** `HOST:PORT`, `[IPV6]:PORT`, `unix:PATH`, `HOST` (port 8000), `PORT` alone
+(on 127.0.0.1) and `:PORT` (all IPv4 interfaces, `0.0.0.0`, as in Gunicorn). `localhost` means
+`127.0.0.1`; other host names are resolved when the configuration is loaded. Port 0 lets the
+kernel pick a free port. Without any `--bind`, corral listens on `{DEFAULT_BIND}` only: nothing
+listens beyond loopback unless configured to.
+
+**Errors.** A bad value stops the server before it starts with one line naming the flag or the
+key and what it expects, and exit code 2:
+
+```
+corral: error: --workers: expected int >= 1 or "auto", got "two"
+corral: error: config.toml: $.workers: expected int >= 1 or "auto", got "two"
+```
+
+`corral --check-config ...` validates, prints the resolved document as JSON and exits.
+"""
+
+
+def render() -> str:
+    """The whole Markdown page."""
+    parts = [_INTRO]
+    for title, blurb in SECTIONS:
+        settings = [s for s in SETTINGS if s.section == title]
+        parts.append(f"\n## {title}\n\n{blurb}\n\n")
+        parts.append("| Key | Flags | Type | Default | Description |\n")
+        parts.append("|---|---|---|---|---|\n")
+        parts.extend(_row(setting) for setting in settings)
+    return "".join(parts)
+
+
+def _row(setting: Setting) -> str:
+    key = "—" if not setting.in_file else f"`{setting.name}`"
+    if setting.action is Action.POSITIONAL:
+        flags = f"`{setting.metavar}` (argument)"
+    else:
+        metavar = "" if setting.action is Action.FLAG else f" {setting.metavar}"
+        flags = ", ".join(f"`{flag}{metavar}`" for flag in setting.flags)
+        if setting.action is Action.APPEND:
+            flags += " (repeatable)"
+    default = setting.shown_default()
+    cells = [key, flags, _code(setting.expected), _code(default) if default else "", setting.doc]
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |\n"
+
+
+def _code(text: str) -> str:
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def main() -> None:
+    """Write the page to standard output."""
+    sys.stdout.write(render())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,630 @@
+"""Every setting, declared once.
+
+This module owns the one list of `Setting` declarations (`SETTINGS`, grouped by section) and the
+small parsers that turn what a user writes into the value the document holds (`parse_bind`,
+``"auto"`` workers, octal modes, ``KEY=VALUE`` pairs). Everything else is generated from this list:
+the argparse CLI and the config-file keys (`corral.config.sources`), the fields of the validated
+document (`corral.config.document`) and docs/settings.md (`corral.config.docs`). Adding a setting
+means adding one `Setting` here and nothing else.
+
+Each value travels in two forms. The *input form* is what a flag or a config-file key accepts
+(`Setting.input_type`, e.g. ``int >= 1 or "auto"``); `Setting.resolve` turns it into the
+*document form* (`Setting.type`, e.g. ``int >= 1``), which the document validates again.
+
+Rules kept here: stdlib and msgspec only (workers import this module); no I/O except
+`parse_bind`'s name lookup for a host name that is not an IP literal or ``localhost``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import socket
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+__all__ = [
+    "DEFAULT_BIND",
+    "SECTIONS",
+    "SETTINGS",
+    "Action",
+    "BindAddress",
+    "Invalid",
+    "LogLevel",
+    "Scope",
+    "Setting",
+    "describe",
+    "parse_app",
+    "parse_bind",
+    "show",
+]
+
+DEFAULT_PORT = 8000
+DEFAULT_BIND = "127.0.0.1:8000"
+DEFAULT_ACCESS_LOGFORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
+
+
+class LogLevel(enum.StrEnum):
+    """Error-log threshold."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+
+class Scope(enum.StrEnum):
+    """Where a setting's value lands."""
+
+    SERVER = "server"  # a field of `Document.settings`
+    APPLICATION = "application"  # a field of each `Document.applications[name]`
+    SOURCE = "source"  # shapes the document without being a field (APP, bind)
+    COMMAND = "command"  # command line only, not a config-file key (--config, --version)
+
+
+class Action(enum.StrEnum):
+    """How the command line takes the value."""
+
+    STORE = "store"  # --flag VALUE, the last one wins
+    APPEND = "append"  # --flag VALUE, repeatable, collected into a list
+    FLAG = "flag"  # --flag, no value: true
+    POSITIONAL = "positional"  # a bare argument
+
+
+class Invalid(ValueError):
+    """A value that does not fit; `where` is added by the caller (a flag or a document path).
+
+    `at` is a sub-path inside the value (``"[2]"``, ``".FOO"``) for values that are lists or
+    tables; `message` replaces the ``expected ..., got ...`` text when given.
+    """
+
+    def __init__(
+        self, expected: str = "", value: Any = ..., at: str = "", message: str = ""
+    ) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.value = value
+        self.at = at
+        self.message = message
+
+    def __str__(self) -> str:
+        if self.message:
+            return self.message
+        if self.value is ...:
+            return f"expected {self.expected}"
+        return f"expected {self.expected}, got {show(self.value)}"
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A value as a user writes it (JSON spelling), on one line, shortened past `limit`."""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return repr(value)  # JSON would say null
+        if value.is_integer():
+            value = int(value)
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Value types (document form) and their descriptions in words.
+
+
+def _int(ge: int | None = None, le: int | None = None) -> Any:
+    return Annotated[int, Meta(ge=ge, le=le)]
+
+
+_SECONDS = Annotated[float, Meta(ge=0, le=86400)]
+_NAME = Annotated[str, Meta(min_length=1)]
+_HEADER_VALUE = Annotated[
+    str, Meta(pattern=r"^[\t\x20-\x7e]*$", description="printable ASCII string (no CR, LF, NUL)")
+]
+_MODE = Annotated[int, Meta(ge=0, le=0o777)]
+
+
+def describe(tp: Any) -> str:
+    """Say in words what values `tp` accepts, for errors, ``--help`` and the docs."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        base, *extras = typing.get_args(tp)
+        text = describe(base)
+        for meta in extras:
+            if isinstance(meta, Meta):
+                if meta.description:
+                    return meta.description
+                text = _with_bounds(text, meta)
+        return text
+    if origin is typing.Union or origin is types.UnionType:
+        return " or ".join(describe(arg) for arg in typing.get_args(tp))
+    if origin is Literal:
+        return " or ".join(show(arg) for arg in typing.get_args(tp))
+    if origin is list:
+        return f"list of {describe(typing.get_args(tp)[0])}s"
+    if origin is dict:
+        return "table"
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return "one of " + ", ".join(show(member.value) for member in tp)
+    return _TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+_TYPE_WORDS: dict[Any, str] = {
+    int: "int",
+    float: "number",
+    str: "string",
+    bool: "true or false",
+    type(None): "null",
+    Any: "value",
+}
+
+
+def _with_bounds(text: str, meta: Meta) -> str:
+    if meta.min_length == 1 and text == "string":
+        text = "non-empty string"
+    if meta.ge is not None and meta.le is not None:
+        return f"{text} from {meta.ge} to {meta.le}"
+    bounds = ((meta.ge, ">="), (meta.gt, ">"), (meta.le, "<="), (meta.lt, "<"))
+    limits = " and ".join(f"{sign} {bound}" for bound, sign in bounds if bound is not None)
+    return f"{text} {limits}" if limits else text
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsers: input form -> document form. Each raises `Invalid`.
+
+
+@dataclass(frozen=True, slots=True)
+class BindAddress:
+    """One address to listen on; `str()` gives the normalized form used as the listener key."""
+
+    kind: Literal["tcp", "unix"]
+    host: str  # "" for unix sockets
+    port: int  # 0 for unix sockets (and for an ephemeral TCP port)
+    path: str | None  # the socket path for unix sockets
+    family: socket.AddressFamily
+
+    def __str__(self) -> str:
+        if self.kind == "unix":
+            return f"unix:{self.path}"
+        if self.family == socket.AF_INET6:
+            return f"[{self.host}]:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def sockaddr(self) -> tuple[str, int] | str:
+        """The address as `socket.bind` takes it."""
+        return self.path if self.path is not None else (self.host, self.port)
+
+
+_BIND_EXPECT = "HOST:PORT, [IPV6]:PORT, :PORT, PORT or unix:PATH"
+_HOSTNAME = r"[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*"
+
+
+def parse_bind(text: str) -> BindAddress:
+    """Parse one bind address.
+
+    ``HOST:PORT``, ``[IPV6]:PORT``, ``unix:PATH`` (also ``unix://PATH``), ``HOST`` (port 8000),
+    ``PORT`` alone (on 127.0.0.1: nothing listens beyond loopback unless asked to), ``:PORT``
+    (all IPv4 interfaces, 0.0.0.0, as in Gunicorn). ``localhost`` means 127.0.0.1; any other host
+    name is resolved now, so every listener key is a literal address. Port 0 asks the kernel
+    for a free port.
+    """
+    if not isinstance(text, str):
+        raise Invalid(_BIND_EXPECT, text)
+    s = text.strip()
+    if s.startswith("unix:"):
+        path = s[5:].removeprefix("//")
+        if not path or "\0" in path:
+            raise Invalid("unix:PATH with a non-empty path", text)
+        return BindAddress("unix", "", 0, path, socket.AF_UNIX)
+    if s.startswith("fd://"):
+        raise Invalid(message=f"{show(text)}: fd:// addresses are not supported")
+    s = s.removeprefix("tcp://")
+    if s.startswith("["):
+        host, sep, rest = s[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise Invalid(_BIND_EXPECT, text)
+        return _tcp(text, host, rest[1:] if rest else str(DEFAULT_PORT), socket.AF_INET6)
+    if s.isascii() and s.isdigit():
+        return _tcp(text, "127.0.0.1", s, socket.AF_INET)
+    if ":" not in s:
+        return _tcp(text, s, str(DEFAULT_PORT), None)
+    host, _, port = s.partition(":")
+    if ":" in port:
+        raise Invalid(f"{_BIND_EXPECT} (IPv6 addresses go in brackets)", text)
+    return _tcp(text, host or "0.0.0.0", port, None)
+
+
+def _tcp(text: str, host: str, port_text: str, family: int | None) -> BindAddress:
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+        raise Invalid(f"{_BIND_EXPECT} with a port from 0 to 65535", text)
+    port = int(port_text)
+    host = host.lower()
+    if host == "localhost":
+        host = "127.0.0.1"
+    families = (family,) if family is not None else (socket.AF_INET, socket.AF_INET6)
+    for fam in families:
+        try:
+            packed = socket.inet_pton(fam, host)
+        except (OSError, ValueError):
+            continue
+        return BindAddress(
+            "tcp", socket.inet_ntop(fam, packed), port, None, socket.AddressFamily(fam)
+        )
+    if family is not None or not re.fullmatch(_HOSTNAME, host):
+        raise Invalid(_BIND_EXPECT, text)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise Invalid(message=f"cannot resolve host {show(host)}: {exc}") from None
+    fam, _, _, _, sockaddr = infos[0]
+    return BindAddress("tcp", str(sockaddr[0]), port, None, socket.AddressFamily(fam))
+
+
+def _binds(value: list[str] | str) -> list[BindAddress]:
+    items = [value] if isinstance(value, str) else value
+    if not items:
+        raise Invalid("at least one address", value)
+    seen: dict[str, BindAddress] = {}
+    for index, item in enumerate(items):
+        try:
+            address = parse_bind(item)
+        except Invalid as exc:
+            exc.at = f"[{index}]"
+            raise
+        if str(address) in seen:
+            same = "" if item == str(address) else f" ({show(item)})"
+            raise Invalid(message=f"{address}{same} is given twice", at=f"[{index}]")
+        seen[str(address)] = address
+    return list(seen.values())
+
+
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_APP = rf"({_DOTTED})(?::({_DOTTED}))?"
+
+
+def parse_app(value: str) -> tuple[str, str | None]:
+    """Split ``module:callable`` (or ``module``) into ``(module, callable or None)``."""
+    match = re.fullmatch(_APP, value.strip()) if isinstance(value, str) else None
+    if match is None:
+        raise Invalid('"module:callable" or "module" (dotted Python names)', value)
+    return match[1], match[2]
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _workers(value: int | str) -> int:
+    return _cpu_count() if value == "auto" else int(value)
+
+
+def _mode(value: int | str) -> int:
+    if isinstance(value, int):
+        return value
+    match = re.fullmatch(r"(?:0o?)?([0-7]{1,3})", value.strip())
+    if match is None:
+        raise Invalid('an octal mode such as "0660"', value)
+    return int(match[1], 8)
+
+
+def _path_list(value: list[str] | str) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else value
+    return [item.strip() for item in items if item.strip()]
+
+
+def _env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
+    if isinstance(value, dict):
+        pairs = [(key, val, f"[{show(key)}]") for key, val in value.items()]
+    else:
+        pairs = []
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or "=" not in item:
+                raise Invalid("KEY=VALUE", item, at=f"[{index}]")
+            key, _, val = item.partition("=")
+            pairs.append((key, val, f"[{index}]"))
+    env: dict[str, str] = {}
+    for key, val, at in pairs:
+        if not key or "=" in key or "\0" in key:
+            raise Invalid("a variable name without '=' or NUL", key, at=at)
+        if not isinstance(val, str) or "\0" in val:
+            raise Invalid("a string without NUL", val, at=at)
+        env[key] = val
+    return env
+
+
+def _log_level(value: str) -> LogLevel:
+    try:
+        return LogLevel(value.lower())
+    except ValueError:
+        raise Invalid(describe(LogLevel), value) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The declarations.
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: its key, flags, types, default and documentation.
+
+    `name` is the config-file key and the document field. `type` is the document form (msgspec
+    constraints included); `accepts` the input form when wider (None: same as `type`); `resolve`
+    maps the input form to the document form and raises `Invalid`. `default` is in input form.
+    """
+
+    name: str
+    section: str
+    scope: Scope
+    type: Any
+    default: Any
+    doc: str
+    flags: tuple[str, ...] = ()
+    metavar: str | None = None
+    action: Action = Action.STORE
+    accepts: Any = None
+    resolve: Callable[[Any], Any] | None = None
+    expect: str = ""  # the input form in words; derived from `input_type` when empty
+    default_text: str = ""  # the default as shown in --help and the docs; derived when empty
+
+    @property
+    def input_type(self) -> Any:
+        """The type a flag or a config-file value is validated against."""
+        return self.type if self.accepts is None else self.accepts
+
+    @property
+    def expected(self) -> str:
+        """What the input form accepts, in words."""
+        return self.expect or describe(self.input_type).removesuffix(" or null")
+
+    @property
+    def in_file(self) -> bool:
+        """Whether the setting is a config-file key."""
+        return self.scope is not Scope.COMMAND
+
+    def document_default(self) -> Any:
+        """The default in document form."""
+        return (
+            self.resolve(self.default)
+            if self.resolve and self.default is not None
+            else self.default
+        )
+
+    def shown_default(self) -> str:
+        """The default as written in --help and the docs ("" when there is none to show)."""
+        if self.default_text:
+            return self.default_text
+        if self.default is None or self.scope is Scope.COMMAND:
+            return ""
+        if isinstance(self.default, list | dict) and not self.default:
+            return ""
+        if isinstance(self.default, str) and '"' in self.default and "'" not in self.default:
+            return f"'{self.default}'"  # a TOML literal string, easier to read than escapes
+        return show(self.default, limit=200)
+
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("Application", "What to run and how many processes and threads run it."),
+    ("Listening", "Where to accept connections."),
+    ("Timeouts", "All durations are in seconds and may be fractional."),
+    ("Request limits", "Checked while the request is read, before memory is spent on it."),
+    ("Responses", "What corral adds to every response."),
+    ("Logging", "Error log and access log."),
+    ("Process", "How the server process presents itself."),
+    ("Command line", "Options of the command itself; they are not config-file keys."),
+)
+
+_APPLICATION, _LISTENING, _TIMEOUTS, _LIMITS, _RESPONSES, _LOGGING, _PROCESS, _COMMAND = (
+    title for title, _ in SECTIONS
+)
+_S, _A, _SRC, _CMD = Scope.SERVER, Scope.APPLICATION, Scope.SOURCE, Scope.COMMAND
+
+# fmt: off
+SETTINGS: tuple[Setting, ...] = (
+    # -- Application ----------------------------------------------------------------------------
+    Setting(
+        "app", _APPLICATION, _SRC, str, None,
+        "The WSGI application, `module:callable` or `module`. Without a callable, corral looks "
+        "for `application`, then `app`. The application is named after its module.",
+        action=Action.POSITIONAL, metavar="APP", resolve=parse_app,
+        expect='"module:callable" or "module"',
+    ),
+    Setting(
+        "workers", _APPLICATION, _A, _int(ge=1), 1,
+        'Number of worker processes. "auto" means one per CPU this process may run on.',
+        flags=("-w", "--workers"), metavar="INT", accepts=_int(ge=1) | Literal["auto"],
+        resolve=_workers,
+    ),
+    Setting(
+        "threads", _APPLICATION, _A, _int(ge=1), 1,
+        "Threads per worker running application code. With 1 the application runs on the "
+        "worker's event loop thread.",
+        flags=("--threads",), metavar="INT",
+    ),
+    Setting(
+        "preload", _APPLICATION, _A, bool, False,
+        "Import the application in the master before forking workers (saves memory, but code "
+        "changes need a full restart).",
+        flags=("--preload",), action=Action.FLAG,
+    ),
+    Setting(
+        "chdir", _APPLICATION, _A, _NAME | None, None,
+        "Change to this directory before importing the application.",
+        flags=("--chdir",), metavar="DIR",
+    ),
+    Setting(
+        "pythonpath", _APPLICATION, _A, list[str], [],
+        "Directories to add to the Python path, comma-separated on the command line (a list "
+        "or a comma-separated string in a file).",
+        flags=("--pythonpath",), metavar="DIRS", accepts=list[str] | str, resolve=_path_list,
+    ),
+    Setting(
+        "env", _APPLICATION, _A, dict[str, str], {},
+        "Environment variables for the workers, `KEY=VALUE`; repeat the flag for several. "
+        'In a file: a table (`env = {DJANGO_DEBUG = "0"}`) or a list of "KEY=VALUE" strings.',
+        flags=("-e", "--env"), metavar="KEY=VALUE", action=Action.APPEND,
+        accepts=dict[str, Any] | list[Any], resolve=_env,
+        expect='table of strings or list of "KEY=VALUE" strings',
+    ),
+    Setting(
+        "user", _APPLICATION, _A, _NAME | None, None,
+        "Run the workers as this user (name or numeric id); needs a master started as root.",
+        flags=("--user",), metavar="USER",
+    ),
+    Setting(
+        "group", _APPLICATION, _A, _NAME | None, None,
+        "Run the workers as this group (name or numeric id).",
+        flags=("--group",), metavar="GROUP",
+    ),
+    # -- Listening ------------------------------------------------------------------------------
+    Setting(
+        "bind", _LISTENING, _SRC, list[str], [DEFAULT_BIND],
+        "Address to listen on; repeat for several. `HOST:PORT`, `[IPV6]:PORT`, `unix:PATH`, "
+        "`PORT` (on 127.0.0.1) or `:PORT` (all IPv4 interfaces, 0.0.0.0, as in Gunicorn). "
+        "Port 0 picks a free port. In a file: a list or one string.",
+        flags=("-b", "--bind"), metavar="ADDRESS", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_binds, expect=f"{_BIND_EXPECT} (a list in a file)",
+        default_text=DEFAULT_BIND,
+    ),
+    Setting(
+        "backlog", _LISTENING, _S, _int(ge=1, le=65535), 2048,
+        "Maximum number of pending connections per listening socket (the kernel may cap it).",
+        flags=("--backlog",), metavar="INT",
+    ),
+    Setting(
+        "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
+        'Permissions of unix sockets, as an octal string ("0660"); an integer in a file is '
+        "taken as is (TOML: `0o660`).",
+        flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=_mode,
+        expect='an octal mode such as "0660"', default_text='"0600"',
+    ),
+    # -- Timeouts -------------------------------------------------------------------------------
+    Setting(
+        "timeout", _TIMEOUTS, _S, _SECONDS, 30.0,
+        "A worker whose event loop has not reported progress for this long is killed and "
+        "replaced. 0 disables the check.",
+        flags=("-t", "--timeout"), metavar="SECONDS",
+    ),
+    Setting(
+        "graceful_timeout", _TIMEOUTS, _S, _SECONDS, 30.0,
+        "On shutdown or restart, how long workers may finish in-flight requests before they "
+        "are killed.",
+        flags=("--graceful-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "keep_alive", _TIMEOUTS, _S, _SECONDS, 5.0,
+        "How long an idle keep-alive connection is kept open. 0 closes each connection after "
+        "its response.",
+        flags=("--keep-alive",), metavar="SECONDS",
+    ),
+    Setting(
+        "header_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 30.0,
+        "Time allowed to receive a complete request head (request line and headers); past it "
+        "the client gets 408.",
+        flags=("--header-timeout",), metavar="SECONDS",
+    ),
+    # -- Request limits -------------------------------------------------------------------------
+    Setting(
+        "limit_request_line", _LIMITS, _S, _int(ge=64, le=65536), 8190,
+        "Maximum size of the request line (method, target, version) in bytes; longer gets 414.",
+        flags=("--limit-request-line",), metavar="BYTES",
+    ),
+    Setting(
+        "limit_request_fields", _LIMITS, _S, _int(ge=1, le=32768), 100,
+        "Maximum number of header fields in a request; more gets 431.",
+        flags=("--limit-request-fields",), metavar="INT",
+    ),
+    Setting(
+        "limit_request_field_size", _LIMITS, _S, _int(ge=64, le=65536), 8190,
+        "Maximum size of one header field (name and value) in bytes; larger gets 431.",
+        flags=("--limit-request-field_size", "--limit-request-field-size"), metavar="BYTES",
+    ),
+    Setting(
+        "limit_request_body", _LIMITS, _S, _int(ge=0), 1073741824,
+        "Maximum size of a request body in bytes; larger gets 413. 0 means unlimited.",
+        flags=("--limit-request-body",), metavar="BYTES",
+    ),
+    Setting(
+        "body_buffer_size", _LIMITS, _S, _int(ge=0), 1048576,
+        "Request bodies larger than this many bytes are spooled to a temporary file instead of "
+        "memory.",
+        flags=("--body-buffer-size",), metavar="BYTES",
+    ),
+    # -- Responses ------------------------------------------------------------------------------
+    Setting(
+        "server_header", _RESPONSES, _S, _HEADER_VALUE, "corral",
+        "Value of the Server header; an empty string sends no Server header.",
+        flags=("--server-header",), metavar="STRING",
+    ),
+    # -- Logging --------------------------------------------------------------------------------
+    Setting(
+        "access_logfile", _LOGGING, _S, _NAME | None, None,
+        'Access log file; "-" is standard output. Without it there is no access log.',
+        flags=("--access-logfile",), metavar="FILE",
+    ),
+    Setting(
+        "access_logformat", _LOGGING, _S, str, DEFAULT_ACCESS_LOGFORMAT,
+        "Access log line, in Gunicorn's `%(x)s` atom syntax; the default is Apache's combined "
+        "format.",
+        flags=("--access-logformat",), metavar="FORMAT",
+    ),
+    Setting(
+        "error_logfile", _LOGGING, _S, _NAME, "-",
+        'Error log file; "-" is standard error.',
+        flags=("--error-logfile",), metavar="FILE",
+    ),
+    Setting(
+        "log_level", _LOGGING, _S, LogLevel, LogLevel.INFO,
+        "Lowest level written to the error log (any letter case).",
+        flags=("--log-level",), metavar="LEVEL", accepts=str, resolve=_log_level,
+        expect=describe(LogLevel),
+    ),
+    # -- Process --------------------------------------------------------------------------------
+    Setting(
+        "pid", _PROCESS, _S, _NAME | None, None,
+        "Write the master's process id to this file.",
+        flags=("--pid",), metavar="FILE",
+    ),
+    Setting(
+        "proc_name", _PROCESS, _S, _NAME | None, None,
+        "Name shown in process titles (`ps`); by default the application's name.",
+        flags=("-n", "--name"), metavar="NAME",
+    ),
+    # -- Command line ---------------------------------------------------------------------------
+    Setting(
+        "config", _COMMAND, _CMD, _NAME, None,
+        "Read settings from this TOML (.toml) or JSON (.json) file; flags given on the command "
+        "line override it.",
+        flags=("-c", "--config"), metavar="FILE",
+    ),
+    Setting(
+        "check_config", _COMMAND, _CMD, bool, False,
+        "Validate the configuration, print the resolved document as JSON and exit.",
+        flags=("--check-config",), action=Action.FLAG,
+    ),
+    Setting(
+        "version", _COMMAND, _CMD, bool, False,
+        "Print the version and exit.",
+        flags=("--version",), action=Action.FLAG,
+    ),
+    Setting(
+        "help", _COMMAND, _CMD, bool, False,
+        "Show this help and exit.",
+        flags=("-h", "--help"), action=Action.FLAG,
+    ),
+)
+# fmt: on
+
+BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}

@@ -1,0 +1,280 @@
+"""Sources of the document: the command line and config files (TOML or JSON).
+
+This module owns the way from what a user typed to a validated `Document`: the argparse parser
+and the config-file keys, both generated from `SETTINGS`; the merge (defaults, then the file,
+then flags: a flag replaces the file's value for its key, lists and tables included); and the
+mapping of the flat settings onto the document (one application named after its module, one
+listener per bind address, the rest in `Document.settings`).
+
+Every failure is one `ConfigError` with one line of text naming the flag or the file and key.
+Nothing here prints or exits: `corral.cli` does. argparse is imported here only, so workers that
+import `corral.config` do not pay for it.
+"""
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, NoReturn
+
+from corral import __version__
+from corral.config.document import (
+    ConfigError,
+    Document,
+    convert,
+    did_you_mean,
+    member,
+    validate_document,
+)
+from corral.config.settings import (
+    BY_NAME,
+    SECTIONS,
+    SETTINGS,
+    Action,
+    Invalid,
+    Scope,
+    Setting,
+    show,
+)
+
+__all__ = [
+    "CommandLine",
+    "Given",
+    "build_document",
+    "format_help",
+    "load",
+    "load_file",
+    "parse_command_line",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """A setting's value as given (input form, already type-checked) and where it came from."""
+
+    value: Any
+    where: str  # "--workers", "APP" or "config.toml: $.workers"
+    nested: bool = False  # whether errors inside the value append a sub-path to `where`
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLine:
+    """The parsed command line: settings given as flags, and the command's own options."""
+
+    given: dict[str, Given]
+    config: str | None = None
+    check_config: bool = False
+    version: bool = False
+    help: bool = False
+
+    def document(self) -> Document:
+        """Read the config file if any, apply the flags over it and build the document."""
+        given = load_file(self.config) if self.config is not None else {}
+        given.update(self.given)
+        return build_document(given)
+
+
+def load(argv: Sequence[str]) -> Document:
+    """The document described by a command line (without the program name).
+
+    The command's own options (--check-config, --version, --help) are ignored here; see
+    `parse_command_line`. Raises `ConfigError` on any bad input.
+    """
+    return parse_command_line(argv).document()
+
+
+def parse_command_line(argv: Sequence[str]) -> CommandLine:
+    """Parse and type-check the flags; the config file is read later, by `document()`."""
+    namespace, extras = _parser().parse_known_args(list(argv))
+    if extras:
+        raise _unexpected(extras[0])
+    given: dict[str, Given] = {}
+    options: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if not hasattr(namespace, setting.name):
+            continue
+        raw = getattr(namespace, setting.name)
+        where = _flag(setting)
+        if setting.scope is Scope.COMMAND:
+            options[setting.name] = convert(raw, setting.input_type, where, {"": setting.expected})
+        else:
+            expects = {"": setting.expected}
+            value = convert(raw, setting.input_type, where, expects, strict=False, nested=False)
+            given[setting.name] = Given(value, where)
+    return CommandLine(given, **options)
+
+
+def format_help() -> str:
+    """The ``--help`` text."""
+    return _parser().format_help()
+
+
+def load_file(path: str) -> dict[str, Given]:
+    """Read and type-check a config file: TOML (.toml) or JSON (.json) with the setting keys."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in (".toml", ".json"):
+        raise ConfigError(f"{path}: unsupported config file type; expected .toml or .json")
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw = _parse_toml(path, data) if suffix == ".toml" else _parse_json(path, data)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: $: expected an object, got {show(raw)}")
+    given: dict[str, Given] = {}
+    for key, value in raw.items():
+        where = f"{path}: ${member(key)}"
+        setting = BY_NAME.get(key)
+        if setting is None or not setting.in_file:
+            raise ConfigError(f"{where}: unknown key{_key_hint(key)}")
+        value = convert(value, setting.input_type, where, {"": setting.expected})
+        given[key] = Given(value, where, nested=True)
+    return given
+
+
+def build_document(given: Mapping[str, Given]) -> Document:
+    """Resolve given values to document form and lay them out as the document.
+
+    The application is named after its module; every bind address becomes a listener passing
+    to it; server-scoped settings go to `Document.settings`. Unset keys keep their defaults.
+    """
+    resolved: dict[str, Any] = {}
+    for name, item in given.items():
+        setting = BY_NAME[name]
+        if setting.resolve is None or item.value is None:
+            resolved[name] = item.value
+            continue
+        try:
+            resolved[name] = setting.resolve(item.value)
+        except Invalid as exc:
+            raise ConfigError(f"{item.where}{exc.at if item.nested else ''}: {exc}") from None
+    if "app" not in resolved:
+        raise ConfigError(
+            "missing APP: give the application (module:callable) as an argument "
+            "or as `app` in the config file"
+        )
+    module, callable_ = resolved.pop("app")
+    binds = resolved.pop("bind", None) or BY_NAME["bind"].document_default()
+    application: dict[str, Any] = {"module": module, "callable": callable_}
+    settings: dict[str, Any] = {}
+    for name, value in resolved.items():
+        target = application if BY_NAME[name].scope is Scope.APPLICATION else settings
+        target[name] = value
+    return validate_document(
+        {
+            "listeners": {str(bind): {"pass": f"applications/{module}"} for bind in binds},
+            "applications": {module: application},
+            "settings": settings,
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Files.
+
+
+def _parse_toml(path: str, data: bytes) -> Any:
+    import tomllib
+
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _parse_json(path: str, data: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+
+
+def _key_hint(key: str) -> str:
+    setting = BY_NAME.get(key)
+    if setting is not None:  # a command-line option
+        return f" ({setting.flags[-1]} is a command-line option only)"
+    for candidate in SETTINGS:  # a flag spelling, e.g. "name" for proc_name
+        if candidate.in_file and f"--{key.replace('_', '-')}" in candidate.flags:
+            return f" (did you mean {show(candidate.name)}?)"
+    return did_you_mean(key.replace("-", "_"), (s.name for s in SETTINGS if s.in_file))
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line.
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises one-line `ConfigError`s instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        prefix, sep, rest = message.partition(": ")
+        if sep and prefix.startswith("argument "):
+            flags = prefix.removeprefix("argument ").split("/")
+            flag = next((f for f in flags if f.startswith("--")), flags[0])
+            if rest.startswith("expected one argument"):
+                rest = "expected a value"
+            elif rest.startswith("ignored explicit argument"):
+                rest = "takes no value"
+            message = f"{flag}: {rest}"
+        raise ConfigError(message)
+
+
+def _flag(setting: Setting) -> str:
+    if setting.action is Action.POSITIONAL:
+        return setting.metavar or setting.name.upper()
+    return next((f for f in setting.flags if f.startswith("--")), setting.flags[0])
+
+
+def _unexpected(arg: str) -> ConfigError:
+    if arg.startswith("-") and len(arg) > 1:
+        name = arg.partition("=")[0]
+        flags = [flag for setting in SETTINGS for flag in setting.flags]
+        return ConfigError(f"{name}: unknown option{did_you_mean(name, flags)}")
+    return ConfigError(f"unexpected argument {show(arg)}")
+
+
+def _help(setting: Setting) -> str:
+    text = setting.doc.replace("`", "")
+    if default := setting.shown_default():
+        text += f" [default: {default}]"
+    return text.replace("%", "%%")
+
+
+@cache
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="corral",
+        usage="%(prog)s [OPTIONS] APP",
+        description=f"corral {__version__}: serve a WSGI application.",
+        epilog=(
+            "Every option except the command-line ones can also be set in the config file "
+            "(-c FILE): the key is the long option without '--', with '-' written '_' "
+            '(workers = 4, bind = [":8000"]); see docs/settings.md.'
+        ),
+        add_help=False,
+        allow_abbrev=False,
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=36),
+    )
+    for title, blurb in SECTIONS:
+        group = parser.add_argument_group(title, blurb)
+        for setting in SETTINGS:
+            if setting.section != title:
+                continue
+            common: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _help(setting)}
+            if setting.action is Action.POSITIONAL:
+                group.add_argument(setting.name, nargs="?", metavar=setting.metavar, **common)
+            elif setting.action is Action.FLAG:
+                group.add_argument(*setting.flags, dest=setting.name, action="store_true", **common)
+            else:
+                group.add_argument(
+                    *setting.flags,
+                    dest=setting.name,
+                    action="append" if setting.action is Action.APPEND else "store",
+                    metavar=setting.metavar,
+                    **common,
+                )
+    return parser

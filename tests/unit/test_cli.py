@@ -1,0 +1,113 @@
+"""corral.cli.main: what the command prints and its exit codes (in-process and as a subprocess)."""
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from corral import cli
+from corral.config import Document
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "corral", *args], capture_output=True, text=True, timeout=30
+    )
+
+
+# -- as a real process -----------------------------------------------------------------------------
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "corral 0.1.0\n", "")
+
+
+def test_check_config_prints_the_document() -> None:
+    result = run("myproj.wsgi:application", "-w", "3", "-b", ":0", "--check-config")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    doc = json.loads(result.stdout)
+    assert doc["listeners"] == {"0.0.0.0:0": {"pass": "applications/myproj.wsgi"}}
+    app = doc["applications"]["myproj.wsgi"]
+    assert (app["module"], app["callable"], app["workers"]) == ("myproj.wsgi", "application", 3)
+    assert doc["settings"]["log_level"] == "info"
+
+
+def test_check_config_with_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "corral.toml"
+    path.write_text('app = "site:app"\nworkers = 2\n')
+    result = run("-c", str(path), "--check-config")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["applications"]["site"]["workers"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("app", "-w", "two"), 'corral: error: --workers: expected int >= 1 or "auto", got "two"'),
+        (("app", "--nope"), "corral: error: --nope: unknown option"),
+        ((), "corral: error: missing APP"),
+        (("app", "--check-config", "-b", "[::1"), "corral: error: --bind: expected HOST:PORT"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_and_exit_2(args: tuple[str, ...], line: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(line)
+    assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n")
+
+
+def test_bad_file_value_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('app = "a"\nworkers = "two"\n')
+    result = run("-c", str(path))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f'corral: error: {path}: $.workers: expected int >= 1 or "auto", got "two"\n'
+    )
+
+
+def test_help_is_grouped_and_shows_defaults() -> None:
+    result = run("--help")
+    assert result.returncode == 0 and result.stderr == ""
+    out = result.stdout
+    assert out.startswith("usage: corral [OPTIONS] APP")
+    for section in ("Application:", "Listening:", "Timeouts:", "Request limits:", "Logging:"):
+        assert section in out
+    assert "[default: 127.0.0.1:8000]" in out
+    assert "--limit-request-field_size" in out
+
+
+# -- in process --------------------------------------------------------------------------------
+
+
+def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[Document] = []
+
+    def serve(doc: Document) -> int:
+        served.append(doc)
+        return 7
+
+    fake = types.ModuleType("corral.master.arbiter")
+    fake.serve = serve  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "corral.master.arbiter", fake)
+    assert cli.main(["pkg:app", "-w", "2"]) == 7
+    assert served[0].applications["pkg"].workers == 2
+
+
+def test_main_reports_errors_without_serving(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["pkg:app", "--threads", "0"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == 'corral: error: --threads: expected int >= 1, got "0"\n'
+
+
+def test_help_and_version_win_over_a_missing_app(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert cli.main(["-h"]) == 0
+    assert "usage: corral" in capsys.readouterr().out

@@ -1,0 +1,469 @@
+"""corral.config: declarations, bind parsing, load() from flags and files, the document, docs."""
+
+import json
+import pickle
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from corral import config
+from corral.config import (
+    SETTINGS,
+    Application,
+    ConfigError,
+    Document,
+    LogLevel,
+    Scope,
+    dump_document,
+    load,
+    parse_bind,
+    validate_document,
+)
+from corral.config import docs as config_docs
+from corral.config.settings import SECTIONS, Action, Invalid, describe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def error_of(argv: list[str]) -> str:
+    with pytest.raises(ConfigError) as info:
+        load(argv)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+# -- the declarations --------------------------------------------------------------------------
+
+
+def test_every_setting_is_declared_once_with_a_known_section() -> None:
+    names = [s.name for s in SETTINGS]
+    assert len(names) == len(set(names))
+    flags = [flag for s in SETTINGS for flag in s.flags]
+    assert len(flags) == len(set(flags))
+    sections = {title for title, _ in SECTIONS}
+    for setting in SETTINGS:
+        assert setting.section in sections, setting.name
+        assert setting.doc, setting.name
+        assert setting.flags or setting.action is Action.POSITIONAL, setting.name
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+def test_defaults_are_valid_in_both_forms(setting: config.Setting) -> None:
+    if setting.default is None:
+        return
+    assert msgspec.convert(setting.default, setting.input_type) == setting.default
+    if setting.scope not in (Scope.SERVER, Scope.APPLICATION):
+        return  # APP and bind shape the document instead of being fields
+    resolved = setting.document_default()
+    converted = msgspec.convert(resolved, setting.type, strict=True)
+    assert converted == resolved
+    assert type(converted) is type(resolved)
+
+
+def test_document_fields_come_from_the_declarations() -> None:
+    server = {s.name for s in SETTINGS if s.scope is Scope.SERVER}
+    app = {s.name for s in SETTINGS if s.scope is Scope.APPLICATION}
+    assert set(config.Settings.__struct_fields__) == server
+    assert set(Application.__struct_fields__) == app | {"module", "callable"}
+
+
+def test_settings_defaults_match_the_brief() -> None:
+    settings = load(["app"]).settings
+    assert settings.graceful_timeout == 30.0
+    assert settings.timeout == 30.0
+    assert settings.keep_alive == 5.0
+    assert settings.header_timeout == 30.0
+    assert settings.limit_request_line == 8190
+    assert settings.limit_request_fields == 100
+    assert settings.limit_request_field_size == 8190
+    assert settings.limit_request_body == 1073741824
+    assert settings.body_buffer_size == 1048576
+    assert settings.server_header == "corral"
+    assert settings.backlog == 2048
+    assert settings.unix_socket_mode == 0o600
+    assert settings.access_logfile is None
+    assert settings.access_logformat == (
+        '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
+    )
+    assert settings.error_logfile == "-"
+    assert settings.log_level is LogLevel.INFO
+    assert settings.pid is None
+    assert settings.proc_name is None
+
+
+def test_describe() -> None:
+    by_name = {s.name: s for s in SETTINGS}
+    assert by_name["workers"].expected == 'int >= 1 or "auto"'
+    assert describe(by_name["workers"].type) == "int >= 1"
+    assert by_name["limit_request_line"].expected == "int from 64 to 65536"
+    assert by_name["header_timeout"].expected == "number > 0 and <= 86400"
+    assert by_name["pid"].expected == "non-empty string"
+    assert describe(LogLevel).startswith('one of "debug", "info"')
+
+
+# -- parse_bind ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "family"),
+    [
+        ("127.0.0.1:8000", "127.0.0.1:8000", socket.AF_INET),
+        ("localhost:9000", "127.0.0.1:9000", socket.AF_INET),
+        ("LOCALHOST:9000", "127.0.0.1:9000", socket.AF_INET),
+        (":8000", "0.0.0.0:8000", socket.AF_INET),
+        ("8000", "127.0.0.1:8000", socket.AF_INET),
+        ("0", "127.0.0.1:0", socket.AF_INET),
+        ("10.0.0.1", "10.0.0.1:8000", socket.AF_INET),
+        ("[::1]:8000", "[::1]:8000", socket.AF_INET6),
+        ("[0:0::1]:80", "[::1]:80", socket.AF_INET6),
+        ("[::]:0", "[::]:0", socket.AF_INET6),
+        ("[::1]", "[::1]:8000", socket.AF_INET6),
+        ("tcp://127.0.0.1:1", "127.0.0.1:1", socket.AF_INET),
+        ("unix:/tmp/x.sock", "unix:/tmp/x.sock", socket.AF_UNIX),
+        ("unix:///tmp/x.sock", "unix:/tmp/x.sock", socket.AF_UNIX),
+        ("unix:rel.sock", "unix:rel.sock", socket.AF_UNIX),
+    ],
+)
+def test_parse_bind(text: str, key: str, family: socket.AddressFamily) -> None:
+    address = parse_bind(text)
+    assert str(address) == key
+    assert address.family == family
+    assert str(parse_bind(str(address))) == key  # normalized form is a fixed point
+
+
+def test_parse_bind_fields() -> None:
+    tcp = parse_bind("[::1]:8080")
+    assert (tcp.kind, tcp.host, tcp.port, tcp.path) == ("tcp", "::1", 8080, None)
+    assert tcp.sockaddr == ("::1", 8080)
+    unix = parse_bind("unix:/run/app.sock")
+    assert (unix.kind, unix.host, unix.port, unix.path) == ("unix", "", 0, "/run/app.sock")
+    assert unix.sockaddr == "/run/app.sock"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "unix:", "::1:80", "[::1", "[::1]x", "[127.0.0.1]:80", ":65536", ":-1", "a:b",
+     "1.2.3.4:8o", "fd://3", "under_score:80", "unix:/a\0b"],
+)  # fmt: skip
+def test_parse_bind_rejects(text: str) -> None:
+    with pytest.raises(Invalid):
+        parse_bind(text)
+
+
+# -- load(): the command line --------------------------------------------------------------------
+
+
+def test_minimal_command_line() -> None:
+    doc = load(["myproj.wsgi:application"])
+    assert list(doc.listeners) == ["127.0.0.1:8000"]
+    assert doc.listeners["127.0.0.1:8000"].pass_ == "applications/myproj.wsgi"
+    app = doc.applications["myproj.wsgi"]
+    assert (app.module, app.callable) == ("myproj.wsgi", "application")
+    assert (app.workers, app.threads, app.preload) == (1, 1, False)
+    assert (app.chdir, app.pythonpath, app.env, app.user, app.group) == (None, [], {}, None, None)
+
+
+def test_module_without_callable() -> None:
+    doc = load(["hello"])
+    assert doc.applications["hello"].callable is None
+
+
+def test_every_flag() -> None:
+    doc = load(
+        [
+            "pkg.mod:make.app",
+            "-b", ":0", "--bind", "[::1]:0", "-b", "unix:/tmp/c.sock",
+            "-w", "3", "--threads", "4", "--preload", "--chdir", "/srv", "--pythonpath", "a, b,",
+            "-e", "A=1", "--env", "B=x=y", "--user", "nobody", "--group", "nogroup",
+            "--graceful-timeout", "1.5", "-t", "0", "--keep-alive", "2", "--header-timeout", "7",
+            "--limit-request-line", "4094", "--limit-request-fields", "50",
+            "--limit-request-field_size", "1000", "--limit-request-body", "0",
+            "--body-buffer-size", "10", "--server-header", "", "--backlog", "16",
+            "--unix-socket-mode", "0660", "--access-logfile", "-", "--access-logformat", "%(h)s",
+            "--error-logfile", "err.log", "--log-level", "WARNING", "--pid", "x.pid", "-n", "web",
+        ]
+    )  # fmt: skip
+    assert list(doc.listeners) == ["0.0.0.0:0", "[::1]:0", "unix:/tmp/c.sock"]
+    app = doc.applications["pkg.mod"]
+    assert (app.module, app.callable, app.workers, app.threads) == ("pkg.mod", "make.app", 3, 4)
+    assert (app.preload, app.chdir, app.pythonpath) == (True, "/srv", ["a", "b"])
+    assert app.env == {"A": "1", "B": "x=y"}
+    assert (app.user, app.group) == ("nobody", "nogroup")
+    s = doc.settings
+    assert (s.graceful_timeout, s.timeout, s.keep_alive, s.header_timeout) == (1.5, 0, 2, 7)
+    assert (s.limit_request_line, s.limit_request_fields) == (4094, 50)
+    assert (s.limit_request_field_size, s.limit_request_body, s.body_buffer_size) == (1000, 0, 10)
+    assert (s.server_header, s.backlog, s.unix_socket_mode) == ("", 16, 0o660)
+    assert (s.access_logfile, s.access_logformat, s.error_logfile) == ("-", "%(h)s", "err.log")
+    assert (s.log_level, s.pid, s.proc_name) == (LogLevel.WARNING, "x.pid", "web")
+
+
+def test_field_size_flag_has_both_spellings() -> None:
+    doc = load(["a", "--limit-request-field-size", "999"])
+    assert doc.settings.limit_request_field_size == 999
+
+
+def test_workers_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("corral.config.settings._cpu_count", lambda: 7)
+    assert load(["a", "-w", "auto"]).applications["a"].workers == 7
+
+
+def test_last_store_flag_wins() -> None:
+    assert load(["a", "-w", "2", "-w", "5"]).applications["a"].workers == 5
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["a", "-w", "two"], '--workers: expected int >= 1 or "auto", got "two"'),
+        (["a", "--workers", "0"], '--workers: expected int >= 1 or "auto", got "0"'),
+        (["a", "--threads", "1.5"], '--threads: expected int >= 1, got "1.5"'),
+        (["a", "-t", "-1"], '--timeout: expected number from 0 to 86400, got "-1"'),
+        (["a", "-t", "nan"], '--timeout: expected number from 0 to 86400, got "nan"'),
+        (["a", "--limit-request-line", "10"], "--limit-request-line: expected int from 64"),
+        (["a", "--log-level", "loud"], '--log-level: expected one of "debug", "info"'),
+        (["a", "--unix-socket-mode", "0999"], "--unix-socket-mode: expected an octal mode"),
+        (["a", "--server-header", "a\r\nX: y"], "--server-header: expected printable ASCII"),
+        (["a", "-e", "NOEQUALS"], '--env: expected KEY=VALUE, got "NOEQUALS"'),
+        (["a", "-e", "=v"], "--env: expected a variable name"),
+        (["a", "-b", "::1:80"], "--bind: expected HOST:PORT"),
+        (["a", "-b", ":1", "-b", "0.0.0.0:1"], "--bind: 0.0.0.0:1 is given twice"),
+        (["a", "--pid", ""], '--pid: expected non-empty string, got ""'),
+        (["a", "-w"], "--workers: expected a value"),
+        (["a", "--preload=yes"], "--preload: takes no value"),
+        (["a", "--wokers", "3"], '--wokers: unknown option (did you mean "--workers"?)'),
+        (["a", "--wor=3"], "--wor: unknown option"),
+        (["a", "b"], 'unexpected argument "b"'),
+        (["a:b()"], 'APP: expected "module:callable" or "module"'),
+        (["1abc"], 'APP: expected "module:callable"'),
+        ([], "missing APP"),
+        (["-w", "2"], "missing APP"),
+    ],
+)
+def test_command_line_errors_are_one_line(argv: list[str], message: str) -> None:
+    assert error_of(argv).startswith(message)
+
+
+def test_abbreviated_flags_are_not_accepted() -> None:
+    assert "unknown option" in error_of(["a", "--work", "2"])
+
+
+# -- load(): config files ------------------------------------------------------------------------
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_toml_file(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.toml",
+        'app = "proj.wsgi:app"\nworkers = 4\nbind = [":8000", "unix:/tmp/p.sock"]\n'
+        "limit_request_line = 4094\ntimeout = 10\nunix_socket_mode = 0o660\n"
+        'env = { A = "1" }\npythonpath = ["src", "lib"]\npreload = true\nlog_level = "DEBUG"\n'
+        'proc_name = "p"\n',
+    )
+    doc = load(["-c", path])
+    assert list(doc.listeners) == ["0.0.0.0:8000", "unix:/tmp/p.sock"]
+    app = doc.applications["proj.wsgi"]
+    assert (app.callable, app.workers, app.env, app.pythonpath, app.preload) == (
+        "app", 4, {"A": "1"}, ["src", "lib"], True,
+    )  # fmt: skip
+    s = doc.settings
+    assert (s.limit_request_line, s.timeout, s.unix_socket_mode) == (4094, 10.0, 0o660)
+    assert isinstance(s.timeout, float)
+    assert (s.log_level, s.proc_name) == (LogLevel.DEBUG, "p")
+
+
+def test_json_file(tmp_path: Path) -> None:
+    data = {"app": "m", "bind": "127.0.0.1:0", "env": ["K=V"], "unix_socket_mode": "660",
+            "workers": "auto", "chdir": None, "pythonpath": "x,y"}  # fmt: skip
+    doc = load(["--config", write(tmp_path, "c.json", json.dumps(data))])
+    assert list(doc.listeners) == ["127.0.0.1:0"]
+    app = doc.applications["m"]
+    assert (app.env, app.chdir, app.pythonpath) == ({"K": "V"}, None, ["x", "y"])
+    assert app.workers >= 1
+    assert doc.settings.unix_socket_mode == 0o660
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.toml", 'app = "a"\nworkers = 4\nbind = [":1"]\nthreads = 2\n')
+    doc = load(["-c", path, "other:app", "-w", "2", "-b", ":2"])
+    assert list(doc.applications) == ["other"]
+    app = doc.applications["other"]
+    assert (app.workers, app.threads) == (2, 2)
+    assert list(doc.listeners) == ["0.0.0.0:2"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("c.toml", 'app = "a"\nworkers = "two"\n',
+         '$.workers: expected int >= 1 or "auto", got "two"'),
+        ("c.toml", 'app = "a"\nwokers = 2\n', '$.wokers: unknown key (did you mean "workers"?)'),
+        ("c.toml", 'app = "a"\nname = "x"\n', '$.name: unknown key (did you mean "proc_name"?)'),
+        ("c.toml", 'app = "a"\nlimit-request-line = 100\n',
+         '$["limit-request-line"]: unknown key (did you mean "limit_request_line"?)'),
+        ("c.toml", 'app = "a"\nconfig = "x.toml"\n',
+         "$.config: unknown key (--config is a command-line option only)"),
+        ("c.toml", 'app = "a"\nbind = [":1", 2]\n', "$.bind[1]: expected string, got 2"),
+        ("c.toml", 'app = "a"\nbind = [":1", "nope:x"]\n', '$.bind[1]: expected HOST:PORT'),
+        ("c.toml", 'app = "a"\nbind = []\n', "$.bind: expected at least one address, got []"),
+        ("c.toml", 'app = "a"\nenv = { A = 1 }\n', '$.env["A"]: expected a string without NUL'),
+        ("c.toml", 'app = "a"\npreload = "yes"\n', '$.preload: expected true or false, got "yes"'),
+        ("c.toml", 'app = "a"\ntimeout = "5"\n', '$.timeout: expected number from 0 to 86400'),
+        ("c.toml", "app = 3\n", '$.app: expected "module:callable" or "module", got 3'),
+        ("c.toml", "workers = 2\n", "missing APP"),
+        ("c.toml", "app = \n", "invalid TOML: "),
+        ("c.json", '{"app": "a",}', "invalid JSON: "),
+        ("c.json", '["a"]', '$: expected an object, got ["a"]'),
+        ("c.json", '{"app": "a", "workers": null}', "$.workers: expected int >= 1"),
+        ("c.yaml", "app: a\n", "unsupported config file type"),
+    ],
+)  # fmt: skip
+def test_file_errors_name_the_file_and_the_key(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    path = write(tmp_path, name, text)
+    error = error_of(["-c", path])
+    assert message in error
+    if message != "missing APP":
+        assert error.startswith(path + ": ")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "none.toml")
+    assert error_of(["-c", path]) == f"{path}: cannot read: No such file or directory"
+
+
+def test_flags_are_checked_before_the_file_is_read(tmp_path: Path) -> None:
+    assert error_of(["-c", str(tmp_path / "none.toml"), "a", "-w", "x"]).startswith("--workers")
+
+
+# -- the document ---------------------------------------------------------------------------------
+
+
+def test_document_round_trips_through_json_and_pickle() -> None:
+    doc = load(["a:b", "-b", "[::1]:0", "-e", "K=V", "--log-level", "error"])
+    assert msgspec.json.decode(msgspec.json.encode(doc), type=Document) == doc
+    assert validate_document(json.loads(dump_document(doc))) == doc
+    assert pickle.loads(pickle.dumps(doc)) == doc
+    assert json.loads(dump_document(doc))["listeners"] == {"[::1]:0": {"pass": "applications/a"}}
+
+
+def test_document_is_frozen() -> None:
+    doc = load(["a"])
+    with pytest.raises(AttributeError):
+        doc.settings.timeout = 1.0  # type: ignore[misc]
+
+
+def test_validate_document_minimal() -> None:
+    doc = validate_document({"applications": {"main": {"module": "app"}}})
+    assert doc.listeners == {}
+    assert doc.applications["main"].workers == 1
+    assert doc.settings == config.Settings()
+
+
+def test_validate_document_normalizes_listener_keys() -> None:
+    doc = validate_document(
+        {
+            "listeners": {"localhost:80": {"pass": "applications/main"}},
+            "applications": {"main": {"module": "app"}},
+        }
+    )
+    assert list(doc.listeners) == ["127.0.0.1:80"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"applications": {"main": {"module": "m", "workers": "two"}}},
+         '$.applications.main.workers: expected int >= 1, got "two"'),
+        ({"applications": {"main": {"module": "m", "workers": 0}}},
+         "$.applications.main.workers: expected int >= 1, got 0"),
+        ({"applications": {"my.app": {"module": "m", "threads": 0}}},
+         '$.applications["my.app"].threads: expected int >= 1, got 0'),
+        ({"applications": {"main": {"module": "m", "wokers": 2}}},
+         '$.applications.main.wokers: unknown key (did you mean "workers"?)'),
+        ({"applications": {"main": {}}}, '$.applications.main: missing required key "module"'),
+        ({"applications": {"main": {"module": "m", "env": {"A": 1}}}},
+         '$.applications.main.env: expected string in every entry, got {"A":1}'),
+        ({"applications": {"main": {"module": "m", "pythonpath": ["a", 2]}}},
+         "$.applications.main.pythonpath[1]: expected string, got 2"),
+        ({"applications": {"main": {"module": "not a module"}}},
+         '$.applications.main.module: expected dotted Python module name, got "not a module"'),
+        ({"settings": {"log_level": "INFO"}}, '$.settings.log_level: expected one of "debug"'),
+        ({"settings": {"timeout": "5"}}, '$.settings.timeout: expected number from 0 to 86400'),
+        ({"settings": {"server_header": "a\nb"}}, "$.settings.server_header: expected printable"),
+        ({"setings": {}}, '$.setings: unknown key (did you mean "settings"?)'),
+        ({"listeners": {"x:y": {"pass": "applications/m"}}}, '$.listeners["x:y"]: expected'),
+        ({"listeners": {":80": {"pass": "applications/m"}}},
+         '$.listeners[":80"].pass: expected an application (defined: none), got'),
+        ({"listeners": {":80": {}}}, '$.listeners[":80"]: missing required key "pass"'),
+        ([], "$: expected an object, got []"),
+        ({"applications": []}, "$.applications: expected an object, got []"),
+    ],
+)  # fmt: skip
+def test_validate_document_errors(data: object, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate_document(data)
+    assert str(info.value).startswith(message)
+
+
+def test_listener_pass_must_name_an_application() -> None:
+    with pytest.raises(ConfigError, match=r'defined: "applications/main"\), got "routes/x"'):
+        validate_document(
+            {
+                "listeners": {":80": {"pass": "routes/x"}},
+                "applications": {"main": {"module": "m"}},
+            }
+        )
+
+
+def test_same_address_twice_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"0\.0\.0\.0:80 is listed twice"):
+        validate_document(
+            {
+                "listeners": {
+                    ":80": {"pass": "applications/m"},
+                    "0.0.0.0:80": {"pass": "applications/m"},
+                },
+                "applications": {"m": {"module": "m"}},
+            }
+        )
+
+
+# -- import weight and docs -----------------------------------------------------------------------
+
+
+def test_importing_config_does_not_import_the_command_line_machinery() -> None:
+    code = (
+        "import sys, corral.config; "
+        "print(sorted(m for m in ('argparse', 'tomllib', 'json', 'difflib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_committed_settings_doc_is_up_to_date() -> None:
+    committed = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert committed == config_docs.render(), (
+        "docs/settings.md is stale: run `python -m corral.config.docs > docs/settings.md`"
+    )
+
+
+def test_docs_list_every_setting_and_flag() -> None:
+    text = config_docs.render()
+    for setting in SETTINGS:
+        for flag in setting.flags:
+            assert f"`{flag}" in text
+        if setting.in_file:
+            assert f"| `{setting.name}` |" in text
