@@ -350,6 +350,10 @@ class HttpConnection(asyncio.Protocol):
         else:
             self.close()
 
+    def idle(self) -> bool:
+        """No request in progress or queued: safe to close when draining."""
+        return self.active is None and not self.pipeline
+
 
 def sweep(connections: set[HttpConnection], now: float) -> None:
     """Close every connection past its deadline (called once a second)."""

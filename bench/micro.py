@@ -1,0 +1,82 @@
+"""Micro-benchmark of the request path without sockets: parse -> environ -> app -> bytes.
+
+Feeds pipelined-free keep-alive requests to one HttpConnection over a fake
+transport and reports the cost of one request in microseconds. Run it before
+and after a change to the hot path, in the same session:
+
+    python bench/micro.py [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import time
+
+from corral.connection import HttpConnection, ServerState
+from corral.http.parser import Limits
+from corral.observe.errorlog import setup_error_log
+from corral.wsgi.runner import WsgiAdapter
+
+REQUEST = (
+    b"GET /plaintext?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n"
+)
+
+
+def hello(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "13")])
+    return [b"Hello, world!"]
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.out = 0
+
+    def write(self, data: bytes) -> None:
+        self.out += len(data)
+
+    def get_extra_info(self, name: str, default=None):
+        return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 8000)}.get(name)
+
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+    def close(self) -> None: ...
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def run(n: int) -> float:
+    log = setup_error_log("-", "warning")
+    adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
+    state = ServerState(adapter, Limits(), keep_alive=5, header_timeout=30)
+    state.loop = asyncio.new_event_loop()
+    state.prefix = "Date: Mon, 30 Nov 2026 03:31:53 GMT\r\nServer: corral\r\n"
+    conn = HttpConnection(state)
+    transport = FakeTransport()
+    conn.connection_made(transport)
+    feed = conn.data_received
+    start = time.perf_counter()
+    for _ in range(n):
+        feed(REQUEST)
+    elapsed = time.perf_counter() - start
+    assert transport.out > 0 and state.served == n
+    return elapsed / n * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=200_000)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    if args.profile:
+        cProfile.runctx("run(n)", globals(), {"n": args.n}, "/tmp/micro.prof")
+        pstats.Stats("/tmp/micro.prof").sort_stats("tottime").print_stats(15)
+        return
+    results = sorted(run(args.n) for _ in range(5))
+    print(f"per request: median {results[2]:.2f} us (min {results[0]:.2f})")
+
+
+if __name__ == "__main__":
+    main()

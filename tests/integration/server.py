@@ -1,0 +1,253 @@
+"""Real corral processes on ephemeral loopback ports, for the integration tests.
+
+A :class:`Server` starts ``python -m corral`` with the given arguments, reads its
+error log on a thread, learns the real port from the ``listening on`` line and
+waits, with a deadline, until every worker reported ready. Nothing here sleeps
+for a fixed time: every wait polls a condition until a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+APPS = Path(__file__).parent / "apps"
+LISTENING = re.compile(r"listening on http://(\[[^\]]+\]|[\d.]+):(\d+)")
+READY = re.compile(r"worker (\d+) ready")
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01):
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+class Server:
+    def __init__(
+        self,
+        app: str,
+        *args: str,
+        workers: int | None = None,
+        env: dict[str, str] | None = None,
+        wait_ready: bool = True,
+        bind: str | None = "127.0.0.1:0",
+        python: str = sys.executable,
+        cwd: str | None = None,
+    ) -> None:
+        argv = [python, "-m", "corral", app, "--log-level", "debug"]
+        if bind is not None:
+            argv += ["-b", bind]
+        if workers is not None:
+            argv += ["-w", str(workers)]
+        argv += list(args)
+        full_env = dict(os.environ)
+        full_env["PYTHONPATH"] = os.pathsep.join(
+            [str(APPS), str(Path(__file__).resolve().parents[2] / "src")]
+            + ([full_env["PYTHONPATH"]] if full_env.get("PYTHONPATH") else [])
+        )
+        full_env["PYTHONUNBUFFERED"] = "1"
+        if env:
+            full_env.update(env)
+        self.argv = argv
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd or str(APPS),
+            start_new_session=True,
+        )
+        self._err: list[str] = []
+        self._out: list[str] = []
+        self._lock = threading.Lock()
+        self._readers = [
+            threading.Thread(target=self._pump, args=(self.proc.stderr, self._err), daemon=True),
+            threading.Thread(target=self._pump, args=(self.proc.stdout, self._out), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+        self.port = 0
+        self.host = "127.0.0.1"
+        self.expected_workers = workers or 1
+        if wait_ready:
+            self.wait_ready()
+
+    def _pump(self, stream, sink: list[str]) -> None:
+        for raw in iter(stream.readline, b""):
+            with self._lock:
+                sink.append(raw.decode("utf-8", "replace"))
+
+    @property
+    def stderr(self) -> str:
+        with self._lock:
+            return "".join(self._err)
+
+    @property
+    def stdout(self) -> str:
+        with self._lock:
+            return "".join(self._out)
+
+    def wait_log(self, pattern: str, timeout: float = 10.0, count: int = 1) -> list[str]:
+        regex = re.compile(pattern)
+
+        def found():
+            matches = regex.findall(self.stderr)
+            return matches if len(matches) >= count else None
+
+        return wait_for(found, timeout)
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited {self.proc.returncode}:\n{self.stderr}")
+            text = self.stderr
+            match = LISTENING.search(text)
+            return match and len(set(READY.findall(text))) >= self.expected_workers and match
+
+        match = wait_for(ready, timeout)
+        self.host = match.group(1).strip("[]")
+        self.port = int(match.group(2))
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def connect(self, timeout: float = 10.0) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        sock.connect((self.host, self.port))
+        return sock
+
+    def raw(self, data: bytes, timeout: float = 10.0) -> bytes:
+        """Send ``data``, half-close, read until the server closes."""
+        with self.connect(timeout) as sock:
+            sock.sendall(data)
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_WR)
+            return read_all(sock)
+
+    def worker_pids(self) -> list[int]:
+        return children(self.proc.pid)
+
+    def send(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._close_pipes()
+        return self.proc.returncode
+
+    def _close_pipes(self) -> None:
+        for reader in self._readers:
+            reader.join(5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
+        self._close_pipes()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.stop()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # leave no worker behind
+        self._close_pipes()
+
+
+def read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid``, from /proc."""
+    result = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stream:
+                fields = stream.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            result.append(int(entry))
+    return sorted(result)
+
+
+def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """Read one response (Content-Length or chunked framing) from a keep-alive socket."""
+    buffer = b""
+    while b"\r\n\r\n" not in buffer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed mid-head: {buffer!r}")
+        buffer += chunk
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "content-length" in headers:
+        length = int(headers["content-length"])
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise AssertionError("connection closed mid-body")
+            rest += chunk
+        return status, headers, rest[:length]
+    if headers.get("transfer-encoding") == "chunked":
+        body = b""
+        while True:
+            while b"\r\n" not in rest:
+                rest += sock.recv(65536)
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line, 16)
+            while len(rest) < size + 2:
+                rest += sock.recv(65536)
+            body += rest[:size]
+            rest = rest[size + 2 :]
+            if size == 0:
+                return status, headers, body
+    return status, headers, rest
