@@ -61,6 +61,14 @@ class LogLevel(enum.StrEnum):
     CRITICAL = "critical"
 
 
+class LoopKind(enum.StrEnum):
+    """The worker's event loop implementation."""
+
+    AUTO = "auto"
+    UVLOOP = "uvloop"
+    ASYNCIO = "asyncio"
+
+
 class Scope(enum.StrEnum):
     """Where a setting's value lands."""
 
@@ -596,6 +604,11 @@ SETTINGS: tuple[Setting, ...] = (
         "pid", _PROCESS, _S, _NAME | None, None,
         "Write the master's process id to this file.",
         flags=("--pid",), metavar="FILE",
+    ),
+    Setting(
+        "loop", _PROCESS, _S, LoopKind, LoopKind.AUTO,
+        'Event loop of the workers: "uvloop", "asyncio", or "auto" (uvloop when installed).',
+        flags=("--loop",), metavar="LOOP",
     ),
     Setting(
         "proc_name", _PROCESS, _S, _NAME | None, None,
