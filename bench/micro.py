@@ -69,7 +69,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=200_000)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--once", action="store_true", help="one run (for callgrind counts)")
     args = parser.parse_args()
+    if args.once:
+        run(args.n)
+        return
     if args.profile:
         cProfile.runctx("run(n)", globals(), {"n": args.n}, "/tmp/micro.prof")
         pstats.Stats("/tmp/micro.prof").sort_stats("tottime").print_stats(15)
