@@ -35,6 +35,7 @@ from corral.observe.errorlog import LOGGER_NAME
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
+EXIT_ABORTED = 6  # killed by the master's ABRT after a timeout
 
 
 @dataclass
@@ -126,7 +127,10 @@ class Worker:
         self._server_header = f"Server: {header}\r\n" if header else ""
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
-        loop.add_signal_handler(signal.SIGQUIT, self.quit)
+        # QUIT must work while the application blocks the loop: a plain handler
+        # runs between bytecodes (and interrupts sleeps) on the main thread.
+        signal.signal(signal.SIGQUIT, self.quit)
+        signal.signal(signal.SIGABRT, self.abort)
         try:
             loop.run_until_complete(self._serve())
         finally:
@@ -172,7 +176,8 @@ class Worker:
         self._heartbeat()
         self._schedule_tick()
 
-    def _heartbeat(self) -> None:
+    def _oldest_request(self, now: float) -> str:
+        """``"AGE METHOD TARGET"`` of the oldest request in progress, or ``"0"``."""
         state = self.state
         assert state is not None
         oldest = None
@@ -181,12 +186,15 @@ class Worker:
             if exchange is not None and (oldest is None or exchange.request_start < oldest[0]):
                 oldest = (exchange.request_start, exchange)
         if oldest is None:
-            self._send(f"hb {state.served} 0")
-        else:
-            head = oldest[1].head
-            age = state.now - oldest[0]
-            path = head.target.decode("latin-1").replace(" ", "%20")[:200]
-            self._send(f"hb {state.served} {age:.1f} {head.method} {path}")
+            return "0"
+        head = oldest[1].head
+        target = head.target.decode("latin-1").replace(" ", "%20")[:200]
+        return f"{now - oldest[0]:.1f} {head.method} {target}"
+
+    def _heartbeat(self) -> None:
+        state = self.state
+        assert state is not None
+        self._send(f"hb {state.served} {self._oldest_request(state.now)}")
 
     def _send(self, line: str) -> None:
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
@@ -226,7 +234,17 @@ class Worker:
         if not self._done.done():
             self._done.set_result(None)
 
-    def quit(self) -> None:
+    def abort(self, *_: object) -> None:
+        """ABRT from the master (timeout): say what was being served, then leave.
+
+        A plain handler: it runs on the main thread even while the application
+        blocks the loop, which is exactly when the master sends it.
+        """
+        if self.state is not None and self.loop is not None:
+            self._send(f"abort {self._oldest_request(self.loop.time())}")
+        os._exit(EXIT_ABORTED)
+
+    def quit(self, *_: object) -> None:
         """QUIT: leave now."""
         os._exit(EXIT_OK)
 

@@ -64,14 +64,25 @@ class RequestHead:
         "version",
     )
 
-    method: str
-    target: bytes
-    version: str  # "1.1" or "1.0"
-    headers: list[tuple[bytes, bytes]]  # as received, trailers excluded
-    keep_alive: bool
-    content_length: int | None
-    chunked: bool
-    expect_continue: bool
+    def __init__(
+        self,
+        method: str,
+        target: bytes,
+        version: str,
+        headers: list[tuple[bytes, bytes]],
+        keep_alive: bool,
+        content_length: int | None,
+        chunked: bool,
+        expect_continue: bool,
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.version = version  # "1.1" or "1.0"
+        self.headers = headers  # as received, trailers excluded
+        self.keep_alive = keep_alive
+        self.content_length = content_length
+        self.chunked = chunked
+        self.expect_continue = expect_continue
 
     @property
     def has_body(self) -> bool:
@@ -87,20 +98,28 @@ class RequestSink(Protocol):
 
 
 _VERSIONS = {"1.1", "1.0"}
+# Lengths of the names of the fields that frame a request (Host, Expect,
+# Content-Length, Transfer-Encoding): only those names are lowered and compared.
+_FRAMING_LENGTHS = frozenset({4, 6, 14, 17})
+_METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 
 
 class RequestParser:
     """Feeds bytes to llhttp and reports heads, body chunks and ends to a sink."""
 
     __slots__ = (
+        "_body_limit",
         "_body_seen",
         "_chunked",
         "_content_length",
         "_expect",
+        "_field_size",
+        "_fields",
+        "_head_limit",
         "_headers",
         "_host_count",
         "_in_head",
-        "_limits",
+        "_line_limit",
         "_parser",
         "_sink",
         "_url",
@@ -110,19 +129,33 @@ class RequestParser:
 
     def __init__(self, sink: RequestSink, limits: Limits) -> None:
         self._sink = sink
-        self._limits = limits
+        self._line_limit = limits.request_line
+        self._fields = limits.fields
+        self._field_size = limits.field_size
+        self._body_limit = limits.body
+        self._head_limit = limits.head
         self._parser = httptools.HttpRequestParser(self)
+        self.upgraded = False
+        self._reset()
+
+    def _reset(self) -> None:
+        # Per-request state is reset at the end of a message (and at the start),
+        # which spares llhttp an on_message_begin callback per request.
         self._in_head = True
         self.head_bytes = 0
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self.upgraded = False
+        self._host_count = 0
+        self._content_length: int | None = None
+        self._chunked = False
+        self._expect = False
+        self._body_seen = 0
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
         if self._in_head:
             self.head_bytes += len(data)
-            if self.head_bytes > self._limits.head:
+            if self.head_bytes > self._head_limit:
                 raise HeaderFieldsTooLarge("request head too large")
         try:
             self._parser.feed_data(data)
@@ -143,40 +176,33 @@ class RequestParser:
 
     # -- llhttp callbacks -------------------------------------------------------
 
-    def on_message_begin(self) -> None:
-        self._in_head = True
-        self.head_bytes = 0
-        self._url = b""
-        self._headers = []
-        self._host_count = 0
-        self._content_length: int | None = None
-        self._chunked = False
-        self._expect = False
-        self._body_seen = 0
-
     def on_url(self, url: bytes) -> None:
-        url = self._url + url if self._url else url
+        if self._url:
+            url = self._url + url
         self._url = url
-        if len(url) > self._limits.request_line:
+        if len(url) > self._line_limit:
             raise UriTooLong("request line too long")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        headers = self._headers
         if not self._in_head:
             return  # a trailer field: framing only, never shown to the app
-        if len(headers) >= self._limits.fields:
+        headers = self._headers
+        if len(headers) >= self._fields:
             raise HeaderFieldsTooLarge("too many header fields")
-        if len(name) + len(value) > self._limits.field_size:
+        if len(name) + len(value) > self._field_size:
             raise HeaderFieldsTooLarge("header field too large")
         headers.append((name, value))
-        first = name[0] | 0x20
-        if first == 0x68 and len(name) == 4 and name.lower() == b"host":  # h
+        if len(name) in _FRAMING_LENGTHS:
+            self._framing_header(name.lower(), value)
+
+    def _framing_header(self, name: bytes, value: bytes) -> None:
+        if name == b"host":
             self._host_count += 1
-        elif first == 0x63 and len(name) == 14 and name.lower() == b"content-length":  # c
-            self._content_length = int(value)
-        elif first == 0x74 and len(name) == 17 and name.lower() == b"transfer-encoding":  # t
+        elif name == b"content-length":
+            self._content_length = int(value)  # llhttp let only plain digits through
+        elif name == b"transfer-encoding":
             self._chunked = True  # llhttp rejected every TE not ending in chunked
-        elif first == 0x65 and len(name) == 6 and name.lower() == b"expect":  # e
+        elif name == b"expect":
             if value.lower() != b"100-continue":
                 raise HttpError("unsupported expectation", 417)
             self._expect = True
@@ -189,36 +215,37 @@ class RequestParser:
             raise VersionNotSupported(f"HTTP/{version} is not supported")
         if self._host_count != 1 and (self._host_count or version == "1.1"):
             raise BadRequest("missing Host header" if not self._host_count else "repeated Host")
-        method = parser.get_method().decode("ascii")
+        raw_method = parser.get_method()
+        method = _METHODS.get(raw_method) or raw_method.decode("ascii")
         if method == "CONNECT":
             raise HttpError("CONNECT is not supported", 405)
         url = self._url
-        if len(url) + len(method) + 10 > self._limits.request_line:
+        if len(url) + len(method) + 10 > self._line_limit:
             raise UriTooLong("request line too long")
         length = self._content_length
-        body_limit = self._limits.body
-        if body_limit and length is not None and length > body_limit:
+        if length is not None and self._body_limit and length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")
-        head = RequestHead()
-        head.method = method
-        head.target = url
-        head.version = version
-        head.headers = self._headers
-        head.keep_alive = parser.should_keep_alive()
-        head.content_length = length
-        head.chunked = self._chunked
-        head.expect_continue = self._expect and (self._chunked or bool(length))
-        self._sink.on_request(head)
+        self._sink.on_request(
+            RequestHead(
+                method,
+                url,
+                version,
+                self._headers,
+                parser.should_keep_alive(),
+                length,
+                self._chunked,
+                self._expect and (self._chunked or bool(length)),
+            )
+        )
 
     def on_body(self, chunk: bytes) -> None:
         if self._chunked:
             self._body_seen += len(chunk)
-            limit = self._limits.body
+            limit = self._body_limit
             if limit and self._body_seen > limit:
                 raise ContentTooLarge("chunked body larger than limit_request_body")
         self._sink.on_body(chunk)
 
     def on_message_complete(self) -> None:
-        self._in_head = True
-        self.head_bytes = 0
+        self._reset()
         self._sink.on_request_end()

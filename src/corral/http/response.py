@@ -8,9 +8,9 @@ Invariants:
 - Hop-by-hop fields are the server's business (PEP 3333): the application's
   ``Connection``, ``Keep-Alive``, ``Transfer-Encoding`` and ``Upgrade`` are not
   copied; ``Connection: close`` from the application is honoured.
-- The checks run once per distinct status string and header name (both cached),
-  and once per head for the values: the joined head must hold exactly one CR and
-  one LF per line, so a stray CR or LF in any value is caught by two counts.
+- The checks run once per distinct status string and header field: a validated
+  field is cached with its serialised line (bounded; fields of varying values
+  such as cookies simply miss and are checked again).
 """
 
 from __future__ import annotations
@@ -26,9 +26,15 @@ _HOP = 3
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _STATUS = re.compile(r"[1-9][0-9][0-9] [^\r\n\0]*\Z")
+# RFC 9110 5.5: no CTL but HTAB in a field value (CR, LF and NUL are the dangerous ones)
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _CACHE_MAX = 1024
+_FIELD_CACHE_MAX = 4096
+_FIELD_CACHE_LINE = 512  # longer lines are checked every time, not kept
 
 _name_kinds: dict[str, int] = {}
+# (name, value) -> (kind, "Name: value\r\n", content length or -1)
+_fields: dict[tuple[str, str], tuple[int, str, int]] = {}
 _status_lines: dict[str, tuple[str, int]] = {}
 
 
@@ -90,6 +96,37 @@ class ResponseHead:
         self.close = close
 
 
+def _field(header: object) -> tuple[int, str, int]:
+    """Validate one header field from the application and serialise it."""
+    if type(header) is not tuple or len(header) != 2:
+        raise InvalidResponse(f"a header must be a (name, value) tuple, not {header!r}")
+    name, value = header
+    kind = _name_kinds.get(name) if type(name) is str else None
+    if kind is None:
+        kind = _name_kind(name)
+    if type(value) is not str:
+        raise InvalidResponse(f"header {name} value is not a str: {value!r}")
+    if _BAD_VALUE.search(value):
+        raise InvalidResponse(f"control character (CR, LF, NUL...) in the value of header {name}")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise InvalidResponse(f"header {name} value is not latin-1") from None
+    length = -1
+    if kind == _CONTENT_LENGTH:
+        digits = value.strip()
+        if not (digits.isdigit() and digits.isascii()):
+            raise InvalidResponse(f"invalid Content-Length {value!r}")
+        length = int(digits)
+    line = f"{name}: {value}\r\n"
+    entry = (kind, line, length)
+    if len(line) <= _FIELD_CACHE_LINE:
+        if len(_fields) >= _FIELD_CACHE_MAX:
+            _fields.clear()
+        _fields[header] = entry  # type: ignore[index]
+    return entry
+
+
 def build_head(
     status: str,
     headers: list[tuple[str, str]],
@@ -109,29 +146,37 @@ def build_head(
     ``body_length``, when the whole body is already known, frames it with a
     Content-Length the application did not give.
     """
-    line, code = status_line(status)
+    line, code = _status_lines.get(status) or status_line(status)
     parts = [line, prefix]
     content_length: int | None = None
+    length_line = ""
     close = not keep_alive
-    kinds = _name_kinds
-    for name, value in headers:
-        kind = kinds.get(name)
-        if kind is None:
-            kind = _name_kind(name)
-        if type(value) is not str:
-            raise InvalidResponse(f"header {name} value is not a str: {value!r}")
+    fields = _fields
+    for header in headers:
+        try:
+            entry = fields.get(header)
+        except TypeError:  # unhashable: a list instead of a tuple
+            entry = None
+        if entry is None:
+            entry = _field(header)
+        kind = entry[0]
         if kind:
             if kind == _CONTENT_LENGTH:
-                if content_length is not None or not value.isdigit() or not value.isascii():
-                    raise InvalidResponse(f"invalid Content-Length {value!r}")
-                content_length = int(value)
-            else:
-                if kind == _CONNECTION and "close" in value.lower():
-                    close = True
+                if content_length is not None:
+                    raise InvalidResponse("more than one Content-Length")
+                content_length = entry[2]
+                length_line = entry[1]
                 continue
-        parts.append(f"{name}: {value}\r\n")
-    if code < 200 or code in (204, 304):
-        content_length = None  # these never carry a body, so no framing is needed
+            else:
+                if kind == _CONNECTION and "close" in header[1].lower():
+                    close = True
+                continue  # hop-by-hop: the server frames the connection itself
+        parts.append(entry[1])
+    if code < 200 or code == 204 or code == 304:
+        # these never carry a body; RFC 9110 8.6: no Content-Length on 1xx and 204
+        if code == 304 and length_line:
+            parts.append(length_line)
+        content_length = None
         chunked = False
     elif content_length is None:
         if body_length is not None:
@@ -143,19 +188,12 @@ def build_head(
         else:
             close = True  # body delimited by closing the connection
     else:
+        parts.append(length_line)
         chunked = False
     if close:
-        parts.append("Connection: close\r\n")
+        parts.append("Connection: close\r\n\r\n")
     elif version == "1.0":
-        parts.append("Connection: keep-alive\r\n")
-    parts.append("\r\n")
-    text = "".join(parts)
-    # Every part holds exactly one CRLF, but the prefix, which holds its own count.
-    crlfs = len(parts) - 1 + prefix.count("\n")
-    if text.count("\n") != crlfs or text.count("\r") != crlfs or "\0" in text:
-        raise InvalidResponse("CR, LF or NUL in a header value")
-    try:
-        data = text.encode("latin-1")
-    except UnicodeEncodeError:
-        raise InvalidResponse("header value not latin-1") from None
-    return ResponseHead(data, code, content_length, chunked, close)
+        parts.append("Connection: keep-alive\r\n\r\n")
+    else:
+        parts.append("\r\n")
+    return ResponseHead("".join(parts).encode("latin-1"), code, content_length, chunked, close)

@@ -73,6 +73,7 @@ class WorkerProcess:
         self.ready = False
         self.stopping = False
         self.request: tuple[float, str] | None = None  # (age seconds, "METHOD /path")
+        self.kill_reason: str | None = None  # set when a timeout kill is under way
         self.served = 0
         self._partial = b""
 
@@ -209,8 +210,10 @@ class Arbiter:
             elif line.startswith("hb "):
                 parts = line.split(" ", 4)
                 worker.served = int(parts[1])
-                age = float(parts[2])
-                worker.request = (age, f"{parts[3]} {parts[4]}") if len(parts) == 5 else None
+                worker.request = _request_of(parts[2:])
+            elif line.startswith("abort "):
+                worker.request = _request_of(line.split(" ", 3)[1:])
+                self._finish_kill(worker)
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
@@ -288,11 +291,9 @@ class Arbiter:
                 if not worker.ready and silent > max(timeout, 30.0):
                     self._kill(worker, f"not ready after {silent:.0f}s")
                 elif worker.ready and silent > timeout:
-                    detail = f"event loop silent for {silent:.0f}s (timeout {timeout:g}s)"
-                    if worker.request is not None:
-                        age, what = worker.request
-                        detail += f", serving {what} for {age + silent:.0f}s"
-                    self._kill(worker, detail)
+                    self._kill(
+                        worker, f"event loop silent for {silent:.0f}s (timeout {timeout:g}s)"
+                    )
                 elif worker.request is not None and worker.request[0] > timeout:
                     age, what = worker.request
                     self._kill(
@@ -300,10 +301,24 @@ class Arbiter:
                     )
 
     def _kill(self, worker: WorkerProcess, why: str) -> None:
+        """Timeout: ABRT first, so that the worker reports what it was serving; then KILL."""
+        worker.stopping = True
+        worker.kill_reason = why
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGABRT)
+        assert self.loop is not None
+        self.loop.call_later(1.0, self._finish_kill, worker)
+
+    def _finish_kill(self, worker: WorkerProcess) -> None:
+        why, worker.kill_reason = worker.kill_reason, None
+        if why is None:
+            return  # already done
+        if worker.request is not None and worker.request[1] not in why:
+            age, what = worker.request
+            why += f", serving {what} for {age:.1f}s"
         self.log.critical(
             "worker %d (pid %d) timed out: %s; killing it", worker.index, worker.pid, why
         )
-        worker.stopping = True
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, signal.SIGKILL)
 
@@ -331,8 +346,8 @@ class Arbiter:
                 os.kill(worker.pid, sig)
 
     async def _shutdown_wait(self) -> None:
-        grace = self.settings.graceful_timeout if self._graceful else 1.0
-        deadline = time.monotonic() + grace + 1.0
+        grace = self.settings.graceful_timeout + 1.0 if self._graceful else 0.5
+        deadline = time.monotonic() + grace
         while self.workers and time.monotonic() < deadline:
             try:
                 sig = await asyncio.wait_for(self.signals.get(), 0.05)
@@ -357,6 +372,13 @@ class Arbiter:
             if worker is not None:
                 os.close(worker.beat_fd)
         self.log.info("shutdown complete")
+
+
+def _request_of(fields: list[str]) -> tuple[float, str] | None:
+    """``["AGE", "METHOD", "TARGET"]`` from a heartbeat, or None for ``["0"]``."""
+    if len(fields) < 3:
+        return None
+    return float(fields[0]), f"{fields[1]} {fields[2]}"
 
 
 def close_all_copies(sockets: dict[str, Any]) -> None:

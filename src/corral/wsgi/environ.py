@@ -76,47 +76,55 @@ def connection_environ(
     return environ
 
 
+def _decode_path(path: str) -> str:
+    return unquote_to_bytes(path.encode("latin-1")).decode("latin-1")
+
+
+def _split_target(environ: dict[str, Any], target: bytes, raw: str) -> tuple[str, str]:
+    """Path and query of a target that is not a plain origin-form one."""
+    if target[:1] == b"/":
+        path, _, query = raw.partition("#")[0].partition("?")
+        return path, query
+    if target == b"*":
+        return "", ""
+    url = httptools.parse_url(target)
+    if url.host:
+        # RFC 9112 3.2.2: the authority of an absolute-form target wins over Host
+        host = url.host.decode("latin-1")
+        environ["HTTP_HOST"] = f"{host}:{url.port}" if url.port else host
+    return (url.path or b"/").decode("latin-1"), (url.query or b"").decode("latin-1")
+
+
+_MISSING = object()
+
+
 def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[str, Any]:
     """A fresh environ for one request, from the connection's constant part."""
     environ = base.copy()
     target = head.target
     raw = target.decode("latin-1")
-    if target[:1] == b"/":
-        path, _, query = target.partition(b"?")
-        if b"#" in query:
-            query = query.partition(b"#")[0]
-        elif b"#" in path:
-            path = path.partition(b"#")[0]
-    elif target == b"*":
-        path, query = b"", b""
+    if target[0] == 47 and b"#" not in target:  # origin-form, the common case
+        path, _, query = raw.partition("?")
     else:
-        url = httptools.parse_url(target)
-        path = url.path or b"/"
-        query = url.query or b""
-        if url.host:
-            # RFC 9112 3.2.2: the authority of an absolute-form target wins over Host
-            host = url.host.decode("latin-1")
-            environ["HTTP_HOST"] = f"{host}:{url.port}" if url.port else host
+        path, query = _split_target(environ, target, raw)
+    environ["PATH_INFO"] = _decode_path(path) if "%" in path else path
+    environ["QUERY_STRING"] = query
     environ["REQUEST_METHOD"] = head.method
-    environ["PATH_INFO"] = (
-        unquote_to_bytes(path).decode("latin-1") if b"%" in path else path.decode("latin-1")
-    )
-    environ["QUERY_STRING"] = query.decode("latin-1")
     environ["RAW_URI"] = raw
     environ["REQUEST_URI"] = raw
     environ["SERVER_PROTOCOL"] = _PROTOCOLS[head.version]
     environ["wsgi.input"] = body
     keys = _header_keys
     for name, value in head.headers:
-        key = keys[name] if name in keys else _environ_key(name)
+        key = keys.get(name, _MISSING)
+        if key is _MISSING:
+            key = _environ_key(name)
         if key is None:
             continue
-        text = value.decode("latin-1")
         if key in environ:
-            if key == "HTTP_HOST" and target[:1] != b"/":
+            if key == "HTTP_HOST" and target[0] != 47:
                 continue
-            separator = "; " if key == "HTTP_COOKIE" else ", "
-            environ[key] += separator + text
+            environ[key] += ("; " if key == "HTTP_COOKIE" else ", ") + value.decode("latin-1")
         else:
-            environ[key] = text
+            environ[key] = value.decode("latin-1")
     return environ
