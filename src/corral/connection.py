@@ -106,9 +106,9 @@ class HttpConnection(asyncio.Protocol):
         "_dispatching",
         "_pending_error",
         "active",
+        "adapter_state",
         "closed",
         "deadline",
-        "environ",
         "loop",
         "on_writable",
         "parser",
@@ -137,7 +137,7 @@ class HttpConnection(asyncio.Protocol):
         self.write_paused = False
         self.reading_paused = False
         self.on_writable: Callable[[], None] | None = None
-        self.environ: dict[str, Any] | None = None  # the adapter's per-connection cache
+        self.adapter_state: Any = None  # the adapter's per-connection cache
         self._dispatching = False
         self._pending_error: HttpError | None = None
         self.peer: Any = None

@@ -122,6 +122,8 @@ class RequestParser:
         "_line_limit",
         "_parser",
         "_sink",
+        "_te_seen",
+        "_trailers",
         "_url",
         "head_bytes",
         "upgraded",
@@ -150,13 +152,17 @@ class RequestParser:
         self._chunked = False
         self._expect = False
         self._body_seen = 0
+        self._trailers = 0
+        self._te_seen = False
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
+        over = False
         if self._in_head:
             self.head_bytes += len(data)
-            if self.head_bytes > self._head_limit:
-                raise HeaderFieldsTooLarge("request head too large")
+            # Parsed all the same, so that an overlong request line still gets its
+            # 414; llhttp holds at most this one read beyond the limit.
+            over = self.head_bytes > self._head_limit
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
@@ -173,6 +179,8 @@ class RequestParser:
             if detail == "Invalid HTTP version":
                 raise VersionNotSupported(detail) from None
             raise BadRequest(detail) from None
+        if over and self._in_head:
+            raise HeaderFieldsTooLarge("request head too large")
 
     # -- llhttp callbacks -------------------------------------------------------
 
@@ -184,16 +192,24 @@ class RequestParser:
             raise UriTooLong("request line too long")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if not self._in_head:
-            return  # a trailer field: framing only, never shown to the app
-        headers = self._headers
-        if len(headers) >= self._fields:
-            raise HeaderFieldsTooLarge("too many header fields")
+        # The field count is checked at the end of the head: the bytes fed while
+        # the head is incomplete are bounded already, so it costs no memory.
         if len(name) + len(value) > self._field_size:
             raise HeaderFieldsTooLarge("header field too large")
-        headers.append((name, value))
-        if len(name) in _FRAMING_LENGTHS:
-            self._framing_header(name.lower(), value)
+        if self._in_head:
+            # RFC 9112 5: trailing whitespace is not part of the value (llhttp keeps it)
+            value = value.rstrip(b" \t")
+            self._headers.append((name, value))
+            if len(name) in _FRAMING_LENGTHS:
+                self._framing_header(name.lower(), value)
+        else:
+            self._trailer()
+
+    def _trailer(self) -> None:
+        """A trailer field: framing only, never shown to the app, but limited all the same."""
+        self._trailers += 1
+        if self._trailers > self._fields:
+            raise HeaderFieldsTooLarge("too many trailer fields")
 
     def _framing_header(self, name: bytes, value: bytes) -> None:
         if name == b"host":
@@ -201,7 +217,10 @@ class RequestParser:
         elif name == b"content-length":
             self._content_length = int(value)  # llhttp let only plain digits through
         elif name == b"transfer-encoding":
-            self._chunked = True  # llhttp rejected every TE not ending in chunked
+            # llhttp checks the list, but reports a final coding other than chunked
+            # only after the head; refuse it here, before the request is reported
+            self._chunked = value.rpartition(b",")[2].strip().lower() == b"chunked"
+            self._te_seen = True
         elif name == b"expect":
             if value.lower() != b"100-continue":
                 raise HttpError("unsupported expectation", 417)
@@ -209,6 +228,10 @@ class RequestParser:
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if len(self._headers) > self._fields:
+            raise HeaderFieldsTooLarge("too many header fields")
+        if self._te_seen and not self._chunked:
+            raise BadRequest("Transfer-Encoding whose final coding is not chunked")
         parser = self._parser
         version = parser.get_http_version()
         if version not in _VERSIONS:
@@ -234,7 +257,8 @@ class RequestParser:
                 parser.should_keep_alive(),
                 length,
                 self._chunked,
-                self._expect and (self._chunked or bool(length)),
+                # RFC 9110 10.1.1: an HTTP/1.0 expectation is ignored
+                self._expect and version == "1.1" and (self._chunked or bool(length)),
             )
         )
 

@@ -41,7 +41,7 @@ class Output(Protocol):
 
 class WsgiCall:
     __slots__ = (
-        "app",
+        "adapter",
         "conn",
         "discard_body",
         "exchange",
@@ -57,19 +57,12 @@ class WsgiCall:
         "status",
     )
 
-    def __init__(
-        self,
-        app: Any,
-        conn: HttpConnection,
-        exchange: Exchange,
-        out: Output,
-        log: logging.Logger,
-    ) -> None:
-        self.app = app
+    def __init__(self, adapter: Any, conn: HttpConnection, exchange: Exchange, out: Output) -> None:
+        self.adapter = adapter
         self.conn = conn
         self.exchange = exchange
         self.out = out
-        self.log = log
+        self.log: logging.Logger = adapter.log
         self.status: str | None = None
         self.headers: list[tuple[str, str]] | None = None
         self.head: Any = None
@@ -161,9 +154,10 @@ class WsgiCall:
 
     def run(self) -> None:
         """Call the application and answer; may return early and go on when writable."""
-        environ = self.conn.server.adapter.environ(self.conn, self.exchange)  # type: ignore[attr-defined]
+        adapter = self.adapter
         try:
-            result = self.app(environ, self.start_response)
+            environ = adapter.environ(self.conn, self.exchange)
+            result = adapter.app(environ, self.start_response)
         except Exception as exc:
             self.fail(exc)
             return

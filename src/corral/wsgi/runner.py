@@ -67,13 +67,12 @@ class ThreadPool:
 
 
 class LoopOutput:
-    """Output straight to the connection, on the loop thread."""
+    """Output straight to the connection, on the loop thread (one per connection)."""
 
-    __slots__ = ("conn", "exchange")
+    __slots__ = ("conn",)
 
-    def __init__(self, conn: HttpConnection, exchange: Exchange) -> None:
+    def __init__(self, conn: HttpConnection) -> None:
         self.conn = conn
-        self.exchange = exchange
 
     @property
     def paused(self) -> bool:
@@ -86,10 +85,10 @@ class LoopOutput:
         conn = self.conn
         if data and not conn.closed:
             conn.transport.write(data)
-        conn.finish(self.exchange, keep_alive)
+        conn.finish(conn.active, keep_alive)  # type: ignore[arg-type]
 
     def finish(self, keep_alive: bool) -> None:
-        self.conn.finish(self.exchange, keep_alive)
+        self.conn.finish(self.conn.active, keep_alive)  # type: ignore[arg-type]
 
     def wait_writable(self, callback: Callable[[], None]) -> None:
         self.conn.on_writable = callback
@@ -206,28 +205,34 @@ class WsgiAdapter:
             partial(call, conn.resume_body),
         )
 
-    def environ(self, conn: HttpConnection, exchange: Exchange) -> dict[str, Any]:
-        base = conn.environ
-        if base is None:
-            base = conn.environ = connection_environ(
+    def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
+        state = conn.adapter_state = (
+            connection_environ(
                 conn.sockname,
                 conn.peer,
                 multithread=self.threads > 1,
                 multiprocess=self.multiprocess,
                 file_wrapper=FileWrapper,
                 errors=self.errors,
-            )
-        return request_environ(base, exchange.head, exchange.body)
+            ),
+            LoopOutput(conn),
+        )
+        return state
+
+    def environ(self, conn: HttpConnection, exchange: Exchange) -> dict[str, Any]:
+        state = conn.adapter_state or self._connection_state(conn)
+        return request_environ(state[0], exchange.head, exchange.body)
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
         if self.pool is None and not exchange.streaming:
-            WsgiCall(self.app, conn, exchange, LoopOutput(conn, exchange), self.log).run()
+            state = conn.adapter_state or self._connection_state(conn)
+            WsgiCall(self, conn, exchange, state[1]).run()
             return
         if self.pool is None:
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
             self.running.add(exchange)
-            call = WsgiCall(self.app, conn, exchange, ThreadOutput(self, conn, exchange), self.log)
+            call = WsgiCall(self, conn, exchange, ThreadOutput(self, conn, exchange))
             self._helper.submit(call.run)
             return
         if self.free == 0:
@@ -241,7 +246,7 @@ class WsgiAdapter:
     def _submit(self, conn: HttpConnection, exchange: Exchange) -> None:
         self.free -= 1
         self.running.add(exchange)
-        call = WsgiCall(self.app, conn, exchange, ThreadOutput(self, conn, exchange), self.log)
+        call = WsgiCall(self, conn, exchange, ThreadOutput(self, conn, exchange))
         self.pool.submit(call.run)  # type: ignore[union-attr]
 
     def thread_done(self, conn: HttpConnection, exchange: Exchange, keep_alive: bool) -> None:
