@@ -29,7 +29,8 @@ from corral.http.parser import Limits, RequestHead, RequestParser
 
 IDLE = 0  # between requests: the keep-alive deadline runs
 HEAD = 1  # receiving a request head: the header deadline runs
-BUSY = 2  # a request is being answered: no deadline here
+BUSY = 2  # a request is being answered, its body complete: no deadline here
+BODY = 3  # receiving a request body: the body deadline runs from each read
 NEVER = float("inf")
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -55,12 +56,14 @@ class ServerState:
         *,
         keep_alive: float,
         header_timeout: float,
+        body_timeout: float = 60.0,
         access_log: Callable[[HttpConnection, Exchange], None] | None = None,
     ) -> None:
         self.adapter = adapter
         self.limits = limits
         self.keep_alive = keep_alive
         self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
         self.access_log = access_log
         self.connections: set[HttpConnection] = set()
         self.now = 0.0  # coarse clock, moved by the worker's tick
@@ -175,16 +178,31 @@ class HttpConnection(asyncio.Protocol):
         except HttpError as error:
             self._reject(error)
             return
-        if self.parser.upgraded:
+        if self.parser.ended:
             self.transport.pause_reading()
             self.reading_paused = True
         if self.active is None and self.pipeline:
             self._dispatch()
 
     def eof_received(self) -> bool | None:
-        # A half-closed client still gets the answers to what it sent.
+        # A half-closed client still gets the answers to what it sent in full; a
+        # request whose head or body will now never be complete is dropped.
+        exchange = self.receiving
+        if exchange is not None:
+            fail = getattr(exchange.body, "fail", None)
+            if fail is not None:
+                fail()
+            if not exchange.started:
+                self.pipeline.remove(exchange)
+                self.receiving = None
+            elif exchange.status == 0:
+                self.transport.write(error_response(400))
+                self.close()
+                return True
         if self.active is None and not self.pipeline:
             self.close()
+        else:
+            self.parser.ended = True
         return True
 
     def pause_writing(self) -> None:
@@ -199,11 +217,18 @@ class HttpConnection(asyncio.Protocol):
     # -- parser sink ------------------------------------------------------------
 
     def on_request(self, head: RequestHead) -> None:
-        exchange = Exchange(head, self.server.now)
-        if self.server.access_log is not None:
+        server = self.server
+        exchange = Exchange(head, server.now)
+        if server.access_log is not None:
             exchange.t0 = perf_counter()
-        self.state = BUSY
-        self.deadline = NEVER
+        if not server.keep_alive:
+            head.keep_alive = False  # keep_alive 0: every response says it closes
+        if head.chunked or head.content_length:
+            self.state = BODY
+            self.deadline = server.now + server.body_timeout
+        else:
+            self.state = BUSY
+            self.deadline = NEVER
         self.pipeline.append(exchange)
         self.receiving = exchange
         exchange.body = self.server.adapter.make_body(self, exchange)
@@ -213,10 +238,13 @@ class HttpConnection(asyncio.Protocol):
             self.reading_paused = True
 
     def on_body(self, chunk: bytes) -> None:
+        self.deadline = self.server.now + self.server.body_timeout
         if self.receiving.body.feed(chunk) and not self.reading_paused:  # type: ignore[union-attr]
+            # the application is slower than the client: stop reading, and stop
+            # the body deadline too, since the wait is not the client's fault
             self.transport.pause_reading()
             self.reading_paused = True
-            self.receiving.body.paused = True  # type: ignore[union-attr]
+            self.deadline = NEVER
 
     def on_request_end(self) -> None:
         exchange = self.receiving
@@ -224,6 +252,9 @@ class HttpConnection(asyncio.Protocol):
         exchange.complete = True
         exchange.body.finish()
         self.receiving = None
+        if self.state == BODY:
+            self.state = BUSY
+            self.deadline = NEVER
 
     # -- dispatch ---------------------------------------------------------------
 
@@ -243,7 +274,7 @@ class HttpConnection(asyncio.Protocol):
             if self.active is None and not self.pipeline and not self.closed:
                 if self._pending_error is not None:
                     self._send_error(self._pending_error)
-                elif self.parser.upgraded:
+                elif self.parser.ended:
                     self.close()
         finally:
             self._dispatching = False
@@ -253,6 +284,8 @@ class HttpConnection(asyncio.Protocol):
         if self.reading_paused and not self.closed and len(self.pipeline) <= 1:
             self.reading_paused = False
             self.transport.resume_reading()
+            if self.state == BODY:
+                self.deadline = self.server.now + self.server.body_timeout
 
     # -- answering (adapter side) -----------------------------------------------
 
@@ -280,7 +313,7 @@ class HttpConnection(asyncio.Protocol):
             self.close()
             return
         if self.pipeline:
-            if self.reading_paused and len(self.pipeline) == 1 and not self.parser.upgraded:
+            if self.reading_paused and len(self.pipeline) == 1 and not self.parser.ended:
                 self.reading_paused = False
                 self.transport.resume_reading()
             self._dispatch()
@@ -289,7 +322,7 @@ class HttpConnection(asyncio.Protocol):
         self.deadline = server.now + server.keep_alive
         if self._pending_error is not None:
             self._send_error(self._pending_error)
-        elif self.parser.upgraded:
+        elif self.parser.ended:
             self.close()
         elif self.reading_paused:
             self.reading_paused = False
@@ -344,9 +377,18 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()
 
     def expire(self) -> None:
-        """The deadline passed: 408 if a request head was begun, else close quietly."""
+        """The deadline passed: 408 if a request was begun, else close quietly."""
         if self.state == HEAD and self.parser.head_bytes:
             self._send_error(RequestTimeout("request head not complete in time"))
+        elif self.state == BODY:
+            exchange = self.receiving
+            if exchange is not None:
+                fail = getattr(exchange.body, "fail", None)
+                if fail is not None:
+                    fail()  # an application thread reading it gets an error
+                if exchange.status == 0 and not self.closed:
+                    self.transport.write(error_response(408))
+            self.close()
         else:
             self.close()
 

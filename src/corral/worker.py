@@ -119,6 +119,7 @@ class Worker:
             limits,
             keep_alive=settings.keep_alive,
             header_timeout=settings.header_timeout,
+            body_timeout=settings.body_timeout,
             access_log=spec.access_log,
         )
         state.loop = loop

@@ -543,6 +543,12 @@ SETTINGS: tuple[Setting, ...] = (
         "the client gets 408.",
         flags=("--header-timeout",), metavar="SECONDS",
     ),
+    Setting(
+        "body_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
+        "Time allowed between two reads of a request body (like nginx's client_body_timeout); "
+        "past it the client gets 408 and the connection is closed.",
+        flags=("--body-timeout",), metavar="SECONDS",
+    ),
     # -- Request limits -------------------------------------------------------------------------
     Setting(
         "limit_request_line", _LIMITS, _S, _int(ge=64, le=65536), 8190,

@@ -104,6 +104,16 @@ _FRAMING_LENGTHS = frozenset({4, 6, 14, 17})
 _METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 
 
+def _check_absolute_form(url: bytes) -> None:
+    """RFC 9112 3.2.2: an absolute-form target must be a URI with a host."""
+    try:
+        parsed = httptools.parse_url(url)
+    except httptools.HttpParserInvalidURLError:
+        raise BadRequest("invalid request target") from None
+    if not parsed.schema or not parsed.host:
+        raise BadRequest("request target without scheme or host")
+
+
 class RequestParser:
     """Feeds bytes to llhttp and reports heads, body chunks and ends to a sink."""
 
@@ -125,8 +135,8 @@ class RequestParser:
         "_te_seen",
         "_trailers",
         "_url",
+        "ended",  # no further request will be parsed on this connection
         "head_bytes",
-        "upgraded",
     )
 
     def __init__(self, sink: RequestSink, limits: Limits) -> None:
@@ -137,7 +147,7 @@ class RequestParser:
         self._body_limit = limits.body
         self._head_limit = limits.head
         self._parser = httptools.HttpRequestParser(self)
-        self.upgraded = False
+        self.ended = False
         self._reset()
 
     def _reset(self) -> None:
@@ -173,9 +183,13 @@ class RequestParser:
         except httptools.HttpParserUpgrade:
             # The request before the upgrade was parsed and reported; what follows
             # is another protocol, which a WSGI server does not speak.
-            self.upgraded = True
+            self.ended = True
         except httptools.HttpParserError as exc:
             detail = str(exc)
+            if detail.startswith("Data after `Connection: close`"):
+                # the request before it is answered, then the connection closes
+                self.ended = True
+                return
             if detail == "Invalid HTTP version":
                 raise VersionNotSupported(detail) from None
             raise BadRequest(detail) from None
@@ -192,14 +206,14 @@ class RequestParser:
             raise UriTooLong("request line too long")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        # The field count is checked at the end of the head: the bytes fed while
-        # the head is incomplete are bounded already, so it costs no memory.
         if len(name) + len(value) > self._field_size:
             raise HeaderFieldsTooLarge("header field too large")
         if self._in_head:
+            headers = self._headers
+            if len(headers) >= self._fields:
+                raise HeaderFieldsTooLarge("too many header fields")
             # RFC 9112 5: trailing whitespace is not part of the value (llhttp keeps it)
-            value = value.rstrip(b" \t")
-            self._headers.append((name, value))
+            headers.append((name, value.rstrip(b" \t")))
             if len(name) in _FRAMING_LENGTHS:
                 self._framing_header(name.lower(), value)
         else:
@@ -228,8 +242,6 @@ class RequestParser:
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        if len(self._headers) > self._fields:
-            raise HeaderFieldsTooLarge("too many header fields")
         if self._te_seen and not self._chunked:
             raise BadRequest("Transfer-Encoding whose final coding is not chunked")
         parser = self._parser
@@ -245,6 +257,8 @@ class RequestParser:
         url = self._url
         if len(url) + len(method) + 10 > self._line_limit:
             raise UriTooLong("request line too long")
+        if url[:1] != b"/" and url != b"*":
+            _check_absolute_form(url)
         length = self._content_length
         if length is not None and self._body_limit and length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")

@@ -123,12 +123,19 @@ class StreamingInput(_ReadLines):
     # -- loop side -------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> bool:
-        """Add body bytes; returns True when the feeder should stop reading."""
+        """Add body bytes; returns True when the feeder must stop reading.
+
+        The paused flag is set here, under the lock, so that a reader draining
+        the buffer right after cannot miss that it has to call ``on_drained``.
+        """
         with self._cond:
             self._chunks.append(chunk)
             self._buffered += len(chunk)
             self._cond.notify()
-            return self._buffered >= self.high_water
+            if self._buffered >= self.high_water and not self.paused:
+                self.paused = True
+                return True
+            return False
 
     def finish(self) -> None:
         with self._cond:
@@ -192,22 +199,41 @@ class StreamingInput(_ReadLines):
                     self._wait()
             if size == 0:
                 return b""
-            while not self._buffered and not self._done:
-                self._wait()
-            self._check()
-            return self._take(size)
+            # like a file: n bytes, or fewer only at the end of the body; taking
+            # what is buffered as it comes keeps the buffer (and the socket) moving
+            parts = []
+            while size > 0:
+                self._check()
+                if self._buffered:
+                    data = self._take(size)
+                    parts.append(data)
+                    size -= len(data)
+                elif self._done:
+                    break
+                else:
+                    self._wait()
+            return b"".join(parts)
 
     def readline(self, size: int | None = -1) -> bytes:
         if size is None:
             size = -1
+        parts = []
         with self._cond:
-            while True:
+            while size != 0:
                 self._check()
-                data = b"".join(self._chunks)
-                self._chunks[:] = [data] if data else []
-                end = data.find(b"\n") + 1
-                if end:
-                    return self._take(end if size < 0 else min(end, size))
-                if 0 <= size <= len(data) or self._done:
-                    return self._take(size)
-                self._wait()
+                if self._buffered:
+                    data = b"".join(self._chunks)
+                    self._chunks[:] = [data]
+                    end = data.find(b"\n") + 1 or len(data)
+                    if size >= 0:
+                        end = min(end, size)
+                        size -= end
+                    taken = self._take(end)
+                    parts.append(taken)
+                    if taken.endswith(b"\n"):
+                        break
+                elif self._done:
+                    break
+                else:
+                    self._wait()
+        return b"".join(parts)

@@ -94,7 +94,10 @@ class WsgiCall:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise TypeError(f"body chunks must be bytes, not {type(data).__name__}")
             data = bytes(data)
-        if self.conn.closed:
+        conn = self.conn
+        if conn.closed or conn.transport.is_closing():
+            # a failed write closes the transport at once, but connection_lost
+            # only runs on the next loop turn, which an inline app never yields
             raise ClientDisconnected("client went away")
         if self.head is None:
             if not data:
@@ -184,11 +187,11 @@ class WsgiCall:
                     self.result = None  # a plain list has no close()
                     self.out.complete(prefix + data, self.keep_alive)
                     return
-            if type(result) is FileWrapper and not self.discard_body:
+            if type(result) is FileWrapper:
                 span = result.sendfile_range()
                 if span is not None and self._sendfile(*span):
                     return
-                if self.head is not None:  # the head is built, the body must not go out
+                if self.head is not None:  # HEAD, 204 or 304: the head only
                     self._end_and_finish()
                     return
             self.iterator = iter(result)
@@ -236,6 +239,7 @@ class WsgiCall:
     def _sendfile(self, fd: int, offset: int, count: int) -> bool:
         prefix = self._head(count)
         if self.discard_body:
+            self.out.write(prefix)
             return False
         if self.remaining is not None:
             count = min(count, self.remaining)

@@ -1,0 +1,214 @@
+"""The master: graceful and immediate stops, respawns, crash-loop backoff, timeouts."""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import time
+
+import pytest
+
+from tests.integration.server import Server, read_all, read_response, wait_for
+
+
+def get(server: Server, path: str = "/", timeout: float = 10.0) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def start_request(server: Server, target: str) -> socket.socket:
+    sock = server.connect(timeout=30)
+    sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return sock
+
+
+def refused(server: Server) -> bool:
+    try:
+        with socket.create_connection((server.host, server.port), timeout=1):
+            return False
+    except ConnectionRefusedError:
+        return True
+
+
+def wait_exit(server: Server, timeout: float) -> int:
+    """Wait for the master to exit; fail (and kill it) if it takes longer than ``timeout``."""
+    try:
+        return server.proc.wait(timeout)
+    except Exception:
+        server.kill()
+        raise
+
+
+@pytest.fixture
+def flags(tmp_path):
+    path = tmp_path / "flags"
+    path.mkdir()
+    return path
+
+
+# -- graceful stop ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_term_finishes_in_flight_request(flags, threads):
+    with Server(
+        "proc_apps",
+        "--threads",
+        str(threads),
+        "--graceful-timeout",
+        "10",
+        env={"PROC_FLAGS": str(flags)},
+    ) as server:
+        with start_request(server, "/sleep?s=1.5&name=g") as sock:
+            wait_for((flags / "g.started").exists)
+            server.send(signal.SIGTERM)
+            termed = time.monotonic()
+            wait_for(lambda: refused(server), timeout=5)
+            status, _, body = read_response(sock)
+            assert (status, body) == (200, b"slept")
+        assert wait_exit(server, 10) == 0
+        assert time.monotonic() - termed < 10
+        assert "graceful shutdown" in server.stderr
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_graceful_timeout_bounds_the_stop(flags, threads):
+    with (
+        Server(
+            "proc_apps",
+            "--threads",
+            str(threads),
+            "--graceful-timeout",
+            "1",
+            env={"PROC_FLAGS": str(flags)},
+        ) as server,
+        start_request(server, "/sleep?s=10&name=long") as sock,
+    ):
+        wait_for((flags / "long.started").exists)
+        server.send(signal.SIGTERM)
+        termed = time.monotonic()
+        code = wait_exit(server, 10)
+        elapsed = time.monotonic() - termed
+        assert elapsed < 3.0, elapsed
+        assert elapsed >= 0.9, elapsed  # the request was given its grace period
+        assert code == 0
+        assert b"slept" not in read_all(sock)
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_quit_exits_immediately_with_request_in_flight(flags, threads):
+    with Server(
+        "proc_apps",
+        "--threads",
+        str(threads),
+        "--graceful-timeout",
+        "30",
+        env={"PROC_FLAGS": str(flags)},
+    ) as server:
+        with start_request(server, "/sleep?s=10&name=q") as sock:
+            wait_for((flags / "q.started").exists)
+            server.send(signal.SIGQUIT)
+            quitted = time.monotonic()
+            wait_exit(server, 10)
+            elapsed = time.monotonic() - quitted
+            assert elapsed < 1.0, elapsed
+            assert b"slept" not in read_all(sock)
+        assert "SIGQUIT" in server.stderr
+
+
+# -- respawn --------------------------------------------------------------------------------
+
+
+def test_killed_worker_replaced_within_a_second():
+    with Server("proc_apps") as server:
+        old = json.loads(get(server, "/info")[1])["pid"]
+        assert server.worker_pids() == [old]
+        os.kill(old, signal.SIGKILL)
+        killed = time.monotonic()
+        status, body = get(server, "/info", timeout=5)
+        elapsed = time.monotonic() - killed
+        assert status == 200
+        new = json.loads(body)["pid"]
+        assert new != old
+        assert elapsed < 1.0, elapsed
+        assert server.worker_pids() == [new]
+        server.wait_log(r"worker 0 ready", count=2)
+        assert "signal SIGKILL" in server.stderr
+        assert server.stop() == 0
+
+
+def test_killed_workers_of_a_pool_are_all_replaced():
+    with Server("proc_apps", workers=2) as server:
+        old = server.worker_pids()
+        assert len(old) == 2
+        for pid in old:
+            os.kill(pid, signal.SIGKILL)
+
+        def replaced():
+            now = server.worker_pids()
+            return len(now) == 2 and not set(now) & set(old) and now
+
+        wait_for(replaced, timeout=5)
+        server.wait_log(r"worker \d ready", count=4)
+        assert get(server, "/")[0] == 200
+        assert server.stop() == 0
+
+
+RESPAWN = re.compile(r"respawning worker 0 in ([\d.]+)s")
+SPAWNED = re.compile(r"worker 0 spawned")
+
+
+def test_crash_at_start_backs_off():
+    with Server("proc_crash_start", env={"PROC_CRASH": "1"}, wait_ready=False) as server:
+        started = time.monotonic()
+        server.wait_log(RESPAWN.pattern, timeout=15, count=5)
+        elapsed = time.monotonic() - started
+        text = server.stderr
+        delays = [float(d) for d in RESPAWN.findall(text)]
+        assert all(b > a for a, b in itertools.pairwise(delays[:5])), delays
+        spawned = len(SPAWNED.findall(text))
+        # five failures need the first four delays to pass; a spinning master spawns far more
+        assert elapsed >= sum(delays[:4]) - 0.05, (elapsed, delays)
+        assert spawned <= 6, spawned
+        assert "ready" not in text
+        assert server.proc.poll() is None  # a crash loop is retried, not fatal
+        assert server.stop() == 0
+
+
+# -- timeouts -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_timeout_kills_stuck_worker_naming_the_request(flags, threads):
+    with Server(
+        "proc_apps",
+        "--timeout",
+        "2",
+        "--threads",
+        str(threads),
+        env={"PROC_FLAGS": str(flags)},
+    ) as server:
+        (old,) = server.worker_pids()
+        with start_request(server, "/sleep?s=30&name=stuck") as sock:
+            wait_for((flags / "stuck.started").exists)
+            stuck_at = time.monotonic()
+            line = server.wait_log(r".*timed out.*", timeout=10)[0]
+            assert time.monotonic() - stuck_at >= 1.5
+            assert f"pid {old}" in line
+            assert "GET /sleep" in line, line
+            assert b"slept" not in read_all(sock)
+        server.wait_log(r"worker 0 ready", count=2, timeout=10)
+        status, body = get(server, "/info")
+        assert status == 200
+        assert json.loads(body)["pid"] != old
+        assert server.stop() == 0

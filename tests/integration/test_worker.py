@@ -1,0 +1,218 @@
+"""Worker processes: count, titles, event loops, backpressure, slow clients, keep-alive."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import importlib.util
+import json
+import os
+import resource
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.integration.server import Server, read_response, wait_for
+
+REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def get(server: Server, path: str = "/", timeout: float = 10.0) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def cmdline(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as stream:
+        return stream.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def test_two_workers_are_children_with_titles():
+    with Server("proc_apps", workers=2) as server:
+        pids = wait_for(lambda: (p := server.worker_pids()) and len(p) == 2 and p, timeout=5)
+        assert len(pids) == 2
+        assert cmdline(server.proc.pid) == "corral: master [proc_apps]"
+        for pid in pids:
+            assert cmdline(pid) == "corral: worker [proc_apps]"
+        # both are real serving workers: their pids show up in answers
+        seen: set[int] = set()
+
+        def both_seen():
+            seen.add(json.loads(get(server, "/info")[1])["pid"])
+            return seen == set(pids)
+
+        # new connections are spread by the kernel; both workers accept eventually
+        wait_for(both_seen, timeout=10, interval=0)
+        assert server.stop() == 0
+
+
+def test_proc_name_sets_titles():
+    with Server("proc_apps", "-n", "shop") as server:
+        assert cmdline(server.proc.pid) == "corral: master [shop]"
+        (pid,) = server.worker_pids()
+        assert cmdline(pid) == "corral: worker [shop]"
+        assert server.stop() == 0
+
+
+def test_workers_auto_is_cpu_count():
+    cpus = len(os.sched_getaffinity(0))
+    with Server("proc_apps", "-w", "auto", wait_ready=False) as server:
+        server.expected_workers = cpus
+        server.wait_ready()
+        assert len(server.worker_pids()) == cpus
+        assert f"with {cpus} worker(s)" in server.stderr
+        assert server.stop() == 0
+
+
+def _uvloop_installed() -> bool:
+    return importlib.util.find_spec("uvloop") is not None
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop", "auto"])
+def test_event_loop_choice(loop):
+    if loop == "uvloop" and not _uvloop_installed():
+        pytest.skip("uvloop is not installed in this environment")
+    expected = loop if loop != "auto" else ("uvloop" if _uvloop_installed() else "asyncio")
+    with Server("proc_apps", "--loop", loop) as server:
+        status, body = get(server, "/info")
+        assert status == 200
+        module = json.loads(body)["loop"]
+        # the application runs on the loop thread (threads=1): it sees the loop's class
+        assert module.split(".")[0] == expected
+        assert get(server, "/") == (200, b"Hello, world!")
+        assert server.stop() == 0
+
+
+# -- backpressure ---------------------------------------------------------------------------
+
+
+def _request(server: Server, target: str) -> socket.socket:
+    sock = server.connect()
+    sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return sock
+
+
+def test_backpressure_when_all_threads_busy(tmp_path):
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    with (
+        Server("proc_apps", "--threads", "2", env={"PROC_FLAGS": str(flags)}) as server,
+        contextlib.ExitStack() as stack,
+    ):
+        first = stack.enter_context(_request(server, "/block?name=a"))
+        second = stack.enter_context(_request(server, "/block?name=b"))
+        wait_for(lambda: (flags / "a.started").exists() and (flags / "b.started").exists())
+        third = stack.enter_context(_request(server, "/"))
+        third.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            third.recv(1)  # both threads are busy: no answer (not even a queued one)
+        assert server.proc.poll() is None
+        (flags / "a.release").touch()
+        released_at = time.monotonic()
+        third.settimeout(10)
+        assert read_response(third)[2] == b"Hello, world!"
+        assert time.monotonic() >= released_at
+        assert read_response(first)[2] == b"released a"
+        (flags / "b.release").touch()
+        assert read_response(second)[2] == b"released b"
+        assert server.stop() == 0
+
+
+# -- slow clients ---------------------------------------------------------------------------
+
+
+def test_slow_clients_never_block_others():
+    count = 1000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = 2 * count + 200  # ours, plus the server's (it inherits our limit)
+    if soft < needed and (hard == resource.RLIM_INFINITY or hard >= needed):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {hard} is below the {needed} descriptors needed")
+    with Server("proc_apps", "--threads", "1") as server, contextlib.ExitStack() as stack:
+        slow = [stack.enter_context(server.connect()) for _ in range(count)]
+        # a request head sent one byte per second on every slow connection
+        head = b"GET /slow HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"y" * 64
+        stop = threading.Event()
+        rounds = [0]
+        errors: list[BaseException] = []
+
+        def trickle():
+            try:
+                for position in range(6):
+                    for sock in slow:
+                        sock.send(head[position : position + 1])
+                    rounds[0] += 1
+                    if stop.wait(1.0):
+                        return
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        driver = threading.Thread(target=trickle, daemon=True)
+        driver.start()
+        latencies = []
+        pause = threading.Event()
+        wait_for(lambda: rounds[0] >= 1, timeout=10)
+        while driver.is_alive() and len(latencies) < 200:
+            started = time.perf_counter()
+            status, body = get(server, "/")
+            latencies.append(time.perf_counter() - started)
+            assert (status, body) == (200, b"Hello, world!")
+            pause.wait(0.05)
+        stop.set()
+        driver.join(10)
+        assert not errors, errors
+        assert rounds[0] >= 5, rounds  # the slow clients really trickled for ~5 s
+        assert len(latencies) >= 20
+        assert max(latencies) < 0.1, sorted(latencies)[-5:]
+        # every slow connection is still open (none was dropped to make room)
+        for sock in slow[:: count // 20]:
+            sock.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                sock.recv(1)
+        assert server.stop() == 0
+
+
+# -- keep-alive -----------------------------------------------------------------------------
+
+
+def test_idle_keep_alive_closed_after_timeout():
+    with Server("proc_apps", "--keep-alive", "1") as server, server.connect() as sock:
+        sock.sendall(REQUEST)
+        status, headers, body = read_response(sock)
+        answered = time.monotonic()
+        assert (status, body) == (200, b"Hello, world!")
+        assert headers.get("connection", "").lower() != "close"
+        sock.settimeout(0.05)
+
+        def closed():
+            try:
+                return sock.recv(1) == b""
+            except TimeoutError:
+                return False
+            except ConnectionResetError:
+                return True
+
+        wait_for(closed, timeout=3.5)
+        elapsed = time.monotonic() - answered
+        assert elapsed >= 0.9, elapsed  # not before the keep-alive time
+        assert server.stop() == 0
+
+
+def test_keep_alive_connection_reused_within_timeout():
+    with Server("proc_apps", "--keep-alive", "5") as server, server.connect() as sock:
+        for _ in range(3):
+            sock.sendall(REQUEST)
+            assert read_response(sock)[2] == b"Hello, world!"
+        assert server.stop() == 0

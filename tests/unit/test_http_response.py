@@ -1,0 +1,384 @@
+"""corral.http.response: response heads built from what a WSGI application gives.
+
+The head must frame the body correctly (Content-Length, chunked, or close) for
+the request's version, keep hop-by-hop fields to the server, and never let a
+status or header from the application put CR, LF or NUL (or anything outside
+latin-1, or a non-token name) on the wire.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from corral.http.response import InvalidResponse, build_head, http_date
+
+PREFIX = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: corral\r\n"
+IMF_FIXDATE = re.compile(
+    r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+    r"\d{4} \d\d:\d\d:\d\d GMT\Z"
+)
+
+
+def head(status="200 OK", headers=(), *, version="1.1", keep_alive=True, body_length=None):
+    """build_head as the WSGI layer calls it: chunked allowed for HTTP/1.1 only."""
+    return build_head(
+        status,
+        list(headers),
+        PREFIX,
+        chunked=version == "1.1",
+        keep_alive=keep_alive,
+        version=version,
+        body_length=body_length,
+    )
+
+
+def fields(data: bytes) -> list[tuple[str, str]]:
+    """The header fields of a serialised head, checking its line structure."""
+    text = data.decode("latin-1")
+    assert text.endswith("\r\n\r\n")
+    lines = text[:-4].split("\r\n")
+    assert re.fullmatch(r"HTTP/1\.1 \d{3} .*", lines[0]), lines[0]
+    result = []
+    for line in lines[1:]:
+        assert "\r" not in line and "\n" not in line and "\0" not in line
+        name, sep, value = line.partition(": ")
+        assert sep and re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name), line
+        result.append((name, value))
+    return result
+
+
+def names(data: bytes) -> list[str]:
+    return [name.lower() for name, _ in fields(data)]
+
+
+# -- framing ------------------------------------------------------------------------------------
+
+
+def test_fast_path_exact_bytes():
+    result = head("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "13")])
+    assert result.data == (
+        b"HTTP/1.1 200 OK\r\n"
+        b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: corral\r\n"
+        b"Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
+    )
+    assert (result.status, result.content_length, result.chunked, result.close) == (
+        200,
+        13,
+        False,
+        False,
+    )
+
+
+def test_prefix_follows_the_status_line():
+    result = head("404 Not Found", [("X-A", "1")], body_length=0)
+    assert result.data.startswith(b"HTTP/1.1 404 Not Found\r\n" + PREFIX.encode())
+    assert result.status == 404
+
+
+def test_content_length_added_from_body_length():
+    result = head("200 OK", [("Content-Type", "text/plain")], body_length=5)
+    assert ("Content-Length", "5") in fields(result.data)
+    assert names(result.data).count("content-length") == 1
+    assert "transfer-encoding" not in names(result.data)
+    assert (result.content_length, result.chunked, result.close) == (5, False, False)
+
+
+def test_body_length_zero_gives_content_length_zero():
+    result = head("200 OK", [], body_length=0)
+    assert ("Content-Length", "0") in fields(result.data)
+    assert result.content_length == 0
+
+
+def test_application_content_length_wins_over_body_length():
+    result = head("200 OK", [("Content-Length", "7")], body_length=7)
+    assert names(result.data).count("content-length") == 1
+    assert result.content_length == 7
+
+
+def test_chunked_for_http11_without_length():
+    result = head("200 OK", [("Content-Type", "text/plain")])
+    assert ("Transfer-Encoding", "chunked") in fields(result.data)
+    assert "content-length" not in names(result.data)
+    assert (result.content_length, result.chunked, result.close) == (None, True, False)
+
+
+def test_close_delimited_for_http10_without_length():
+    result = head("200 OK", [("Content-Type", "text/plain")], version="1.0")
+    assert "transfer-encoding" not in names(result.data)
+    assert "content-length" not in names(result.data)
+    assert ("Connection", "close") in fields(result.data)
+    assert (result.chunked, result.close) == (False, True)
+
+
+def test_http10_keep_alive_is_announced():
+    result = head("200 OK", [], version="1.0", body_length=2)
+    assert ("Connection", "keep-alive") in fields(result.data)
+    assert ("Content-Length", "2") in fields(result.data)
+    assert result.close is False
+
+
+def test_http11_keep_alive_is_implicit():
+    result = head("200 OK", [], body_length=2)
+    assert "connection" not in names(result.data)
+    assert result.close is False
+
+
+def test_keep_alive_false_sends_connection_close():
+    result = head("200 OK", [], keep_alive=False, body_length=2)
+    assert ("Connection", "close") in fields(result.data)
+    assert result.close is True
+
+
+@pytest.mark.parametrize("status", ["204 No Content", "304 Not Modified"])
+def test_no_body_statuses_get_no_framing(status):
+    result = head(status, [("ETag", '"x"')])
+    assert "transfer-encoding" not in names(result.data)
+    assert "content-length" not in names(result.data)
+    assert result.chunked is False
+    assert result.content_length is None
+    assert result.close is False
+
+
+@pytest.mark.parametrize("status", ["204 No Content", "304 Not Modified"])
+def test_no_body_statuses_ignore_body_length(status):
+    result = head(status, [], body_length=0)
+    assert "content-length" not in names(result.data)
+    assert result.chunked is False
+
+
+def test_204_never_carries_content_length():
+    """RFC 9110 8.6: a server MUST NOT send Content-Length in a 204 response."""
+    result = head("204 No Content", [("Content-Length", "5")])
+    assert "content-length" not in names(result.data)
+    assert result.content_length is None
+
+
+def test_304_may_keep_the_applications_content_length():
+    """RFC 9110 8.6 allows it on 304 (the length the 200 would have); no body follows."""
+    result = head("304 Not Modified", [("Content-Length", "5")])
+    assert names(result.data).count("content-length") <= 1
+    assert result.content_length is None
+    assert result.chunked is False
+
+
+# -- hop-by-hop and Connection ------------------------------------------------------------------
+
+
+def test_connection_close_from_the_app_is_honoured():
+    result = head("200 OK", [("Connection", "close")], body_length=1)
+    assert result.close is True
+    assert names(result.data).count("connection") == 1
+    assert ("Connection", "close") in fields(result.data)
+
+
+def test_connection_close_any_case():
+    result = head("200 OK", [("connection", "Close")], body_length=1)
+    assert result.close is True
+    assert names(result.data).count("connection") == 1
+
+
+def test_connection_keep_alive_from_the_app_does_not_close():
+    result = head("200 OK", [("Connection", "keep-alive")], body_length=1)
+    assert result.close is False
+    assert "connection" not in names(result.data)
+
+
+@pytest.mark.parametrize(
+    "name", ["Keep-Alive", "Transfer-Encoding", "Upgrade", "Proxy-Connection", "TE", "keep-alive"]
+)
+def test_hop_by_hop_headers_are_dropped(name):
+    value = "chunked" if name == "Transfer-Encoding" else "something"
+    result = head("200 OK", [("X-Before", "1"), (name, value), ("X-After", "2")], body_length=3)
+    assert name.lower() not in names(result.data)
+    assert ("X-Before", "1") in fields(result.data)
+    assert ("X-After", "2") in fields(result.data)
+
+
+def test_app_transfer_encoding_does_not_override_content_length():
+    result = head("200 OK", [("Transfer-Encoding", "chunked"), ("Content-Length", "4")])
+    assert "transfer-encoding" not in names(result.data)
+    assert (result.content_length, result.chunked) == (4, False)
+
+
+def test_repeated_and_ordinary_headers_kept_in_order():
+    given = [("Set-Cookie", "a=1"), ("X-Thing", "v"), ("Set-Cookie", "b=2")]
+    result = head("200 OK", given, body_length=0)
+    kept = [field for field in fields(result.data) if field[0] in ("Set-Cookie", "X-Thing")]
+    assert kept == given
+
+
+def test_latin1_values_are_sent_as_latin1():
+    result = head("200 OK", [("X-Name", "caf\xe9")], body_length=0)
+    assert b"X-Name: caf\xe9\r\n" in result.data
+
+
+def test_reason_phrase_may_be_empty_or_latin1():
+    assert head("200 ", [], body_length=0).data.startswith(b"HTTP/1.1 200 \r\n")
+    assert head("200 \xd6K", [], body_length=0).data.startswith(b"HTTP/1.1 200 \xd6K\r\n")
+
+
+def test_http_date_is_imf_fixdate():
+    assert http_date(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT"
+    assert IMF_FIXDATE.match(http_date(0))
+    assert http_date(0) == "Thu, 01 Jan 1970 00:00:00 GMT"
+
+
+# -- what must be refused -----------------------------------------------------------------------
+
+INJECTED_VALUES = [
+    "a\r\nSet-Cookie: evil=1",
+    "a\r\n\r\n<html>",
+    "a\rb",
+    "a\nb",
+    "a\r",
+    "\nb",
+    "a\x00b",
+    "\x00",
+    "a\r\n",
+    "a\u2028b\r\n",
+]
+
+
+@pytest.mark.parametrize("value", INJECTED_VALUES)
+def test_injection_in_value_rejected(value):
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [("X-A", value)], body_length=0)
+
+
+@pytest.mark.parametrize("value", ["a\rb", "a\nb", "a\x00b", "close\r\nX-A: b"])
+@pytest.mark.parametrize("name", ["Connection", "Keep-Alive", "Content-Length", "Set-Cookie"])
+def test_injection_in_special_header_values_rejected_or_not_sent(name, value):
+    try:
+        result = head("200 OK", [(name, value)], body_length=0)
+    except InvalidResponse:
+        return
+    fields(result.data)  # structure intact: nothing injected reached the wire
+    assert b"X-A" not in result.data
+
+
+def test_cr_and_lf_split_across_two_values_rejected():
+    """One stray LF in one value and one stray CR in another still differ from CRLF."""
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [("X-A", "a\n"), ("X-B", "\rb")], body_length=0)
+
+
+def test_prefix_crlfs_do_not_cover_a_stray_crlf():
+    with pytest.raises(InvalidResponse):
+        build_head(
+            "200 OK",
+            [("X-A", "a\r\nX-B: b")],
+            "Date: x\r\n",
+            chunked=True,
+            keep_alive=True,
+            version="1.1",
+        )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "X-A\r\nX-B",
+        "X-A\n",
+        "X-A\r",
+        "X\x00A",
+        "X A",
+        "X-A:",
+        "X-A: b",
+        "",
+        "X(A)",
+        "X\tA",
+        "X-\xe9",
+        "X-\u20ac",
+        "X/A",
+        'X"A',
+        "X@A",
+    ],
+)
+def test_non_token_names_rejected(name):
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [(name, "v")], body_length=0)
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        "200 OK\r\nSet-Cookie: evil=1",
+        "200 OK\r\n",
+        "200 OK\n",
+        "200 OK\r",
+        "200 O\x00K",
+        "200\r\nX-A: b",
+        "20 OK",
+        "2000 OK",
+        "099 Low",
+        "abc OK",
+        "200OK",
+        "",
+        "200 \u20ac",
+        " 200 OK",
+    ],
+)
+def test_bad_status_rejected(status):
+    with pytest.raises(InvalidResponse):
+        head(status, [], body_length=0)
+
+
+@pytest.mark.parametrize("value", ["\u20ac", "\u0100", "caf\u00e9 \U0001f600"])
+def test_non_latin1_value_rejected(value):
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [("X-A", value)], body_length=0)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["-1", "+5", "5.0", "0x5", "5 5", "", "1e3", "five", "\u0663", "\uff15", "\xb2", "5,5"],
+)
+def test_bad_content_length_rejected(value):
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [("Content-Length", value)])
+
+
+def test_differing_duplicate_content_length_rejected():
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [("Content-Length", "3"), ("content-length", "4")])
+
+
+@pytest.mark.parametrize(
+    "header",
+    [("X-A", None), ("X-A", 5), ("X-A", b"v"), (b"X-A", "v"), (None, "v"), (5, "v")],
+)
+def test_non_str_names_and_values_rejected(header):
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [header], body_length=0)
+
+
+@pytest.mark.parametrize("status", [200, b"200 OK", None])
+def test_non_str_status_rejected(status):
+    with pytest.raises(InvalidResponse):
+        head(status, [], body_length=0)
+
+
+@pytest.mark.parametrize("char", ["\x01", "\x0b", "\x0c", "\x1b", "\x1f", "\x7f"])
+def test_other_control_characters_in_values_rejected(char):
+    """RFC 9110 5.5: field-vchar excludes CTLs (HTAB aside); 2.2: senders MUST NOT generate them."""
+    with pytest.raises(InvalidResponse):
+        head("200 OK", [("X-A", f"a{char}b")], body_length=0)
+
+
+def test_tab_in_value_allowed():
+    result = head("200 OK", [("X-A", "a\tb")], body_length=0)
+    assert ("X-A", "a\tb") in fields(result.data)
+
+
+def test_caches_never_let_a_bad_value_through():
+    """A name seen (and cached) as valid does not make a later bad value valid."""
+    for _ in range(3):
+        head("200 OK", [("X-Cached", "fine")], body_length=0)
+        with pytest.raises(InvalidResponse):
+            head("200 OK", [("X-Cached", "bad\r\nX-B: 1")], body_length=0)
+        with pytest.raises(InvalidResponse):
+            head("200 OK\r\nX: 1", [], body_length=0)
+        with pytest.raises(InvalidResponse):
+            head("200 OK", [("X Bad", "v")], body_length=0)
