@@ -42,6 +42,8 @@ class Body(Protocol):
 
 
 class Adapter(Protocol):
+    empty_body: Body  # the body of every request without one
+
     def make_body(self, conn: HttpConnection, exchange: Exchange) -> Body: ...
     def run(self, conn: HttpConnection, exchange: Exchange) -> None: ...
 
@@ -74,34 +76,25 @@ class ServerState:
 
 
 class Exchange:
-    """One request and its response on a connection."""
+    """One request and its response on a connection.
 
-    __slots__ = (
-        "body",
-        "complete",
-        "continue_sent",
-        "head",
-        "request_start",
-        "response_bytes",
-        "response_headers",
-        "started",
-        "status",
-        "streaming",
-        "t0",
-    )
+    No ``__slots__``: the class attributes are the defaults, so that creating
+    one per request sets only what differs.
+    """
 
-    def __init__(self, head: RequestHead, now: float) -> None:
+    complete = False  # the whole request body has arrived
+    started = False  # handed to the adapter
+    streaming = False  # the adapter reads the body while it arrives
+    continue_sent = False
+    status = 0
+    response_bytes = 0
+    response_headers: list[tuple[str, str]] | None = None
+    t0 = 0.0  # precise start, taken only when the access log is on
+
+    def __init__(self, head: RequestHead, now: float, body: Any) -> None:
         self.head = head
-        self.body: Any = None
-        self.complete = False  # the whole request body has arrived
-        self.started = False  # handed to the adapter
-        self.streaming = False  # the adapter reads the body while it arrives
-        self.continue_sent = False
         self.request_start = now
-        self.status = 0
-        self.response_bytes = 0
-        self.response_headers: list[tuple[str, str]] | None = None
-        self.t0 = 0.0  # precise start, taken only when the access log is on
+        self.body = body
 
 
 class HttpConnection(asyncio.Protocol):
@@ -218,7 +211,7 @@ class HttpConnection(asyncio.Protocol):
 
     def on_request(self, head: RequestHead) -> None:
         server = self.server
-        exchange = Exchange(head, server.now)
+        exchange = Exchange(head, server.now, server.adapter.empty_body)
         if server.access_log is not None:
             exchange.t0 = perf_counter()
         if not server.keep_alive:
@@ -231,7 +224,9 @@ class HttpConnection(asyncio.Protocol):
             self.deadline = NEVER
         self.pipeline.append(exchange)
         self.receiving = exchange
-        exchange.body = self.server.adapter.make_body(self, exchange)
+        if head.chunked or head.content_length:
+            exchange.body = server.adapter.make_body(self, exchange)
+        # else the Exchange's class-wide empty body stands
         if len(self.pipeline) > 1 and not self.reading_paused:
             # parse no further ahead than one read while an answer is pending
             self.transport.pause_reading()
@@ -250,9 +245,9 @@ class HttpConnection(asyncio.Protocol):
         exchange = self.receiving
         assert exchange is not None
         exchange.complete = True
-        exchange.body.finish()
         self.receiving = None
         if self.state == BODY:
+            exchange.body.finish()
             self.state = BUSY
             self.deadline = NEVER
 

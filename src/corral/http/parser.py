@@ -98,9 +98,26 @@ class RequestSink(Protocol):
 
 
 _VERSIONS = {"1.1", "1.0"}
-# Lengths of the names of the fields that frame a request (Host, Expect,
-# Content-Length, Transfer-Encoding): only those names are lowered and compared.
-_FRAMING_LENGTHS = frozenset({4, 6, 14, 17})
+# The fields that frame a request, by kind; every other name is kind 0. Names
+# are classified once and cached exactly as received (bounded).
+_PLAIN, _HOST, _CONTENT_LENGTH, _TRANSFER_ENCODING, _EXPECT = range(5)
+_FRAMING = {
+    b"host": _HOST,
+    b"content-length": _CONTENT_LENGTH,
+    b"transfer-encoding": _TRANSFER_ENCODING,
+    b"expect": _EXPECT,
+}
+_FIELD_KINDS_MAX = 1024
+_field_kinds: dict[bytes, int] = {}
+
+
+def _field_kind(name: bytes) -> int:
+    kind = _FRAMING.get(name.lower(), _PLAIN)
+    if len(_field_kinds) < _FIELD_KINDS_MAX:
+        _field_kinds[name] = kind
+    return kind
+
+
 _METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 
 
@@ -120,6 +137,7 @@ class RequestParser:
     __slots__ = (
         "_body_limit",
         "_body_seen",
+        "_check_fields",
         "_chunked",
         "_content_length",
         "_expect",
@@ -132,6 +150,7 @@ class RequestParser:
         "_line_limit",
         "_parser",
         "_sink",
+        "_small_head",
         "_te_seen",
         "_trailers",
         "_url",
@@ -146,6 +165,9 @@ class RequestParser:
         self._field_size = limits.field_size
         self._body_limit = limits.body
         self._head_limit = limits.head
+        # Below this many head bytes no field can exceed field_size, nor can
+        # there be more than `fields` fields (each takes at least 4 bytes).
+        self._small_head = min(limits.field_size, 4 * limits.fields)
         self._parser = httptools.HttpRequestParser(self)
         self.ended = False
         self._reset()
@@ -164,15 +186,19 @@ class RequestParser:
         self._body_seen = 0
         self._trailers = 0
         self._te_seen = False
+        # the rest of the current read may hold a pipelined head of any size
+        self._check_fields = True
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
         over = False
         if self._in_head:
-            self.head_bytes += len(data)
+            head_bytes = self.head_bytes = self.head_bytes + len(data)
             # Parsed all the same, so that an overlong request line still gets its
             # 414; llhttp holds at most this one read beyond the limit.
-            over = self.head_bytes > self._head_limit
+            over = head_bytes > self._head_limit
+            # No field of a head this small can break a field limit: skip the checks.
+            self._check_fields = head_bytes > self._small_head
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
@@ -206,39 +232,46 @@ class RequestParser:
             raise UriTooLong("request line too long")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if len(name) + len(value) > self._field_size:
-            raise HeaderFieldsTooLarge("header field too large")
         if self._in_head:
-            headers = self._headers
-            if len(headers) >= self._fields:
-                raise HeaderFieldsTooLarge("too many header fields")
+            if self._check_fields:
+                self._check_field(name, value)
             # RFC 9112 5: trailing whitespace is not part of the value (llhttp keeps it)
-            headers.append((name, value.rstrip(b" \t")))
-            if len(name) in _FRAMING_LENGTHS:
-                self._framing_header(name.lower(), value)
+            self._headers.append((name, value.rstrip(b" \t")))
+            kind = _field_kinds.get(name)
+            if kind is None:
+                kind = _field_kind(name)
+            if kind == _HOST:  # in every request: counted here, not in a call
+                self._host_count += 1
+            elif kind:
+                self._framing_header(kind, value)
         else:
+            self._check_field(name, value)
             self._trailer()
 
-    def _trailer(self) -> None:
-        """A trailer field: framing only, never shown to the app, but limited all the same."""
-        self._trailers += 1
-        if self._trailers > self._fields:
-            raise HeaderFieldsTooLarge("too many trailer fields")
+    def _check_field(self, name: bytes, value: bytes) -> None:
+        if len(name) + len(value) > self._field_size:
+            raise HeaderFieldsTooLarge("header field too large")
+        if len(self._headers) >= self._fields:
+            raise HeaderFieldsTooLarge("too many header fields")
 
-    def _framing_header(self, name: bytes, value: bytes) -> None:
-        if name == b"host":
-            self._host_count += 1
-        elif name == b"content-length":
+    def _framing_header(self, kind: int, value: bytes) -> None:
+        if kind == _CONTENT_LENGTH:
             self._content_length = int(value)  # llhttp let only plain digits through
-        elif name == b"transfer-encoding":
+        elif kind == _TRANSFER_ENCODING:
             # llhttp checks the list, but reports a final coding other than chunked
             # only after the head; refuse it here, before the request is reported
             self._chunked = value.rpartition(b",")[2].strip().lower() == b"chunked"
             self._te_seen = True
-        elif name == b"expect":
-            if value.lower() != b"100-continue":
-                raise HttpError("unsupported expectation", 417)
+        elif value.lower().strip() != b"100-continue":  # Expect
+            raise HttpError("unsupported expectation", 417)
+        else:
             self._expect = True
+
+    def _trailer(self) -> None:
+        """A trailer field: never shown to the app, but limited all the same."""
+        self._trailers += 1
+        if self._trailers > self._fields:
+            raise HeaderFieldsTooLarge("too many trailer fields")
 
     def on_headers_complete(self) -> None:
         self._in_head = False
@@ -257,7 +290,7 @@ class RequestParser:
         url = self._url
         if len(url) + len(method) + 10 > self._line_limit:
             raise UriTooLong("request line too long")
-        if url[:1] != b"/" and url != b"*":
+        if url[0] != 47 and url != b"*":  # not "/...": absolute-form or authority-form
             _check_absolute_form(url)
         length = self._content_length
         if length is not None and self._body_limit and length > self._body_limit:
@@ -285,5 +318,17 @@ class RequestParser:
         self._sink.on_body(chunk)
 
     def on_message_complete(self) -> None:
-        self._reset()
+        # _reset(), inlined: this runs once per request
+        self._in_head = True
+        self.head_bytes = 0
+        self._url = b""
+        self._headers = []
+        self._host_count = 0
+        self._content_length = None
+        self._chunked = False
+        self._expect = False
+        self._body_seen = 0
+        self._trailers = 0
+        self._te_seen = False
+        self._check_fields = True  # the rest of this read may hold a head of any size
         self._sink.on_request_end()

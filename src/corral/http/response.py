@@ -131,7 +131,6 @@ def build_head(
     status: str,
     headers: list[tuple[str, str]],
     prefix: str,
-    *,
     chunked: bool,
     keep_alive: bool,
     version: str,

@@ -94,6 +94,7 @@ class Arbiter:
         self.sockets: dict[str, Any] = {}
         self.workers: dict[int, WorkerProcess] = {}
         self.loaded_app: Any = None
+        self.identity = Identity(None, None)
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
         self.exit_code = 0
@@ -175,13 +176,17 @@ class Arbiter:
     def _worker_main(self, beat_fd: int) -> int:
         _set_title(f"corral: worker [{self.title_name}]")
         app = self.application
-        _drop_privileges(app.user, app.group)
         access_log = None
         settings = self.settings
-        if settings.access_logfile:
+        if settings.access_logfile:  # opened before the switch, as Gunicorn does
             from corral.observe.accesslog import AccessLog
 
             access_log = AccessLog(settings.access_logfile, settings.access_logformat)
+        try:
+            self.identity.switch()
+        except OSError as exc:
+            sys.stderr.write(f"corral: error: cannot switch the worker's user: {exc}\n")
+            return EXIT_APP_LOAD  # the master stops: a respawn would fail the same way
         spec = WorkerSpec(
             name=self.app_name,
             application=app,
@@ -388,19 +393,38 @@ def close_all_copies(sockets: dict[str, Any]) -> None:
             sock.close()
 
 
-def _drop_privileges(user: str | None, group: str | None) -> None:
-    if group:
-        import grp
+class Identity:
+    """The user and group workers switch to, resolved once by the master."""
 
-        os.setgid(grp.getgrnam(group).gr_gid if not group.isdigit() else int(group))
-    if user:
+    def __init__(self, user: str | None, group: str | None) -> None:
+        """Look the names up now; raises ValueError with a one-line message."""
+        import grp
         import pwd
 
-        entry = pwd.getpwnam(user) if not user.isdigit() else pwd.getpwuid(int(user))
-        if not group:
-            os.setgid(entry.pw_gid)
-        os.initgroups(entry.pw_name, entry.pw_gid if not group else os.getgid())
-        os.setuid(entry.pw_uid)
+        self.uid: int | None = None
+        self.gid: int | None = None
+        self.name: str | None = None
+        if group:
+            try:
+                self.gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
+            except KeyError:
+                raise ValueError(f"--group {group}: no such group") from None
+        if user:
+            try:
+                entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+            except KeyError:
+                raise ValueError(f"--user {user}: no such user") from None
+            self.uid, self.name = entry.pw_uid, entry.pw_name
+            if self.gid is None:
+                self.gid = entry.pw_gid
+
+    def switch(self) -> None:
+        """In a worker, before it imports the application. Raises OSError."""
+        if self.gid is not None:
+            os.setgid(self.gid)
+        if self.uid is not None:
+            os.initgroups(self.name, self.gid)  # type: ignore[arg-type]
+            os.setuid(self.uid)
 
 
 class PidFile:
@@ -449,6 +473,11 @@ def serve(doc: Document) -> int:
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
     arbiter = Arbiter(doc, log)
+    try:
+        arbiter.identity = Identity(arbiter.application.user, arbiter.application.group)
+    except ValueError as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        return EXIT_CONFIG
     _apply_environment(arbiter.application)
     pidfile = PidFile(settings.pid) if settings.pid else None
     if pidfile is not None:

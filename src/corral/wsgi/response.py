@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from corral.connection import Exchange, HttpConnection
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head
+from corral.wsgi.environ import request_environ
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.input import ClientDisconnected
 
@@ -40,22 +41,15 @@ class Output(Protocol):
 
 
 class WsgiCall:
-    __slots__ = (
-        "adapter",
-        "conn",
-        "discard_body",
-        "exchange",
-        "head",
-        "headers",
-        "iterator",
-        "keep_alive",
-        "log",
-        "out",
-        "remaining",
-        "result",
-        "sent",
-        "status",
-    )
+    # No __slots__: class attributes are the defaults, so that the one call
+    # object made per request sets only what differs.
+    status: str | None = None
+    headers: list[tuple[str, str]] | None = None
+    head: Any = None
+    result: Any = None
+    iterator: Any = None
+    sent = 0
+    remaining: int | None = None  # body bytes still allowed by Content-Length
 
     def __init__(self, adapter: Any, conn: HttpConnection, exchange: Exchange, out: Output) -> None:
         self.adapter = adapter
@@ -63,15 +57,9 @@ class WsgiCall:
         self.exchange = exchange
         self.out = out
         self.log: logging.Logger = adapter.log
-        self.status: str | None = None
-        self.headers: list[tuple[str, str]] | None = None
-        self.head: Any = None
-        self.result: Any = None
-        self.iterator: Any = None
-        self.sent = 0
-        self.remaining: int | None = None  # body bytes still allowed by Content-Length
-        self.keep_alive = exchange.head.keep_alive
-        self.discard_body = exchange.head.method == "HEAD"
+        request = exchange.head
+        self.keep_alive = request.keep_alive
+        self.discard_body = request.method == "HEAD"
 
     # -- the application's side -------------------------------------------------
 
@@ -132,16 +120,16 @@ class WsgiCall:
     def _head(self, body_length: int | None) -> bytes:
         if self.status is None:
             raise AssertionError("the application sent a body before calling start_response")
-        conn = self.conn
-        request = self.exchange.head
+        server = self.conn.server
+        version = self.exchange.head.version
         head = build_head(
             self.status,
             self.headers,  # type: ignore[arg-type]
-            conn.server.prefix,
-            chunked=request.version == "1.1",
-            keep_alive=self.keep_alive and not conn.server.draining,
-            version=request.version,
-            body_length=body_length,
+            server.prefix,
+            version == "1.1",
+            self.keep_alive and not server.draining,
+            version,
+            body_length,
         )
         self.head = head
         self.remaining = head.content_length
@@ -158,8 +146,11 @@ class WsgiCall:
     def run(self) -> None:
         """Call the application and answer; may return early and go on when writable."""
         adapter = self.adapter
+        conn = self.conn
+        exchange = self.exchange
         try:
-            environ = adapter.environ(self.conn, self.exchange)
+            base = conn.adapter_state or adapter.connection_state(conn)
+            environ = request_environ(base[0], exchange.head, exchange.body)
             result = adapter.app(environ, self.start_response)
         except Exception as exc:
             self.fail(exc)

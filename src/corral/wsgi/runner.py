@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from corral.connection import Exchange, HttpConnection
-from corral.wsgi.environ import connection_environ, request_environ
+from corral.wsgi.environ import connection_environ
 from corral.wsgi.errors import ErrorStream
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
@@ -191,10 +191,10 @@ class WsgiAdapter:
 
     # -- connection side --------------------------------------------------------
 
+    empty_body = EMPTY
+
     def make_body(self, conn: HttpConnection, exchange: Exchange) -> Any:
         head = exchange.head
-        if not head.has_body:
-            return EMPTY
         if self.pool is None and not head.expect_continue:
             return BufferedInput(self.body_buffer_size)
         exchange.streaming = True
@@ -205,7 +205,7 @@ class WsgiAdapter:
             partial(call, conn.resume_body),
         )
 
-    def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
+    def connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
         state = conn.adapter_state = (
             connection_environ(
                 conn.sockname,
@@ -219,13 +219,9 @@ class WsgiAdapter:
         )
         return state
 
-    def environ(self, conn: HttpConnection, exchange: Exchange) -> dict[str, Any]:
-        state = conn.adapter_state or self._connection_state(conn)
-        return request_environ(state[0], exchange.head, exchange.body)
-
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
         if self.pool is None and not exchange.streaming:
-            state = conn.adapter_state or self._connection_state(conn)
+            state = conn.adapter_state or self.connection_state(conn)
             WsgiCall(self, conn, exchange, state[1]).run()
             return
         if self.pool is None:

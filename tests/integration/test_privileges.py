@@ -1,0 +1,223 @@
+"""``--user`` / ``--group``: the master binds as root, each worker drops privileges after fork.
+
+The default interpreter of this machine lives under /root (pyenv), which an unprivileged worker
+cannot read, so these tests serve from a virtualenv made with Debian's /usr/bin/python3.11 in a
+world-readable directory under /tmp, with corral installed into it (not editable) and the
+application copied next to it. They need a root master and are skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import grp
+import http.client
+import json
+import os
+import pwd
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.server import APPS, Server, read_response, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+BASE_PYTHON = "/usr/bin/python3.11"
+USER = "nobody"
+GROUP = "nogroup"
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="--user/--group need a master started as root (CI runs as root)"
+)
+
+
+@dataclass
+class Sandbox:
+    root: Path  # 0755, under /tmp
+    python: str  # the virtualenv's interpreter, with corral installed in it
+    site: Path  # where corral is installed
+    apps: Path  # 0755, holds a copy of priv_app.py; PYTHONPATH and cwd of the server
+
+
+def _readable_dir(path: Path) -> Path:
+    path.mkdir(exist_ok=True)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    if not os.access(BASE_PYTHON, os.X_OK):
+        pytest.fail(f"{BASE_PYTHON} is needed for a virtualenv an unprivileged worker can read")
+    root = Path(tempfile.mkdtemp(prefix="corral-priv-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        venv = root / "venv"
+        subprocess.run([BASE_PYTHON, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
+        # Install from a copy: an in-tree build would leave build/ in the shared checkout.
+        source = root / "source"
+        shutil.copytree(
+            REPO / "src" / "corral",
+            source / "src" / "corral",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(REPO / name, source / name)
+        python = str(venv / "bin" / "python")
+        pip = subprocess.run(
+            [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
+        assert pip.returncode == 0, f"pip install failed:\n{pip.stdout}\n{pip.stderr}"
+        site = Path(
+            subprocess.run(
+                [python, "-c", "import corral, os; print(os.path.dirname(corral.__file__))"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+                cwd=root,
+            ).stdout.strip()
+        )
+        assert site.is_relative_to(venv), site
+        apps = _readable_dir(root / "apps")
+        shutil.copy(APPS / "priv_app.py", apps / "priv_app.py")
+        (apps / "priv_app.py").chmod(0o644)
+        yield Sandbox(root=root, python=python, site=site, apps=apps)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def serve(sandbox: Sandbox, *args: str, **kwargs) -> Server:
+    """The venv's corral serving priv_app; only the copied app dir is on PYTHONPATH."""
+    return Server(
+        "priv_app",
+        *args,
+        python=sandbox.python,
+        cwd=str(sandbox.apps),
+        env={"PYTHONPATH": str(sandbox.apps)},
+        **kwargs,
+    )
+
+
+def get_json(server: Server) -> dict:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    try:
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        assert response.status == 200
+        return json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def unix_get_json(path: Path) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _headers, body = read_response(sock)
+    assert status == 200
+    return json.loads(body)
+
+
+def proc_ids(pid: int) -> tuple[list[int], list[int], list[int]]:
+    """Real, effective, saved and filesystem uids and gids, and the supplementary groups."""
+    fields: dict[str, list[int]] = {}
+    with open(f"/proc/{pid}/status") as stream:
+        for line in stream:
+            name, _, value = line.partition(":")
+            if name in ("Uid", "Gid", "Groups"):
+                fields[name] = [int(part) for part in value.split()]
+    return fields["Uid"], fields["Gid"], sorted(set(fields["Groups"]))
+
+
+@pytest.mark.parametrize(
+    ("user", "group"),
+    [(USER, GROUP), (USER, None), (str(pwd.getpwnam(USER).pw_uid), None)],
+    ids=["user-and-group", "user-only", "numeric-user"],
+)
+def test_workers_run_as_user_and_group(sandbox, user, group):
+    entry = pwd.getpwnam(USER)
+    uid = entry.pw_uid
+    gid = grp.getgrnam(group).gr_gid if group else entry.pw_gid
+    groups = sorted(set(os.getgrouplist(entry.pw_name, gid)))
+    assert 0 not in groups
+    # A socket in a directory only root may write to: the unprivileged workers could not have
+    # created it, so they serve what the root master bound.
+    sock_path = _readable_dir(sandbox.root / f"sock-{user}-{group}") / "corral.sock"
+    flags = ["--user", user] + (["--group", group] if group else [])
+    with serve(sandbox, "-b", f"unix:{sock_path}", *flags, workers=2) as server:
+        master_uid, master_gid, _ = proc_ids(server.proc.pid)
+        assert master_uid == [0, 0, 0, 0] and master_gid == [0, 0, 0, 0]
+        st = sock_path.stat()
+        assert stat.S_ISSOCK(st.st_mode) and st.st_uid == 0
+
+        workers = server.worker_pids()
+        assert len(workers) == 2
+        for pid in workers:  # real, effective, saved and fs ids: no way back to root
+            assert proc_ids(pid) == ([uid] * 4, [gid] * 4, groups)
+
+        expected = {"uid": uid, "euid": uid, "gid": gid, "egid": gid, "groups": groups}
+        seen = set()
+        for report in [get_json(server), unix_get_json(sock_path)]:
+            assert report["imported"] == expected  # dropped before the app was imported
+            assert report["serving"] == expected
+            assert report["pid"] in workers
+            assert report["app_file"] == str(sandbox.apps / "priv_app.py")
+            assert Path(report["corral_file"]).parent == sandbox.site
+            assert Path(report["prefix"]) == sandbox.root / "venv"
+            seen.add(report["pid"])
+        assert seen <= set(workers)
+        assert "Traceback" not in server.stderr
+        assert server.stop() == 0
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("--user", "corral-no-such-user"), ("--group", "corral-no-such-group")],
+    ids=["user", "group"],
+)
+def test_unknown_user_or_group_stops_with_one_error_line(sandbox, flags):
+    name = flags[1]
+    with serve(sandbox, *flags, wait_ready=False) as server:
+        try:
+            wait_for(lambda: server.proc.poll() is not None or "respawning" in server.stderr, 15)
+        finally:
+            if server.proc.poll() is None:
+                server.kill()
+        code = server.proc.returncode
+        server.stop()  # joins the log readers, so stderr is complete
+        err = server.stderr
+        # 2 when validated at configuration time, 3 (the master's "worker can never start")
+        # when the worker finds out after fork; never a respawn loop.
+        assert code in (2, 3), err
+        assert "Traceback" not in err, err
+        assert "respawning" not in err, err
+        assert err.count(" spawned (pid ") <= 1, err
+        mentions = [line for line in err.splitlines() if name in line]
+        assert len(mentions) == 1, err
+        assert mentions[0].startswith("corral: error: "), err
+
+
+def test_access_log_in_root_owned_directory(sandbox):
+    logs = _readable_dir(sandbox.root / "logs")  # root's, 0755: the worker user can't create in it
+    log_file = logs / "access.log"
+    with serve(sandbox, "--user", USER, "--access-logfile", str(log_file), wait_ready=False) as s:
+
+        def settled():
+            return " ready (pid " in s.stderr or " died: " in s.stderr or s.proc.poll() is not None
+
+        wait_for(settled, timeout=20)
+        assert " ready (pid " in s.stderr, s.stderr
+        s.wait_ready()
+        assert get_json(s)["serving"]["uid"] == pwd.getpwnam(USER).pw_uid
+        wait_for(lambda: log_file.exists() and log_file.read_text().strip(), timeout=10)
