@@ -112,6 +112,7 @@ class HttpConnection(asyncio.Protocol):
         "pipeline",
         "reading_paused",
         "receiving",
+        "sendfile_waiting",
         "server",
         "sockname",
         "state",
@@ -132,6 +133,7 @@ class HttpConnection(asyncio.Protocol):
         self.closed = False
         self.write_paused = False
         self.reading_paused = False
+        self.sendfile_waiting = False
         self.on_writable: Callable[[], None] | None = None
         self.adapter_state: Any = None  # the adapter's per-connection cache
         self._dispatching = False
@@ -387,6 +389,10 @@ class HttpConnection(asyncio.Protocol):
         else:
             self.close()
 
+    def waiting_for_client(self) -> bool:
+        """The answer is held up by a client that does not read it."""
+        return self.write_paused or self.sendfile_waiting
+
     def idle(self) -> bool:
         """No request in progress or queued: safe to close when draining."""
         return self.active is None and not self.pipeline
@@ -431,6 +437,7 @@ class _SendfileJob:
                 except BlockingIOError:
                     if not self.watching:
                         self.watching = True
+                        self.conn.sendfile_waiting = True
                         self.conn.loop.add_writer(self.dup, self.step)
                     return
                 if sent == 0:  # the file is shorter than promised: framing is broken
@@ -442,5 +449,6 @@ class _SendfileJob:
             ok = False
         if self.watching:
             self.conn.loop.remove_writer(self.dup)
+            self.conn.sendfile_waiting = False
         os.close(self.dup)
         self.done(ok)

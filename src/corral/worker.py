@@ -80,9 +80,20 @@ class Worker:
     def run(self) -> int:
         spec = self.spec
         settings = spec.settings
-        for sig in (signal.SIGTERM, signal.SIGQUIT, signal.SIGCHLD, signal.SIGHUP):
+        for sig in (signal.SIGTERM, signal.SIGQUIT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # INT reaches the whole process group from a terminal, HUP and the others
+        # are the master's to act on: a worker must not die of them
+        for sig in (
+            signal.SIGINT,
+            signal.SIGHUP,
+            signal.SIGUSR1,
+            signal.SIGUSR2,
+            signal.SIGWINCH,
+            signal.SIGTTIN,
+            signal.SIGTTOU,
+        ):
+            signal.signal(sig, signal.SIG_IGN)
         signal.set_wakeup_fd(-1)
         os.set_blocking(spec.heartbeat_fd, False)
         app = spec.loaded_app
@@ -184,7 +195,9 @@ class Worker:
         oldest = None
         for conn in state.connections:
             exchange = conn.active
-            if exchange is not None and (oldest is None or exchange.request_start < oldest[0]):
+            if exchange is None or conn.waiting_for_client():
+                continue  # a slow reader is the client's time, not the application's
+            if oldest is None or exchange.request_start < oldest[0]:
                 oldest = (exchange.request_start, exchange)
         if oldest is None:
             return "0"

@@ -401,3 +401,10 @@ def test_unix_socket_in_use_is_refused(short_tmp):
         # the first server's socket is untouched
         assert unix_get(str(path)).endswith(b"Hello, world!")
         assert first.stop() == 0
+
+
+def test_bad_access_log_format_is_a_config_error():
+    result = run_cli("proc_apps", "--access-logformat", "%(h)s %(nope)s", "--check-config")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--access-logformat" in lines[0] and "nope" in lines[0], lines

@@ -212,3 +212,36 @@ def test_timeout_kills_stuck_worker_naming_the_request(flags, threads):
         assert status == 200
         assert json.loads(body)["pid"] != old
         assert server.stop() == 0
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_slow_reader_is_not_a_stuck_worker(threads):
+    """A client that does not read its response holds its connection, not the worker."""
+    with Server("proc_apps", "--timeout", "1", "--threads", str(threads)) as server:
+        (pid,) = server.worker_pids()
+        with server.connect(timeout=30) as sock:
+            sock.sendall(b"GET /big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
+            # Proving that nothing happens takes time: 3.5 s is three heartbeats
+            # and more than three times --timeout, while the client reads nothing.
+            time.sleep(3.5)
+            assert "timed out" not in server.stderr
+            received = 0
+            while True:
+                chunk = sock.recv(1 << 20)
+                if not chunk or chunk.endswith(b"0\r\n\r\n"):
+                    received += len(chunk)
+                    break
+                received += len(chunk)
+            assert received > 64 * (1 << 20)
+        assert server.worker_pids() == [pid]
+        assert "timed out" not in server.stderr
+
+
+def test_hup_and_other_master_signals_do_not_kill_workers():
+    with Server("proc_apps", workers=1) as server:
+        (pid,) = server.worker_pids()
+        for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGWINCH):
+            os.kill(pid, sig)  # sent to the worker itself, as a stray kill would
+            server.send(sig)
+        assert get(server)[0] == 200
+        assert server.worker_pids() == [pid]

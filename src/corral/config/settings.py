@@ -353,6 +353,16 @@ def _env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
     return env
 
 
+def _access_format(value: str) -> str:
+    from corral.observe.accesslog import FormatError, compile_format
+
+    try:
+        compile_format(value)
+    except FormatError as exc:
+        raise Invalid(message=f"{show(value)}: {exc}") from None
+    return value
+
+
 def _log_level(value: str) -> LogLevel:
     try:
         return LogLevel(value.lower())
@@ -592,7 +602,7 @@ SETTINGS: tuple[Setting, ...] = (
         "access_logformat", _LOGGING, _S, str, DEFAULT_ACCESS_LOGFORMAT,
         "Access log line, in Gunicorn's `%(x)s` atom syntax; the default is Apache's combined "
         "format.",
-        flags=("--access-logformat",), metavar="FORMAT",
+        flags=("--access-logformat",), metavar="FORMAT", resolve=_access_format,
     ),
     Setting(
         "error_logfile", _LOGGING, _S, _NAME, "-",

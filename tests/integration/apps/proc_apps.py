@@ -7,6 +7,7 @@ Routes (chosen by PATH_INFO):
   ``PROC_FLAGS`` directory set, it first creates ``PROC_FLAGS/N.started``.
 - ``/block?name=N``: creates ``PROC_FLAGS/N.started``, then waits (at most 60 s) until the
   test creates ``PROC_FLAGS/N.release``; answers ``released N``.
+- ``/big?mb=N``: N MiB of ``x`` from a generator (no Content-Length: chunked).
 - ``/ctype``: answers with ``Content-Type: text/x-proc`` and an ``X-App`` header.
 - anything else: ``Hello, world!`` (13 bytes).
 
@@ -45,9 +46,18 @@ def _answer(start_response, body, content_type="text/plain", extra=()):
     return [body]
 
 
+def _big(megabytes):
+    block = b"x" * (1 << 20)
+    for _ in range(megabytes):
+        yield block
+
+
 def application(environ, start_response):
     path = environ["PATH_INFO"]
     query = _query(environ)
+    if path == "/big":
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        return _big(int(query.get("mb", "1")))
     if path == "/info":
         body = json.dumps(
             {
