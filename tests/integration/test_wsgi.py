@@ -367,6 +367,12 @@ def test_multithread_flag_follows_threads(server):
     assert env["wsgi.multiprocess"]["value"] is False  # -w 1
 
 
+def test_application_sees_no_running_event_loop(server):
+    """Synchronous code, even inline on the loop thread: Django's ORM depends on it."""
+    status, _, body = fetch(server, build("GET", "/running-loop"))
+    assert (status, body) == (200, b"none")
+
+
 def test_multiprocess_true_with_two_workers():
     with Server("wsgi_apps", workers=2) as server:
         env = environ_of(server, build("GET", "/flags"))

@@ -16,6 +16,7 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
 from __future__ import annotations
 
 import logging
+from asyncio import _set_running_loop
 from typing import Any, Protocol
 
 from corral.connection import Exchange, HttpConnection
@@ -32,6 +33,7 @@ class Output(Protocol):
     """Where a call's bytes go: the connection directly, or through a thread bridge."""
 
     paused: bool
+    on_loop: bool  # True: calls run on the event loop thread
 
     def write(self, data: bytes) -> None: ...
     def complete(self, data: bytes, keep_alive: bool) -> None: ...
@@ -145,6 +147,26 @@ class WsgiCall:
 
     def run(self) -> None:
         """Call the application and answer; may return early and go on when writable."""
+        if self.out.on_loop:
+            # The application is synchronous code: on the loop thread it must not
+            # see a running loop (Django, for one, then refuses database access).
+            _set_running_loop(None)
+            try:
+                self._run()
+            finally:
+                _set_running_loop(self.conn.loop)
+        else:
+            self._run()
+
+    def resume(self) -> None:
+        """Go on pumping the application's iterable once the client reads again (loop)."""
+        _set_running_loop(None)
+        try:
+            self.pump()
+        finally:
+            _set_running_loop(self.conn.loop)
+
+    def _run(self) -> None:
         adapter = self.adapter
         conn = self.conn
         exchange = self.exchange
@@ -197,7 +219,7 @@ class WsgiCall:
         try:
             while True:
                 if out.paused:
-                    out.wait_writable(self.pump)
+                    out.wait_writable(self.resume)
                     return
                 try:
                     chunk = next(iterator)

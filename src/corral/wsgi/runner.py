@@ -70,6 +70,7 @@ class LoopOutput:
     """Output straight to the connection, on the loop thread (one per connection)."""
 
     __slots__ = ("conn",)
+    on_loop = True
 
     def __init__(self, conn: HttpConnection) -> None:
         self.conn = conn
@@ -101,6 +102,7 @@ class ThreadOutput:
     """Output from an application thread: hops to the loop, blocks while it is full."""
 
     paused = False  # write() itself blocks; the pump never has to suspend
+    on_loop = False
 
     def __init__(self, adapter: WsgiAdapter, conn: HttpConnection, exchange: Exchange) -> None:
         self.adapter = adapter

@@ -32,8 +32,10 @@ def _flag(name, suffix):
 
 
 def _loop_module():
+    # the worker's loop, as set for its main thread (the application never sees it
+    # running: it is synchronous code)
     try:
-        loop = asyncio.get_running_loop()
+        loop = asyncio.get_event_loop_policy().get_event_loop()
     except RuntimeError:
         return None
     return type(loop).__module__

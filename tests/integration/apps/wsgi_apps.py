@@ -361,7 +361,21 @@ def pid_app(environ, start_response):
     return [body]
 
 
+def running_loop_app(environ, start_response):
+    """Whether the application sees a running event loop (Django refuses its ORM if so)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+        seen = b"running"
+    except RuntimeError:
+        seen = b"none"
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [seen]
+
+
 ROUTES = {
+    "/running-loop": running_loop_app,
     "/input": input_app,
     "/echo": echo_app,
     "/spill": spill_app,
