@@ -27,6 +27,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.acceptor import DeferringAcceptor
 from corral.appload import load_app
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.http.parser import Limits
@@ -157,11 +158,24 @@ class Worker:
         state = self.state
         assert loop is not None and state is not None
         backlog = self.spec.settings.backlog
+        application = self.spec.application
         for sock in self.spec.sockets:
-            server = await loop.create_server(
-                lambda: HttpConnection(state), sock=sock, backlog=backlog
-            )
-            self.servers.append(server)
+            if application.threads > 1 and application.workers > 1:
+                acceptor = DeferringAcceptor(
+                    loop,
+                    sock,
+                    lambda: HttpConnection(state),
+                    state.connections,
+                    application.threads,
+                    self.log,
+                )
+                acceptor.start()
+                self.servers.append(acceptor)
+            else:
+                server = await loop.create_server(
+                    lambda: HttpConnection(state), sock=sock, backlog=backlog
+                )
+                self.servers.append(server)
         self._send("ready")
         self._done = loop.create_future()
         self._schedule_tick()

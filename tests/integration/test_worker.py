@@ -216,3 +216,21 @@ def test_keep_alive_connection_reused_within_timeout():
             sock.sendall(REQUEST)
             assert read_response(sock)[2] == b"Hello, world!"
         assert server.stop() == 0
+
+
+def test_threaded_pool_shares_a_burst_of_connections():
+    """Keep-alive connections stay where they were accepted: a burst is split evenly."""
+    with Server("proc_apps", "--threads", "4", workers=2) as server:
+        socks = [server.connect() for _ in range(40)]
+        try:
+            pids = []
+            for sock in socks:
+                sock.sendall(b"GET /info HTTP/1.1\r\nHost: t\r\n\r\n")
+                status, _, body = read_response(sock)
+                assert status == 200
+                pids.append(json.loads(body)["pid"])
+        finally:
+            for sock in socks:
+                sock.close()
+        counts = sorted(pids.count(pid) for pid in set(pids))
+        assert len(counts) == 2 and counts[0] >= 14, counts  # 20/20 give or take
