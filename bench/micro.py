@@ -47,6 +47,27 @@ class FakeTransport:
         return 0
 
 
+CLOSE_REQUEST = REQUEST.replace(b"Accept: */*\r\n", b"Accept: */*\r\nConnection: close\r\n")
+
+
+def run_close(n: int) -> float:
+    """One connection per request: accept-side setup, the request, the close."""
+    log = setup_error_log("-", "warning")
+    adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
+    state = ServerState(adapter, Limits(), keep_alive=5, header_timeout=30)
+    state.loop = asyncio.new_event_loop()
+    state.prefix = "Date: Mon, 30 Nov 2026 03:31:53 GMT\r\nServer: corral\r\n"
+    start = time.perf_counter()
+    for _ in range(n):
+        conn = HttpConnection(state)
+        conn.connection_made(FakeTransport())
+        conn.data_received(CLOSE_REQUEST)
+        conn.connection_lost(None)
+    elapsed = time.perf_counter() - start
+    assert state.served == n
+    return elapsed / n * 1e6
+
+
 def run(n: int) -> float:
     log = setup_error_log("-", "warning")
     adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
@@ -70,15 +91,19 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=200_000)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--once", action="store_true", help="one run (for callgrind counts)")
+    parser.add_argument("--close", action="store_true", help="a new connection per request")
     args = parser.parse_args()
+    measure = run_close if args.close else run
     if args.once:
-        run(args.n)
+        measure(args.n)
         return
     if args.profile:
-        cProfile.runctx("run(n)", globals(), {"n": args.n}, "/tmp/micro.prof")
+        cProfile.runctx(
+            "measure(n)", globals(), {"n": args.n, "measure": measure}, "/tmp/micro.prof"
+        )
         pstats.Stats("/tmp/micro.prof").sort_stats("tottime").print_stats(15)
         return
-    results = sorted(run(args.n) for _ in range(5))
+    results = sorted(measure(args.n) for _ in range(5))
     print(f"per request: median {results[2]:.2f} us (min {results[0]:.2f})")
 
 

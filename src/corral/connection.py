@@ -120,9 +120,10 @@ class HttpConnection(asyncio.Protocol):
         "write_paused",
     )
 
-    def __init__(self, server: ServerState) -> None:
+    def __init__(self, server: ServerState, sockname: Any = None) -> None:
         self.server = server
         self.loop = server.loop
+        self.sockname = sockname  # the listener's address, known once per listener
         self.transport: Any = None
         self.parser = RequestParser(self, server.limits)
         self.pipeline: deque[Exchange] = deque()
@@ -139,14 +140,14 @@ class HttpConnection(asyncio.Protocol):
         self._dispatching = False
         self._pending_error: HttpError | None = None
         self.peer: Any = None
-        self.sockname: Any = None
 
     # -- asyncio.Protocol -------------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         self.peer = transport.get_extra_info("peername")
-        self.sockname = transport.get_extra_info("sockname")
+        if self.sockname is None:
+            self.sockname = transport.get_extra_info("sockname")
         server = self.server
         server.connections.add(self)
         self.deadline = server.now + server.header_timeout

@@ -25,6 +25,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from corral.acceptor import DeferringAcceptor
@@ -160,11 +161,12 @@ class Worker:
         backlog = self.spec.settings.backlog
         application = self.spec.application
         for sock in self.spec.sockets:
+            factory = partial(HttpConnection, state, sock.getsockname())
             if application.threads > 1 and application.workers > 1:
                 acceptor = DeferringAcceptor(
                     loop,
                     sock,
-                    lambda: HttpConnection(state),
+                    factory,
                     state.connections,
                     application.threads,
                     self.log,
@@ -172,9 +174,7 @@ class Worker:
                 acceptor.start()
                 self.servers.append(acceptor)
             else:
-                server = await loop.create_server(
-                    lambda: HttpConnection(state), sock=sock, backlog=backlog
-                )
+                server = await loop.create_server(factory, sock=sock, backlog=backlog)
                 self.servers.append(server)
         self._send("ready")
         self._done = loop.create_future()

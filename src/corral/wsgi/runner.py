@@ -190,6 +190,7 @@ class WsgiAdapter:
         self.free = threads
         self.waiting: deque[tuple[HttpConnection, Exchange]] = deque()
         self.running: set[Exchange] = set()  # on threads, for the heartbeat
+        self._listener_environs: dict[Any, dict[str, Any]] = {}
 
     # -- connection side --------------------------------------------------------
 
@@ -208,17 +209,25 @@ class WsgiAdapter:
         )
 
     def connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
-        state = conn.adapter_state = (
-            connection_environ(
-                conn.sockname,
-                conn.peer,
+        """The per-connection environ part and output, made on its first request."""
+        sockname = conn.sockname
+        key = sockname if isinstance(sockname, (tuple, str)) else None
+        base = self._listener_environs.get(key)
+        if base is None:
+            base = self._listener_environs[key] = connection_environ(
+                sockname,
+                None,
                 multithread=self.threads > 1,
                 multiprocess=self.multiprocess,
                 file_wrapper=FileWrapper,
                 errors=self.errors,
-            ),
-            LoopOutput(conn),
-        )
+            )
+        environ = base.copy()
+        peer = conn.peer
+        if isinstance(peer, tuple):
+            environ["REMOTE_ADDR"] = peer[0]
+            environ["REMOTE_PORT"] = str(peer[1])
+        state = conn.adapter_state = (environ, LoopOutput(conn))
         return state
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
