@@ -1,0 +1,1194 @@
+"""Side-by-side load runs of corral and its peers; writes bench/RESULTS.md.
+
+Run it with the benchmark venv's interpreter (bench/setup.sh makes it), so every
+Python server runs on the same interpreter:
+
+    bench/.venv/bin/python bench/run.py                       # everything, 3 rounds
+    bench/.venv/bin/python bench/run.py --duration 2 --rounds 1 --scenarios A
+    bench/.venv/bin/python bench/run.py --only corral,granian
+    bench/.venv/bin/python bench/run.py --render              # re-render from results.json
+
+Each (server, configuration) is started once per round, measured at all its
+loads (connection counts, keep-alive or `Connection: close`), measured for RSS
+and stopped; the rounds interleave the servers (round 1: every server, round 2:
+every server, ...). The server runs under `taskset -c 0` and wrk under
+`taskset -c 1` unless a configuration says it runs unpinned. A server that
+fails to start, or answers wrongly, is recorded as failed and the run goes on.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import http.client
+import json
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+APPS = BENCH / "apps"
+OUT = BENCH / "out"
+LOGS = OUT / "logs"
+RESULTS_JSON = OUT / "results.json"
+RESULTS_MD = BENCH / "RESULTS.md"
+PY = sys.executable
+VENV_BIN = Path(PY).parent
+HOST = "127.0.0.1"
+SERVER_CPU = "0"
+CLIENT_CPU = "1"
+FIRST_PORT = 18100
+HELLO = b"Hello, world!"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+NOISY_CPU_PCT = 10.0  # other processes' CPU, in % of one core, worth a mention
+PEER_PACKAGES = [
+    "corral",
+    "gunicorn",
+    "uWSGI",
+    "granian",
+    "waitress",
+    "Django",
+    "djangorestframework",
+    "uvloop",
+    "httptools",
+]
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class App:
+    """A WSGI application to serve: module:callable, its directory, what to GET."""
+
+    name: str
+    target: str
+    directory: Path
+    path: str
+    check: Callable[[bytes], str | None]
+
+
+@dataclass(frozen=True)
+class Load:
+    """One wrk measurement: a connection count, keep-alive or not."""
+
+    connections: int
+    keepalive: bool = True
+
+    @property
+    def key(self) -> str:
+        return f"{'ka' if self.keepalive else 'close'}-{self.connections}"
+
+    @property
+    def label(self) -> str:
+        return f"{'keep-alive' if self.keepalive else 'close'} c={self.connections}"
+
+
+Builder = Callable[["App", int, int, int], list[str]]  # app, workers, threads, port -> argv
+
+
+@dataclass(frozen=True)
+class Server:
+    """How to start one server: family is the name --only selects."""
+
+    family: str
+    label: str
+    build: Builder
+    reference: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    """A server in one configuration, as one scenario runs it. Configurations with
+    the same group are compared with each other in the ratio table."""
+
+    server: str
+    app: App
+    workers: int = 1
+    threads: int = 1
+    pin: bool = True
+    group: str = ""
+
+    @property
+    def spec(self) -> Server:
+        return SERVERS[self.server]
+
+    @property
+    def id(self) -> str:
+        return self.server + (f"-w{self.workers}" if self.group else "")
+
+    @property
+    def family(self) -> str:
+        return self.spec.family
+
+    @property
+    def label(self) -> str:
+        return self.spec.label + (f" ({self.group})" if self.group else "")
+
+    def argv(self, port: int) -> list[str]:
+        return self.spec.build(self.app, self.workers, self.threads, port)
+
+
+@dataclass
+class Scenario:
+    key: str
+    title: str
+    description: str
+    loads: list[Load]
+    configs: list[Config] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- apps
+
+
+def check_hello(body: bytes) -> str | None:
+    return None if body == HELLO else f"unexpected body {body[:60]!r}"
+
+
+def check_drf(body: bytes) -> str | None:
+    try:
+        users = json.loads(body)
+    except ValueError:
+        return f"body is not JSON: {body[:60]!r}"
+    if not isinstance(users, list) or len(users) < 1:
+        return f"expected a list of users, got {body[:60]!r}"
+    return None
+
+
+DRF_DIR = OUT / "drf"
+HELLO_APP = App("hello", "hello:application", APPS, "/", check_hello)
+SLEEP_APP = App("sleep", "sleep:application", APPS, "/", check_hello)
+DRF_APP = App("drf", "drfproj.wsgi:application", DRF_DIR, "/users/", check_drf)
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def cmd(*parts: str | Path) -> list[str]:
+    """argv from flags written as space-separated text; Path parts stay whole."""
+    argv: list[str] = []
+    for part in parts:
+        argv += [str(part)] if isinstance(part, Path) else part.split()
+    return argv
+
+
+def corral(app: App, workers: int, threads: int, port: int) -> list[str]:
+    flags = f"-m corral {app.target} -w {workers} --threads {threads} -b {HOST}:{port}"
+    return cmd(Path(PY), flags)
+
+
+def gunicorn_sync(app: App, workers: int, threads: int, port: int) -> list[str]:
+    return cmd(VENV_BIN / "gunicorn", f"-w {workers} -k sync -b {HOST}:{port} {app.target}")
+
+
+def gunicorn_gthread(app: App, workers: int, threads: int, port: int) -> list[str]:
+    flags = f"-w {workers} -k gthread --threads {threads} -b {HOST}:{port} {app.target}"
+    return cmd(VENV_BIN / "gunicorn", flags)
+
+
+def uwsgi(app: App, workers: int, threads: int, port: int, socket: str = "http") -> list[str]:
+    return cmd(
+        VENV_BIN / "uwsgi",
+        f"--{socket}-socket {HOST}:{port} --module {app.target}",
+        "--pythonpath", app.directory, "--chdir", app.directory,
+        "--virtualenv", Path(sys.prefix),
+        f"--processes {workers} --threads {threads} --master --disable-logging",
+        "--listen 1024 --die-on-term",
+    )  # fmt: skip
+
+
+def uwsgi_http11(app: App, workers: int, threads: int, port: int) -> list[str]:
+    # --http-socket closes the connection after every response; --http11-socket
+    # keeps it alive (and so holds the single thread on one connection at a time).
+    return uwsgi(app, workers, threads, port, socket="http11")
+
+
+def granian(app: App, workers: int, threads: int, port: int) -> list[str]:
+    return cmd(
+        VENV_BIN / "granian",
+        f"--interface wsgi --http 1 --host {HOST} --port {port}",
+        f"--workers {workers} --blocking-threads {threads} --runtime-threads 1",
+        "--no-access-log --log-level warning --working-dir", app.directory, app.target,
+    )  # fmt: skip
+
+
+def waitress(app: App, workers: int, threads: int, port: int) -> list[str]:
+    # Single process: the threads of every "worker" go into its one pool.
+    flags = f"--listen={HOST}:{port} --threads={workers * threads} --connection-limit=1000"
+    return cmd(VENV_BIN / "waitress-serve", flags, app.target)
+
+
+def nginx(app: App, workers: int, threads: int, port: int) -> list[str]:
+    prefix = OUT / "nginx"
+    (prefix / "tmp").mkdir(parents=True, exist_ok=True)
+    text = (BENCH / "nginx.conf").read_text()
+    conf = prefix / "nginx.conf"
+    conf.write_text(re.sub(r"listen\s+[\d.]+:\d+;", f"listen {HOST}:{port};", text))
+    binary = Path(shutil.which("nginx") or "/usr/sbin/nginx")
+    return cmd(binary, "-p", prefix, "-c", conf, "-e stderr")
+
+
+def bare(app: App, workers: int, threads: int, port: int) -> list[str]:
+    return cmd(Path(PY), BENCH / "bare.py", f"--host {HOST} --port {port}")
+
+
+SERVERS: dict[str, Server] = {
+    "corral": Server("corral", "corral", corral),
+    "gunicorn-sync": Server("gunicorn", "gunicorn sync", gunicorn_sync),
+    "gunicorn-gthread": Server("gunicorn", "gunicorn gthread", gunicorn_gthread),
+    "uwsgi": Server("uwsgi", "uWSGI", uwsgi),
+    "uwsgi-http11": Server("uwsgi", "uWSGI --http11-socket", uwsgi_http11),
+    "granian": Server("granian", "Granian", granian),
+    "waitress": Server("waitress", "Waitress", waitress),
+    "nginx": Server("nginx", "nginx (reference)", nginx, reference=True),
+    "bare": Server("bare", "bare loop (reference)", bare, reference=True),
+}
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def scenarios() -> list[Scenario]:
+    """The four scenarios, each with its loads and server configurations."""
+    counts = [1, 5, 20, 100]
+    hello, sleep, drf = HELLO_APP, SLEEP_APP, DRF_APP
+    a = Scenario(
+        "A",
+        "hello, 1 worker x 1 thread",
+        "Hello-world app; one worker process with one thread, pinned to core 0. "
+        "Keep-alive and `Connection: close` (a new TCP connection per request) at "
+        "1, 5, 20 and 100 connections. gunicorn's sync worker and uWSGI's `--http-socket` "
+        "close every connection; uWSGI also runs with `--http11-socket`, which keeps it alive. "
+        "nginx (`return 200`, no Python) and bench/bare.py (uvloop + httptools, no checks) "
+        "are references, not WSGI servers.",
+        [Load(c) for c in counts] + [Load(c, keepalive=False) for c in counts],
+    )
+    a.configs = [Config(name, hello) for name in SERVERS]
+
+    python_peers = ["corral", "gunicorn-gthread", "uwsgi", "granian", "waitress"]
+    b = Scenario(
+        "B",
+        "sleep 0.2 s, 2 workers x 50 threads",
+        "The app sleeps 0.2 s per request, so at most 100 requests are in flight and "
+        "the ideal is 100 / 0.2 = 500 req/s: this measures concurrency, not CPU. "
+        "Servers run **unpinned** (they are not CPU-bound); wrk stays on core 1. "
+        "Waitress is a single process: it runs with `--threads 100`.",
+        [Load(100)],
+    )
+    b.configs = [Config(name, sleep, 2, 50, pin=False) for name in python_peers]
+
+    c = Scenario(
+        "C",
+        "hello, 1 worker x 4 threads",
+        "Hello-world app; one worker with a pool of 4 threads, pinned to core 0, "
+        "100 keep-alive connections: the cost of handing requests to threads.",
+        [Load(100)],
+    )
+    c.configs = [Config(name, hello, 1, 4) for name in python_peers]
+
+    d = Scenario(
+        "D",
+        "Django REST framework users list",
+        "GET /users/ of a minimal Django + DRF project (sqlite, 10 users, JSON; built by "
+        "bench/apps/make_drf.py), 20 keep-alive connections, 1 and 2 worker processes "
+        "with one thread each. 1-worker configurations are pinned to core 0; "
+        "2-worker configurations run **unpinned** (both cores, shared with wrk on core 1). "
+        "Waitress is a single process: `--threads` equals the worker count.",
+        [Load(20)],
+    )
+    for w in (1, 2):
+        group = f"{w} worker{'s' if w > 1 else ''}"
+        d.configs += [
+            Config(name, drf, w, 1, pin=w == 1, group=group)
+            for name in [*python_peers[:1], "gunicorn-sync", *python_peers[1:]]
+        ]
+    return [a, b, c, d]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((HOST, port)) != 0
+
+
+class Ports:
+    """Hands out a fresh free port per server start, so no answer can come from a
+    server that outlived its run."""
+
+    def __init__(self, first: int = FIRST_PORT) -> None:
+        self.next = first
+
+    def take(self) -> int:
+        while not port_is_free(self.next):
+            self.next += 1
+        port = self.next
+        self.next += 1
+        if self.next > 28000:
+            self.next = FIRST_PORT
+        return port
+
+
+def proc_tree(root: int) -> list[dict[str, Any]]:
+    """The process root and all its descendants, with VmRSS in KiB."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    tree = [root] if root in parents else []
+    frontier = list(tree)
+    while frontier:
+        children = [pid for pid, ppid in parents.items() if ppid in frontier]
+        tree += children
+        frontier = children
+    procs = []
+    for pid in tree:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+        procs.append(
+            {
+                "pid": pid,
+                "ppid": parents.get(pid, 0),
+                "name": comm,
+                "role": "root" if pid == root else "child",
+                "rss_kib": int(match.group(1)) if match else 0,
+            }
+        )
+    return procs
+
+
+class ServerProcess:
+    """A server started in its own process group, stopped with everything it spawned."""
+
+    def __init__(self, argv: list[str], cwd: Path, log: Path, pin: bool) -> None:
+        self.argv = (["taskset", "-c", SERVER_CPU] if pin else []) + argv
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(cwd)
+        env["PYTHONUNBUFFERED"] = "1"
+        env["VIRTUAL_ENV"] = sys.prefix
+        env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.log = log
+        self._logfile = log.open("wb")
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log_tail(self, lines: int = 8) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def stop(self, grace: float = 8.0) -> None:
+        """SIGINT the group (a quick shutdown for every server here), then SIGKILL
+        the group and any descendant that left it. Not interruptible."""
+        with Interrupts.held():
+            self._stop(grace)
+
+    def _stop(self, grace: float) -> None:
+        pids = [p["pid"] for p in proc_tree(self.proc.pid)]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGINT)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None and not any(_alive(p) for p in pids):
+                break
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in pids:
+            if _alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        self._logfile.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rindex(")") + 2] != "Z"
+
+
+def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Host": f"{HOST}:{port}"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def wait_ready(server: ServerProcess, port: int, app: App, deadline_s: float) -> str | None:
+    """Poll with real requests until the app answers correctly; the error otherwise."""
+    deadline = time.monotonic() + deadline_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            return f"exited with status {server.proc.returncode} before answering"
+        try:
+            status, body = http_get(port, app.path)
+        except (OSError, http.client.HTTPException) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.1)
+            continue
+        if status != 200:
+            return f"GET {app.path} answered {status}"
+        return app.check(body)
+    return f"not ready after {deadline_s:g} s ({last})"
+
+
+# --------------------------------------------------------------------------- wrk
+
+
+def wrk_argv(load: Load, port: int, path: str, duration: float) -> list[str]:
+    flags = f"wrk -t1 -c{load.connections} -d{duration:g}s --timeout 5s --latency"
+    argv = cmd("taskset -c", CLIENT_CPU, flags)
+    if not load.keepalive:
+        argv += ["-H", "Connection: close"]
+    return [*argv, f"http://{HOST}:{port}{path}"]
+
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+
+
+def parse_wrk(text: str) -> dict[str, Any]:
+    """Requests/sec, request count, socket errors, non-2xx/3xx and latency (ms)."""
+    out: dict[str, Any] = {
+        "rps": None,
+        "requests": None,
+        "non2xx": 0,
+        "socket_errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0},
+        "latency_ms": {},
+    }
+    if m := re.search(r"Requests/sec:\s+([\d.]+)", text):
+        out["rps"] = float(m.group(1))
+    if m := re.search(r"(\d+) requests in", text):
+        out["requests"] = int(m.group(1))
+    if m := re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text):
+        out["non2xx"] = int(m.group(1))
+    if m := re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text
+    ):
+        out["socket_errors"] = dict(
+            zip(["connect", "read", "write", "timeout"], map(int, m.groups()), strict=True)
+        )
+    if m := re.search(r"Latency\s+([\d.]+)(us|ms|s|m)\s", text):
+        out["latency_ms"]["avg"] = round(float(m.group(1)) * _UNITS[m.group(2)], 3)
+    for pct, value, unit in re.findall(r"^\s+(\d+)%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M):
+        out["latency_ms"][f"p{pct}"] = round(float(value) * _UNITS[unit], 3)
+    return out
+
+
+def error_count(m: dict[str, Any]) -> int:
+    return int(m.get("non2xx") or 0) + sum((m.get("socket_errors") or {}).values())
+
+
+def closed_every_time(m: dict[str, Any]) -> bool:
+    """wrk's read errors alone, one per response: the server closes the connection
+    after each response without saying so, and wrk has to reconnect."""
+    se = m.get("socket_errors") or {}
+    reads, others = se.get("read", 0), error_count(m) - se.get("read", 0)
+    return others == 0 and reads > 0 and abs(reads - (m.get("requests") or 0)) <= 0.02 * reads
+
+
+def cpu_seconds_busy() -> tuple[float, float]:
+    """CPU seconds of the whole machine since boot: (busy in processes, in interrupts).
+
+    Interrupt time (irq, softirq) is apart: on loopback most of it is the benchmark's
+    own traffic, charged to no process. Steal (the hypervisor's) counts as busy."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + steal) / CLK_TCK, (irq + softirq) / CLK_TCK
+
+
+def cpu_seconds_of(pids: list[int]) -> float:
+    """CPU seconds (user + system, all threads) used so far by these processes."""
+    total = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def wait_quiet(limit: float) -> float:
+    """Wait up to limit seconds for the machine to be idle (under NOISY_CPU_PCT of a
+    core busy over 0.5 s, the server under test being idle); the seconds waited."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        busy, t0 = cpu_seconds_busy()[0], time.monotonic()
+        time.sleep(0.5)
+        if 100 * (cpu_seconds_busy()[0] - busy) / (time.monotonic() - t0) < NOISY_CPU_PCT:
+            break
+    return time.monotonic() - start
+
+
+def run_wrk(
+    load: Load, port: int, path: str, duration: float, server_pid: int | None = None
+) -> dict[str, Any]:
+    """One wrk run. With server_pid, also the CPU that neither the server tree nor wrk
+    used meanwhile (other_cpu_pct, in % of one core): noise from the rest of the machine."""
+    argv = wrk_argv(load, port, path, duration)
+    pids = [p["pid"] for p in proc_tree(server_pid)] if server_pid else []
+    (busy, irq), server, children = cpu_seconds_busy(), cpu_seconds_of(pids), _children_cpu()
+    start = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60)
+    except subprocess.TimeoutExpired:
+        return {"rps": None, "error": "wrk did not finish"}
+    elapsed = time.monotonic() - start
+    result = parse_wrk(done.stdout)
+    if result["rps"] is None:
+        result["error"] = f"wrk failed ({done.returncode}): {(done.stderr or done.stdout)[-300:]}"
+    if server_pid:
+        busy_now, irq_now = cpu_seconds_busy()
+        busy, irq = busy_now - busy, irq_now - irq
+        server = cpu_seconds_of(pids) - server
+        wrk = _children_cpu() - children
+        result["server_cpu_pct"] = round(100 * server / elapsed, 1)
+        result["wrk_cpu_pct"] = round(100 * wrk / elapsed, 1)
+        result["irq_cpu_pct"] = round(100 * irq / elapsed, 1)
+        result["other_cpu_pct"] = round(max(0.0, 100 * (busy - server - wrk) / elapsed), 1)
+    return result
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --------------------------------------------------------------------------- running
+
+
+def command_line(config: Config, pin: bool) -> str:
+    """The exact command of a configuration, cwd and environment included, port as $PORT."""
+    app = config.app
+    argv = (["taskset", "-c", SERVER_CPU] if pin else []) + config.argv(0)
+    text = shlex.join(argv).replace(f"{HOST}:0", f"{HOST}:$PORT")
+    text = re.sub(r"--port 0\b", "--port $PORT", text)
+    return f"cd {app.directory} && PYTHONPATH={app.directory} {text}"
+
+
+def run_config(
+    scenario: Scenario,
+    config: Config,
+    record: dict[str, Any],
+    args: argparse.Namespace,
+    ports: Ports,
+) -> None:
+    """Start one server, measure every load of the scenario, record RSS, stop it.
+    Fills record as it goes, so an interrupted run keeps what it measured."""
+    rnd = record["round"]
+    try:
+        port = ports.take()
+        argv = config.argv(port)
+    except OSError as exc:
+        record.update(status="failed", error=f"cannot prepare: {exc}")
+        return
+    if not Path(argv[0]).exists() and shutil.which(argv[0]) is None:
+        record.update(status="failed", error=f"not installed: {argv[0]}")
+        return
+    log = LOGS / f"{scenario.key}-{config.id}-r{rnd}.log"
+    pin = config.pin and not args.no_pin
+    server: ServerProcess | None = None
+    try:
+        with Interrupts.held():  # a server that starts is always stopped
+            try:
+                server = ServerProcess(argv, config.app.directory, log, pin)
+            except OSError as exc:
+                record.update(status="failed", error=f"cannot start: {exc}")
+                return
+        error = wait_ready(server, port, config.app, args.start_timeout)
+        if error:
+            time.sleep(0.5)  # let the server flush what it logged about it
+            tail = server.log_tail(40)
+            hint = log_hint(tail)
+            print(f"    FAILED: {error}" + (f"\n      log: {hint}" if hint else ""))
+            record.update(status="failed", error=error, log_tail=tail)
+            return
+        for load in scenario.loads:
+            if args.wait_quiet > 0:
+                waited = wait_quiet(args.wait_quiet)
+                if waited > 1:
+                    print(f"    (waited {waited:.0f} s for the machine to be quiet)")
+            if args.warmup > 0:
+                run_wrk(load, port, config.app.path, args.warmup)
+            result = run_wrk(load, port, config.app.path, args.duration, server.proc.pid)
+            record["loads"][load.key] = result
+            errs = error_count(result)
+            rps = result.get("rps")
+            other = result.get("other_cpu_pct", 0.0)
+            shown = f"{rps:>10,.0f} req/s" if rps is not None else "    failed"
+            print(
+                f"    {load.label:<18} {shown}"
+                + (f"  ({errs} errors)" if errs else "")
+                + (f"  {result['error']}" if "error" in result else "")
+                + (f"  (other processes: {other:.0f}% of a core)" if other >= NOISY_CPU_PCT else "")
+            )
+            if server.proc.poll() is not None:
+                record.update(
+                    status="failed",
+                    error=f"server exited during {load.label}",
+                    log_tail=server.log_tail(),
+                )
+                break
+        record["processes"] = proc_tree(server.proc.pid)
+        total = sum(p["rss_kib"] for p in record["processes"])
+        print(f"    RSS {total / 1024:.1f} MiB in {len(record['processes'])} processes")
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def selected(config: Config, only: set[str] | None) -> bool:
+    return only is None or config.family in only or config.id in only
+
+
+def machine_info() -> dict[str, Any]:
+    def first_line(argv: list[str]) -> str:
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return "not found"
+        lines = (done.stdout + done.stderr).strip().splitlines()
+        return lines[0] if lines else "?"
+
+    cpu = "?"
+    with contextlib.suppress(OSError):
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        if m := re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M):
+            cpu = m.group(1).strip()
+    versions = {}
+    for name in PEER_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    sysctls = {}
+    for key in ("net.core.somaxconn", "net.ipv4.tcp_tw_reuse", "net.ipv4.ip_local_port_range"):
+        with contextlib.suppress(OSError):
+            sysctls[key] = Path("/proc/sys", *key.split(".")).read_text().split()
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "os": first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python_executable": PY,
+        "packages": versions,
+        "tools": {
+            "wrk": first_line(["wrk", "-v"]),
+            "nginx": first_line([shutil.which("nginx") or "/usr/sbin/nginx", "-v"]),
+            "ab": first_line(["ab", "-V"]),
+        },
+        "sysctl": {k: " ".join(v) for k, v in sysctls.items()},
+        "ulimit_nofile": _nofile(),
+    }
+
+
+def _nofile() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    wanted = {s.strip().upper() for s in args.scenarios.split(",")} if args.scenarios else None
+    only = {s.strip() for s in args.only.split(",")} if args.only else None
+    chosen = [s for s in scenarios() if wanted is None or s.key in wanted]
+    for s in chosen:
+        s.configs = [c for c in s.configs if selected(c, only)]
+        if args.connections:
+            keep = {int(n) for n in args.connections.split(",")}
+            s.loads = [load for load in s.loads if load.connections in keep]
+    chosen = [s for s in chosen if s.configs and s.loads]
+    if not chosen:
+        raise SystemExit("nothing selected")
+    if any(c.app is DRF_APP for s in chosen for c in s.configs):
+        subprocess.run([PY, str(APPS / "make_drf.py"), "--dest", str(DRF_DIR)], check=True)
+    results: dict[str, Any] = {
+        "meta": machine_info()
+        | {
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "wait_quiet_s": args.wait_quiet,
+            "rounds": args.rounds,
+            "pinned": not args.no_pin,
+            "server_cpu": SERVER_CPU,
+            "client_cpu": CLIENT_CPU,
+            "wrk_command": shlex.join(wrk_argv(Load(0), 0, "/PATH", args.duration))
+            .replace("-c0", "-c$N")
+            .replace(f"{HOST}:0", f"{HOST}:$PORT"),
+        },
+        "scenarios": {},
+    }
+    for s in chosen:
+        results["scenarios"][s.key] = {
+            "title": s.title,
+            "description": s.description,
+            "loads": [asdict(load) | {"key": load.key, "label": load.label} for load in s.loads],
+            "configs": [
+                {
+                    "id": c.id,
+                    "family": c.family,
+                    "label": c.label,
+                    "group": c.group,
+                    "pinned": c.pin and not args.no_pin,
+                    "reference": c.spec.reference,
+                    "workers": c.workers,
+                    "threads": c.threads,
+                    "app": c.app.name,
+                    "path": c.app.path,
+                    "command": command_line(c, c.pin and not args.no_pin),
+                }
+                for c in s.configs
+            ],
+            "runs": [],
+        }
+    per_config = sum(len(s.loads) for s in chosen for _ in s.configs) * (
+        args.duration + args.warmup
+    )
+    print(f"estimated time: {per_config * args.rounds / 60:.1f} min plus start-ups")
+    save(results, args)
+    ports = Ports()
+    for rnd in range(1, args.rounds + 1):
+        for s in chosen:
+            for config in s.configs:
+                print(f"[round {rnd}/{args.rounds}] {s.key} {config.label}")
+                record = {"round": rnd, "config": config.id, "status": "ok", "loads": {}}
+                results["scenarios"][s.key]["runs"].append(record)
+                try:
+                    run_config(s, config, record, args, ports)
+                except KeyboardInterrupt:
+                    record.update(status="failed", error="interrupted")
+                    raise
+                finally:
+                    save(results, args)
+    return results
+
+
+def save(results: dict[str, Any], args: argparse.Namespace) -> None:
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=1))
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _fmt_rps(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _cell_stats(
+    runs: list[dict[str, Any]], config: str, load: str
+) -> tuple[float | None, int, int]:
+    """Median req/s over the rounds, rounds counted, rounds with errors."""
+    values, errored = [], 0
+    for run_ in runs:
+        if run_["config"] != config:
+            continue
+        m = run_.get("loads", {}).get(load)
+        if not m or m.get("rps") is None:
+            continue
+        values.append(m["rps"])
+        errored += error_count(m) > 0
+    return _median(values), len(values), errored
+
+
+def render(results: dict[str, Any]) -> str:
+    """RESULTS.md from the raw results (also used by --render)."""
+    meta = results["meta"]
+    out: list[str] = ["# Benchmark results", ""]
+    out += [
+        f"Generated by `bench/run.py` on {meta['date']}: {meta['rounds']} round(s), "
+        f"{meta['duration_s']:g} s per measurement after a {meta['warmup_s']:g} s warm-up. "
+        "Raw numbers: `bench/out/results.json`; re-render with "
+        "`bench/.venv/bin/python bench/run.py --render`.",
+        "",
+        "## Machine",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| CPUs (`nproc`) | {meta['nproc']} |",
+        f"| CPU model | {meta['cpu']} |",
+        f"| OS, kernel | {meta['os']}, {meta['kernel']} |",
+        f"| Python | {meta['python']} (`{meta['python_executable']}`) |",
+    ]
+    out += [f"| {name} | {version} |" for name, version in meta["packages"].items()]
+    out += [f"| {name} | {version} |" for name, version in meta["tools"].items()]
+    out += [f"| sysctl {k} | {v} |" for k, v in meta.get("sysctl", {}).items()]
+    out += [f"| open files limit | {meta.get('ulimit_nofile', '?')} |", ""]
+    pin = (
+        f"Pinned servers run under `taskset -c {meta['server_cpu']}` and wrk always under "
+        f"`taskset -c {meta['client_cpu']}`; configurations marked *unpinned* run the server "
+        "on every core."
+        if meta["pinned"]
+        else "Pinning was disabled for this run (`--no-pin`)."
+    )
+    out += [
+        "## Method",
+        "",
+        f"- {pin}",
+        "- Each server configuration starts once per round and is measured at all its loads; "
+        "rounds interleave the servers. A server counts as started when `GET` of its path "
+        "answers 200 with the expected body.",
+        f"- Client: `{meta['wrk_command']}` (plus `-H 'Connection: close'` for *close* loads); "
+        "a warm-up run of the same load precedes each measurement.",
+        "- Tables show the **median** req/s over the rounds. ⚠ marks a cell where at least one "
+        "round had non-2xx/3xx answers or socket errors (details below each table); in "
+        "keep-alive loads, read errors usually mean the server closed the connection without "
+        "saying so.",
+        "- Flags beyond worker and thread counts: uWSGI `--listen 1024` (a backlog like the "
+        "others' defaults) and `--die-on-term`; Granian `--http 1 --no-access-log`; Waitress "
+        "`--connection-limit=1000` (its default, 100, equals the largest connection count). "
+        "Access logs are off everywhere (gunicorn's and corral's default).",
+        *(
+            [
+                f"- Before each load the runner waited up to {meta['wait_quiet_s']:g} s for the "
+                "rest of the machine to be idle (`--wait-quiet`)."
+            ]
+            if meta.get("wait_quiet_s")
+            else []
+        ),
+        "- Each measurement also records the CPU used by the server's process tree, by wrk, "
+        "by interrupts (mostly the loopback traffic itself) and by every other process on "
+        "the machine (`/proc/stat`); measurements where other "
+        f"processes took at least {NOISY_CPU_PCT:.0f}% of a core are listed under their table.",
+        "- RSS: sum of `VmRSS` over the server's process tree (master and workers) right after "
+        "its last load, median over rounds.",
+        "",
+    ]
+    noise = [v for sc in results["scenarios"].values() for v in _other_cpu(sc["runs"], None, None)]
+    if noise and statistics.median(noise) >= NOISY_CPU_PCT:
+        out[out.index("## Machine") : out.index("## Machine")] = [
+            f"> **Noisy machine**: other processes used a median of "
+            f"{statistics.median(noise):.0f}% of a core during the measurements (up to "
+            f"{max(noise):.0f}%), competing with the servers and wrk; see the tables of "
+            "other processes' CPU under each scenario.",
+            "",
+        ]
+    for key, sc in results["scenarios"].items():
+        out += _render_scenario(key, sc)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
+    loads, configs, runs = sc["loads"], sc["configs"], sc["runs"]
+    out = [f"## Scenario {key}: {sc['title']}", "", sc["description"], "", "Commands:", "", "```"]
+    out += [f"# {c['label']}\n{c['command']}" for c in configs]
+    out += ["```", ""]
+    head = "| server | " + " | ".join(load["label"] for load in loads) + " |"
+    out += ["Median req/s:", "", head, "|" + " --- |" * (len(loads) + 1)]
+    medians: dict[tuple[str, str], float | None] = {}
+    for c in configs:
+        cells = []
+        for load in loads:
+            med, n, errored = _cell_stats(runs, c["id"], load["key"])
+            medians[c["id"], load["key"]] = med
+            rounds = sum(1 for r in runs if r["config"] == c["id"])
+            cell = _fmt_rps(med)
+            if med is None and rounds:
+                cell = "failed"
+            elif n and n < rounds:
+                cell += f" ({n}/{rounds} rounds)"
+            if errored:
+                cell += " ⚠"
+            cells.append(cell)
+        name = c["label"] + ("" if c["pinned"] else " *unpinned*")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out.append("")
+    out += _render_problems(configs, loads, runs)
+    out += _render_noise(configs, loads, runs)
+    out += _render_ratios(configs, loads, medians)
+    out += _render_rss(configs, runs)
+    return out
+
+
+def log_hint(tail: str) -> str:
+    """The most telling line of a log tail: the last exception line, else the last line."""
+    lines = [line.strip() for line in tail.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Operation|Exit)\b", line):
+            return line
+    return lines[-1] if lines else ""
+
+
+def _render_problems(
+    configs: list[dict[str, Any]], loads: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> list[str]:
+    labels = {c["id"]: c["label"] for c in configs}
+    load_labels = {load["key"]: load["label"] for load in loads}
+    lines: list[str] = []
+    closing: dict[str, list[str]] = {}  # config -> loads where it closed every connection
+    failures: dict[tuple[str, str, str], list[str]] = {}  # (config, error, hint) -> rounds
+    for r in runs:
+        who = f"{labels.get(r['config'], r['config'])}, round {r['round']}"
+        if r["status"] != "ok":
+            key = (r["config"], r.get("error", "?"), log_hint(r.get("log_tail") or "")[:200])
+            failures.setdefault(key, []).append(str(r["round"]))
+        for lk, m in r.get("loads", {}).items():
+            where = f"{who}, {load_labels.get(lk, lk)}"
+            if "error" in m:
+                lines.append(f"- {where}: {m['error']}")
+            elif closed_every_time(m):
+                closing.setdefault(r["config"], []).append(f"{load_labels.get(lk, lk)}")
+            elif error_count(m):
+                se = m.get("socket_errors", {})
+                parts = [f"{m.get('non2xx', 0)} non-2xx/3xx"]
+                parts += [f"{v} {k} errors" for k, v in se.items() if v]
+                lines.append(f"- {where}: {', '.join(parts)} (of {m.get('requests')} requests)")
+    failed = []
+    for (config, error, hint), rounds in failures.items():
+        last = f" — log: `{hint}`" if hint else ""
+        when = f"round{'s' if len(rounds) > 1 else ''} {', '.join(rounds)}"
+        failed.append(f"- {labels.get(config, config)}, {when}: **failed**: {error}{last}")
+    lines[:0] = failed
+    for config, where in closing.items():
+        unique = sorted(set(where), key=where.index)
+        lines.append(
+            f"- {labels.get(config, config)}: closed the connection after every response "
+            "without `Connection: close` (wrk read errors = responses, so wrk reconnected "
+            f"for each request) at {', '.join(unique)}"
+        )
+    return ["Errors and failures:", "", *lines, ""] if lines else []
+
+
+def _other_cpu(runs: list[dict[str, Any]], config: str | None, load: str | None) -> list[float]:
+    """other_cpu_pct of the matching measurements (None matches everything)."""
+    return [
+        m["other_cpu_pct"]
+        for r in runs
+        if config is None or r["config"] == config
+        for key, m in r.get("loads", {}).items()
+        if (load is None or key == load) and m.get("other_cpu_pct") is not None
+    ]
+
+
+def _render_noise(
+    configs: list[dict[str, Any]], loads: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> list[str]:
+    if not any(v >= NOISY_CPU_PCT for v in _other_cpu(runs, None, None)):
+        return []
+    out = [
+        f"CPU used by other processes during the measurements (% of one core, median over "
+        f"the rounds; shown because some reached {NOISY_CPU_PCT:.0f}%):",
+        "",
+        "| server | " + " | ".join(load["label"] for load in loads) + " |",
+        "|" + " --- |" * (len(loads) + 1),
+    ]
+    for c in configs:
+        cells = []
+        for load in loads:
+            values = _other_cpu(runs, c["id"], load["key"])
+            cells.append(f"{statistics.median(values):.0f}" if values else "—")
+        out.append(f"| {c['label']} | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
+def _render_ratios(
+    configs: list[dict[str, Any]],
+    loads: list[dict[str, Any]],
+    medians: dict[tuple[str, str], float | None],
+) -> list[str]:
+    mine = [c for c in configs if c["family"] == "corral"]
+    if not mine:
+        return []
+    out = [
+        "Ratio corral / peer (median req/s; above 1 means corral answered more):",
+        "",
+        "| corral vs | " + " | ".join(load["label"] for load in loads) + " |",
+        "|" + " --- |" * (len(loads) + 1),
+    ]
+    for own in mine:
+        for peer in configs:
+            if peer["family"] == "corral" or peer["group"] != own["group"]:
+                continue
+            cells = []
+            for load in loads:
+                a, b = medians.get((own["id"], load["key"])), medians.get((peer["id"], load["key"]))
+                cells.append(f"{a / b:.2f}" if a is not None and b else "—")
+            out.append(f"| {peer['label']} | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
+def _render_rss(configs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "RSS after the run (MiB):",
+        "",
+        "| server | processes | total | first process + each child (last round) |",
+        "| --- | --- | --- | --- |",
+    ]
+    for c in configs:
+        trees = [r["processes"] for r in runs if r["config"] == c["id"] and r.get("processes")]
+        if not trees:
+            out.append(f"| {c['label']} | — | — | — |")
+            continue
+        totals = [sum(p["rss_kib"] for p in t) / 1024 for t in trees]
+        last = trees[-1]
+        mib = {p["pid"]: f"{p['rss_kib'] / 1024:.1f}" for p in last}
+        root = [mib[p["pid"]] for p in last if p["role"] == "root"]
+        kids = [mib[p["pid"]] for p in sorted(last, key=lambda p: p["pid"]) if p["role"] != "root"]
+        each = ", ".join(root) + (f" + {', '.join(kids)}" if kids else "")
+        out.append(f"| {c['label']} | {len(last)} | {statistics.median(totals):.1f} | {each} |")
+    return [*out, ""]
+
+
+# --------------------------------------------------------------------------- main
+
+
+def check_environment() -> list[str]:
+    problems = []
+    for tool in ("wrk", "taskset"):
+        if shutil.which(tool) is None:
+            problems.append(f"{tool} not found (run bench/setup.sh)")
+    if sys.prefix == sys.base_prefix:
+        problems.append(f"not running in a venv ({PY}); use bench/.venv/bin/python")
+    if (os.cpu_count() or 1) < 2:
+        problems.append("fewer than 2 CPUs: server and wrk cannot have a core each")
+    return problems
+
+
+def list_configs() -> Iterator[str]:
+    for s in scenarios():
+        yield f"{s.key}: {s.title} — loads: {', '.join(load.label for load in s.loads)}"
+        for c in s.configs:
+            yield f"   {c.id:<22} {command_line(c, c.pin)}"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Benchmark corral against its peers.")
+    p.add_argument("--duration", type=float, default=5, help="seconds per measurement (5)")
+    p.add_argument("--warmup", type=float, default=1, help="warm-up seconds per load (1)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds, servers interleaved (3)")
+    p.add_argument("--scenarios", help="comma list of scenarios, e.g. A,C (all)")
+    p.add_argument("--only", help="comma list of servers or config ids, e.g. corral,granian")
+    p.add_argument("--connections", help="comma list: keep only these connection counts")
+    p.add_argument("--start-timeout", type=float, default=30, help="seconds to become ready")
+    p.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0,
+        metavar="S",
+        help="before each load, wait up to S seconds for other processes to go idle",
+    )
+    p.add_argument("--no-pin", action="store_true", help="do not pin servers to core 0")
+    p.add_argument("--json", default=str(RESULTS_JSON), help="raw results file")
+    p.add_argument("--markdown", default=str(RESULTS_MD), help="rendered results file")
+    p.add_argument("--render", action="store_true", help="only re-render from --json")
+    p.add_argument("--list", action="store_true", help="print scenarios and commands")
+    return p.parse_args(argv)
+
+
+class Interrupts:
+    """SIGINT and SIGTERM end the run with KeyboardInterrupt (so the running server is
+    stopped on the way out), but never in the middle of stopping a server."""
+
+    deferred: int | None = None
+    stopping = False
+
+    @classmethod
+    def install(cls) -> None:
+        signal.signal(signal.SIGINT, cls.handle)
+        signal.signal(signal.SIGTERM, cls.handle)
+
+    @classmethod
+    def handle(cls, signum: int, frame: object) -> None:
+        if cls.stopping:
+            cls.deferred = signum
+            return
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    @classmethod
+    @contextlib.contextmanager
+    def held(cls) -> Iterator[None]:
+        cls.stopping = True
+        try:
+            yield
+        finally:
+            cls.stopping = False
+            if cls.deferred is not None:
+                signum, cls.deferred = cls.deferred, None
+                raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    Interrupts.install()
+    if args.list:
+        print("\n".join(list_configs()))
+        return 0
+    if not args.render:
+        problems = check_environment()
+        for problem in problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        if shutil.which("wrk") is None:
+            return 2
+        try:
+            run(args)
+        except KeyboardInterrupt:
+            print("interrupted: every server is stopped; rendering what was measured")
+            if not Path(args.json).exists():
+                return 130
+    results = json.loads(Path(args.json).read_text())
+    Path(args.markdown).write_text(render(results))
+    print(f"wrote {args.markdown} and {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
