@@ -24,7 +24,7 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -44,7 +44,6 @@ EXIT_ABORTED = 6  # killed by the master's ABRT after a timeout
 class WorkerSpec:
     """Everything a worker needs; built by the master from the configuration document."""
 
-    name: str
     application: Any  # config Application
     settings: Any  # config Settings
     sockets: list[socket.socket]
@@ -52,7 +51,6 @@ class WorkerSpec:
     loaded_app: Any = None  # set when the master preloaded the application
     multiprocess: bool = True
     access_log: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:

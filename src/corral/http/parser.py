@@ -84,10 +84,6 @@ class RequestHead:
         self.chunked = chunked
         self.expect_continue = expect_continue
 
-    @property
-    def has_body(self) -> bool:
-        return self.chunked or bool(self.content_length)
-
 
 class RequestSink(Protocol):
     """What the parser reports to (the connection implements it)."""

@@ -188,7 +188,6 @@ class Arbiter:
             sys.stderr.write(f"corral: error: cannot switch the worker's user: {exc}\n")
             return EXIT_APP_LOAD  # the master stops: a respawn would fail the same way
         spec = WorkerSpec(
-            name=self.app_name,
             application=app,
             settings=settings,
             sockets=list(self.sockets.values()),

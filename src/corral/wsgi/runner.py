@@ -268,9 +268,6 @@ class WsgiAdapter:
                     self._submit(next_conn, next_exchange)
         conn.finish(exchange, keep_alive)
 
-    def busy(self) -> int:
-        return len(self.running)
-
     def shutdown(self) -> None:
         for pool in (self.pool, self._helper):
             if pool is not None:
