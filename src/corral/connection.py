@@ -1,10 +1,11 @@
 """One asyncio protocol per client connection: the HTTP/1.1 exchange over a transport.
 
 Owns: the parser, the pipeline (requests answered strictly in order), the
-connection's single deadline (header, keep-alive), read and write flow control,
-``100 Continue``, sendfile, and the error answers of the protocol layer.
+connection's single deadline (header, body, keep-alive), read and write flow
+control, ``100 Continue``, sendfile, and the error answers of the protocol layer.
 Knows nothing of WSGI: it hands each :class:`Exchange` to an adapter with two
-methods, ``make_body(conn, exchange)`` and ``run(conn, exchange)``, and the adapter
+methods, ``make_body(conn, exchange)`` and ``run(conn, exchange)``, and one
+attribute, ``empty_body`` (the body of every request without one); the adapter
 answers through :meth:`HttpConnection.write`, :meth:`HttpConnection.sendfile`
 and :meth:`HttpConnection.finish`. Every method here runs on the loop thread;
 adapters running the application on other threads must hop back with

@@ -11,8 +11,9 @@ helper thread for that.
 
 Backpressure: a request is handed to a thread only when one is free. Until then
 it waits in a queue with its connection's reading paused, so the queue never
-holds more than one request per connection and the worker reads nothing new
-while every thread is busy.
+holds more than one request per connection, and a connection whose request
+waits reads nothing more (new connections are still accepted: their first
+request joins the queue).
 """
 
 from __future__ import annotations
