@@ -162,6 +162,10 @@ class HttpConnection(asyncio.Protocol):
             fail = getattr(exchange.body, "fail", None)
             if fail is not None:
                 fail()  # wake an application thread blocked on the body
+            elif not exchange.started:
+                close = getattr(exchange.body, "close", None)
+                if close is not None:
+                    close()  # never to be read: drop its temporary file now
         if self.on_writable is not None:
             callback, self.on_writable = self.on_writable, None
             callback()
@@ -306,6 +310,10 @@ class HttpConnection(asyncio.Protocol):
         if self.pipeline and self.pipeline[0] is exchange:
             self.pipeline.popleft()
         self.active = None
+        if exchange.body is not server.adapter.empty_body:
+            close = getattr(exchange.body, "close", None)
+            if close is not None:
+                close()  # a spilled body's temporary file goes now, not at GC
         if self.closed:
             return
         if not (keep_alive and exchange.complete and exchange.head.keep_alive) or server.draining:
@@ -344,25 +352,28 @@ class HttpConnection(asyncio.Protocol):
         self.state = BUSY
         self.deadline = NEVER
         exchange = self.receiving
-        if exchange is not None and exchange.started:
-            # The request being answered broke its own framing: its application
-            # sees the body fail; the client gets the error if no head went out.
+        if exchange is not None:
+            # the error is in the body of this request: it will never be answered
             fail = getattr(exchange.body, "fail", None)
             if fail is not None:
-                fail()
-            if exchange.status == 0:
-                self.transport.write(error_response(error.status))
-            self.close()
-        elif self.active is None:
+                fail()  # its application, if running, sees the body fail
+            if exchange.started:
+                if exchange.status == 0:
+                    self.transport.write(error_response(error.status))
+                self.close()
+                return
+            self.pipeline.remove(exchange)
+            self.receiving = None
+        if self.active is None and not self.pipeline:
             self._send_error(error)
-        else:
-            # answer the requests before it first, then this one, then close
-            self._pending_error = error
-            if exchange is not None and exchange in self.pipeline:
-                self.pipeline.remove(exchange)
-            if not self.reading_paused:
-                self.transport.pause_reading()
-                self.reading_paused = True
+            return
+        # complete requests before it are answered first, then the error, then close
+        self._pending_error = error
+        if not self.reading_paused:
+            self.transport.pause_reading()
+            self.reading_paused = True
+        if self.active is None:
+            self._dispatch()
 
     def _send_error(self, error: HttpError) -> None:
         if not self.closed:

@@ -1,0 +1,158 @@
+"""HttpConnection without sockets: a recording transport, the real parser and WSGI adapter.
+
+The integration tests prove the same behaviour over real sockets; these pin the
+connection's state machine (pipeline order, deadlines, errors after pipelined
+requests, flow control) where each step can be observed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import pytest
+
+from corral.connection import BODY, BUSY, HEAD, IDLE, NEVER, HttpConnection, ServerState, sweep
+from corral.http.parser import Limits
+from corral.wsgi.runner import WsgiAdapter
+
+
+class RecordingTransport:
+    """Records writes; like a real transport, closing it reports connection_lost."""
+
+    def __init__(self, protocol: HttpConnection) -> None:
+        self.protocol = protocol
+        self.data = b""
+        self.closed = False
+        self.reading = True
+
+    def write(self, data: bytes) -> None:
+        assert not self.closed, "write after close"
+        self.data += data
+
+    def get_extra_info(self, name: str, default=None):
+        return {"peername": ("127.0.0.1", 40000), "sockname": ("127.0.0.1", 8000)}.get(name)
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.protocol.connection_lost(None)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def echo_path(environ, start_response):
+    body = environ["PATH_INFO"].encode() + b"|" + environ["wsgi.input"].read()
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [body]
+
+
+@pytest.fixture
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+def connect(loop, *, keep_alive=5.0, limits=None) -> tuple[HttpConnection, RecordingTransport]:
+    adapter = WsgiAdapter(
+        echo_path,
+        threads=1,
+        body_buffer_size=1024,
+        multiprocess=False,
+        log=logging.getLogger("corral.test"),
+    )
+    state = ServerState(
+        adapter, limits or Limits(), keep_alive=keep_alive, header_timeout=2, body_timeout=3
+    )
+    state.loop = loop
+    state.now = 100.0
+    state.prefix = "Date: Mon, 30 Nov 2026 00:00:00 GMT\r\n"
+    conn = HttpConnection(state)
+    transport = RecordingTransport(conn)
+    conn.connection_made(transport)
+    return conn, transport
+
+
+def statuses(data: bytes) -> list[bytes]:
+    return re.findall(rb"HTTP/1\.1 (\d{3}) ", data)
+
+
+def test_pipelined_requests_answered_in_order(loop):
+    conn, transport = connect(loop)
+    conn.data_received(
+        b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz"
+        b"GET /c HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    bodies = [part for part in transport.data.split(b"\r\n\r\n")[1:] if part]
+    assert [body[:6] for body in bodies] == [b"/a|HTT", b"/b|xyz", b"/c|"]
+    assert conn.state == IDLE and conn.deadline == 100.0 + 5.0 and not transport.closed
+
+
+def test_error_after_good_pipelined_request_comes_last_then_close(loop):
+    conn, transport = connect(loop)
+    conn.data_received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/9.9\r\nHost: x\r\n\r\n")
+    assert statuses(transport.data) == [b"200", b"505"]
+    assert transport.closed
+
+
+def test_deadlines_follow_the_state(loop):
+    conn, transport = connect(loop)
+    assert conn.state == HEAD and conn.deadline == 100.0 + 2
+    conn.data_received(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab")
+    assert conn.state == BODY and conn.deadline == 100.0 + 3
+    conn.server.now = 102.5
+    conn.data_received(b"c")
+    assert conn.deadline == 102.5 + 3  # every read of the body moves it
+    conn.data_received(b"d")
+    assert conn.state == IDLE and conn.deadline == 102.5 + 5
+    assert statuses(transport.data) == [b"200"]
+
+
+def test_sweep_answers_408_to_a_started_head_and_closes_an_idle_connection(loop):
+    conn, transport = connect(loop)
+    conn.data_received(b"GET / HTTP/1.1\r\nHo")
+    idle, idle_transport = connect(loop)
+    sweep({conn, idle}, 100.0 + 2.5)
+    assert statuses(transport.data) == [b"408"] and transport.closed
+    assert idle_transport.data == b"" and idle_transport.closed
+
+
+def test_stalled_body_gets_408(loop):
+    conn, transport = connect(loop)
+    conn.data_received(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
+    sweep({conn}, 100.0 + 3.5)
+    assert statuses(transport.data) == [b"408"] and transport.closed
+
+
+def test_keep_alive_zero_announces_close(loop):
+    conn, transport = connect(loop, keep_alive=0)
+    conn.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert b"\r\nConnection: close\r\n" in transport.data and transport.closed
+
+
+def test_pipelined_request_pauses_reading_until_answered(loop):
+    conn, transport = connect(loop)
+    conn.data_received(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+    conn.data_received(b"12345GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert statuses(transport.data) == [b"200", b"200"] and transport.reading
+    assert conn.state == IDLE and conn.active is None and conn.deadline != NEVER
+
+
+def test_connection_close_request_is_answered_then_closed(loop):
+    conn, transport = connect(loop)
+    conn.data_received(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET / HT")
+    assert statuses(transport.data) == [b"200"] and transport.closed
+    assert conn.state in (BUSY, IDLE)
