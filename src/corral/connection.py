@@ -30,7 +30,7 @@ from corral.http.parser import Limits, RequestHead, RequestParser
 
 IDLE = 0  # between requests: the keep-alive deadline runs
 HEAD = 1  # receiving a request head: the header deadline runs
-BUSY = 2  # a request is being answered, its body complete: no deadline here
+BUSY = 2  # answering, the body complete: no deadline, but while the client does not read
 BODY = 3  # receiving a request body: the body deadline runs from each read
 NEVER = float("inf")
 
@@ -60,6 +60,7 @@ class ServerState:
         keep_alive: float,
         header_timeout: float,
         body_timeout: float = 60.0,
+        send_timeout: float = 60.0,
         access_log: Callable[[HttpConnection, Exchange], None] | None = None,
     ) -> None:
         self.adapter = adapter
@@ -67,6 +68,7 @@ class ServerState:
         self.keep_alive = keep_alive
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.send_timeout = send_timeout
         self.access_log = access_log
         self.connections: set[HttpConnection] = set()
         self.now = 0.0  # coarse clock, moved by the worker's tick
@@ -208,9 +210,14 @@ class HttpConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.write_paused = True
+        if self.state == BUSY:
+            # the client does not read: the send deadline runs until it does
+            self.deadline = self.server.now + self.server.send_timeout
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        if self.state == BUSY:
+            self.deadline = NEVER
         if self.on_writable is not None:
             callback, self.on_writable = self.on_writable, None
             callback()
@@ -387,7 +394,8 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()
 
     def expire(self) -> None:
-        """The deadline passed: 408 if a request was begun, else close quietly."""
+        """The deadline passed: 408 if a request was begun, else close (abort when the
+        client stopped reading)."""
         if self.state == HEAD and self.parser.head_bytes:
             self._send_error(RequestTimeout("request head not complete in time"))
         elif self.state == BODY:
@@ -399,6 +407,12 @@ class HttpConnection(asyncio.Protocol):
                 if exchange.status == 0 and not self.closed:
                     self.transport.write(error_response(408))
             self.close()
+        elif self.waiting_for_client():
+            # send_timeout: the client stopped reading; what is buffered for it
+            # would hold the connection open for ever, so it is dropped
+            self.closed = True
+            self.server.connections.discard(self)
+            self.transport.abort()
         else:
             self.close()
 
@@ -448,10 +462,13 @@ class _SendfileJob:
                 try:
                     sent = os.sendfile(self.dup, self.fd, self.offset, min(self.count, 1 << 20))
                 except BlockingIOError:
+                    conn = self.conn
+                    if conn.state == BUSY:  # each wait for the client restarts the clock
+                        conn.deadline = conn.server.now + conn.server.send_timeout
                     if not self.watching:
                         self.watching = True
-                        self.conn.sendfile_waiting = True
-                        self.conn.loop.add_writer(self.dup, self.step)
+                        conn.sendfile_waiting = True
+                        conn.loop.add_writer(self.dup, self.step)
                     return
                 if sent == 0:  # the file is shorter than promised: framing is broken
                     ok = False
@@ -463,5 +480,7 @@ class _SendfileJob:
         if self.watching:
             self.conn.loop.remove_writer(self.dup)
             self.conn.sendfile_waiting = False
+            if self.conn.state == BUSY:
+                self.conn.deadline = NEVER
         os.close(self.dup)
         self.done(ok)

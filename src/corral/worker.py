@@ -131,6 +131,7 @@ class Worker:
             keep_alive=settings.keep_alive,
             header_timeout=settings.header_timeout,
             body_timeout=settings.body_timeout,
+            send_timeout=settings.send_timeout,
             access_log=spec.access_log,
         )
         state.loop = loop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -243,5 +244,22 @@ def test_hup_and_other_master_signals_do_not_kill_workers():
         for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGWINCH):
             os.kill(pid, sig)  # sent to the worker itself, as a stray kill would
             server.send(sig)
+        assert get(server)[0] == 200
+        assert server.worker_pids() == [pid]
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_send_timeout_drops_a_client_that_stopped_reading(threads):
+    with Server("proc_apps", "--send-timeout", "1", "--threads", str(threads)) as server:
+        (pid,) = server.worker_pids()
+        with server.connect(timeout=30) as sock:
+            sock.sendall(b"GET /big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
+            # reading nothing for longer than the timeout (and its one-second sweep)
+            time.sleep(3)
+            received = 0
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := sock.recv(1 << 20):
+                    received += len(chunk)
+            assert 0 < received < 64 * (1 << 20)  # cut short, not served whole
         assert get(server)[0] == 200
         assert server.worker_pids() == [pid]

@@ -156,3 +156,17 @@ def test_connection_close_request_is_answered_then_closed(loop):
     conn.data_received(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET / HT")
     assert statuses(transport.data) == [b"200"] and transport.closed
     assert conn.state in (BUSY, IDLE)
+
+
+def test_send_deadline_runs_only_while_the_client_does_not_read(loop):
+    conn, transport = connect(loop)
+    transport.abort = lambda: (setattr(transport, "aborted", True), transport.close())
+    conn.data_received(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n")
+    conn.state = BUSY  # as while the application writes a long answer
+    conn.pause_writing()
+    assert conn.deadline == 100.0 + conn.server.send_timeout
+    conn.resume_writing()
+    assert conn.deadline == NEVER
+    conn.pause_writing()
+    sweep({conn}, 100.0 + conn.server.send_timeout + 1)
+    assert getattr(transport, "aborted", False) and conn.closed

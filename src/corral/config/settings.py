@@ -559,6 +559,12 @@ SETTINGS: tuple[Setting, ...] = (
         "past it the client gets 408 and the connection is closed.",
         flags=("--body-timeout",), metavar="SECONDS",
     ),
+    Setting(
+        "send_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
+        "Time a response may wait for the client to read it (like nginx's send_timeout); past "
+        "it the connection is closed.",
+        flags=("--send-timeout",), metavar="SECONDS",
+    ),
     # -- Request limits -------------------------------------------------------------------------
     Setting(
         "limit_request_line", _LIMITS, _S, _int(ge=64, le=65536), 8190,
