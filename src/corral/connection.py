@@ -115,6 +115,7 @@ class HttpConnection(asyncio.Protocol):
         "pipeline",
         "reading_paused",
         "receiving",
+        "sendfile_job",
         "sendfile_waiting",
         "server",
         "sockname",
@@ -138,6 +139,7 @@ class HttpConnection(asyncio.Protocol):
         self.write_paused = False
         self.reading_paused = False
         self.sendfile_waiting = False
+        self.sendfile_job: _SendfileJob | None = None
         self.on_writable: Callable[[], None] | None = None
         self.adapter_state: Any = None  # the adapter's per-connection cache
         self._dispatching = False
@@ -160,6 +162,8 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.connections.discard(self)
+        if self.sendfile_job is not None:
+            self.sendfile_job.cancel()
         for exchange in self.pipeline:
             fail = getattr(exchange.body, "fail", None)
             if fail is not None:
@@ -468,6 +472,7 @@ class _SendfileJob:
                     if not self.watching:
                         self.watching = True
                         conn.sendfile_waiting = True
+                        conn.sendfile_job = self
                         conn.loop.add_writer(self.dup, self.step)
                     return
                 if sent == 0:  # the file is shorter than promised: framing is broken
@@ -477,10 +482,22 @@ class _SendfileJob:
                 self.count -= sent
         except OSError:
             ok = False
+        self._end(ok)
+
+    def cancel(self) -> None:
+        """The connection is gone: the duplicate must not keep its socket open."""
+        self._end(False)
+
+    def _end(self, ok: bool) -> None:
+        if self.dup < 0:
+            return
+        conn = self.conn
         if self.watching:
-            self.conn.loop.remove_writer(self.dup)
-            self.conn.sendfile_waiting = False
-            if self.conn.state == BUSY:
-                self.conn.deadline = NEVER
+            conn.loop.remove_writer(self.dup)
+            conn.sendfile_waiting = False
+            conn.sendfile_job = None
+            if conn.state == BUSY:
+                conn.deadline = NEVER
         os.close(self.dup)
+        self.dup = -1
         self.done(ok)

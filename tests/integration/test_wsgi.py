@@ -8,6 +8,7 @@ tests/integration/apps/wsgi_apps.py.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -16,6 +17,7 @@ import re
 import select
 import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -830,3 +832,29 @@ def test_validated_application_runs_without_warnings(threads):
     assert "AssertionError" not in log
     assert "without being closed" not in log
     assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("threads", MODES)
+def test_sendfile_to_a_client_that_stopped_reading_is_dropped(test_dir, threads):
+    """--send-timeout ends a sendfile that waits on the client, and frees its descriptors."""
+    with open(test_dir / "huge.bin", "wb") as stream:
+        stream.truncate(64 * 1024 * 1024)  # more than the socket buffers can take
+    with Server(
+        "wsgi_apps", "--threads", threads, "--send-timeout", "1", "-e", f"WSGI_TEST_DIR={test_dir}"
+    ) as server:
+        pid = worker_pid(server)
+        baseline = len(os.listdir(f"/proc/{pid}/fd"))
+        mark = token()
+        with server.connect(timeout=30) as sock:
+            sock.sendall(build("GET", f"/filewrapper?file=huge.bin&token={mark}"))
+            wait_for(lambda: len(os.listdir(f"/proc/{pid}/fd")) > baseline)
+            time.sleep(3)  # reading nothing for longer than the timeout and its sweep
+            # still reading nothing: the worker has let go of the socket and the file
+            wait_for(lambda: len(os.listdir(f"/proc/{pid}/fd")) <= baseline)
+            received = 0
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := sock.recv(1 << 20):
+                    received += len(chunk)
+            assert 0 < received < 64 * 1024 * 1024
+        wait_for(lambda: events(test_dir, mark) == ["close"])
+        assert fetch(server, build("GET", "/pid"))[0] == 200
