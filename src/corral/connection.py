@@ -38,8 +38,10 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 class Body(Protocol):
-    def feed(self, chunk: bytes) -> bool | None: ...
-    def finish(self) -> None: ...
+    def feed(self, chunk: bytes) -> bool | None: ...  # True: stop reading the socket
+    def finish(self) -> None: ...  # the body is complete
+    def fail(self) -> None: ...  # it never will be: wake a reader with an error
+    def close(self) -> None: ...  # the exchange is over: release its storage
 
 
 class Adapter(Protocol):
@@ -165,13 +167,7 @@ class HttpConnection(asyncio.Protocol):
         if self.sendfile_job is not None:
             self.sendfile_job.cancel()
         for exchange in self.pipeline:
-            fail = getattr(exchange.body, "fail", None)
-            if fail is not None:
-                fail()  # wake an application thread blocked on the body
-            elif not exchange.started:
-                close = getattr(exchange.body, "close", None)
-                if close is not None:
-                    close()  # never to be read: drop its temporary file now
+            exchange.body.fail()  # wakes an application thread blocked on it
         if self.on_writable is not None:
             callback, self.on_writable = self.on_writable, None
             callback()
@@ -194,18 +190,8 @@ class HttpConnection(asyncio.Protocol):
     def eof_received(self) -> bool | None:
         # A half-closed client still gets the answers to what it sent in full; a
         # request whose head or body will now never be complete is dropped.
-        exchange = self.receiving
-        if exchange is not None:
-            fail = getattr(exchange.body, "fail", None)
-            if fail is not None:
-                fail()
-            if not exchange.started:
-                self.pipeline.remove(exchange)
-                self.receiving = None
-            elif exchange.status == 0:
-                self.transport.write(error_response(400))
-                self.close()
-                return True
+        if self._abandon_receiving(400):
+            return True
         if self.active is None and not self.pipeline:
             self.close()
         else:
@@ -236,6 +222,7 @@ class HttpConnection(asyncio.Protocol):
         if not server.keep_alive:
             head.keep_alive = False  # keep_alive 0: every response says it closes
         if head.chunked or head.content_length:
+            exchange.body = server.adapter.make_body(self, exchange)
             self.state = BODY
             self.deadline = server.now + server.body_timeout
         else:
@@ -243,9 +230,6 @@ class HttpConnection(asyncio.Protocol):
             self.deadline = NEVER
         self.pipeline.append(exchange)
         self.receiving = exchange
-        if head.chunked or head.content_length:
-            exchange.body = server.adapter.make_body(self, exchange)
-        # else the Exchange's class-wide empty body stands
         if len(self.pipeline) > 1 and not self.reading_paused:
             # parse no further ahead than one read while an answer is pending
             self.transport.pause_reading()
@@ -287,7 +271,7 @@ class HttpConnection(asyncio.Protocol):
                 self.server.adapter.run(self, exchange)
             if self.active is None and not self.pipeline and not self.closed:
                 if self._pending_error is not None:
-                    self._send_error(self._pending_error)
+                    self._send_error(self._pending_error.status)
                 elif self.parser.ended:
                     self.close()
         finally:
@@ -321,10 +305,7 @@ class HttpConnection(asyncio.Protocol):
         if self.pipeline and self.pipeline[0] is exchange:
             self.pipeline.popleft()
         self.active = None
-        if exchange.body is not server.adapter.empty_body:
-            close = getattr(exchange.body, "close", None)
-            if close is not None:
-                close()  # a spilled body's temporary file goes now, not at GC
+        exchange.body.close()  # a spilled body's temporary file goes now, not at GC
         if self.closed:
             return
         if not (keep_alive and exchange.complete and exchange.head.keep_alive) or server.draining:
@@ -339,7 +320,7 @@ class HttpConnection(asyncio.Protocol):
         self.state = IDLE
         self.deadline = server.now + server.keep_alive
         if self._pending_error is not None:
-            self._send_error(self._pending_error)
+            self._send_error(self._pending_error.status)
         elif self.parser.ended:
             self.close()
         elif self.reading_paused:
@@ -362,21 +343,10 @@ class HttpConnection(asyncio.Protocol):
     def _reject(self, error: HttpError) -> None:
         self.state = BUSY
         self.deadline = NEVER
-        exchange = self.receiving
-        if exchange is not None:
-            # the error is in the body of this request: it will never be answered
-            fail = getattr(exchange.body, "fail", None)
-            if fail is not None:
-                fail()  # its application, if running, sees the body fail
-            if exchange.started:
-                if exchange.status == 0:
-                    self.transport.write(error_response(error.status))
-                self.close()
-                return
-            self.pipeline.remove(exchange)
-            self.receiving = None
+        if self._abandon_receiving(error.status):  # the error is in this request's body
+            return
         if self.active is None and not self.pipeline:
-            self._send_error(error)
+            self._send_error(error.status)
             return
         # complete requests before it are answered first, then the error, then close
         self._pending_error = error
@@ -386,39 +356,57 @@ class HttpConnection(asyncio.Protocol):
         if self.active is None:
             self._dispatch()
 
-    def _send_error(self, error: HttpError) -> None:
+    def _abandon_receiving(self, status: int) -> bool:
+        """The request being received will never be complete.
+
+        If its application already runs, it is given up (True: the connection is
+        closed); else it leaves the pipeline unanswered and the caller goes on.
+        """
+        exchange = self.receiving
+        if exchange is None:
+            return False
+        if exchange.started:
+            self._give_up(exchange, status)
+            return True
+        exchange.body.fail()
+        self.pipeline.remove(exchange)
+        self.receiving = None
+        return False
+
+    def _give_up(self, exchange: Exchange, status: int) -> None:
+        """Fail the request's body; answer ``status`` unless its response began; close."""
+        exchange.body.fail()  # its application, if running, sees the body fail
+        if exchange.status == 0:
+            self._send_error(status)
+        else:
+            self.close()
+
+    def _send_error(self, status: int) -> None:
         if not self.closed:
-            self.transport.write(error_response(error.status))
+            self.transport.write(error_response(status))
         self.close()
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Close after what is buffered is sent, or at once (``abort``)."""
         if not self.closed:
             self.closed = True
             self.server.connections.discard(self)
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
     def expire(self) -> None:
         """The deadline passed: 408 if a request was begun, else close (abort when the
         client stopped reading)."""
         if self.state == HEAD and self.parser.head_bytes:
-            self._send_error(RequestTimeout("request head not complete in time"))
+            self._send_error(RequestTimeout.status)
         elif self.state == BODY:
-            exchange = self.receiving
-            if exchange is not None:
-                fail = getattr(exchange.body, "fail", None)
-                if fail is not None:
-                    fail()  # an application thread reading it gets an error
-                if exchange.status == 0 and not self.closed:
-                    self.transport.write(error_response(408))
-            self.close()
-        elif self.waiting_for_client():
-            # send_timeout: the client stopped reading; what is buffered for it
-            # would hold the connection open for ever, so it is dropped
-            self.closed = True
-            self.server.connections.discard(self)
-            self.transport.abort()
+            self._give_up(self.receiving, RequestTimeout.status)  # type: ignore[arg-type]
         else:
-            self.close()
+            # send_timeout: what is buffered for a client that stopped reading
+            # would hold the connection open for ever, so it is dropped
+            self.close(abort=self.waiting_for_client())
 
     def waiting_for_client(self) -> bool:
         """The answer is held up by a client that does not read it."""

@@ -9,7 +9,10 @@ Three kinds, chosen by the runner:
   arrives. The loop feeds it, the application thread reads it; the buffer is
   bounded (the connection stops reading the socket above ``high_water``) and the
   first read sends ``100 Continue`` when the client asked for it.
-Every stream ends at the end of the body (``wsgi.input_terminated``).
+Every stream ends at the end of the body (``wsgi.input_terminated``). The
+connection drives each through one interface: ``feed``, ``finish`` (the body is
+complete), ``fail`` (it never will be: a waiting reader gets an error) and
+``close`` (the exchange is over: release what it holds).
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class EmptyInput(_ReadLines):
     def finish(self) -> None:
         pass
 
+    def fail(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
     def read(self, size: int | None = -1) -> bytes:
         return b""
 
@@ -72,19 +81,19 @@ EMPTY = EmptyInput()
 class BufferedInput(_ReadLines):
     """A complete body, in memory up to ``spill`` bytes, in a temp file beyond."""
 
-    __slots__ = ("_file", "_size", "_spill")
+    __slots__ = ("_file",)
 
     def __init__(self, spill: int) -> None:
-        self._spill = spill
-        self._size = 0
         self._file: BinaryIO = tempfile.SpooledTemporaryFile(max_size=spill)  # noqa: SIM115
 
     def feed(self, chunk: bytes) -> None:
         self._file.write(chunk)
-        self._size += len(chunk)
 
     def finish(self) -> None:
         self._file.seek(0)
+
+    def fail(self) -> None:
+        self._file.close()  # nobody reads a body before it is complete
 
     def read(self, size: int | None = -1) -> bytes:
         return self._file.read(-1 if size is None else size)
@@ -147,6 +156,9 @@ class StreamingInput(_ReadLines):
             self._failed = True
             self._done = True
             self._cond.notify_all()
+
+    def close(self) -> None:
+        pass  # chunks only: nothing to release
 
     # -- application side ------------------------------------------------------
 
