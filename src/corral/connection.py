@@ -182,8 +182,7 @@ class HttpConnection(asyncio.Protocol):
             self._reject(error)
             return
         if self.parser.ended:
-            self.transport.pause_reading()
-            self.reading_paused = True
+            self.pause_reading()
         if self.active is None and self.pipeline:
             self._dispatch()
 
@@ -230,18 +229,15 @@ class HttpConnection(asyncio.Protocol):
             self.deadline = NEVER
         self.pipeline.append(exchange)
         self.receiving = exchange
-        if len(self.pipeline) > 1 and not self.reading_paused:
-            # parse no further ahead than one read while an answer is pending
-            self.transport.pause_reading()
-            self.reading_paused = True
+        if len(self.pipeline) > 1:
+            self.pause_reading()  # parse no further ahead than one read while answers wait
 
     def on_body(self, chunk: bytes) -> None:
         self.deadline = self.server.now + self.server.body_timeout
         if self.receiving.body.feed(chunk) and not self.reading_paused:  # type: ignore[union-attr]
             # the application is slower than the client: stop reading, and stop
             # the body deadline too, since the wait is not the client's fault
-            self.transport.pause_reading()
-            self.reading_paused = True
+            self.pause_reading()
             self.deadline = NEVER
 
     def on_request_end(self) -> None:
@@ -280,8 +276,7 @@ class HttpConnection(asyncio.Protocol):
     def resume_body(self) -> None:
         """The application drained the body buffer: read the socket again."""
         if self.reading_paused and not self.closed and len(self.pipeline) <= 1:
-            self.reading_paused = False
-            self.transport.resume_reading()
+            self._resume_reading()
             if self.state == BODY:
                 self.deadline = self.server.now + self.server.body_timeout
 
@@ -312,9 +307,8 @@ class HttpConnection(asyncio.Protocol):
             self.close()
             return
         if self.pipeline:
-            if self.reading_paused and len(self.pipeline) == 1 and not self.parser.ended:
-                self.reading_paused = False
-                self.transport.resume_reading()
+            if len(self.pipeline) == 1 and not self.parser.ended:
+                self._resume_reading()
             self._dispatch()
             return
         self.state = IDLE
@@ -323,7 +317,17 @@ class HttpConnection(asyncio.Protocol):
             self._send_error(self._pending_error.status)
         elif self.parser.ended:
             self.close()
-        elif self.reading_paused:
+        else:
+            self._resume_reading()
+
+    def pause_reading(self) -> None:
+        """Stop reading the socket (also for an adapter holding a request back)."""
+        if not self.reading_paused:
+            self.reading_paused = True
+            self.transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self.reading_paused:
             self.reading_paused = False
             self.transport.resume_reading()
 
@@ -350,9 +354,7 @@ class HttpConnection(asyncio.Protocol):
             return
         # complete requests before it are answered first, then the error, then close
         self._pending_error = error
-        if not self.reading_paused:
-            self.transport.pause_reading()
-            self.reading_paused = True
+        self.pause_reading()
         if self.active is None:
             self._dispatch()
 

@@ -53,8 +53,16 @@ class WsgiCall:
     sent = 0
     remaining: int | None = None  # body bytes still allowed by Content-Length
 
-    def __init__(self, adapter: Any, conn: HttpConnection, exchange: Exchange, out: Output) -> None:
+    def __init__(
+        self,
+        adapter: Any,
+        conn: HttpConnection,
+        exchange: Exchange,
+        out: Output,
+        environ: dict[str, Any],
+    ) -> None:
         self.adapter = adapter
+        self.environ = environ  # the connection's constant part
         self.conn = conn
         self.exchange = exchange
         self.out = out
@@ -148,9 +156,7 @@ class WsgiCall:
     def run(self) -> None:
         """Call the application and answer; may return early and go on when writable."""
         if self.out.on_loop:
-            # The application is synchronous code: on the loop thread it must not
-            # see a running loop (Django, for one, then refuses database access).
-            _set_running_loop(None)
+            _set_running_loop(None)  # see _off_loop; inlined, as this runs per request
             try:
                 self._run()
             finally:
@@ -160,20 +166,22 @@ class WsgiCall:
 
     def resume(self) -> None:
         """Go on pumping the application's iterable once the client reads again (loop)."""
+        self._off_loop(self.pump)
+
+    def _off_loop(self, step: Any) -> None:
+        # The application is synchronous code: on the loop thread it must not
+        # see a running loop (Django, for one, then refuses database access).
         _set_running_loop(None)
         try:
-            self.pump()
+            step()
         finally:
             _set_running_loop(self.conn.loop)
 
     def _run(self) -> None:
-        adapter = self.adapter
-        conn = self.conn
         exchange = self.exchange
         try:
-            base = conn.adapter_state or adapter.connection_state(conn)
-            environ = request_environ(base[0], exchange.head, exchange.body)
-            result = adapter.app(environ, self.start_response)
+            environ = request_environ(self.environ, exchange.head, exchange.body)
+            result = self.adapter.app(environ, self.start_response)
         except Exception as exc:
             self.fail(exc)
             return

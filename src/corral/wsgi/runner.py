@@ -190,7 +190,6 @@ class WsgiAdapter:
         self._helper: ThreadPool | None = None
         self.free = threads
         self.waiting: deque[tuple[HttpConnection, Exchange]] = deque()
-        self.running: set[Exchange] = set()  # on threads, for the heartbeat
         self._listener_environs: dict[Any, dict[str, Any]] = {}
 
     # -- connection side --------------------------------------------------------
@@ -209,7 +208,7 @@ class WsgiAdapter:
             partial(call, conn.resume_body),
         )
 
-    def connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
+    def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
         """The per-connection environ part and output, made on its first request."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
@@ -232,34 +231,30 @@ class WsgiAdapter:
         return state
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
-        if self.pool is None and not exchange.streaming:
-            state = conn.adapter_state or self.connection_state(conn)
-            WsgiCall(self, conn, exchange, state[1]).run()
-            return
+        environ, loop_output = conn.adapter_state or self._connection_state(conn)
         if self.pool is None:
+            if not exchange.streaming:
+                WsgiCall(self, conn, exchange, loop_output, environ).run()
+                return
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
-            self.running.add(exchange)
-            call = WsgiCall(self, conn, exchange, ThreadOutput(self, conn, exchange))
-            self._helper.submit(call.run)
+            out = ThreadOutput(self, conn, exchange)
+            self._helper.submit(WsgiCall(self, conn, exchange, out, environ).run)
             return
         if self.free == 0:
             self.waiting.append((conn, exchange))
-            if not conn.reading_paused:
-                conn.reading_paused = True
-                conn.transport.pause_reading()
+            conn.pause_reading()
             return
         self._submit(conn, exchange)
 
     def _submit(self, conn: HttpConnection, exchange: Exchange) -> None:
         self.free -= 1
-        self.running.add(exchange)
-        call = WsgiCall(self, conn, exchange, ThreadOutput(self, conn, exchange))
+        out = ThreadOutput(self, conn, exchange)
+        call = WsgiCall(self, conn, exchange, out, conn.adapter_state[0])  # set by run()
         self.pool.submit(call.run)  # type: ignore[union-attr]
 
     def thread_done(self, conn: HttpConnection, exchange: Exchange, keep_alive: bool) -> None:
         """On the loop: a call that ran on a thread has answered."""
-        self.running.discard(exchange)
         if self.pool is not None:
             self.free += 1
             waiting = self.waiting
