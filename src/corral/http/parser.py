@@ -15,7 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import httptools
 
@@ -54,6 +54,7 @@ class RequestHead:
     """One parsed request line and header block."""
 
     __slots__ = (
+        "absolute",
         "chunked",
         "content_length",
         "expect_continue",
@@ -74,6 +75,7 @@ class RequestHead:
         content_length: int | None,
         chunked: bool,
         expect_continue: bool,
+        absolute: Any = None,
     ) -> None:
         self.method = method
         self.target = target
@@ -83,6 +85,7 @@ class RequestHead:
         self.content_length = content_length
         self.chunked = chunked
         self.expect_continue = expect_continue
+        self.absolute = absolute  # the parsed URL of an absolute-form target, else None
 
 
 class RequestSink(Protocol):
@@ -117,7 +120,7 @@ def _field_kind(name: bytes) -> int:
 _METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 
 
-def _check_absolute_form(url: bytes) -> None:
+def _parse_absolute_form(url: bytes) -> Any:
     """RFC 9112 3.2.2: an absolute-form target must be a URI with a host."""
     try:
         parsed = httptools.parse_url(url)
@@ -125,6 +128,7 @@ def _check_absolute_form(url: bytes) -> None:
         raise BadRequest("invalid request target") from None
     if not parsed.schema or not parsed.host:
         raise BadRequest("request target without scheme or host")
+    return parsed
 
 
 class RequestParser:
@@ -286,8 +290,9 @@ class RequestParser:
         url = self._url
         if len(url) + len(method) + 10 > self._line_limit:
             raise UriTooLong("request line too long")
+        absolute = None
         if url[0] != 47 and url != b"*":  # not "/...": absolute-form or authority-form
-            _check_absolute_form(url)
+            absolute = _parse_absolute_form(url)
         length = self._content_length
         if length is not None and self._body_limit and length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")
@@ -302,6 +307,7 @@ class RequestParser:
                 self._chunked,
                 # RFC 9110 10.1.1: an HTTP/1.0 expectation is ignored
                 self._expect and version == "1.1" and (self._chunked or bool(length)),
+                absolute,
             )
         )
 
@@ -314,17 +320,5 @@ class RequestParser:
         self._sink.on_body(chunk)
 
     def on_message_complete(self) -> None:
-        # _reset(), inlined: this runs once per request
-        self._in_head = True
-        self.head_bytes = 0
-        self._url = b""
-        self._headers = []
-        self._host_count = 0
-        self._content_length = None
-        self._chunked = False
-        self._expect = False
-        self._body_seen = 0
-        self._trailers = 0
-        self._te_seen = False
-        self._check_fields = True  # the rest of this read may hold a head of any size
+        self._reset()
         self._sink.on_request_end()

@@ -16,8 +16,6 @@ import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-import httptools
-
 from corral.http.parser import RequestHead
 
 _KEY_CACHE_MAX = 2048
@@ -80,14 +78,12 @@ def _decode_path(path: str) -> str:
     return unquote_to_bytes(path.encode("latin-1")).decode("latin-1")
 
 
-def _split_target(environ: dict[str, Any], target: bytes, raw: str) -> tuple[str, str]:
+def _split_target(environ: dict[str, Any], head: RequestHead, raw: str) -> tuple[str, str]:
     """Path and query of a target that is not a plain origin-form one."""
-    if target[:1] == b"/":
+    url = head.absolute
+    if url is None:  # origin-form with a fragment, or "*"
         path, _, query = raw.partition("#")[0].partition("?")
-        return path, query
-    if target == b"*":
-        return "", ""
-    url = httptools.parse_url(target)
+        return ("", "") if path == "*" else (path, query)
     if url.host:
         # RFC 9112 3.2.2: the authority of an absolute-form target wins over Host
         host = url.host.decode("latin-1")
@@ -106,7 +102,7 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
     if target[0] == 47 and b"#" not in target:  # origin-form, the common case
         path, _, query = raw.partition("?")
     else:
-        path, query = _split_target(environ, target, raw)
+        path, query = _split_target(environ, head, raw)
     environ["PATH_INFO"] = _decode_path(path) if "%" in path else path
     environ["QUERY_STRING"] = query
     environ["REQUEST_METHOD"] = head.method
