@@ -54,7 +54,9 @@ def run_close(n: int) -> float:
     """One connection per request: accept-side setup, the request, the close."""
     log = setup_error_log("-", "warning")
     adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
-    state = ServerState(adapter, Limits(), keep_alive=5, header_timeout=30)
+    state = ServerState(
+        adapter, Limits(), keep_alive=5, header_timeout=30, body_timeout=60, send_timeout=60
+    )
     state.loop = asyncio.new_event_loop()
     state.prefix = "Date: Mon, 30 Nov 2026 03:31:53 GMT\r\nServer: corral\r\n"
     start = time.perf_counter()
@@ -71,7 +73,9 @@ def run_close(n: int) -> float:
 def run(n: int) -> float:
     log = setup_error_log("-", "warning")
     adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
-    state = ServerState(adapter, Limits(), keep_alive=5, header_timeout=30)
+    state = ServerState(
+        adapter, Limits(), keep_alive=5, header_timeout=30, body_timeout=60, send_timeout=60
+    )
     state.loop = asyncio.new_event_loop()
     state.prefix = "Date: Mon, 30 Nov 2026 03:31:53 GMT\r\nServer: corral\r\n"
     conn = HttpConnection(state)

@@ -61,8 +61,8 @@ class ServerState:
         *,
         keep_alive: float,
         header_timeout: float,
-        body_timeout: float = 60.0,
-        send_timeout: float = 60.0,
+        body_timeout: float,
+        send_timeout: float,
         access_log: Callable[[HttpConnection, Exchange], None] | None = None,
     ) -> None:
         self.adapter = adapter

@@ -74,7 +74,12 @@ def connect(loop, *, keep_alive=5.0, limits=None) -> tuple[HttpConnection, Recor
         log=logging.getLogger("corral.test"),
     )
     state = ServerState(
-        adapter, limits or Limits(), keep_alive=keep_alive, header_timeout=2, body_timeout=3
+        adapter,
+        limits or Limits(),
+        keep_alive=keep_alive,
+        header_timeout=2,
+        body_timeout=3,
+        send_timeout=60,
     )
     state.loop = loop
     state.now = 100.0

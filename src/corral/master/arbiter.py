@@ -94,7 +94,8 @@ class Arbiter:
         self.sockets: dict[str, Any] = {}
         self.workers: dict[int, WorkerProcess] = {}
         self.loaded_app: Any = None
-        self.identity = Identity(None, None)
+        # resolved now: an unknown user or group is a configuration error (ValueError)
+        self.identity = Identity(self.application.user, self.application.group)
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
         self.exit_code = 0
@@ -299,10 +300,7 @@ class Arbiter:
                         worker, f"event loop silent for {silent:.0f}s (timeout {timeout:g}s)"
                     )
                 elif worker.request is not None and worker.request[0] > timeout:
-                    age, what = worker.request
-                    self._kill(
-                        worker, f"request {what} running for {age:.0f}s (timeout {timeout:g}s)"
-                    )
+                    self._kill(worker, f"a request ran past the timeout ({timeout:g}s)")
 
     def _kill(self, worker: WorkerProcess, why: str) -> None:
         """Timeout: ABRT first, so that the worker reports what it was serving; then KILL."""
@@ -317,7 +315,7 @@ class Arbiter:
         why, worker.kill_reason = worker.kill_reason, None
         if why is None:
             return  # already done
-        if worker.request is not None and worker.request[1] not in why:
+        if worker.request is not None:  # from its last heartbeat, or its abort line
             age, what = worker.request
             why += f", serving {what} for {age:.1f}s"
         self.log.critical(
@@ -343,7 +341,7 @@ class Arbiter:
     def begin_stop(self, *, graceful: bool) -> None:
         self.stopping = True
         self._graceful = graceful
-        close_all_copies(self.sockets)
+        close_all(self.sockets)  # the kernel stops queueing connections no worker will take
         sig = signal.SIGTERM if graceful else signal.SIGQUIT
         for worker in self.workers.values():
             with contextlib.suppress(ProcessLookupError):
@@ -383,13 +381,6 @@ def _request_of(fields: list[str]) -> tuple[float, str] | None:
     if len(fields) < 3:
         return None
     return float(fields[0]), f"{fields[1]} {fields[2]}"
-
-
-def close_all_copies(sockets: dict[str, Any]) -> None:
-    """The master's copies of the listeners: closed at shutdown so the kernel stops queueing."""
-    for sock in sockets.values():
-        with contextlib.suppress(OSError):
-            sock.close()
 
 
 class Identity:
@@ -471,9 +462,8 @@ def serve(doc: Document) -> int:
     """Run the server the document describes until it is stopped; returns the exit code."""
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
-    arbiter = Arbiter(doc, log)
     try:
-        arbiter.identity = Identity(arbiter.application.user, arbiter.application.group)
+        arbiter = Arbiter(doc, log)
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
