@@ -118,7 +118,6 @@ class HttpConnection(asyncio.Protocol):
         "reading_paused",
         "receiving",
         "sendfile_job",
-        "sendfile_waiting",
         "server",
         "sockname",
         "state",
@@ -140,8 +139,7 @@ class HttpConnection(asyncio.Protocol):
         self.closed = False
         self.write_paused = False
         self.reading_paused = False
-        self.sendfile_waiting = False
-        self.sendfile_job: _SendfileJob | None = None
+        self.sendfile_job: _SendfileJob | None = None  # set while it waits for the socket
         self.on_writable: Callable[[], None] | None = None
         self.adapter_state: Any = None  # the adapter's per-connection cache
         self._dispatching = False
@@ -412,7 +410,7 @@ class HttpConnection(asyncio.Protocol):
 
     def waiting_for_client(self) -> bool:
         """The answer is held up by a client that does not read it."""
-        return self.write_paused or self.sendfile_waiting
+        return self.write_paused or self.sendfile_job is not None
 
     def idle(self) -> bool:
         """No request in progress or queued: safe to close when draining."""
@@ -461,7 +459,6 @@ class _SendfileJob:
                         conn.deadline = conn.server.now + conn.server.send_timeout
                     if not self.watching:
                         self.watching = True
-                        conn.sendfile_waiting = True
                         conn.sendfile_job = self
                         conn.loop.add_writer(self.dup, self.step)
                     return
@@ -484,7 +481,6 @@ class _SendfileJob:
         conn = self.conn
         if self.watching:
             conn.loop.remove_writer(self.dup)
-            conn.sendfile_waiting = False
             conn.sendfile_job = None
             if conn.state == BUSY:
                 conn.deadline = NEVER

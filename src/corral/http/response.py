@@ -159,18 +159,16 @@ def build_head(
         if entry is None:
             entry = _field(header)
         kind = entry[0]
-        if kind:
-            if kind == _CONTENT_LENGTH:
-                if content_length is not None:
-                    raise InvalidResponse("more than one Content-Length")
-                content_length = entry[2]
-                length_line = entry[1]
-                continue
-            else:
-                if kind == _CONNECTION and "close" in header[1].lower():
-                    close = True
-                continue  # hop-by-hop: the server frames the connection itself
-        parts.append(entry[1])
+        if not kind:
+            parts.append(entry[1])
+        elif kind == _CONTENT_LENGTH:  # placed below, once the status says it may go
+            if content_length is not None:
+                raise InvalidResponse("more than one Content-Length")
+            content_length = entry[2]
+            length_line = entry[1]
+        elif kind == _CONNECTION and "close" in header[1].lower():
+            close = True
+        # other hop-by-hop fields are dropped: the server frames the connection itself
     if code < 200 or code == 204 or code == 304:
         # these never carry a body; RFC 9110 8.6: no Content-Length on 1xx and 204
         if code == 304 and length_line:
