@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.apps.wsgi_apps import apply_ops  # the app's own, run on BytesIO
 from tests.integration.server import Server, read_all, read_response, wait_for
 
 MODES = ["1", "4"]
@@ -383,30 +384,6 @@ def test_multiprocess_true_with_two_workers():
 
 
 # -- wsgi.input ----------------------------------------------------------------------
-
-
-def apply_ops(stream, ops: str) -> list:
-    """The reference: the same operations as the app's apply_ops, on io.BytesIO."""
-    results: list = []
-    for op in ops.split(","):
-        name, _, arg = op.partition(":")
-        if name == "read":
-            value = stream.read(int(arg)) if arg else stream.read()
-        elif name == "readnone":
-            value = stream.read(None)
-        elif name == "readline":
-            value = stream.readline(int(arg)) if arg else stream.readline()
-        elif name == "readlines":
-            value = stream.readlines()
-        elif name == "iter":
-            value = list(stream)
-        else:
-            raise ValueError(op)
-        if isinstance(value, list):
-            results.append([line.decode("latin-1") for line in value])
-        else:
-            results.append(value.decode("latin-1"))
-    return results
 
 
 LONG_LINE = bytes(range(256)).replace(b"\n", b"") * 300  # ~76 KB without a newline
