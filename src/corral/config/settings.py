@@ -438,15 +438,28 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Listening", "Where to accept connections."),
     ("Timeouts", "All durations are in seconds and may be fractional."),
     ("Request limits", "Checked while the request is read, before memory is spent on it."),
+    (
+        "Worker recycling",
+        "When a worker is replaced by a fresh one. The replacement is ready before the old "
+        "worker stops accepting, and the old worker finishes its requests.",
+    ),
     ("Responses", "What corral adds to every response."),
     ("Logging", "Error log and access log."),
-    ("Process", "How the server process presents itself."),
+    ("Process", "How the server process presents itself and how it is supervised."),
     ("Command line", "Options of the command itself; they are not config-file keys."),
 )
 
-_APPLICATION, _LISTENING, _TIMEOUTS, _LIMITS, _RESPONSES, _LOGGING, _PROCESS, _COMMAND = (
-    title for title, _ in SECTIONS
-)
+(
+    _APPLICATION,
+    _LISTENING,
+    _TIMEOUTS,
+    _LIMITS,
+    _RECYCLING,
+    _RESPONSES,
+    _LOGGING,
+    _PROCESS,
+    _COMMAND,
+) = (title for title, _ in SECTIONS)
 _S, _A, _SRC, _CMD = Scope.SERVER, Scope.APPLICATION, Scope.SOURCE, Scope.COMMAND
 
 # fmt: off
@@ -565,6 +578,19 @@ SETTINGS: tuple[Setting, ...] = (
         "it the connection is closed.",
         flags=("--send-timeout",), metavar="SECONDS",
     ),
+    Setting(
+        "request_timeout", _TIMEOUTS, _A, _SECONDS, 0.0,
+        "A request running in the application longer than this gets 504 (or its connection "
+        "closed if the response had started), its stack is logged and an exception is raised "
+        "in the thread running it so the worker keeps serving. 0 disables it.",
+        flags=("--request-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "request_timeout_grace", _TIMEOUTS, _A, _SECONDS, 5.0,
+        "How long a request past `request_timeout` may take to unwind before its worker is "
+        "recycled (stacks logged, killed and replaced).",
+        flags=("--request-timeout-grace",), metavar="SECONDS",
+    ),
     # -- Request limits -------------------------------------------------------------------------
     Setting(
         "limit_request_line", _LIMITS, _S, _int(ge=64, le=65536), 8190,
@@ -591,6 +617,40 @@ SETTINGS: tuple[Setting, ...] = (
         "Request bodies larger than this many bytes are spooled to a temporary file instead of "
         "memory.",
         flags=("--body-buffer-size",), metavar="BYTES",
+    ),
+    # -- Worker recycling -----------------------------------------------------------------------
+    Setting(
+        "max_requests", _RECYCLING, _A, _int(ge=0), 0,
+        "Recycle a worker after it has served this many requests. 0 disables it.",
+        flags=("--max-requests",), metavar="INT",
+    ),
+    Setting(
+        "max_requests_jitter", _RECYCLING, _A, _int(ge=0), 0,
+        "Add a random 0 to this many requests to each worker's `max_requests`, so that "
+        "workers do not all recycle at once.",
+        flags=("--max-requests-jitter",), metavar="INT",
+    ),
+    Setting(
+        "max_worker_lifetime", _RECYCLING, _A, _SECONDS, 0.0,
+        "Recycle a worker after it has run this long. 0 disables it.",
+        flags=("--max-worker-lifetime",), metavar="SECONDS",
+    ),
+    Setting(
+        "max_worker_lifetime_jitter", _RECYCLING, _A, _SECONDS, 0.0,
+        "Add a random 0 to this many seconds to each worker's `max_worker_lifetime`.",
+        flags=("--max-worker-lifetime-jitter",), metavar="SECONDS",
+    ),
+    Setting(
+        "max_worker_memory", _RECYCLING, _A, _int(ge=0), 0,
+        "Recycle a worker whose resident memory (RSS) exceeds this many MiB, checked every "
+        "second (uWSGI's reload-on-rss). 0 disables it.",
+        flags=("--max-worker-memory",), metavar="MIB",
+    ),
+    Setting(
+        "min_worker_lifetime", _RECYCLING, _A, _SECONDS, 5.0,
+        "A worker younger than this is never recycled, and one that dies younger than this "
+        "counts as a crash at start-up: it is respawned with an exponential backoff.",
+        flags=("--min-worker-lifetime",), metavar="SECONDS",
     ),
     # -- Responses ------------------------------------------------------------------------------
     Setting(
@@ -636,6 +696,27 @@ SETTINGS: tuple[Setting, ...] = (
         "proc_name", _PROCESS, _S, _NAME | None, None,
         "Name shown in process titles (`ps`); by default the application's name.",
         flags=("-n", "--name"), metavar="NAME",
+    ),
+    Setting(
+        "reload", _PROCESS, _S, bool, False,
+        "Development: reload (as on HUP) when a Python source file under the working directory "
+        "or the Python path, or the config file, changes. Needs `pip install corral[reload]` "
+        "(watchfiles).",
+        flags=("--reload",), action=Action.FLAG,
+    ),
+    Setting(
+        "touch_reload", _PROCESS, _S, list[str], [],
+        "Reload (as on HUP) when this file's modification time changes; repeat for several.",
+        flags=("--touch-reload",), metavar="FILE", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_path_list,
+    ),
+    Setting(
+        "hooks", _PROCESS, _S, _NAME | None, None,
+        "Python file (`path/hooks.py`) or module (`pkg.hooks`) whose functions run at the "
+        "server's events, with Gunicorn's names and signatures (`on_starting`, `when_ready`, "
+        "`pre_fork`, `post_fork`, `post_worker_init`, `worker_int`, `worker_abort`, "
+        "`pre_request`, `post_request`, `worker_exit`, `on_reload`, `on_exit`).",
+        flags=("--hooks",), metavar="FILE",
     ),
     # -- Command line ---------------------------------------------------------------------------
     Setting(
