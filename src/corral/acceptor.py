@@ -54,6 +54,9 @@ class DeferringAcceptor:
     def close(self) -> None:
         self._closed = True
         self._pause()
+        # this process's copy of the listener goes too: if it is the last one, the kernel
+        # refuses new connections instead of queueing them for no one
+        self._sock.close()
 
     def _pause(self) -> None:
         if self._reading:

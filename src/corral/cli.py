@@ -35,6 +35,6 @@ def main(argv: list[str] | None = None) -> int:
     if command.check_config:
         print(dump_document(doc))
         return 0
-    from corral.master.arbiter import serve
+    from corral.master.arbiter import Origin, serve
 
-    return serve(doc)
+    return serve(doc, Origin(command.document, list(args), config_file=command.config))

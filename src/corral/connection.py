@@ -77,6 +77,8 @@ class ServerState:
         self.prefix = ""  # "Date: ...\r\nServer: ...\r\n", refreshed every second
         self.draining = False
         self.served = 0
+        self.retire_after = 0  # tell the adapter's owner when `served` reaches it; 0: never
+        self.on_retire: Callable[[], None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
 
@@ -292,7 +294,9 @@ class HttpConnection(asyncio.Protocol):
     def finish(self, exchange: Exchange, keep_alive: bool) -> None:
         """The answer to ``exchange`` is complete; go on with the connection."""
         server = self.server
-        server.served += 1
+        served = server.served = server.served + 1
+        if served == server.retire_after:
+            server.on_retire()  # type: ignore[misc]
         if server.access_log is not None:
             server.access_log(self, exchange)
         if self.pipeline and self.pipeline[0] is exchange:
@@ -301,7 +305,9 @@ class HttpConnection(asyncio.Protocol):
         exchange.body.close()  # a spilled body's temporary file goes now, not at GC
         if self.closed:
             return
-        if not (keep_alive and exchange.complete and exchange.head.keep_alive) or server.draining:
+        # a response that promised keep-alive before a drain began is followed by one more
+        # request at most: it is answered with "Connection: close" (see the worker's drain)
+        if not (keep_alive and exchange.complete and exchange.head.keep_alive):
             self.close()
             return
         if self.pipeline:

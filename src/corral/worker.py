@@ -4,19 +4,28 @@ The worker owns its loop, its connections and its application; it learns
 nothing from the master but a :class:`WorkerSpec` and the TERM/QUIT signals, and
 tells the master only through its heartbeat pipe: ``ready`` once the application
 is imported and the listeners are served, then once a second a line with the
-requests served and the age, method and path of the oldest request in progress.
-The heartbeat is sent from the loop, so a loop blocked by the application goes
-silent; the oldest-request age shows a request stuck on an application thread.
+requests served and the age, method and path of the oldest request in progress,
+and ``retire N`` once it has served its ``max_requests``. The heartbeat is sent
+from the loop, so a loop blocked by the application goes silent; the
+oldest-request age shows a request stuck on an application thread.
 
-Signals: TERM drains (stop accepting, close idle connections, finish in-flight
-requests within ``graceful_timeout``); QUIT exits at once; INT is ignored because
-a terminal sends it to the whole process group and the master decides.
+Signals: TERM drains: stop accepting, finish in-flight requests within
+``graceful_timeout``; every response from then on says ``Connection: close``,
+and idle keep-alive connections are closed ``drain_idle_timeout`` later, not at
+once, so that a request a client is already sending on one is served rather
+than reset. QUIT exits at once. USR1 reopens the log files. USR2 writes
+every thread's stack to the error log (faulthandler, from C, so it works while
+the application holds the interpreter), and ABRT reports the request in progress
+and exits: the master sends both, in that order, to a worker it kills for a
+timeout. INT is ignored because a terminal sends it to the whole process group
+and the master decides.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import logging
 import os
 import signal
@@ -33,7 +42,7 @@ from corral.appload import load_app
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.http.parser import Limits
 from corral.http.response import http_date
-from corral.observe.errorlog import LOGGER_NAME
+from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
@@ -51,6 +60,7 @@ class WorkerSpec:
     loaded_app: Any = None  # set when the master preloaded the application
     multiprocess: bool = True
     access_log: Any = None
+    max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -76,6 +86,7 @@ class Worker:
         self.adapter: Any = None
         self.stopping = False
         self._server_header = ""
+        self.master_pid = os.getppid()
 
     def run(self) -> int:
         spec = self.spec
@@ -88,13 +99,13 @@ class Worker:
             signal.SIGINT,
             signal.SIGHUP,
             signal.SIGUSR1,
-            signal.SIGUSR2,
             signal.SIGWINCH,
             signal.SIGTTIN,
             signal.SIGTTOU,
         ):
             signal.signal(sig, signal.SIG_IGN)
         signal.set_wakeup_fd(-1)
+        self._enable_stack_dumps()
         os.set_blocking(spec.heartbeat_fd, False)
         app = spec.loaded_app
         if app is None:
@@ -134,12 +145,16 @@ class Worker:
             send_timeout=settings.send_timeout,
             access_log=spec.access_log,
         )
+        if spec.max_requests:
+            state.retire_after = spec.max_requests
+            state.on_retire = self._retire
         state.loop = loop
         self.state = state
         header = settings.server_header
         self._server_header = f"Server: {header}\r\n" if header else ""
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
+        loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
         # QUIT must work while the application blocks the loop: a plain handler
         # runs between bytecodes (and interrupts sleeps) on the main thread.
         signal.signal(signal.SIGQUIT, self.quit)
@@ -194,6 +209,9 @@ class Worker:
         self.loop.call_later(1.0 - time.time() % 1.0 + 0.001, self._tick)
 
     def _tick(self) -> None:
+        if os.getppid() != self.master_pid and not self.stopping:
+            self.log.warning("the master (pid %d) is gone; draining", self.master_pid)
+            self.begin_drain()
         self._tick_clock()
         state = self.state
         assert state is not None
@@ -227,10 +245,31 @@ class Worker:
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
             os.write(self.spec.heartbeat_fd, (line + "\n").encode("utf-8", "replace"))
 
+    def _retire(self) -> None:
+        """``max_requests`` reached: the master starts a replacement, then sends TERM."""
+        state = self.state
+        assert state is not None
+        self._send(f"retire {state.served}")
+
+    # -- logs -------------------------------------------------------------------------
+
+    def _enable_stack_dumps(self) -> None:
+        """Python stacks to the error log on a crash (SEGV...) and on USR2 from the master."""
+        stream = error_log_stream()
+        faulthandler.enable(file=stream, all_threads=True)
+        faulthandler.register(signal.SIGUSR2, file=stream, all_threads=True, chain=False)
+
+    def reopen_logs(self) -> None:
+        """USR1 (logrotate): reopen the error log and the access log at their paths."""
+        reopen_error_log()
+        self._enable_stack_dumps()  # faulthandler holds the old file's descriptor
+        if self.spec.access_log is not None:
+            self.spec.access_log.reopen()
+
     # -- stopping -----------------------------------------------------------------
 
     def begin_drain(self) -> None:
-        """TERM: stop accepting, close idle connections, let busy ones finish."""
+        """TERM: stop accepting; idle connections get at most their keep-alive time."""
         if self.stopping:
             return
         self.stopping = True
@@ -239,11 +278,17 @@ class Worker:
         state.draining = True
         for server in self.servers:
             server.close()
+        grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
+        self.loop.call_later(grace, self._close_idle)
+        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
+        self._drain_poll()
+
+    def _close_idle(self) -> None:
+        state = self.state
+        assert state is not None
         for conn in list(state.connections):
             if conn.idle():
                 conn.close()
-        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
-        self._drain_poll()
 
     def _drain_poll(self) -> None:
         state = self.state

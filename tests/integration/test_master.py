@@ -207,7 +207,14 @@ def test_timeout_kills_stuck_worker_naming_the_request(flags, threads):
             assert time.monotonic() - stuck_at >= 1.5
             assert f"pid {old}" in line
             assert "GET /sleep" in line, line
+            assert "timeout 2s" in line or "(2s)" in line, line
             assert b"slept" not in read_all(sock)
+        # before the kill, every thread's stack went to the error log, the stuck one too
+        log = server.stderr
+        assert log.index("its threads' stacks follow") < log.index(line)
+        stacks = log[log.index("its threads' stacks follow") : log.index(line)]
+        assert "most recent call first" in stacks, stacks
+        assert re.search(r'File ".*proc_apps\.py", line \d+ in application', stacks), stacks
         server.wait_log(r"worker 0 ready", count=2, timeout=10)
         status, body = get(server, "/info")
         assert status == 200

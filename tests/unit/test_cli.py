@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -87,17 +86,21 @@ def test_help_is_grouped_and_shows_defaults() -> None:
 
 
 def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    served: list[Document] = []
+    from corral.master import arbiter
 
-    def serve(doc: Document) -> int:
-        served.append(doc)
+    served: list[tuple[Document, arbiter.Origin]] = []
+
+    def serve(doc: Document, origin: arbiter.Origin) -> int:
+        served.append((doc, origin))
         return 7
 
-    fake = types.ModuleType("corral.master.arbiter")
-    fake.serve = serve  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "corral.master.arbiter", fake)
+    monkeypatch.setattr(arbiter, "serve", serve)
     assert cli.main(["pkg:app", "-w", "2"]) == 7
-    assert served[0].applications["pkg"].workers == 2
+    doc, origin = served[0]
+    assert doc.applications["pkg"].workers == 2
+    # what reload and USR2 redo: the same command line gives the same document
+    assert origin.argv == ["pkg:app", "-w", "2"]
+    assert origin.reread() == doc
 
 
 def test_main_reports_errors_without_serving(capsys: pytest.CaptureFixture[str]) -> None:

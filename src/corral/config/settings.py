@@ -555,6 +555,13 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--graceful-timeout",), metavar="SECONDS",
     ),
     Setting(
+        "drain_idle_timeout", _TIMEOUTS, _S, _SECONDS, 1.0,
+        "On a graceful stop, reload or recycle, how long a draining worker keeps an idle "
+        "keep-alive connection open for a request its client may already be sending (answered "
+        "with `Connection: close`), instead of resetting it. Capped by `keep_alive`.",
+        flags=("--drain-idle-timeout",), metavar="SECONDS",
+    ),
+    Setting(
         "keep_alive", _TIMEOUTS, _S, _SECONDS, 5.0,
         "How long an idle keep-alive connection is kept open. 0 closes each connection after "
         "its response.",

@@ -1,16 +1,24 @@
-"""The master process: binds the listeners, forks the workers, keeps them alive.
+"""The master process: binds the listeners, forks the workers, keeps them serving.
 
 Invariants:
 - The master never runs application code (unless ``preload`` asks for it) and
   never reads a request: workers accept on the sockets they inherit.
 - Signal handlers only enqueue the signal; :meth:`Arbiter.main` acts on it.
-- A worker that exits with :data:`~corral.worker.EXIT_APP_LOAD` before it was
-  ever ready stops the master with that code: an application that cannot be
-  imported is not retried in a loop. Other early deaths are retried with an
-  exponential backoff, one log line per step.
+- Every worker belongs to a :class:`Generation`: the configuration it was started
+  from. A reload builds a whole new generation and retires the old one only when
+  every new worker is ready; if one of them exits before it is ready, the new
+  generation is discarded and the old one keeps serving. Nothing retries a failed
+  reload by itself.
+- A slot that is still wanted is never left empty on purpose: recycling starts a
+  successor and retires the old worker only once the successor is ready.
+- At start-up, a worker that exits with :data:`~corral.worker.EXIT_APP_LOAD`
+  before any worker was ever ready stops the master with that code: an
+  application that cannot be imported is not retried in a loop. Other early
+  deaths (before ready, or younger than ``min_worker_lifetime``) are retried
+  with an exponential backoff, one log line per step.
 - Liveness comes from each worker's heartbeat pipe, written by its event loop: a
   silent loop, or a request older than ``timeout`` seen in a heartbeat, gets the
-  worker killed and replaced.
+  worker's stacks written to the error log, then the worker killed and replaced.
 """
 
 from __future__ import annotations
@@ -20,24 +28,36 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral.appload import load_app
-from corral.config import Document
+from corral.config import ConfigError, Document
+from corral.master import upgrade
+from corral.master.identity import Identity
 from corral.master.listeners import ListenError, bind_all, close_all, describe
-from corral.observe.errorlog import setup_error_log
+from corral.master.pidfile import PidFile
+from corral.master.process import WorkerProcess, request_of
+from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
+from corral.master.watch import SourceWatcher, TouchedFiles
+from corral.observe.errorlog import reopen_error_log, setup_error_log
 from corral.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
 
-# Crash-loop backoff: first delay, cap, and how long a worker must live to reset it.
+# Crash-loop backoff: first delay and cap.
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
-STABLE_AFTER = 5.0
+# A worker killed for a timeout gets this long to report its request before SIGKILL.
+ABORT_GRACE = 1.0
+# A retiring worker still alive this long after its graceful_timeout is killed.
+DRAIN_SLACK = 5.0
 
 _HANDLED_SIGNALS = (
     signal.SIGTERM,
@@ -61,48 +81,64 @@ def _set_title(title: str) -> None:
     setproctitle.setproctitle(title)
 
 
-class WorkerProcess:
-    """The master's view of one worker."""
+@dataclass(frozen=True)
+class Origin:
+    """Where the running document came from, so that reload and upgrade can redo it."""
 
-    def __init__(self, pid: int, index: int, beat_fd: int) -> None:
-        self.pid = pid
-        self.index = index
-        self.beat_fd = beat_fd
-        self.started = time.monotonic()
-        self.last_beat = self.started
-        self.ready = False
-        self.stopping = False
-        self.request: tuple[float, str] | None = None  # (age seconds, "METHOD /path")
-        self.kill_reason: str | None = None  # set when a timeout kill is under way
-        self.served = 0
-        self._partial = b""
+    reread: Callable[[], Document]  # the document as the command line and file say now
+    argv: list[str] = field(default_factory=list)  # the command's arguments, for USR2
+    cwd: str = field(default_factory=os.getcwd)  # where the command was started
+    config_file: str | None = None
 
-    def feed(self, data: bytes) -> list[str]:
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        return [line.decode("utf-8", "replace") for line in lines]
+
+class Generation:
+    """One configuration the workers were started from, with what it resolved to."""
+
+    def __init__(
+        self,
+        number: int,
+        doc: Document,
+        sockets: dict[str, socket.socket],
+        loaded_app: Any = None,
+    ) -> None:
+        self.number = number
+        self.doc = doc
+        self.settings = doc.settings
+        self.app_name, self.application = next(iter(doc.applications.items()))
+        # resolved now: an unknown user or group is a configuration error (ValueError)
+        self.identity = Identity(self.application.user, self.application.group)
+        self.sockets = sockets
+        self.loaded_app = loaded_app
 
 
 class Arbiter:
-    def __init__(self, doc: Document, log: logging.Logger) -> None:
-        self.doc = doc
+    def __init__(self, doc: Document, log: logging.Logger, origin: Origin | None = None) -> None:
         self.log = log
-        settings = doc.settings
-        self.settings = settings
-        self.app_name, self.application = next(iter(doc.applications.items()))
-        self.title_name = settings.proc_name or self.app_name
-        self.sockets: dict[str, Any] = {}
+        self.origin = origin
+        self.current = Generation(1, doc, {})
+        self.pending: Generation | None = None
+        self.title_name = doc.settings.proc_name or self.current.app_name
+        self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
         self.workers: dict[int, WorkerProcess] = {}
-        self.loaded_app: Any = None
-        # resolved now: an unknown user or group is a configuration error (ValueError)
-        self.identity = Identity(self.application.user, self.application.group)
+        self.num_workers = self.current.application.workers
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
+        self._graceful = True
         self.exit_code = 0
         self.failures = 0
-        self._respawn_handle: asyncio.TimerHandle | None = None
-        self._first_ready: asyncio.Future[bool] | None = None
+        self.ever_ready = False
+        self.all_ready = False
+        self.reload_queued: str | None = None
+        self.pidfile: PidFile | None = None
+        self.new_master: int | None = None  # pid of the master a USR2 started
+        self.old_master: int | None = None  # pid of the master this one replaces
+        self.touched = TouchedFiles(doc.settings.touch_reload)
+        self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def settings(self) -> Any:
+        return self.current.settings
 
     # -- start ----------------------------------------------------------------------
 
@@ -118,20 +154,24 @@ class Arbiter:
         finally:
             for sig in _HANDLED_SIGNALS:
                 loop.remove_signal_handler(sig)
+            if self.watcher is not None:
+                self.watcher.stop()
             loop.close()
         return self.exit_code
 
     async def main(self) -> None:
-        app = self.application
-        for address, sock in self.sockets.items():
+        gen = self.current
+        for address, sock in gen.sockets.items():
             self.log.info("listening on %s (%s)", describe(sock), address)
+        app = gen.application
         self.log.info(
-            "serving %s with %d worker(s) x %d thread(s)", self.app_name, app.workers, app.threads
+            "serving %s with %d worker(s) x %d thread(s)", gen.app_name, app.workers, app.threads
         )
         loop = self.loop
         assert loop is not None
-        self._first_ready = loop.create_future()
-        self.spawn(0)
+        if self.settings.reload:
+            self._start_source_watcher()
+        self.spawn(0, gen)
         ticker = loop.create_task(self._tick())
         try:
             while not self.stopping:
@@ -141,12 +181,29 @@ class Arbiter:
         finally:
             ticker.cancel()
 
+    def _start_source_watcher(self) -> None:
+        gen = self.current
+        directories = [os.getcwd(), *gen.application.pythonpath]
+        files = [self.origin.config_file] if self.origin and self.origin.config_file else []
+        loop = self.loop
+        assert loop is not None
+
+        def changed(path: str) -> None:
+            loop.call_soon_threadsafe(self.reload, f"{path} changed")
+
+        self.watcher = SourceWatcher(directories, files, changed)
+        self.watcher.start()
+        self.log.info("reload: watching %s for changes", ", ".join(directories + files))
+
     # -- workers ----------------------------------------------------------------------
 
-    def spawn(self, index: int) -> None:
+    def spawn(
+        self, slot: int, gen: Generation, replaces: WorkerProcess | None = None
+    ) -> WorkerProcess | None:
         if self.stopping:
-            return
+            return None
         read_fd, write_fd = os.pipe()
+        max_requests = draw_max_requests(gen.application)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -157,7 +214,10 @@ class Arbiter:
                 for other in self.workers.values():
                     with contextlib.suppress(OSError):
                         os.close(other.beat_fd)
-                code = self._worker_main(write_fd)
+                for address, sock in self.sockets.items():
+                    if address not in gen.sockets:
+                        sock.close()  # a listener no worker of gen serves must not stay open
+                code = self._worker_main(gen, write_fd, max_requests)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
@@ -168,34 +228,41 @@ class Arbiter:
                     sys.stderr.flush()
                 os._exit(code)
         os.close(write_fd)
-        worker = WorkerProcess(pid, index, read_fd)
+        worker = WorkerProcess(pid, slot, gen, read_fd)
+        worker.max_lifetime = draw_max_lifetime(gen.application)
+        worker.replaces = replaces
         self.workers[pid] = worker
         assert self.loop is not None
         self.loop.add_reader(read_fd, self._on_beat, worker)
-        self.log.debug("worker %d spawned (pid %d)", index, pid)
+        self.log.debug("worker %d spawned (pid %d, generation %d)", slot, pid, gen.number)
+        return worker
 
-    def _worker_main(self, beat_fd: int) -> int:
+    def _worker_main(self, gen: Generation, beat_fd: int, max_requests: int) -> int:
         _set_title(f"corral: worker [{self.title_name}]")
-        app = self.application
+        app = gen.application
+        settings = gen.settings
+        if gen.number > 1 and self.origin is not None:
+            os.chdir(self.origin.cwd)  # a reloaded configuration's paths are relative to it
+            _apply_environment(app)
         access_log = None
-        settings = self.settings
         if settings.access_logfile:  # opened before the switch, as Gunicorn does
             from corral.observe.accesslog import AccessLog
 
             access_log = AccessLog(settings.access_logfile, settings.access_logformat)
         try:
-            self.identity.switch()
+            gen.identity.switch()
         except OSError as exc:
             sys.stderr.write(f"corral: error: cannot switch the worker's user: {exc}\n")
             return EXIT_APP_LOAD  # the master stops: a respawn would fail the same way
         spec = WorkerSpec(
             application=app,
             settings=settings,
-            sockets=list(self.sockets.values()),
+            sockets=list(gen.sockets.values()),
             heartbeat_fd=beat_fd,
-            loaded_app=self.loaded_app,
+            loaded_app=gen.loaded_app,
             multiprocess=app.workers > 1,
             access_log=access_log,
+            max_requests=max_requests,
         )
         return run_worker(spec)
 
@@ -210,25 +277,85 @@ class Arbiter:
             return
         worker.last_beat = time.monotonic()
         for line in worker.feed(data):
-            if line == "ready":
-                self._on_ready(worker)
-            elif line.startswith("hb "):
+            if line.startswith("hb "):
                 parts = line.split(" ", 4)
                 worker.served = int(parts[1])
-                worker.request = _request_of(parts[2:])
+                worker.request = request_of(parts[2:])
+            elif line == "ready":
+                self._on_ready(worker)
+            elif line.startswith("retire "):
+                limit = worker.generation.application.max_requests
+                worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
+                self._consider_recycling(worker)
             elif line.startswith("abort "):
-                worker.request = _request_of(line.split(" ", 3)[1:])
+                worker.request = request_of(line.split(" ", 3)[1:])
                 self._finish_kill(worker)
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
-        self.log.info("worker %d ready (pid %d)", worker.index, worker.pid)
-        first = self._first_ready
-        if first is not None and not first.done():
-            first.set_result(True)
-            # the application imports: start the others now
-            for index in range(1, self.application.workers):
-                self.spawn(index)
+        self.log.info(
+            "worker %d ready (pid %d, generation %d)",
+            worker.slot,
+            worker.pid,
+            worker.generation.number,
+        )
+        if not self.ever_ready:
+            self.ever_ready = True  # the application imports: start the others now
+            for slot in range(1, self.num_workers):
+                if not self._slot_taken(slot, self.current):
+                    self.spawn(slot, self.current)
+        old = worker.replaces
+        if old is not None:
+            worker.replaces = None
+            old.successor = None
+            if old.pid in self.workers:
+                self._retire(old)
+        pending = self.pending
+        if worker.generation is pending and all(
+            w.ready for w in self.workers.values() if w.generation is pending
+        ):
+            self._commit_reload()
+        elif not self.all_ready and self._all_slots_ready():
+            self.all_ready = True
+            self._on_all_ready()
+
+    def _all_slots_ready(self) -> bool:
+        ready = {
+            w.slot
+            for w in self.workers.values()
+            if w.ready and w.generation is self.current and not w.retiring
+        }
+        return len(ready) >= self.num_workers
+
+    def _on_all_ready(self) -> None:
+        """Start-up is complete: every worker of the first generation is ready."""
+        if self.old_master is not None:
+            self.log.info(
+                "upgrade: this master serves; asking the old master (pid %d) to stop",
+                self.old_master,
+            )
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.old_master, signal.SIGTERM)
+            self.old_master = None
+
+    def _slot_taken(self, slot: int, gen: Generation) -> bool:
+        return any(
+            w.slot == slot and w.generation is gen and not w.retiring for w in self.workers.values()
+        )
+
+    def _retire(self, worker: WorkerProcess) -> None:
+        """Stop a worker on purpose: drain if it serves, kill if it was still booting."""
+        if worker.retiring:
+            return
+        worker.retiring = True
+        worker.retired_at = time.monotonic()
+        successor = worker.successor
+        if successor is not None:
+            worker.successor = None
+            self._retire(successor)
+        sig = signal.SIGTERM if worker.ready else signal.SIGKILL
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, sig)
 
     def reap(self) -> None:
         while True:
@@ -238,6 +365,9 @@ class Arbiter:
                 return
             if pid == 0:
                 return
+            if pid == self.new_master:
+                self._on_new_master_exit(status)
+                continue
             worker = self.workers.pop(pid, None)
             if worker is None:
                 continue
@@ -249,67 +379,147 @@ class Arbiter:
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
         code = os.waitstatus_to_exitcode(status)
         how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
+        slot, pid = worker.slot, worker.pid
         if self.stopping:
-            self.log.debug("worker %d (pid %d) exited: %s", worker.index, worker.pid, how)
+            self.log.debug("worker %d (pid %d) exited: %s", slot, pid, how)
             return
-        if code == EXIT_APP_LOAD and not worker.ready:
-            self.log.critical("application %s failed to load; shutting down", self.app_name)
+        if worker.retiring:
+            self.log.info("worker %d (pid %d) exited: %s", slot, pid, how)
+            return
+        gen = worker.generation
+        if gen is self.pending and not worker.ready:
+            self._rollback_reload(f"worker {slot} exited ({how}) before it was ready")
+            return
+        if code == EXIT_APP_LOAD and not self.ever_ready:
+            self.log.critical("application %s failed to load; shutting down", gen.app_name)
             self.exit_code = EXIT_APP_LOAD
             self.begin_stop(graceful=False)
             return
-        lived = time.monotonic() - worker.started
-        if worker.stopping:
-            self.log.info("worker %d (pid %d) exited: %s", worker.index, worker.pid, how)
-            self.spawn(worker.index)
+        old = worker.replaces
+        if old is not None:  # a successor that did not make it: the old worker serves on
+            old.successor = None
+            delay = self._backoff_delay()
+            old.recycle_not_before = time.monotonic() + delay
+            self.log.error(
+                "replacement for worker %d (pid %d) exited (%s) before it was ready; "
+                "worker %d keeps serving, next try in %.1fs",
+                slot,
+                old.pid,
+                how,
+                slot,
+                delay,
+            )
             return
-        self.log.error(
-            "worker %d (pid %d) died: %s after %.1fs", worker.index, worker.pid, how, lived
-        )
-        if worker.ready and lived >= STABLE_AFTER:
+        lived = worker.age
+        if worker.timed_out:
+            self.log.info("worker %d (pid %d) exited: %s", slot, pid, how)
+        else:
+            self.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, lived)
+        successor = worker.successor
+        if successor is not None:  # it was being recycled: the successor takes the slot
+            successor.replaces = None
+            return
+        if gen is not self.current or slot >= self.num_workers:
+            return
+        if worker.timed_out or (worker.ready and lived >= gen.application.min_worker_lifetime):
             self.failures = 0
-            self.spawn(worker.index)
+            self.spawn(slot, gen)
             return
-        self.failures += 1
-        delay = min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
+        delay = self._backoff_delay()
         self.log.error(
             "workers keep dying at start-up (%d in a row): respawning worker %d in %.1fs",
             self.failures,
-            worker.index,
+            slot,
             delay,
         )
         assert self.loop is not None
-        self.loop.call_later(delay, self.spawn, worker.index)
+        self.loop.call_later(delay, self._respawn, slot, gen)
+
+    def _backoff_delay(self) -> float:
+        self.failures += 1
+        return min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
+
+    def _respawn(self, slot: int, gen: Generation) -> None:
+        if gen is self.current and slot < self.num_workers and not self._slot_taken(slot, gen):
+            self.spawn(slot, gen)
+
+    # -- once a second ------------------------------------------------------------------
 
     async def _tick(self) -> None:
-        timeout = self.settings.timeout
         while True:
             await asyncio.sleep(1.0)
             now = time.monotonic()
             for worker in list(self.workers.values()):
-                if worker.stopping:
-                    continue
-                if worker.ready and now - worker.started >= STABLE_AFTER and self.failures:
-                    self.failures = 0
-                silent = now - worker.last_beat
-                if not timeout:
-                    continue
-                if not worker.ready and silent > max(timeout, 30.0):
-                    self._kill(worker, f"not ready after {silent:.0f}s")
-                elif worker.ready and silent > timeout:
-                    self._kill(
-                        worker, f"event loop silent for {silent:.0f}s (timeout {timeout:g}s)"
-                    )
-                elif worker.request is not None and worker.request[0] > timeout:
-                    self._kill(worker, f"a request ran past the timeout ({timeout:g}s)")
+                self._check(worker, now)
+            touched = self.touched.changed()
+            if touched is not None:
+                self.reload(f"{touched} was touched")
+
+    def _check(self, worker: WorkerProcess, now: float) -> None:
+        settings = worker.generation.settings
+        if worker.retiring:
+            overdue = now - worker.retired_at > settings.graceful_timeout + DRAIN_SLACK
+            if overdue and not worker.killed:
+                worker.killed = True
+                self.log.warning(
+                    "worker %d (pid %d) still draining after graceful_timeout (%gs); killing it",
+                    worker.slot,
+                    worker.pid,
+                    settings.graceful_timeout,
+                )
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGKILL)
+            return
+        if worker.timed_out:
+            return
+        stable = now - worker.started >= worker.generation.application.min_worker_lifetime
+        if worker.ready and self.failures and stable:
+            self.failures = 0
+        timeout = settings.timeout
+        silent = now - worker.last_beat
+        if timeout:
+            if not worker.ready and silent > max(timeout, 30.0):
+                self._kill(worker, f"not ready after {silent:.0f}s")
+                return
+            if worker.ready and silent > timeout:
+                self._kill(worker, f"event loop silent for {silent:.0f}s (timeout {timeout:g}s)")
+                return
+            if worker.request is not None and worker.request[0] > timeout:
+                self._kill(worker, f"a request ran past the timeout ({timeout:g}s)")
+                return
+        self._consider_recycling(worker)
+
+    def _consider_recycling(self, worker: WorkerProcess) -> None:
+        gen = worker.generation
+        if (
+            not worker.ready
+            or worker.retiring
+            or worker.successor is not None
+            or worker.replaces is not None
+            or gen is not self.current
+            or self.pending is not None
+            or time.monotonic() < worker.recycle_not_before
+        ):
+            return
+        reason = recycle_reason(worker, gen.application, worker.age)
+        if reason is None:
+            return
+        self.log.info("worker %d (pid %d) recycled: %s", worker.slot, worker.pid, reason)
+        worker.retire_asked = None
+        worker.successor = self.spawn(worker.slot, gen, replaces=worker)
 
     def _kill(self, worker: WorkerProcess, why: str) -> None:
-        """Timeout: ABRT first, so that the worker reports what it was serving; then KILL."""
-        worker.stopping = True
+        """Timeout: stacks to the error log (USR2), the request reported (ABRT), then KILL."""
+        worker.timed_out = True
         worker.kill_reason = why
+        self.log.error(
+            "worker %d (pid %d): %s; its threads' stacks follow", worker.slot, worker.pid, why
+        )
         with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGUSR2)
             os.kill(worker.pid, signal.SIGABRT)
         assert self.loop is not None
-        self.loop.call_later(1.0, self._finish_kill, worker)
+        self.loop.call_later(ABORT_GRACE, self._finish_kill, worker)
 
     def _finish_kill(self, worker: WorkerProcess) -> None:
         why, worker.kill_reason = worker.kill_reason, None
@@ -319,29 +529,178 @@ class Arbiter:
             age, what = worker.request
             why += f", serving {what} for {age:.1f}s"
         self.log.critical(
-            "worker %d (pid %d) timed out: %s; killing it", worker.index, worker.pid, why
+            "worker %d (pid %d) timed out: %s; killing it", worker.slot, worker.pid, why
         )
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, signal.SIGKILL)
 
+    # -- reload -------------------------------------------------------------------------
+
+    def reload(self, why: str) -> None:
+        """Start a new generation from the configuration as it is now; see the module doc."""
+        if self.stopping:
+            return
+        if self.pending is not None:
+            self.reload_queued = why  # after the one under way, so the latest change counts
+            return
+        self.log.info("reloading (%s)", why)
+        try:
+            gen = self._next_generation()
+        except (ConfigError, ValueError, ListenError) as exc:
+            self.log.error("reload failed: %s; the running workers keep serving", exc)
+            return
+        except Exception:
+            self.log.error(
+                "reload failed: the application could not be loaded; the running workers "
+                "keep serving\n%s",
+                traceback.format_exc().rstrip(),
+            )
+            return
+        self.pending = gen
+        for slot in range(gen.application.workers):
+            self.spawn(slot, gen)
+
+    def _next_generation(self) -> Generation:
+        if self.origin is None:
+            raise ValueError("this server was not started from a command line to read again")
+        here = os.getcwd()
+        os.chdir(self.origin.cwd)  # the command line's relative paths (-c FILE) start here
+        try:
+            doc = self.origin.reread()
+        finally:
+            os.chdir(here)
+        current = self.current
+        sockets: dict[str, socket.socket] = {}
+        new = [address for address in doc.listeners if address not in self.sockets]
+        bound = bind_all(new, backlog=doc.settings.backlog, unix_mode=doc.settings.unix_socket_mode)
+        for address in doc.listeners:
+            sockets[address] = bound.get(address) or self.sockets[address]
+        self.sockets.update(bound)
+        loaded = None
+        app = next(iter(doc.applications.values()))
+        if app.preload:
+            same = (app.module, app.callable) == (
+                current.application.module,
+                current.application.callable,
+            )
+            if same and current.loaded_app is not None:
+                loaded = current.loaded_app
+                self.log.info("the preloaded application is kept: restart to load new code")
+            else:
+                try:
+                    loaded = load_app(app.module, app.callable)
+                except BaseException:
+                    self._close_unused(set(current.sockets))
+                    raise
+        try:
+            return Generation(current.number + 1, doc, sockets, loaded)
+        except ValueError:
+            self._close_unused(set(current.sockets))
+            raise
+
+    def _commit_reload(self) -> None:
+        gen = self.pending
+        assert gen is not None
+        old = self.current
+        self.pending = None
+        self.current = gen
+        self.num_workers = gen.application.workers
+        for worker in list(self.workers.values()):
+            if worker.generation is not gen:
+                self._retire(worker)
+        self._close_unused(set(gen.sockets))
+        if (gen.settings.error_logfile, gen.settings.log_level) != (
+            old.settings.error_logfile,
+            old.settings.log_level,
+        ):
+            setup_error_log(gen.settings.error_logfile, str(gen.settings.log_level))
+        self.touched = TouchedFiles(gen.settings.touch_reload)
+        self.log.info(
+            "reload complete: generation %d serving with %d worker(s)",
+            gen.number,
+            gen.application.workers,
+        )
+        self._after_reload()
+
+    def _rollback_reload(self, why: str) -> None:
+        gen = self.pending
+        assert gen is not None
+        self.pending = None
+        for worker in list(self.workers.values()):
+            if worker.generation is gen:
+                self._retire(worker)
+        self._close_unused(set(self.current.sockets))
+        self.log.error("reload failed: %s; generation %d keeps serving", why, self.current.number)
+        self._after_reload()
+
+    def _after_reload(self) -> None:
+        queued, self.reload_queued = self.reload_queued, None
+        if queued is not None:
+            self.reload(queued)
+
+    def _close_unused(self, keep: set[str]) -> None:
+        """Close the master's listeners outside ``keep`` (and the pending generation's)."""
+        if self.pending is not None:
+            keep |= set(self.pending.sockets)
+        unused = {a: s for a, s in self.sockets.items() if a not in keep}
+        for address in unused:
+            del self.sockets[address]
+        close_all(unused)
+
     # -- signals and stopping -----------------------------------------------------------
 
     def handle_signal(self, sig: int) -> None:
+        name = signal.Signals(sig).name
         if sig == signal.SIGCHLD:
             self.reap()
         elif sig in (signal.SIGTERM, signal.SIGINT):
-            self.log.info("%s: graceful shutdown", signal.Signals(sig).name)
+            self.log.info("%s: graceful shutdown", name)
             self.begin_stop(graceful=True)
         elif sig == signal.SIGQUIT:
             self.log.info("SIGQUIT: immediate shutdown")
             self.begin_stop(graceful=False)
-        else:
-            self.log.info("%s: not handled yet; ignored", signal.Signals(sig).name)
+        elif sig == signal.SIGHUP:
+            self.reload("SIGHUP")
+        elif sig == signal.SIGTTIN:
+            self.num_workers += 1
+            self.log.info("SIGTTIN: %d worker(s)", self.num_workers)
+            self._respawn(self.num_workers - 1, self.current)
+        elif sig == signal.SIGTTOU:
+            if self.num_workers <= 1:
+                self.log.info("SIGTTOU: already at %d worker(s); ignored", self.num_workers)
+                return
+            self.num_workers -= 1
+            self.log.info("SIGTTOU: %d worker(s)", self.num_workers)
+            self._retire_slots_from(self.num_workers)
+        elif sig == signal.SIGWINCH:
+            self.log.info(
+                "SIGWINCH: stopping the workers; the listeners stay open (SIGTTIN or SIGHUP "
+                "starts workers again)"
+            )
+            self.num_workers = 0
+            if self.pending is not None:
+                self._rollback_reload("SIGWINCH")
+            self._retire_slots_from(0)
+        elif sig == signal.SIGUSR1:
+            self.log.info("SIGUSR1: reopening the log files")
+            reopen_error_log()
+            for worker in self.workers.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGUSR1)
+        elif sig == signal.SIGUSR2:
+            self._upgrade()
+
+    def _retire_slots_from(self, first: int) -> None:
+        for worker in list(self.workers.values()):
+            if worker.generation is self.current and worker.slot >= first:
+                self._retire(worker)
 
     def begin_stop(self, *, graceful: bool) -> None:
         self.stopping = True
         self._graceful = graceful
-        close_all(self.sockets)  # the kernel stops queueing connections no worker will take
+        # the kernel stops queueing connections no worker will take; the socket files
+        # of unix listeners stay when a new master serves them
+        close_all(self.sockets, unlink=self.new_master is None)
         sig = signal.SIGTERM if graceful else signal.SIGQUIT
         for worker in self.workers.values():
             with contextlib.suppress(ProcessLookupError):
@@ -364,7 +723,7 @@ class Arbiter:
                 deadline = min(deadline, time.monotonic())  # asked twice: stop now
         for worker in self.workers.values():
             self.log.warning(
-                "worker %d (pid %d) did not stop in time; killing", worker.index, worker.pid
+                "worker %d (pid %d) did not stop in time; killing", worker.slot, worker.pid
             )
             with contextlib.suppress(ProcessLookupError):
                 os.kill(worker.pid, signal.SIGKILL)
@@ -375,76 +734,32 @@ class Arbiter:
                 os.close(worker.beat_fd)
         self.log.info("shutdown complete")
 
+    # -- upgrade (USR2) -----------------------------------------------------------------
 
-def _request_of(fields: list[str]) -> tuple[float, str] | None:
-    """``["AGE", "METHOD", "TARGET"]`` from a heartbeat, or None for ``["0"]``."""
-    if len(fields) < 3:
-        return None
-    return float(fields[0]), f"{fields[1]} {fields[2]}"
+    def _upgrade(self) -> None:
+        if self.origin is None or self.new_master is not None:
+            self.log.info("SIGUSR2: an upgrade is already under way; ignored")
+            return
+        if self.pidfile is not None:
+            self.pidfile.set_aside()
+        self.new_master = upgrade.start_new_master(self.origin.argv, self.origin.cwd, self.sockets)
+        self.log.info(
+            "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
+            self.new_master,
+        )
 
-
-class Identity:
-    """The user and group workers switch to, resolved once by the master."""
-
-    def __init__(self, user: str | None, group: str | None) -> None:
-        """Look the names up now; raises ValueError with a one-line message."""
-        import grp
-        import pwd
-
-        self.uid: int | None = None
-        self.gid: int | None = None
-        self.name: str | None = None
-        if group:
-            try:
-                self.gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
-            except KeyError:
-                raise ValueError(f"--group {group}: no such group") from None
-        if user:
-            try:
-                entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
-            except KeyError:
-                raise ValueError(f"--user {user}: no such user") from None
-            self.uid, self.name = entry.pw_uid, entry.pw_name
-            if self.gid is None:
-                self.gid = entry.pw_gid
-
-    def switch(self) -> None:
-        """In a worker, before it imports the application. Raises OSError."""
-        if self.gid is not None:
-            os.setgid(self.gid)
-        if self.uid is not None:
-            os.initgroups(self.name, self.gid)  # type: ignore[arg-type]
-            os.setuid(self.uid)
-
-
-class PidFile:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def create(self) -> None:
-        try:
-            with open(self.path) as stream:
-                other = int(stream.read().strip() or 0)
-        except (FileNotFoundError, ValueError):
-            other = 0
-        if other and other != os.getpid():
-            try:
-                os.kill(other, 0)
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                raise RuntimeError(f"pid file {self.path}: process {other} is running") from None
-            else:
-                raise RuntimeError(f"pid file {self.path}: process {other} is running")
-        with open(self.path, "w") as stream:
-            stream.write(f"{os.getpid()}\n")
-
-    def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            with open(self.path) as stream:
-                if int(stream.read().strip() or 0) != os.getpid():
-                    return
-            os.unlink(self.path)
+    def _on_new_master_exit(self, status: int) -> None:
+        code = os.waitstatus_to_exitcode(status)
+        self.new_master = None
+        if self.stopping:
+            return
+        if self.pidfile is not None:
+            self.pidfile.restore()
+        self.log.error(
+            "upgrade failed: the new master exited (%s) before it took over; this master "
+            "keeps serving",
+            f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
+        )
 
 
 def _apply_environment(app: Any) -> None:
@@ -458,48 +773,58 @@ def _apply_environment(app: Any) -> None:
     os.environ.update(app.env or {})
 
 
-def serve(doc: Document) -> int:
+def serve(doc: Document, origin: Origin | None = None) -> int:
     """Run the server the document describes until it is stopped; returns the exit code."""
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
     try:
-        arbiter = Arbiter(doc, log)
+        arbiter = Arbiter(doc, log, origin)
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
-    _apply_environment(arbiter.application)
+    arbiter.old_master = upgrade.take_old_master()
+    inherited = upgrade.take_inherited_listeners()
+    _apply_environment(arbiter.current.application)
     pidfile = PidFile(settings.pid) if settings.pid else None
     if pidfile is not None:
         try:
             pidfile.create()
         except (RuntimeError, OSError) as exc:
             sys.stderr.write(f"corral: error: {exc}\n")
+            close_all(inherited, unlink=False)
             return EXIT_LISTEN
+    arbiter.pidfile = pidfile
     try:
+        sockets = {a: s for a, s in inherited.items() if a in doc.listeners}
+        close_all({a: s for a, s in inherited.items() if a not in sockets}, unlink=False)
         try:
-            arbiter.sockets = bind_all(
-                list(doc.listeners),
-                backlog=settings.backlog,
-                unix_mode=settings.unix_socket_mode,
+            sockets.update(
+                bind_all(
+                    [address for address in doc.listeners if address not in sockets],
+                    backlog=settings.backlog,
+                    unix_mode=settings.unix_socket_mode,
+                )
             )
         except ListenError as exc:
             sys.stderr.write(f"corral: error: {exc}\n")
+            close_all(sockets, unlink=False)
             return EXIT_LISTEN
+        arbiter.sockets = dict(sockets)
+        arbiter.current.sockets = sockets
         try:
-            if arbiter.application.preload:
+            app = arbiter.current.application
+            if app.preload:
                 try:
-                    arbiter.loaded_app = load_app(
-                        arbiter.application.module, arbiter.application.callable
-                    )
+                    arbiter.current.loaded_app = load_app(app.module, app.callable)
                 except Exception:
                     sys.stderr.write(
-                        f"corral: error: application {arbiter.application.module!r} "
-                        "failed to load:\n" + traceback.format_exc()
+                        f"corral: error: application {app.module!r} failed to load:\n"
+                        + traceback.format_exc()
                     )
                     return EXIT_APP_LOAD
             return arbiter.run()
         finally:
-            close_all(arbiter.sockets)
+            close_all(arbiter.sockets, unlink=arbiter.new_master is None)
     finally:
         if pidfile is not None:
             pidfile.remove()

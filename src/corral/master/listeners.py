@@ -72,10 +72,11 @@ def bind_all(addresses: list[str], *, backlog: int, unix_mode: int) -> dict[str,
     return bound
 
 
-def close_all(sockets: dict[str, socket.socket]) -> None:
+def close_all(sockets: dict[str, socket.socket], *, unlink: bool = True) -> None:
+    """Close the sockets; with ``unlink``, remove the files of unix listeners too."""
     for text, sock in sockets.items():
         sock.close()
-        if text.startswith("unix:"):
+        if unlink and text.startswith("unix:"):
             with contextlib.suppress(OSError):
                 os.unlink(text[5:])
 

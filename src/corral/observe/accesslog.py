@@ -11,6 +11,7 @@ The default is Apache's combined format.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 COMBINED = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
+_REOPEN = "reopen"  # a queue marker, told apart from lines by identity
 _TOKEN = re.compile(r"%\((\{[^}]*\}[io]|[A-Za-z]+)\)s")
 
 
@@ -134,18 +136,25 @@ class AccessLog:
         duration = time.perf_counter() - exchange.t0
         self._lines.put(self._render(conn, exchange, duration))
 
+    def reopen(self) -> None:
+        """USR1 (logrotate): lines queued before go to the old file, later ones to the new."""
+        self._lines.put(_REOPEN)
+
     def _write(self) -> None:
         lines = self._lines
         while True:
             line = lines.get()
             if line is None:
                 break
+            if line is _REOPEN:
+                self._reopen()
+                continue
             batch = [line]
             try:
                 while len(batch) < 256:
                     more = lines.get_nowait()
-                    if more is None:
-                        lines.put(None)
+                    if more is None or more is _REOPEN:
+                        lines.put(more)  # handled on the next turn, after this batch
                         break
                     batch.append(more)
             except queue.Empty:
@@ -156,6 +165,17 @@ class AccessLog:
             except (OSError, ValueError):
                 pass
         self._stream.flush()
+
+    def _reopen(self) -> None:
+        if self._stream is sys.stdout:
+            return
+        try:
+            stream = self._open()
+        except OSError:
+            return  # keep writing to the old file rather than lose lines
+        with contextlib.suppress(OSError):
+            self._stream.close()
+        self._stream = stream
 
     def close(self) -> None:
         """Write what is queued and stop the writer thread."""

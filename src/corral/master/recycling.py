@@ -1,0 +1,46 @@
+"""When a worker is due for recycling: requests served, age, memory; never when young.
+
+The limits come from the worker's application. Jitter is drawn once per worker at
+spawn (``max_requests`` travels to the worker, which counts exactly and says
+``retire``; the lifetime stays with the master), so that workers started together
+do not all recycle together.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from corral.master.process import WorkerProcess
+
+
+def draw_max_requests(application: Any) -> int:
+    """This worker's request limit (0: none)."""
+    limit = application.max_requests
+    if not limit:
+        return 0
+    return limit + random.randint(0, application.max_requests_jitter)
+
+
+def draw_max_lifetime(application: Any) -> float:
+    """This worker's lifetime limit in seconds (0: none)."""
+    limit = application.max_worker_lifetime
+    if not limit:
+        return 0.0
+    return limit + random.uniform(0, application.max_worker_lifetime_jitter)
+
+
+def recycle_reason(worker: WorkerProcess, application: Any, age: float) -> str | None:
+    """Why ``worker`` should be replaced now, or None."""
+    if age < application.min_worker_lifetime:
+        return None
+    if worker.retire_asked is not None:
+        return worker.retire_asked
+    if worker.max_lifetime and age >= worker.max_lifetime:
+        return f"ran {age:.0f}s (max_worker_lifetime {application.max_worker_lifetime:g}s)"
+    limit = application.max_worker_memory
+    if limit:
+        rss = worker.rss_mib()
+        if rss > limit:
+            return f"uses {rss:.0f} MiB (max_worker_memory {limit} MiB)"
+    return None

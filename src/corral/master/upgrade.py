@@ -1,0 +1,67 @@
+"""USR2: a new master from a fresh exec of the corral command, on the same sockets.
+
+The old master forks; the child marks the listening descriptors inheritable, names
+them in ``CORRAL_LISTENERS`` (JSON: address → descriptor) with the old master's pid
+in ``CORRAL_UPGRADE_FROM``, goes back to the directory the command was started in
+and execs ``python -m corral`` with the original arguments. The new master takes
+those sockets for the same addresses instead of binding again; once every one of
+its workers is ready it sends TERM to the old master, which drains and exits. If
+the new master exits before that, the old master (its parent) sees it and keeps
+serving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import traceback
+
+ENV_LISTENERS = "CORRAL_LISTENERS"
+ENV_UPGRADE_FROM = "CORRAL_UPGRADE_FROM"
+
+
+def start_new_master(argv: list[str], cwd: str, sockets: dict[str, socket.socket]) -> int:
+    """Fork and exec the new master; returns its pid (in the old master)."""
+    env = dict(os.environ)
+    env[ENV_LISTENERS] = json.dumps({address: s.fileno() for address, s in sockets.items()})
+    env[ENV_UPGRADE_FROM] = str(os.getpid())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child: nothing of the old master's loop may run here
+        for sock in sockets.values():
+            os.set_inheritable(sock.fileno(), True)
+        os.chdir(cwd)
+        os.execve(sys.executable, [sys.executable, "-m", "corral", *argv], env)
+    except BaseException:
+        traceback.print_exc()
+    os._exit(127)
+
+
+def take_inherited_listeners() -> dict[str, socket.socket]:
+    """The sockets an old master passed on (empty when not started by an upgrade)."""
+    text = os.environ.pop(ENV_LISTENERS, None)
+    if not text:
+        return {}
+    sockets: dict[str, socket.socket] = {}
+    with contextlib.suppress(ValueError, TypeError):
+        for address, fd in json.loads(text).items():
+            try:
+                sock = socket.socket(fileno=int(fd))
+            except OSError:
+                continue
+            sock.set_inheritable(False)
+            sock.setblocking(False)
+            sockets[address] = sock
+    return sockets
+
+
+def take_old_master() -> int | None:
+    """The pid of the master this one replaces, if it was started by an upgrade."""
+    text = os.environ.pop(ENV_UPGRADE_FROM, "")
+    return int(text) if text.isdigit() else None

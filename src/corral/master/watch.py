@@ -1,0 +1,75 @@
+"""What triggers a reload besides HUP: touched files and, with --reload, source changes.
+
+`TouchedFiles` is polled by the master's one-second tick (uWSGI's touch-reload: a
+change of modification time, or a file appearing). `SourceWatcher` runs watchfiles
+on a thread and calls back (thread-safe) with the first path that changed: Python
+sources under the watched directories, and the config file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+
+
+class TouchedFiles:
+    def __init__(self, paths: Iterable[str]) -> None:
+        self._mtimes = {path: _mtime(path) for path in paths}
+
+    def changed(self) -> str | None:
+        """The first file whose modification time moved since the last call."""
+        found = None
+        for path, before in self._mtimes.items():
+            now = _mtime(path)
+            if now != before:
+                self._mtimes[path] = now
+                found = found or path
+        return found
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+class SourceWatcher:
+    """--reload: watchfiles on a daemon thread; ``on_change(path)`` from that thread."""
+
+    def __init__(
+        self, directories: Iterable[str], files: Iterable[str], on_change: Callable[[str], None]
+    ) -> None:
+        import watchfiles  # ImportError: the caller says how to install it
+
+        self._watchfiles = watchfiles
+        self._files = {os.path.abspath(path) for path in files}
+        roots = {os.path.abspath(d) for d in directories if os.path.isdir(d)}
+        roots.update(os.path.dirname(path) for path in self._files)
+        self._roots = sorted(roots)
+        self._on_change = on_change
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="corral-reload", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        sources = self._watchfiles.PythonFilter()
+        files = self._files
+
+        def wanted(change: object, path: str) -> bool:
+            return path in files or sources(change, path)
+
+        for changes in self._watchfiles.watch(
+            *self._roots,
+            watch_filter=wanted,
+            stop_event=self._stop,
+            debounce=300,
+            raise_interrupt=False,
+        ):
+            self._on_change(min(path for _change, path in changes))
