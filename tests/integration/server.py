@@ -251,3 +251,24 @@ def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
             if size == 0:
                 return status, headers, body
     return status, headers, rest
+
+
+def leftover_processes(session: int, title: str) -> dict[int, str]:
+    """Live processes in ``session`` (a Server's master leads its own) or whose command line
+    contains ``title``, with their command lines; from /proc. Zombies are left out: they are
+    dead, only waiting for a parent to reap them."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stream:
+                fields = stream.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as stream:
+                cmdline = stream.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        state, process_session = fields[0], int(fields[3])
+        if state != "Z" and (process_session == session or title in cmdline):
+            found[int(entry)] = cmdline
+    return found
