@@ -157,9 +157,13 @@ class HttpConnection(asyncio.Protocol):
             self.sockname = transport.get_extra_info("sockname")
         server = self.server
         server.connections.add(self)
-        self.deadline = server.now + server.header_timeout
-        if server.draining:
-            self.close()
+        # accepted in the same batch as the drain began: its request, if it sends one, is
+        # answered (with "Connection: close"); closing it now would reset that request
+        self.deadline = server.now + (
+            min(server.header_timeout, server.keep_alive)
+            if server.draining
+            else server.header_timeout
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

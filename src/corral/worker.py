@@ -246,7 +246,11 @@ class Worker:
             os.write(self.spec.heartbeat_fd, (line + "\n").encode("utf-8", "replace"))
 
     def _retire(self) -> None:
-        """``max_requests`` reached: the master starts a replacement, then sends TERM."""
+        """``max_requests`` reached: the master starts a successor, then sends TERM.
+
+        The worker serves on at full capacity until then (a few more requests than
+        the limit), so that recycling never leaves a slot without a worker.
+        """
         state = self.state
         assert state is not None
         self._send(f"retire {state.served}")
@@ -269,10 +273,18 @@ class Worker:
     # -- stopping -----------------------------------------------------------------
 
     def begin_drain(self) -> None:
-        """TERM: stop accepting; idle connections get at most their keep-alive time."""
+        """TERM: stop accepting, finish the requests in progress, then leave."""
         if self.stopping:
             return
         self.stopping = True
+        state = self.state
+        assert state is not None and self.loop is not None
+        if not state.draining:
+            self._stop_accepting()
+        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
+        self._drain_poll()
+
+    def _stop_accepting(self) -> None:
         state = self.state
         assert state is not None and self.loop is not None
         state.draining = True
@@ -280,8 +292,6 @@ class Worker:
             server.close()
         grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
         self.loop.call_later(grace, self._close_idle)
-        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
-        self._drain_poll()
 
     def _close_idle(self) -> None:
         state = self.state
