@@ -30,7 +30,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -112,11 +111,13 @@ class Worker:
             try:
                 app = load_app(spec.application.module, spec.application.callable)
             except Exception:
-                sys.stderr.write(
-                    f"corral: error: application {spec.application.module!r} failed to load:\n"
-                    + traceback.format_exc()
+                # to the error log (a file, maybe): a failed reload must say why where the
+                # operator looks, not only on a terminal
+                self.log.error(
+                    "application %r failed to load:\n%s",
+                    spec.application.module,
+                    traceback.format_exc().rstrip(),
                 )
-                sys.stderr.flush()
                 return EXIT_APP_LOAD
         from corral.wsgi.runner import WsgiAdapter
 
