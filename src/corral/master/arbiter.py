@@ -387,8 +387,9 @@ class Arbiter:
             self.log.info("worker %d (pid %d) exited: %s", slot, pid, how)
             return
         gen = worker.generation
-        if gen is self.pending and not worker.ready:
-            self._rollback_reload(f"worker {slot} exited ({how}) before it was ready")
+        if gen is self.pending:  # ready or not: the new generation is not whole
+            when = "after it was ready" if worker.ready else "before it was ready"
+            self._rollback_reload(f"worker {slot} exited ({how}) {when}")
             return
         if code == EXIT_APP_LOAD and not self.ever_ready:
             self.log.critical("application %s failed to load; shutting down", gen.app_name)
