@@ -4,7 +4,7 @@ Feeds pipelined-free keep-alive requests to one HttpConnection over a fake
 transport and reports the cost of one request in microseconds. Run it before
 and after a change to the hot path, in the same session:
 
-    python bench/micro.py [--profile]
+    python bench/micro.py [--profile] [--request-timeout SECONDS]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from corral.connection import HttpConnection, ServerState
 from corral.http.parser import Limits
 from corral.observe.errorlog import setup_error_log
+from corral.wsgi.deadline import Watchdog
 from corral.wsgi.runner import WsgiAdapter
 
 REQUEST = (
@@ -50,10 +51,17 @@ class FakeTransport:
 CLOSE_REQUEST = REQUEST.replace(b"Accept: */*\r\n", b"Accept: */*\r\nConnection: close\r\n")
 
 
-def run_close(n: int) -> float:
-    """One connection per request: accept-side setup, the request, the close."""
+def make_adapter(request_timeout: float) -> WsgiAdapter:
     log = setup_error_log("-", "warning")
-    adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
+    watchdog = Watchdog(request_timeout, 5.0, log, print) if request_timeout > 0 else None
+    return WsgiAdapter(
+        hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log, watchdog=watchdog
+    )
+
+
+def run_close(n: int, request_timeout: float = 0.0) -> float:
+    """One connection per request: accept-side setup, the request, the close."""
+    adapter = make_adapter(request_timeout)
     state = ServerState(
         adapter, Limits(), keep_alive=5, header_timeout=30, body_timeout=60, send_timeout=60
     )
@@ -70,9 +78,8 @@ def run_close(n: int) -> float:
     return elapsed / n * 1e6
 
 
-def run(n: int) -> float:
-    log = setup_error_log("-", "warning")
-    adapter = WsgiAdapter(hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log)
+def run(n: int, request_timeout: float = 0.0) -> float:
+    adapter = make_adapter(request_timeout)
     state = ServerState(
         adapter, Limits(), keep_alive=5, header_timeout=30, body_timeout=60, send_timeout=60
     )
@@ -96,8 +103,19 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--once", action="store_true", help="one run (for callgrind counts)")
     parser.add_argument("--close", action="store_true", help="a new connection per request")
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="time the application's calls, as --request-timeout does (0: off, the default)",
+    )
     args = parser.parse_args()
-    measure = run_close if args.close else run
+    run_one = run_close if args.close else run
+
+    def measure(n: int) -> float:
+        return run_one(n, args.request_timeout)
+
     if args.once:
         measure(args.n)
         return

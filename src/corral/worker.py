@@ -8,6 +8,10 @@ requests served and the age, method and path of the oldest request in progress,
 and ``retire N`` once it has served its ``max_requests``. The heartbeat is sent
 from the loop, so a loop blocked by the application goes silent; the
 oldest-request age shows a request stuck on an application thread.
+With ``request_timeout``, the watchdog thread (``wsgi/deadline.py``) may also write
+one ``stuck AGE METHOD TARGET`` line: a request did not unwind within the grace,
+and the master recycles the worker. One short ``os.write`` to a pipe is atomic, so
+lines from two threads never interleave.
 
 Signals: TERM drains: stop accepting, finish in-flight requests within
 ``graceful_timeout``; every response from then on says ``Connection: close``,
@@ -119,17 +123,29 @@ class Worker:
                     traceback.format_exc().rstrip(),
                 )
                 return EXIT_APP_LOAD
+        from corral.wsgi.deadline import Watchdog
         from corral.wsgi.runner import WsgiAdapter
 
         loop = new_event_loop(getattr(settings, "loop", "auto"))
         asyncio.set_event_loop(loop)
         self.loop = loop
+        application = spec.application
+        watchdog = None
+        if application.request_timeout > 0:
+            # its thread writes "stuck ..." itself: the loop may be the one stuck
+            watchdog = Watchdog(
+                application.request_timeout,
+                application.request_timeout_grace,
+                self.log,
+                self._send,
+            )
         self.adapter = WsgiAdapter(
             app,
-            threads=spec.application.threads,
+            threads=application.threads,
             body_buffer_size=settings.body_buffer_size,
             multiprocess=spec.multiprocess,
             log=self.log,
+            watchdog=watchdog,
         )
         limits = Limits(
             settings.limit_request_line,

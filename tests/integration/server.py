@@ -239,13 +239,20 @@ def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
         return status, headers, rest[:length]
     if headers.get("transfer-encoding") == "chunked":
         body = b""
+
+        def more() -> bytes:
+            chunk = sock.recv(65536)
+            if not chunk:  # else a cut response would spin here for ever
+                raise AssertionError(f"connection closed mid-body after {len(body)} bytes")
+            return chunk
+
         while True:
             while b"\r\n" not in rest:
-                rest += sock.recv(65536)
+                rest += more()
             size_line, _, rest = rest.partition(b"\r\n")
             size = int(size_line, 16)
             while len(rest) < size + 2:
-                rest += sock.recv(65536)
+                rest += more()
             body += rest[:size]
             rest = rest[size + 2 :]
             if size == 0:

@@ -245,14 +245,23 @@ def test_slow_reader_is_not_a_stuck_worker(threads):
         assert "timed out" not in server.stderr
 
 
-def test_hup_and_other_master_signals_do_not_kill_workers():
+def test_master_signals_sent_to_a_worker_do_not_kill_it():
+    """The master's signals, sent to a worker by a stray kill, leave it serving."""
     with Server("proc_apps", workers=1) as server:
         (pid,) = server.worker_pids()
-        for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGWINCH):
-            os.kill(pid, sig)  # sent to the worker itself, as a stray kill would
-            server.send(sig)
+        for sig in (
+            signal.SIGHUP,
+            signal.SIGUSR1,
+            signal.SIGUSR2,
+            signal.SIGWINCH,
+            signal.SIGTTIN,
+            signal.SIGTTOU,
+            signal.SIGINT,
+        ):
+            os.kill(pid, sig)
         assert get(server)[0] == 200
         assert server.worker_pids() == [pid]
+        assert "died" not in server.stderr
 
 
 @pytest.mark.parametrize("threads", [1, 4])

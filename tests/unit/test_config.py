@@ -467,3 +467,15 @@ def test_docs_list_every_setting_and_flag() -> None:
             assert f"`{flag}" in text
         if setting.in_file:
             assert f"| `{setting.name}` |" in text
+
+
+def test_request_timeout_must_end_before_the_master_timeout() -> None:
+    """The master's timeout also watches requests: a longer request deadline is an error."""
+    with pytest.raises(ConfigError) as caught:
+        load(["pkg:app", "--request-timeout", "26"])  # + grace 5 >= timeout 30
+    message = str(caught.value)
+    assert message.startswith("$.applications.pkg.request_timeout: request_timeout (26s)")
+    assert "timeout (30s)" in message
+    assert load(["pkg:app", "--request-timeout", "24"]).applications["pkg"].request_timeout == 24
+    assert load(["pkg:app", "--request-timeout", "26", "-t", "60"])
+    assert load(["pkg:app", "--request-timeout", "26", "-t", "0"])  # the master's check is off

@@ -158,7 +158,21 @@ def validate_document(data: Any) -> Document:
             )
         listeners[address] = listener
     settings = _struct(top.get("settings", {}), Settings, "$.settings")
+    for name, app in applications.items():
+        _check_request_timeout(app, settings, f"$.applications{member(name)}")
     return Document(listeners=listeners, applications=applications, settings=settings)
+
+
+def _check_request_timeout(app: Any, settings: Any, where: str) -> None:
+    """The master's ``timeout`` also watches requests: it would cut a request first."""
+    if not app.request_timeout or not settings.timeout:
+        return
+    if app.request_timeout + app.request_timeout_grace >= settings.timeout:
+        raise ConfigError(
+            f"{where}.request_timeout: request_timeout ({app.request_timeout:g}s) plus "
+            f"request_timeout_grace ({app.request_timeout_grace:g}s) must be below timeout "
+            f"({settings.timeout:g}s), which would kill the worker first; raise timeout"
+        )
 
 
 def dump_document(doc: Document) -> str:

@@ -589,7 +589,9 @@ SETTINGS: tuple[Setting, ...] = (
         "request_timeout", _TIMEOUTS, _A, _SECONDS, 0.0,
         "A request running in the application longer than this gets 504 (or its connection "
         "closed if the response had started), its stack is logged and an exception is raised "
-        "in the thread running it so the worker keeps serving. 0 disables it.",
+        "in the thread running it so the worker keeps serving. 0 disables it. Must end before "
+        "`timeout`. With 1 thread the worker uses SIGALRM to interrupt a blocking call, so the "
+        "application must not use `signal.alarm`.",
         flags=("--request-timeout",), metavar="SECONDS",
     ),
     Setting(

@@ -290,6 +290,15 @@ class Arbiter:
             elif line.startswith("abort "):
                 worker.request = request_of(line.split(" ", 3)[1:])
                 self._finish_kill(worker)
+            elif line.startswith("stuck ") and not worker.timed_out:
+                worker.request = request_of(line.split(" ", 3)[1:])
+                app = worker.generation.application
+                self._kill(
+                    worker,
+                    "a request did not unwind within request_timeout_grace "
+                    f"({app.request_timeout_grace:g}s) after its request_timeout "
+                    f"({app.request_timeout:g}s)",
+                )
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True

@@ -8,7 +8,8 @@ Three kinds, chosen by the runner:
 - :class:`StreamingInput`: the application runs on a thread while the body still
   arrives. The loop feeds it, the application thread reads it; the buffer is
   bounded (the connection stops reading the socket above ``high_water``) and the
-  first read sends ``100 Continue`` when the client asked for it.
+  first read sends ``100 Continue`` when the client asked for it. With a request
+  timeout, a read waiting for the client suspends the application's clock.
 Every stream ends at the end of the body (``wsgi.input_terminated``). The
 connection drives each through one interface: ``feed``, ``finish`` (the body is
 complete), ``fail`` (it never will be: a waiting reader gets an error) and
@@ -20,7 +21,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 class ClientDisconnected(OSError):
@@ -111,6 +112,8 @@ class StreamingInput(_ReadLines):
     ``on_first_read`` runs (on the reading thread) before the first read waits;
     ``on_drained`` when the buffer falls below ``low_water`` after the loop was told
     to stop reading. Both must be thread-safe callables supplied by the connection.
+    ``watchdog`` (a :class:`~corral.wsgi.deadline.Watchdog`, when ``request_timeout``
+    is on) is told when a read waits for the client: that is not the application's time.
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class StreamingInput(_ReadLines):
         high_water: int,
         on_first_read: Callable[[], None] | None,
         on_drained: Callable[[], None],
+        watchdog: Any = None,
     ) -> None:
         self._chunks: list[bytes] = []
         self._buffered = 0
@@ -128,6 +132,7 @@ class StreamingInput(_ReadLines):
         self._on_first_read = on_first_read
         self._on_drained = on_drained
         self.paused = False  # set by the feeder when it stopped the socket
+        self._watchdog = watchdog
 
     # -- loop side -------------------------------------------------------------
 
@@ -173,7 +178,16 @@ class StreamingInput(_ReadLines):
                 self._cond.acquire()
             if self._chunks or self._done:
                 return
-        self._cond.wait()
+        watchdog = self._watchdog
+        if watchdog is None:
+            self._cond.wait()
+            return
+        clock = watchdog.suspend()
+        try:
+            self._cond.wait()
+        finally:
+            if clock is not None:
+                watchdog.resume(clock)
 
     def _take(self, size: int) -> bytes:
         """Remove up to ``size`` bytes (all when negative) from the buffer; lock held."""

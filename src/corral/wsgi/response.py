@@ -11,6 +11,10 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
   client went away or the application failed.
 - An exception before any byte was sent becomes a 500; after, the connection is
   closed. Either way the traceback goes to the error log and the worker goes on.
+- A :class:`~corral.wsgi.deadline.RequestTimeoutExceeded` (``request_timeout``) is
+  caught wherever application code runs, beside ``Exception`` (it derives from
+  ``BaseException``); it becomes a 504 before any byte was sent, else the connection
+  is closed. The watchdog has logged it; ``fail`` adds no traceback.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from typing import Any, Protocol
 from corral.connection import Exchange, HttpConnection
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head
+from corral.wsgi.deadline import RequestTimeoutExceeded
 from corral.wsgi.environ import request_environ
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.input import ClientDisconnected
 
 _CHUNK_END = b"0\r\n\r\n"
+# What application code may raise into the server: its errors, and the request timeout.
+_APP_ERRORS = (Exception, RequestTimeoutExceeded)
 
 
 class Output(Protocol):
@@ -182,7 +189,7 @@ class WsgiCall:
         try:
             environ = request_environ(self.environ, exchange.head, exchange.body)
             result = self.adapter.app(environ, self.start_response)
-        except Exception as exc:
+        except _APP_ERRORS as exc:
             self.fail(exc)
             return
         self.result = result
@@ -216,7 +223,7 @@ class WsgiCall:
                     self._end_and_finish()
                     return
             self.iterator = iter(result)
-        except Exception as exc:
+        except _APP_ERRORS as exc:
             self.fail(exc)
             return
         self.pump()
@@ -234,7 +241,7 @@ class WsgiCall:
                 except StopIteration:
                     break
                 self.write(chunk)
-        except Exception as exc:
+        except _APP_ERRORS as exc:
             self.fail(exc)
             return
         self._end_and_finish()
@@ -283,15 +290,23 @@ class WsgiCall:
         if close is not None:
             try:
                 close()
+            except RequestTimeoutExceeded:
+                self.keep_alive = False  # logged by the watchdog; the answer may still be whole
             except Exception:
                 self.log.exception("error in the close() of the application's iterable")
 
     def fail(self, exc: BaseException) -> None:
-        """The application (or its answer) failed: 500 if nothing was sent, else close."""
+        """The application (or its answer) failed: 500 if nothing was sent, else close.
+
+        Past ``request_timeout`` the answer is 504 instead of 500.
+        """
         request = self.exchange.head
         where = f"{request.method} {request.target.decode('latin-1')}"
+        timed_out = type(exc) is RequestTimeoutExceeded
         if isinstance(exc, ClientDisconnected) or self.conn.closed:
             self.log.debug("client went away during %s", where)
+        elif timed_out:
+            self.log.debug("%s unwound after its request timeout", where)
         elif isinstance(exc, InvalidResponse):
             self.log.error("invalid response from the application to %s: %s", where, exc)
         else:
@@ -299,7 +314,8 @@ class WsgiCall:
         self._close_result()
         self.keep_alive = False
         if self.head is None and not self.conn.closed:
-            self.exchange.status = 500
-            self.out.complete(error_response(500), False)
+            status = 504 if timed_out else 500
+            self.exchange.status = status
+            self.out.complete(error_response(status), False)
         else:
             self.out.finish(False)

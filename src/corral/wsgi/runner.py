@@ -14,6 +14,10 @@ it waits in a queue with its connection's reading paused, so the queue never
 holds more than one request per connection, and a connection whose request
 waits reads nothing more (new connections are still accepted: their first
 request joins the queue).
+
+With ``request_timeout`` > 0 the adapter is given a :class:`~corral.wsgi.deadline.Watchdog`
+and calls the application through :class:`~corral.wsgi.deadline.TimedApp`; otherwise the
+application is called as it is (the choice is made once, here).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from functools import partial
 from typing import Any
 
 from corral.connection import Exchange, HttpConnection
+from corral.wsgi.deadline import TimedApp, Watchdog
 from corral.wsgi.environ import connection_environ
 from corral.wsgi.errors import ErrorStream
 from corral.wsgi.filewrapper import FileWrapper
@@ -117,12 +122,24 @@ class ThreadOutput:
     def write(self, data: bytes) -> None:
         conn = self.conn
         with self._cond:
-            while (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
-                self._cond.wait(0.5)
+            if (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
+                self._wait_for_client()
             if conn.closed:
                 raise ClientDisconnected("client went away")
             self._inflight += len(data)
         self.loop.call_soon_threadsafe(self._write_on_loop, data)
+
+    def _wait_for_client(self) -> None:
+        """Lock held: block until the client takes more; this is not the application's time."""
+        conn = self.conn
+        watchdog = self.adapter.watchdog
+        clock = watchdog.suspend() if watchdog is not None else None
+        try:
+            while (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
+                self._cond.wait(0.5)
+        finally:
+            if clock is not None:
+                watchdog.resume(clock)
 
     def _write_on_loop(self, data: bytes) -> None:
         conn = self.conn
@@ -179,8 +196,13 @@ class WsgiAdapter:
         body_buffer_size: int,
         multiprocess: bool,
         log: logging.Logger,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.app = app
+        self.watchdog = watchdog
+        if watchdog is not None:  # request_timeout > 0: every application call is timed
+            self.app = TimedApp(app, watchdog)
+            watchdog.start()
         self.threads = threads
         self.body_buffer_size = body_buffer_size
         self.multiprocess = multiprocess
@@ -206,6 +228,7 @@ class WsgiAdapter:
             BODY_HIGH_WATER,
             partial(call, conn.send_continue, exchange) if head.expect_continue else None,
             partial(call, conn.resume_body),
+            self.watchdog,
         )
 
     def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
@@ -265,6 +288,8 @@ class WsgiAdapter:
         conn.finish(exchange, keep_alive)
 
     def shutdown(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.stop()
         for pool in (self.pool, self._helper):
             if pool is not None:
                 pool.shutdown()
