@@ -386,6 +386,35 @@ def test_socket_activation_unix_and_tcp(launcher, short_dir):
         assert path.exists()  # systemd's socket file: not the server's to remove
 
 
+@pytest.mark.skipif(
+    shutil.which("systemd-socket-activate") is None,
+    reason="systemd-socket-activate (systemd's own socket activation tool) is not installed",
+)
+def test_sockets_from_systemd_socket_activate(short_dir):
+    # systemd's own side of the protocol instead of the test's launcher: the tool binds,
+    # waits for the first connection, then execs corral with LISTEN_FDS/PID/FDNAMES set
+    path = short_dir / "app.sock"
+    configured = short_dir / "configured.sock"
+    wrapper = short_dir / "activate"
+    wrapper.write_text(
+        "#!/bin/sh\nexec systemd-socket-activate -E PYTHONPATH -E PYTHONUNBUFFERED "
+        f'-l {path} --fdname=local "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    with Server(
+        "proc_apps", python=str(wrapper), bind=f"unix:{configured}", wait_ready=False
+    ) as server:
+        wait_for(path.exists)
+        info = get_info_unix(str(path))  # this first connection starts corral
+        assert parent_of(info["pid"]) == server.proc.pid
+        assert not set(LISTEN_VARIABLES) & set(info["environ"])
+        server.wait_log(re.escape(f"listening on unix:{path} (from systemd)"))
+        assert "fd 3 (local) is unix:" in server.stderr
+        assert not configured.exists()
+        assert server.stop() == 0
+    assert path.exists()
+
+
 def test_listen_pid_of_another_process_is_ignored(launcher):
     with contextlib.closing(listening_tcp()) as activated:
         port = activated.getsockname()[1]
