@@ -48,6 +48,7 @@ class Server:
         bind: str | None = "127.0.0.1:0",
         python: str = sys.executable,
         cwd: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         argv = [python, "-m", "corral", app, "--log-level", "debug"]
         if bind is not None:
@@ -71,6 +72,7 @@ class Server:
             env=full_env,
             cwd=cwd or str(APPS),
             start_new_session=True,
+            pass_fds=pass_fds,
         )
         self._err: list[str] = []
         self._out: list[str] = []

@@ -19,6 +19,10 @@ Invariants:
 - Liveness comes from each worker's heartbeat pipe, written by its event loop: a
   silent loop, or a request older than ``timeout`` seen in a heartbeat, gets the
   worker's stacks written to the error log, then the worker killed and replaced.
+- Under systemd (``master/systemd.py``) the master alone speaks for the service:
+  READY once every worker is ready, RELOADING then READY around a reload, STOPPING
+  at a stop, WATCHDOG=1 from its own loop. A master started by USR2 says nothing
+  until it takes over (then MAINPID= too); one replaced by USR2 never says STOPPING.
 """
 
 from __future__ import annotations
@@ -33,12 +37,12 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from corral.appload import load_app
 from corral.config import ConfigError, Document
-from corral.master import upgrade
+from corral.master import systemd, upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import ListenError, bind_all, close_all, describe
 from corral.master.pidfile import PidFile
@@ -132,6 +136,7 @@ class Arbiter:
         self.pidfile: PidFile | None = None
         self.new_master: int | None = None  # pid of the master a USR2 started
         self.old_master: int | None = None  # pid of the master this one replaces
+        self.from_systemd = False  # the listeners came from socket activation
         self.touched = TouchedFiles(doc.settings.touch_reload)
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -139,6 +144,12 @@ class Arbiter:
     @property
     def settings(self) -> Any:
         return self.current.settings
+
+    @property
+    def unlinks_on_close(self) -> bool:
+        """Closing the listeners removes unix socket files, unless a new master or systemd
+        owns them."""
+        return self.new_master is None and not self.from_systemd
 
     # -- start ----------------------------------------------------------------------
 
@@ -162,7 +173,8 @@ class Arbiter:
     async def main(self) -> None:
         gen = self.current
         for address, sock in gen.sockets.items():
-            self.log.info("listening on %s (%s)", describe(sock), address)
+            origin = "from systemd" if self.from_systemd else address
+            self.log.info("listening on %s (%s)", describe(sock), origin)
         app = gen.application
         self.log.info(
             "serving %s with %d worker(s) x %d thread(s)", gen.app_name, app.workers, app.threads
@@ -173,6 +185,9 @@ class Arbiter:
             self._start_source_watcher()
         self.spawn(0, gen)
         ticker = loop.create_task(self._tick())
+        interval = systemd.watchdog_interval()
+        if interval is not None:
+            self._watchdog(interval)
         try:
             while not self.stopping:
                 sig = await self.signals.get()
@@ -180,6 +195,23 @@ class Arbiter:
             await self._shutdown_wait()
         finally:
             ticker.cancel()
+
+    def _watchdog(self, interval: float) -> None:
+        """Sent from the master's loop: systemd hears of a stuck master, not of its workers."""
+        systemd.notify("WATCHDOG=1")
+        assert self.loop is not None
+        self.loop.call_later(interval, self._watchdog, interval)
+
+    def _notify(self, *lines: str) -> None:
+        """Tell systemd, unless this master is a USR2 upgrade that has not taken over yet."""
+        if self.old_master is None:
+            systemd.notify(*lines)
+
+    def _notify_ready(self) -> None:
+        self._notify("READY=1", self._status())
+
+    def _status(self) -> str:
+        return f"STATUS=serving {self.current.app_name} with {self.num_workers} worker(s)"
 
     def _start_source_watcher(self) -> None:
         gen = self.current
@@ -338,7 +370,11 @@ class Arbiter:
 
     def _on_all_ready(self) -> None:
         """Start-up is complete: every worker of the first generation is ready."""
-        if self.old_master is not None:
+        if self.old_master is None:
+            self._notify_ready()
+        else:
+            # systemd follows this master from now on
+            systemd.notify(f"MAINPID={os.getpid()}", "READY=1", self._status())
             self.log.info(
                 "upgrade: this master serves; asking the old master (pid %d) to stop",
                 self.old_master,
@@ -550,6 +586,7 @@ class Arbiter:
         """Start a new generation from the configuration as it is now; see the module doc."""
         if self.stopping:
             return
+        self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
         if self.pending is not None:
             self.reload_queued = why  # after the one under way, so the latest change counts
             return
@@ -558,6 +595,7 @@ class Arbiter:
             gen = self._next_generation()
         except (ConfigError, ValueError, ListenError) as exc:
             self.log.error("reload failed: %s; the running workers keep serving", exc)
+            self._notify_ready()
             return
         except Exception:
             self.log.error(
@@ -565,6 +603,7 @@ class Arbiter:
                 "keep serving\n%s",
                 traceback.format_exc().rstrip(),
             )
+            self._notify_ready()
             return
         self.pending = gen
         for slot in range(gen.application.workers):
@@ -647,6 +686,8 @@ class Arbiter:
         queued, self.reload_queued = self.reload_queued, None
         if queued is not None:
             self.reload(queued)
+        else:
+            self._notify_ready()
 
     def _close_unused(self, keep: set[str]) -> None:
         """Close the master's listeners outside ``keep`` (and the pending generation's)."""
@@ -708,9 +749,11 @@ class Arbiter:
     def begin_stop(self, *, graceful: bool) -> None:
         self.stopping = True
         self._graceful = graceful
+        if self.new_master is None:  # a master replaced by USR2 is not the service stopping
+            self._notify("STOPPING=1")
         # the kernel stops queueing connections no worker will take; the socket files
-        # of unix listeners stay when a new master serves them
-        close_all(self.sockets, unlink=self.new_master is None)
+        # of unix listeners stay when a new master (or systemd) holds them
+        close_all(self.sockets, unlink=self.unlinks_on_close)
         sig = signal.SIGTERM if graceful else signal.SIGQUIT
         for worker in self.workers.values():
             with contextlib.suppress(ProcessLookupError):
@@ -752,7 +795,9 @@ class Arbiter:
             return
         if self.pidfile is not None:
             self.pidfile.set_aside()
-        self.new_master = upgrade.start_new_master(self.origin.argv, self.origin.cwd, self.sockets)
+        self.new_master = upgrade.start_new_master(
+            self.origin.argv, self.origin.cwd, self.sockets, activated=self.from_systemd
+        )
         self.log.info(
             "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
             self.new_master,
@@ -787,13 +832,27 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     """Run the server the document describes until it is stopped; returns the exit code."""
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
+    old_master = upgrade.take_old_master()
+    inherited = upgrade.take_inherited_listeners()
+    activated = systemd.listen_fds()
+    if upgrade.take_activated():  # an old master passed on what systemd gave it
+        activated = inherited
+    if activated:  # Gunicorn's rule: they replace the configured binds, reloads included
+        addresses = list(activated)
+        if set(doc.listeners) != set(addresses):
+            log.info("socket activation: not binding %s", ", ".join(doc.listeners))
+        doc = systemd.replace_binds(doc, addresses)
+        if origin is not None:
+            reread = origin.reread
+            origin = replace(origin, reread=lambda: systemd.replace_binds(reread(), addresses))
+        inherited = activated
     try:
         arbiter = Arbiter(doc, log, origin)
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
-    arbiter.old_master = upgrade.take_old_master()
-    inherited = upgrade.take_inherited_listeners()
+    arbiter.old_master = old_master
+    arbiter.from_systemd = bool(activated)
     _apply_environment(arbiter.current.application)
     pidfile = PidFile(settings.pid) if settings.pid else None
     if pidfile is not None:
@@ -834,7 +893,7 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
                     return EXIT_APP_LOAD
             return arbiter.run()
         finally:
-            close_all(arbiter.sockets, unlink=arbiter.new_master is None)
+            close_all(arbiter.sockets, unlink=arbiter.unlinks_on_close)
     finally:
         if pidfile is not None:
             pidfile.remove()

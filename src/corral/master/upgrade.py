@@ -8,6 +8,10 @@ those sockets for the same addresses instead of binding again; once every one of
 its workers is ready it sends TERM to the old master, which drains and exits. If
 the new master exits before that, the old master (its parent) sees it and keeps
 serving.
+
+Under systemd the new master takes over the service's watchdog (``WATCHDOG_PID``), and
+listeners that came from socket activation are marked (``CORRAL_LISTENERS_ACTIVATED``) so that
+they replace the configured binds in the new master as they did in the old one.
 """
 
 from __future__ import annotations
@@ -19,15 +23,26 @@ import socket
 import sys
 import traceback
 
+from corral.master import systemd
+
 ENV_LISTENERS = "CORRAL_LISTENERS"
 ENV_UPGRADE_FROM = "CORRAL_UPGRADE_FROM"
+ENV_ACTIVATED = "CORRAL_LISTENERS_ACTIVATED"
 
 
-def start_new_master(argv: list[str], cwd: str, sockets: dict[str, socket.socket]) -> int:
-    """Fork and exec the new master; returns its pid (in the old master)."""
+def start_new_master(
+    argv: list[str], cwd: str, sockets: dict[str, socket.socket], *, activated: bool = False
+) -> int:
+    """Fork and exec the new master; returns its pid (in the old master).
+
+    ``activated``: the sockets came from systemd socket activation.
+    """
+    parent = os.getpid()
     env = dict(os.environ)
     env[ENV_LISTENERS] = json.dumps({address: s.fileno() for address, s in sockets.items()})
-    env[ENV_UPGRADE_FROM] = str(os.getpid())
+    env[ENV_UPGRADE_FROM] = str(parent)
+    if activated:
+        env[ENV_ACTIVATED] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -36,6 +51,7 @@ def start_new_master(argv: list[str], cwd: str, sockets: dict[str, socket.socket
     try:  # the child: nothing of the old master's loop may run here
         for sock in sockets.values():
             os.set_inheritable(sock.fileno(), True)
+        systemd.hand_over_watchdog(env, parent)
         os.chdir(cwd)
         os.execve(sys.executable, [sys.executable, "-m", "corral", *argv], env)
     except BaseException:
@@ -59,6 +75,11 @@ def take_inherited_listeners() -> dict[str, socket.socket]:
             sock.setblocking(False)
             sockets[address] = sock
     return sockets
+
+
+def take_activated() -> bool:
+    """Whether the listeners an old master passed on came from systemd socket activation."""
+    return os.environ.pop(ENV_ACTIVATED, "") == "1"
 
 
 def take_old_master() -> int | None:
