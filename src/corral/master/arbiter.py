@@ -117,6 +117,9 @@ class Arbiter:
         self.origin = origin
         self.current = Generation(1, doc, {})
         self.pending: Generation | None = None
+        # the last number given: a generation that was rolled back keeps its number, so that
+        # the log never names two generations alike
+        self.generation_number = 1
         self.title_name = doc.settings.proc_name or self.current.app_name
         self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
         self.workers: dict[int, WorkerProcess] = {}
@@ -593,10 +596,12 @@ class Arbiter:
                     self._close_unused(set(current.sockets))
                     raise
         try:
-            return Generation(current.number + 1, doc, sockets, loaded)
+            gen = Generation(self.generation_number + 1, doc, sockets, loaded)
         except ValueError:
             self._close_unused(set(current.sockets))
             raise
+        self.generation_number = gen.number
+        return gen
 
     def _commit_reload(self) -> None:
         gen = self.pending
