@@ -105,6 +105,8 @@ class Worker:
         ):
             signal.signal(sig, signal.SIG_IGN)
         signal.set_wakeup_fd(-1)
+        # the master forks with its signals blocked; those sent since arrive now, to ours
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
         self._enable_stack_dumps()
         os.set_blocking(spec.heartbeat_fd, False)
         app = spec.loaded_app

@@ -209,10 +209,19 @@ class Arbiter:
         max_requests = draw_max_requests(gen.application)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        # Until the worker sets its own, the child has the master's signal handlers, which
+        # pass a signal on to the master's loop through the wakeup descriptor both hold: the
+        # signals stay blocked across the fork, and Worker.run unblocks them.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         if pid == 0:  # the worker
             code = 1
             try:
+                signal.set_wakeup_fd(-1)
                 os.close(read_fd)
                 for other in self.workers.values():
                     with contextlib.suppress(OSError):
@@ -230,6 +239,7 @@ class Arbiter:
                     sys.stdout.flush()
                     sys.stderr.flush()
                 os._exit(code)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         worker = WorkerProcess(pid, slot, gen, read_fd)
         worker.max_lifetime = draw_max_lifetime(gen.application)
