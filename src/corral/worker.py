@@ -30,7 +30,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -114,11 +113,14 @@ class Worker:
             try:
                 app = load_app(spec.application.module, spec.application.callable)
             except Exception:
-                sys.stderr.write(
+                # to the error log (stderr unless --error-logfile): on a reload, the master's
+                # "reload failed" line is there too
+                stream = error_log_stream()
+                stream.write(
                     f"corral: error: application {spec.application.module!r} failed to load:\n"
                     + traceback.format_exc()
                 )
-                sys.stderr.flush()
+                stream.flush()
                 return EXIT_APP_LOAD
         from corral.wsgi.runner import WsgiAdapter
 

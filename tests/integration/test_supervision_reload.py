@@ -17,7 +17,13 @@ import pytest
 
 from tests.integration.load import Load
 from tests.integration.server import Server, wait_for
-from tests.integration.supervision import alive, events, generation_pids, get
+from tests.integration.supervision import (
+    alive,
+    events,
+    generation_pids,
+    get,
+    wait_ready_in,
+)
 
 # A module rewritten in place within the same second, at the same size, would be read from a
 # stale __pycache__ (its header keeps the source's mtime in seconds and its size): the tests
@@ -191,6 +197,30 @@ def test_failed_generation_is_rolled_back(tmp_path, failure):
         wait_for(lambda: set(server.worker_pids()) == new, timeout=5)
         assert {version for version, _ in versions_and_pids(server)} == {"v3"}
         assert server.stop() == 0
+
+
+def test_failed_reload_logs_its_traceback_to_the_error_log_file(tmp_path):
+    write_app(tmp_path, "v1")
+    errors = tmp_path / "error.log"
+    with Server(
+        "reload_app",
+        "--error-logfile",
+        str(errors),
+        cwd=str(tmp_path),
+        env=NO_BYTECODE,
+        wait_ready=False,
+    ) as server:
+        wait_ready_in(server, errors)
+        (tmp_path / "reload_app.py").write_text("def application(:\n")
+        server.send(signal.SIGHUP)
+        wait_for(lambda: "reload failed" in errors.read_text(), timeout=10)
+        text = errors.read_text()
+        assert "Traceback (most recent call last)" in text, text
+        assert "SyntaxError" in text, text
+        assert text.index("SyntaxError") < text.index("reload failed")
+        assert version_of(server) == "v1"
+        assert server.stop() == 0
+    assert server.stderr == ""
 
 
 @pytest.mark.parametrize(
