@@ -26,6 +26,7 @@ _EVENT = re.compile(
     r"worker (?P<slot>\d+) (?:(?P<kind>spawned|ready) \(pid (?P<pid>\d+), generation (?P<gen>\d+)\)"
     r"|\(pid (?P<pid2>\d+)\) (?P<kind2>recycled|exited|died): (?P<detail>.*))"
 )
+
 RECYCLED = re.compile(r"worker \d+ \(pid (\d+)\) recycled: (.*)")
 
 
@@ -65,17 +66,20 @@ def generation_pids(log: str, generation: int) -> list[int]:
 
 
 def assert_successor_ready_first(log: str, old_pid: int) -> int:
-    """``old_pid`` was recycled, and its successor (the next worker spawned for the same slot)
-    was ready before ``old_pid`` exited; returns the successor's pid."""
+    """``old_pid`` was recycled, drained, and its successor (the worker spawned for its slot
+    after its last recycle line) was ready before ``old_pid`` exited; returns the successor's
+    pid."""
     found = events(log)
-    recycled = first(found, "recycled", old_pid)
+    exited = first(found, "exited", old_pid)
+    recycles = [e for e in found[: exited.index] if e.kind == "recycled" and e.pid == old_pid]
+    assert recycles, f"pid {old_pid} exited without being recycled:\n{log}"
+    recycled = recycles[-1]
     successor = next(
         (e for e in found[recycled.index :] if e.kind == "spawned" and e.slot == recycled.slot),
         None,
     )
     assert successor is not None, f"no successor spawned for pid {old_pid}:\n{log}"
     ready = first(found, "ready", successor.pid)
-    exited = first(found, "exited", old_pid)
     assert ready.index < exited.index, f"pid {old_pid} exited before its successor was ready"
     assert exited.detail == "exit code 0", exited  # drained, not killed
     return successor.pid
@@ -129,3 +133,43 @@ def wait_ready_in(server: Server, error_log: Path, workers: int = 1) -> None:
     match = wait_for(ready, timeout=20)
     server.host = match.group(1).strip("[]")
     server.port = int(match.group(2))
+
+
+# -- an application module the tests rewrite ------------------------------------------------
+
+# A module rewritten in place within the same second, at the same size, would be read from a
+# stale __pycache__ (its header keeps the source's mtime in seconds and its size): the tests
+# rewrite modules that fast, so the servers they start write no bytecode.
+NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+APP_TEMPLATE = '''\
+"""Written by the supervision tests: answers "VERSION PID"; dies at import on a flag file."""
+
+import os
+
+VERSION = "{version}"
+
+if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash.flag")):
+    os._exit(1)
+
+
+def application(environ, start_response):
+    body = f"{{VERSION}} {{os.getpid()}}".encode()
+    start_response(
+        "200 OK",
+        [
+            ("Content-Type", "text/plain"),
+            ("Content-Length", str(len(body))),
+            ("X-Worker-Pid", str(os.getpid())),
+        ],
+    )
+    return [body]
+'''
+
+
+def write_app(directory: Path, version: str) -> Path:
+    """``directory/reload_app.py``, answering ``VERSION PID``; with ``crash.flag`` beside it,
+    its import ends the process (exit code 1)."""
+    path = directory / "reload_app.py"
+    path.write_text(APP_TEMPLATE.format(version=version))
+    return path

@@ -11,54 +11,20 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.integration.load import Load
 from tests.integration.server import Server, wait_for
 from tests.integration.supervision import (
+    NO_BYTECODE,
     alive,
     events,
     generation_pids,
     get,
     wait_ready_in,
+    write_app,
 )
-
-# A module rewritten in place within the same second, at the same size, would be read from a
-# stale __pycache__ (its header keeps the source's mtime in seconds and its size): the tests
-# rewrite modules that fast, so the servers they start write no bytecode.
-NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
-
-APP_TEMPLATE = '''\
-"""Written by test_supervision_reload: answers "VERSION PID"; dies at import on a flag file."""
-
-import os
-
-VERSION = "{version}"
-
-if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash.flag")):
-    os._exit(1)
-
-
-def application(environ, start_response):
-    body = f"{{VERSION}} {{os.getpid()}}".encode()
-    start_response(
-        "200 OK",
-        [
-            ("Content-Type", "text/plain"),
-            ("Content-Length", str(len(body))),
-            ("X-Worker-Pid", str(os.getpid())),
-        ],
-    )
-    return [body]
-'''
-
-
-def write_app(directory: Path, version: str) -> Path:
-    path = directory / "reload_app.py"
-    path.write_text(APP_TEMPLATE.format(version=version))
-    return path
 
 
 def version_of(server: Server) -> str:

@@ -128,7 +128,8 @@ class Arbiter:
         self.stopping = False
         self._graceful = True
         self.exit_code = 0
-        self.failures = 0
+        self.failures = 0  # early deaths in a row, for the backoff
+        self.last_failure = 0.0  # time.monotonic() of the last one
         self.ever_ready = False
         self.all_ready = False
         self.reload_queued: str | None = None
@@ -450,6 +451,7 @@ class Arbiter:
 
     def _backoff_delay(self) -> float:
         self.failures += 1
+        self.last_failure = time.monotonic()
         return min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
 
     def _respawn(self, slot: int, gen: Generation) -> None:
@@ -485,8 +487,10 @@ class Arbiter:
             return
         if worker.timed_out:
             return
+        # the deaths in a row are over when a worker started since the last one outlives
+        # min_worker_lifetime; an older worker proves nothing (its successors may keep dying)
         stable = now - worker.started >= worker.generation.application.min_worker_lifetime
-        if worker.ready and self.failures and stable:
+        if worker.ready and self.failures and stable and worker.started > self.last_failure:
             self.failures = 0
         timeout = settings.timeout
         silent = now - worker.last_beat
@@ -505,7 +509,8 @@ class Arbiter:
     def _consider_recycling(self, worker: WorkerProcess) -> None:
         gen = worker.generation
         if (
-            not worker.ready
+            self.stopping
+            or not worker.ready
             or worker.retiring
             or worker.successor is not None
             or worker.replaces is not None
@@ -518,7 +523,8 @@ class Arbiter:
         if reason is None:
             return
         self.log.info("worker %d (pid %d) recycled: %s", worker.slot, worker.pid, reason)
-        worker.retire_asked = None
+        # retire_asked stays: the worker says it once, and a successor that fails to start
+        # is tried again (recycle_not_before)
         worker.successor = self.spawn(worker.slot, gen, replaces=worker)
 
     def _kill(self, worker: WorkerProcess, why: str) -> None:
