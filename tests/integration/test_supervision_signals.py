@@ -6,6 +6,7 @@ file's refusal of a second master are in test_master.py and test_logs.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -180,6 +181,86 @@ def test_usr1_reopens_the_logs_after_a_rename(tmp_path):
         assert server.stop() == 0
 
 
+HELD_APP = """\
+import os
+import time
+
+HOLD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hold")
+while os.path.exists(HOLD):  # a worker starting now waits here, importing the application
+    time.sleep(0.01)
+
+
+def application(environ, start_response):
+    if environ["PATH_INFO"] == "/raise":
+        raise RuntimeError("held_app: /raise")
+    pid = str(os.getpid())
+    start_response("200 OK", [("Content-Length", str(len(pid))), ("X-Worker-Pid", pid)])
+    return [pid.encode()]
+"""
+
+
+def holds_open(pid: int, path: Path) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    links = []
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return str(path) in links
+
+
+def test_usr1_reaches_a_worker_that_is_still_starting(tmp_path):
+    """A worker forked before the rename holds the old files; if USR1 comes while it imports
+    the application, it must still reopen them once it serves."""
+    (tmp_path / "held_app.py").write_text(HELD_APP)
+    hold = tmp_path / "hold"
+    access, errors = tmp_path / "access.log", tmp_path / "error.log"
+    with Server(
+        "held_app",
+        "--access-logfile",
+        str(access),
+        "--access-logformat",
+        "%(p)s %(r)s %(s)s",
+        "--error-logfile",
+        str(errors),
+        cwd=str(tmp_path),
+        wait_ready=False,
+    ) as server:
+        wait_ready_in(server, errors)
+        (first,) = server.worker_pids()
+        hold.touch()
+        server.send(signal.SIGTTIN)
+        wait_for(lambda: len(server.worker_pids()) == 2, timeout=5)
+        (starting,) = set(server.worker_pids()) - {first}
+        wait_for(lambda: holds_open(starting, access), timeout=5)  # opened before the rename
+        access.rename(tmp_path / "access.log.1")
+        errors.rename(tmp_path / "error.log.1")
+        server.send(signal.SIGUSR1)
+        rotated = tmp_path / "error.log.1"
+        wait_for(lambda: "SIGUSR1: reopening" in rotated.read_text(), timeout=5)
+        # one signal at a time: once the master logs the next one, USR1 was passed on
+        server.send(signal.SIGTTIN)
+        wait_for(lambda: errors.exists() and "SIGTTIN: 3" in errors.read_text(), timeout=5)
+        hold.unlink()
+        wait_for(lambda: len(re.findall(r"worker \d ready", errors.read_text())) == 2, 10)
+
+        def logged_by_starting(target: str, line: str) -> list[str]:
+            """Request ``target`` until ``line`` (by the starting worker) is in a log file."""
+
+            def found():
+                get(server, target)
+                return [p.name for p in tmp_path.glob("*.log*") if line in p.read_text()]
+
+            return wait_for(found, timeout=10)
+
+        assert logged_by_starting("/pid", f"<{starting}> GET /pid") == ["access.log"]
+        raised = f"[{starting}] [ERROR] error handling GET /raise"
+        assert logged_by_starting("/raise", raised) == ["error.log"]
+        assert server.stop() == 0
+
+
 # -- WINCH ----------------------------------------------------------------------------------
 
 
@@ -279,13 +360,7 @@ def test_usr2_that_fails_leaves_the_old_master_serving(tmp_path):
     pidfile = tmp_path / "corral.pid"
     app = tmp_path / "upgrade_app.py"
     app.write_text((Path(__file__).parent / "apps" / "chaos_app.py").read_text())
-    with Server(
-        "upgrade_app",
-        "--pid",
-        str(pidfile),
-        cwd=str(tmp_path),
-        env={"PYTHONDONTWRITEBYTECODE": "1"},
-    ) as server:
+    with Server("upgrade_app", "--pid", str(pidfile), cwd=str(tmp_path)) as server:
         pid = answering_pid(server)
         app.unlink()
         server.send(signal.SIGUSR2)
