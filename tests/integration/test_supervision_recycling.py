@@ -15,7 +15,6 @@ from tests.integration.server import Server, read_response, wait_for
 from tests.integration.supervision import (
     NO_BYTECODE,
     RECYCLED,
-    alive,
     answering_pid,
     assert_successor_ready_first,
     process_age,
@@ -32,8 +31,15 @@ def wait_recycled(server: Server, count: int, timeout: float = 10.0) -> list[tup
     return wait_for(lambda: len(found := recycled(server)) >= count and found, timeout)
 
 
-def wait_gone(pids: list[int], timeout: float = 10.0) -> None:
-    wait_for(lambda: not any(alive(pid) for pid in pids), timeout)
+def wait_exited(server: Server, pids: list[int], timeout: float = 10.0) -> str:
+    """The log, once it has the exit line of every one of ``pids``."""
+    lines = [re.compile(rf"\(pid {pid}\) exited: ") for pid in pids]
+
+    def logged() -> str | None:
+        log = server.stderr
+        return log if all(line.search(log) for line in lines) else None
+
+    return wait_for(logged, timeout)
 
 
 @pytest.mark.parametrize("threads", [1, 4])
@@ -55,8 +61,7 @@ def test_max_requests_recycles_with_overlap_under_load(threads):
             found = wait_recycled(server, 6)
             load.wait_requests(50)
         old = [pid for pid, _ in found]
-        wait_gone(old)
-        log = server.stderr
+        log = wait_exited(server, old)
         assert server.stop() == 0
     assert not load.failures, (load.summary(), load.failures[:5])
     assert {reason for _, reason in found} == {"served 20 requests (max_requests 20)"}
@@ -96,7 +101,7 @@ def test_max_requests_jitter_gives_each_worker_its_own_limit():
         pid, number = (int(field) for field in request.body.split())
         most[pid] = max(most.get(pid, 0), number)
     for (pid, _), limit in zip(found, served, strict=True):
-        assert most.get(pid, limit) >= limit, (pid, most.get(pid), limit)
+        assert most[pid] >= limit, (pid, most[pid], limit)
 
 
 def test_max_worker_lifetime_recycles_after_that_long():
@@ -115,9 +120,8 @@ def test_max_worker_lifetime_recycles_after_that_long():
             age = process_age(pid)  # the old worker serves on until its successor is ready
             (found,) = recycled(server)
             load.wait_requests(50)
-            wait_gone([pid])
+            log = wait_exited(server, [pid])
             load.wait_requests(50)
-        log = server.stderr
         assert server.stop() == 0
     assert found[0] == pid
     assert re.fullmatch(r"ran [23]s \(max_worker_lifetime 2s\)", found[1]), found
@@ -176,15 +180,9 @@ def test_max_worker_memory_recycles_a_worker_that_grew():
         assert found[0] == pid
         match = re.fullmatch(r"uses (\d+) MiB \(max_worker_memory 60 MiB\)", found[1])
         assert match and int(match.group(1)) >= 80, found
-        successor = assert_successor_ready_first(wait_exit_logged(server, pid), pid)
+        successor = assert_successor_ready_first(wait_exited(server, [pid]), pid)
         assert answering_pid(server) == successor
         assert server.stop() == 0
-
-
-def wait_exit_logged(server: Server, pid: int) -> str:
-    """The log once it has the line of ``pid``'s exit."""
-    server.wait_log(rf"\(pid {pid}\) exited")
-    return server.stderr
 
 
 def test_min_worker_lifetime_holds_back_a_recycle_that_is_due():
@@ -213,7 +211,7 @@ def test_min_worker_lifetime_holds_back_a_recycle_that_is_due():
         assert last_without >= 2.95, last_without  # not before 3 s (ages are to 10 ms)
         assert last_without <= 5.0, last_without  # and on one of the next ticks
         assert recycled(server) == [(pid, "served 5 requests (max_requests 5)")]
-        successor = assert_successor_ready_first(wait_exit_logged(server, pid), pid)
+        successor = assert_successor_ready_first(wait_exited(server, [pid]), pid)
         assert answering_pid(server) == successor
         assert server.stop() == 0
 
@@ -247,7 +245,6 @@ def test_a_successor_that_cannot_start_is_tried_again(tmp_path):
         assert answering_pid(server, "/") == pid
         (tmp_path / "crash.flag").unlink()
         # the next try, as the line says: recycled again, and this successor serves
-        server.wait_log(rf"\(pid {pid}\) exited: ", timeout=10)
-        successor = assert_successor_ready_first(server.stderr, pid)
+        successor = assert_successor_ready_first(wait_exited(server, [pid]), pid)
         assert answering_pid(server, "/") == successor
         assert server.stop() == 0
