@@ -90,6 +90,7 @@ class Worker:
         self.stopping = False
         self._server_header = ""
         self.master_pid = os.getppid()
+        self._reopen_asked = False  # USR1 came before the loop could act on it
 
     def run(self) -> int:
         spec = self.spec
@@ -101,13 +102,17 @@ class Worker:
         for sig in (
             signal.SIGINT,
             signal.SIGHUP,
-            signal.SIGUSR1,
             signal.SIGWINCH,
             signal.SIGTTIN,
             signal.SIGTTOU,
         ):
             signal.signal(sig, signal.SIG_IGN)
+        # USR1 (logrotate) while the application is imported is kept for later: this worker
+        # holds the files as they were at its fork, and would write to the rotated ones
+        signal.signal(signal.SIGUSR1, self._ask_reopen)
         signal.set_wakeup_fd(-1)
+        # the master forks with its signals blocked; those sent since arrive now, to ours
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
         self._enable_stack_dumps()
         os.set_blocking(spec.heartbeat_fd, False)
         app = spec.loaded_app
@@ -172,6 +177,8 @@ class Worker:
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
+        if self._reopen_asked:
+            self.reopen_logs()
         # QUIT must work while the application blocks the loop: a plain handler
         # runs between bytecodes (and interrupts sleeps) on the main thread.
         signal.signal(signal.SIGQUIT, self.quit)
@@ -279,6 +286,9 @@ class Worker:
         stream = error_log_stream()
         faulthandler.enable(file=stream, all_threads=True)
         faulthandler.register(signal.SIGUSR2, file=stream, all_threads=True, chain=False)
+
+    def _ask_reopen(self, *_: object) -> None:
+        self._reopen_asked = True
 
     def reopen_logs(self) -> None:
         """USR1 (logrotate): reopen the error log and the access log at their paths."""

@@ -195,8 +195,9 @@ def new_worker_answers(server: Server, old: set[int]) -> int | None:
     return pid if pid not in old else None
 
 
-def test_kill_9_fails_only_the_killed_workers_connections():
-    with Server("chaos_app", workers=2) as server:
+@pytest.mark.parametrize("threads", [1, 4])
+def test_kill_9_fails_only_the_killed_workers_connections(threads):
+    with Server("chaos_app", "--threads", str(threads), workers=2) as server:
         workers = set(server.worker_pids())
         with Load(server, 8, "/pid") as load:
             wait_every_connection_answered(load)

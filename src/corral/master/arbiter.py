@@ -121,6 +121,9 @@ class Arbiter:
         self.origin = origin
         self.current = Generation(1, doc, {})
         self.pending: Generation | None = None
+        # the last number given: a generation that was rolled back keeps its number, so that
+        # the log never names two generations alike
+        self.generation_number = 1
         self.title_name = doc.settings.proc_name or self.current.app_name
         self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
         self.workers: dict[int, WorkerProcess] = {}
@@ -129,7 +132,8 @@ class Arbiter:
         self.stopping = False
         self._graceful = True
         self.exit_code = 0
-        self.failures = 0
+        self.failures = 0  # early deaths in a row, for the backoff
+        self.last_failure = 0.0  # time.monotonic() of the last one
         self.ever_ready = False
         self.all_ready = False
         self.reload_queued: str | None = None
@@ -238,10 +242,19 @@ class Arbiter:
         max_requests = draw_max_requests(gen.application)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        # Until the worker sets its own, the child has the master's signal handlers, which
+        # pass a signal on to the master's loop through the wakeup descriptor both hold: the
+        # signals stay blocked across the fork, and Worker.run unblocks them.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         if pid == 0:  # the worker
             code = 1
             try:
+                signal.set_wakeup_fd(-1)
                 os.close(read_fd)
                 for other in self.workers.values():
                     with contextlib.suppress(OSError):
@@ -259,6 +272,7 @@ class Arbiter:
                     sys.stdout.flush()
                     sys.stderr.flush()
                 os._exit(code)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         worker = WorkerProcess(pid, slot, gen, read_fd)
         worker.max_lifetime = draw_max_lifetime(gen.application)
@@ -483,6 +497,7 @@ class Arbiter:
 
     def _backoff_delay(self) -> float:
         self.failures += 1
+        self.last_failure = time.monotonic()
         return min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
 
     def _respawn(self, slot: int, gen: Generation) -> None:
@@ -518,8 +533,10 @@ class Arbiter:
             return
         if worker.timed_out:
             return
+        # the deaths in a row are over when a worker started since the last one outlives
+        # min_worker_lifetime; an older worker proves nothing (its successors may keep dying)
         stable = now - worker.started >= worker.generation.application.min_worker_lifetime
-        if worker.ready and self.failures and stable:
+        if worker.ready and self.failures and stable and worker.started > self.last_failure:
             self.failures = 0
         timeout = settings.timeout
         silent = now - worker.last_beat
@@ -538,7 +555,8 @@ class Arbiter:
     def _consider_recycling(self, worker: WorkerProcess) -> None:
         gen = worker.generation
         if (
-            not worker.ready
+            self.stopping
+            or not worker.ready
             or worker.retiring
             or worker.successor is not None
             or worker.replaces is not None
@@ -551,7 +569,8 @@ class Arbiter:
         if reason is None:
             return
         self.log.info("worker %d (pid %d) recycled: %s", worker.slot, worker.pid, reason)
-        worker.retire_asked = None
+        # retire_asked stays: the worker says it once, and a successor that fails to start
+        # is tried again (recycle_not_before)
         worker.successor = self.spawn(worker.slot, gen, replaces=worker)
 
     def _kill(self, worker: WorkerProcess, why: str) -> None:
@@ -642,10 +661,12 @@ class Arbiter:
                     self._close_unused(set(current.sockets))
                     raise
         try:
-            return Generation(current.number + 1, doc, sockets, loaded)
+            gen = Generation(self.generation_number + 1, doc, sockets, loaded)
         except ValueError:
             self._close_unused(set(current.sockets))
             raise
+        self.generation_number = gen.number
+        return gen
 
     def _commit_reload(self) -> None:
         gen = self.pending

@@ -1,0 +1,102 @@
+"""Workers that die: a segfault in the application takes only its own worker, and workers
+that keep dying young are respawned with a backoff that doubles up to its cap. A crash at
+import (test_master.py) and a kill -9 under load (test_load.py) are tested beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from tests.integration.load import Kill, Load, unexplained
+from tests.integration.server import Server, read_all, wait_for
+from tests.integration.supervision import answering_pid, events, get, process_age
+
+RESPAWN = re.compile(r"\((\d+) in a row\): respawning worker (\d+) in ([\d.]+)s")
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_segfault_takes_only_its_own_worker(threads):
+    with Server("supervision_app", "--threads", str(threads), workers=2) as server:
+        workers = set(server.worker_pids())
+        with Load(server, 6, "/pid") as load:
+            load.wait_requests(200)
+            crashed = time.monotonic()
+            with server.connect() as sock:
+                sock.sendall(b"GET /segv HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert read_all(sock) == b""  # no answer: the worker is gone
+            line = server.wait_log(r"worker \d \(pid \d+\) died: signal SIGSEGV.*")[0]
+            victim = int(re.search(r"pid (\d+)", line).group(1))
+            replacement = wait_for(
+                lambda: (pid := answering_pid(server)) not in workers and pid, timeout=5
+            )
+            load.wait_requests(200)
+        log = server.stderr
+        assert server.stop() == 0
+    assert victim in workers
+    (survivor,) = workers - {victim}
+    # the other worker served throughout; what failed was on the victim's connections
+    assert any(r.pid == survivor and r.end < crashed for r in load.ok)
+    assert any(r.pid == survivor and r.start > crashed for r in load.ok)
+    assert not unexplained(load.failures, [Kill(victim, crashed)]), load.failures
+    assert {r.pid for r in load.failures} <= {victim, None}, load.failures
+    assert replacement in server_pids_after(log)
+    # faulthandler's report, with the application's frame, before the master's line
+    fatal = log.index("Fatal Python error: Segmentation fault")
+    assert fatal < log.index(line)
+    stacks = log[fatal : log.index(line)]
+    assert re.search(r'File ".*supervision_app\.py", line \d+ in application', stacks), stacks
+
+
+def server_pids_after(log: str) -> set[int]:
+    return {e.pid for e in events(log) if e.kind == "ready"}
+
+
+def test_workers_dying_young_are_respawned_with_a_doubling_delay():
+    with Server("proc_apps", "--min-worker-lifetime", "2") as server:
+        for step in range(1, 5):
+            server.wait_log(r"worker 0 ready", count=step)
+            (pid,) = server.worker_pids()
+            spawned = server.stderr.count("worker 0 spawned")
+            killed = time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+            server.wait_log(RESPAWN.pattern, count=step)
+            in_a_row, slot, delay = RESPAWN.findall(server.stderr)[-1]
+            assert (int(in_a_row), slot, float(delay)) == (step, "0", 0.1 * 2 ** (step - 1))
+            wait_for(lambda n=spawned: server.stderr.count("worker 0 spawned") > n, timeout=5)
+            assert time.monotonic() - killed >= float(delay)  # the delay is kept
+        # a worker that outlived --min-worker-lifetime is replaced at once, and the count of
+        # deaths in a row starts again
+        server.wait_log(r"worker 0 ready", count=5)
+        (pid,) = server.worker_pids()
+        wait_for(lambda: process_age(pid) > 2.2, timeout=5)
+        os.kill(pid, signal.SIGKILL)
+        server.wait_log(r"worker 0 ready", count=6)
+        assert len(RESPAWN.findall(server.stderr)) == 4
+        (pid,) = server.worker_pids()
+        os.kill(pid, signal.SIGKILL)
+        server.wait_log(RESPAWN.pattern, count=5)
+        assert RESPAWN.findall(server.stderr)[-1] == ("1", "0", "0.1")
+        server.wait_log(r"worker 0 ready", count=7)
+        assert server.stop() == 0
+
+
+def test_backoff_is_capped():
+    """Eight young workers killed at once: the eighth death in a row would wait 12.8 s."""
+    with Server("proc_apps", "--min-worker-lifetime", "60", workers=8) as server:
+        pids = server.worker_pids()
+        assert len(pids) == 8
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        server.wait_log(RESPAWN.pattern, count=8)
+        delays = [float(delay) for _, _, delay in RESPAWN.findall(server.stderr)]
+        assert delays == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0]
+        assert [int(n) for n, _, _ in RESPAWN.findall(server.stderr)] == list(range(1, 9))
+        # the shortest delays pass and their slots serve again
+        server.wait_log(r"worker \d ready", count=8 + 3)
+        assert get(server)[0] == 200
+        assert server.stop() == 0
