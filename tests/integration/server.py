@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 APPS = Path(__file__).parent / "apps"
@@ -200,20 +200,21 @@ def read_all(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid``, from /proc."""
-    result = []
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """Every live process id with the fields of its /proc stat line after the command name."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as stream:
-                fields = stream.read().rsplit(")", 1)[1].split()
+                yield int(entry), stream.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            result.append(int(entry))
-    return sorted(result)
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid``, from /proc."""
+    return [child for child, fields in _processes() if int(fields[1]) == pid]
 
 
 def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
@@ -267,17 +268,13 @@ def leftover_processes(session: int, title: str) -> dict[int, str]:
     contains ``title``, with their command lines; from /proc. Zombies are left out: they are
     dead, only waiting for a parent to reap them."""
     found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid, fields in _processes():
         try:
-            with open(f"/proc/{entry}/stat") as stream:
-                fields = stream.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as stream:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
                 cmdline = stream.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
         except OSError:
             continue
         state, process_session = fields[0], int(fields[3])
         if state != "Z" and (process_session == session or title in cmdline):
-            found[int(entry)] = cmdline
+            found[pid] = cmdline
     return found
