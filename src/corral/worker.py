@@ -19,6 +19,11 @@ the application holds the interpreter), and ABRT reports the request in progress
 and exits: the master sends both, in that order, to a worker it kills for a
 timeout. INT is ignored because a terminal sends it to the whole process group
 and the master decides.
+
+Server hooks (``spec.hooks``, Gunicorn's, see :mod:`corral.hooks`) that run here:
+``post_worker_init`` once the application is imported, ``worker_int`` on QUIT,
+``worker_abort`` on ABRT and ``worker_exit`` as the process ends, whichever way;
+``pre_request``/``post_request`` through the adapter.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Any
 from corral.acceptor import DeferringAcceptor
 from corral.appload import load_app
 from corral.connection import HttpConnection, ServerState, sweep
+from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import http_date
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
@@ -61,6 +67,7 @@ class WorkerSpec:
     multiprocess: bool = True
     access_log: Any = None
     max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
+    hooks: Hooks | None = None  # the server hooks, as the master loaded them
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -87,6 +94,7 @@ class Worker:
         self.stopping = False
         self._server_header = ""
         self.master_pid = os.getppid()
+        self.hooks = spec.hooks if spec.hooks is not None else Hooks()
 
     def run(self) -> int:
         spec = self.spec
@@ -118,6 +126,7 @@ class Worker:
                 )
                 sys.stderr.flush()
                 return EXIT_APP_LOAD
+        self.hooks.call("post_worker_init")
         from corral.wsgi.runner import WsgiAdapter
 
         loop = new_event_loop(getattr(settings, "loop", "auto"))
@@ -129,6 +138,7 @@ class Worker:
             body_buffer_size=settings.body_buffer_size,
             multiprocess=spec.multiprocess,
             log=self.log,
+            hooks=self.hooks,
         )
         limits = Limits(
             settings.limit_request_line,
@@ -277,6 +287,7 @@ class Worker:
         if self.stopping:
             return
         self.stopping = True
+        self.hooks.worker_stopping()
         state = self.state
         assert state is not None and self.loop is not None
         if not state.draining:
@@ -320,17 +331,26 @@ class Worker:
         """ABRT from the master (timeout): say what was being served, then leave.
 
         A plain handler: it runs on the main thread even while the application
-        blocks the loop, which is exactly when the master sends it.
+        blocks the loop, which is exactly when the master sends it. The hooks run
+        first: the master kills the worker as soon as the ``abort`` line arrives.
         """
+        self.hooks.call("worker_abort")
+        self.hooks.call("worker_exit")
         if self.state is not None and self.loop is not None:
             self._send(f"abort {self._oldest_request(self.loop.time())}")
         os._exit(EXIT_ABORTED)
 
     def quit(self, *_: object) -> None:
         """QUIT: leave now."""
+        self.hooks.call("worker_int")
+        self.hooks.call("worker_exit")
         os._exit(EXIT_OK)
 
 
 def run_worker(spec: WorkerSpec) -> int:
     """Serve until told to stop; returns the exit status."""
-    return Worker(spec).run()
+    worker = Worker(spec)
+    try:
+        return worker.run()
+    finally:
+        worker.hooks.call("worker_exit")

@@ -34,10 +34,12 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from corral.appload import load_app
 from corral.config import ConfigError, Document
+from corral.hooks import HookError, Hooks
 from corral.master import upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import ListenError, bind_all, close_all, describe
@@ -135,6 +137,7 @@ class Arbiter:
         self.touched = TouchedFiles(doc.settings.touch_reload)
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
 
     @property
     def settings(self) -> Any:
@@ -171,6 +174,7 @@ class Arbiter:
         assert loop is not None
         if self.settings.reload:
             self._start_source_watcher()
+        self.hooks.call("when_ready")
         self.spawn(0, gen)
         ticker = loop.create_task(self._tick())
         try:
@@ -204,6 +208,7 @@ class Arbiter:
             return None
         read_fd, write_fd = os.pipe()
         max_requests = draw_max_requests(gen.application)
+        self.hooks.call("pre_fork", self.hooks.new_worker(gen))
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -217,6 +222,7 @@ class Arbiter:
                 for address, sock in self.sockets.items():
                     if address not in gen.sockets:
                         sock.close()  # a listener no worker of gen serves must not stay open
+                self.hooks.call("post_fork")
                 code = self._worker_main(gen, write_fd, max_requests)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
@@ -232,6 +238,7 @@ class Arbiter:
         worker.max_lifetime = draw_max_lifetime(gen.application)
         worker.replaces = replaces
         self.workers[pid] = worker
+        self.hooks.adopt(worker)
         assert self.loop is not None
         self.loop.add_reader(read_fd, self._on_beat, worker)
         self.log.debug("worker %d spawned (pid %d, generation %d)", slot, pid, gen.number)
@@ -263,6 +270,7 @@ class Arbiter:
             multiprocess=app.workers > 1,
             access_log=access_log,
             max_requests=max_requests,
+            hooks=self.hooks,
         )
         return run_worker(spec)
 
@@ -377,6 +385,7 @@ class Arbiter:
             self._on_exit(worker, status)
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
+        self.hooks.call("child_exit", worker)
         code = os.waitstatus_to_exitcode(status)
         how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         slot, pid = worker.slot, worker.pid
@@ -557,6 +566,7 @@ class Arbiter:
             )
             return
         self.pending = gen
+        self.hooks.call("on_reload")
         for slot in range(gen.application.workers):
             self.spawn(slot, gen)
 
@@ -605,6 +615,7 @@ class Arbiter:
         self.pending = None
         self.current = gen
         self.num_workers = gen.application.workers
+        self.hooks.call("nworkers_changed", self.num_workers)
         for worker in list(self.workers.values()):
             if worker.generation is not gen:
                 self._retire(worker)
@@ -663,6 +674,7 @@ class Arbiter:
             self.reload("SIGHUP")
         elif sig == signal.SIGTTIN:
             self.num_workers += 1
+            self.hooks.call("nworkers_changed", self.num_workers)
             self.log.info("SIGTTIN: %d worker(s)", self.num_workers)
             self._respawn(self.num_workers - 1, self.current)
         elif sig == signal.SIGTTOU:
@@ -670,6 +682,7 @@ class Arbiter:
                 self.log.info("SIGTTOU: already at %d worker(s); ignored", self.num_workers)
                 return
             self.num_workers -= 1
+            self.hooks.call("nworkers_changed", self.num_workers)
             self.log.info("SIGTTOU: %d worker(s)", self.num_workers)
             self._retire_slots_from(self.num_workers)
         elif sig == signal.SIGWINCH:
@@ -678,6 +691,7 @@ class Arbiter:
                 "starts workers again)"
             )
             self.num_workers = 0
+            self.hooks.call("nworkers_changed", self.num_workers)
             if self.pending is not None:
                 self._rollback_reload("SIGWINCH")
             self._retire_slots_from(0)
@@ -732,6 +746,7 @@ class Arbiter:
             worker = self.workers.pop(pid, None)
             if worker is not None:
                 os.close(worker.beat_fd)
+                self.hooks.call("child_exit", worker)
         self.log.info("shutdown complete")
 
     # -- upgrade (USR2) -----------------------------------------------------------------
@@ -742,7 +757,9 @@ class Arbiter:
             return
         if self.pidfile is not None:
             self.pidfile.set_aside()
-        self.new_master = upgrade.start_new_master(self.origin.argv, self.origin.cwd, self.sockets)
+        self.new_master = upgrade.start_new_master(
+            self.origin.argv, self.origin.cwd, self.sockets, partial(self.hooks.call, "pre_exec")
+        )
         self.log.info(
             "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
             self.new_master,
@@ -785,6 +802,13 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     arbiter.old_master = upgrade.take_old_master()
     inherited = upgrade.take_inherited_listeners()
     _apply_environment(arbiter.current.application)
+    try:
+        arbiter.hooks.load(settings.hooks)
+    except HookError as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        close_all(inherited, unlink=False)
+        return EXIT_CONFIG
+    arbiter.hooks.call("nworkers_changed", arbiter.num_workers)
     pidfile = PidFile(settings.pid) if settings.pid else None
     if pidfile is not None:
         try:
@@ -795,6 +819,7 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
             return EXIT_LISTEN
     arbiter.pidfile = pidfile
     try:
+        arbiter.hooks.call("on_starting")
         sockets = {a: s for a, s in inherited.items() if a in doc.listeners}
         close_all({a: s for a, s in inherited.items() if a not in sockets}, unlink=False)
         try:
@@ -828,3 +853,4 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     finally:
         if pidfile is not None:
             pidfile.remove()
+        arbiter.hooks.call("on_exit")

@@ -18,13 +18,22 @@ import os
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 
 ENV_LISTENERS = "CORRAL_LISTENERS"
 ENV_UPGRADE_FROM = "CORRAL_UPGRADE_FROM"
 
 
-def start_new_master(argv: list[str], cwd: str, sockets: dict[str, socket.socket]) -> int:
-    """Fork and exec the new master; returns its pid (in the old master)."""
+def start_new_master(
+    argv: list[str],
+    cwd: str,
+    sockets: dict[str, socket.socket],
+    before_exec: Callable[[], None] | None = None,
+) -> int:
+    """Fork and exec the new master; returns its pid (in the old master).
+
+    ``before_exec`` runs in the child just before the exec (Gunicorn's ``pre_exec``).
+    """
     env = dict(os.environ)
     env[ENV_LISTENERS] = json.dumps({address: s.fileno() for address, s in sockets.items()})
     env[ENV_UPGRADE_FROM] = str(os.getpid())
@@ -36,6 +45,10 @@ def start_new_master(argv: list[str], cwd: str, sockets: dict[str, socket.socket
     try:  # the child: nothing of the old master's loop may run here
         for sock in sockets.values():
             os.set_inheritable(sock.fileno(), True)
+        if before_exec is not None:
+            before_exec()
+            sys.stdout.flush()
+            sys.stderr.flush()
         os.chdir(cwd)
         os.execve(sys.executable, [sys.executable, "-m", "corral", *argv], env)
     except BaseException:

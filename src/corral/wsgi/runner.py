@@ -14,6 +14,9 @@ it waits in a queue with its connection's reading paused, so the queue never
 holds more than one request per connection, and a connection whose request
 waits reads nothing more (new connections are still accepted: their first
 request joins the queue).
+
+With a ``pre_request`` or ``post_request`` server hook the application is wrapped
+once, at construction (:mod:`corral.wsgi.hooked`); without them nothing changes.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from corral.connection import Exchange, HttpConnection
 from corral.wsgi.environ import connection_environ
 from corral.wsgi.errors import ErrorStream
 from corral.wsgi.filewrapper import FileWrapper
+from corral.wsgi.hooked import hooked_application
 from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 from corral.wsgi.response import WsgiCall
 
@@ -179,8 +183,14 @@ class WsgiAdapter:
         body_buffer_size: int,
         multiprocess: bool,
         log: logging.Logger,
+        hooks: Any = None,
     ) -> None:
         self.app = app
+        if hooks is not None and hooks.defines("pre_request", "post_request"):
+            # chosen once: without these hooks the request path does not change at all
+            self.app = hooked_application(
+                app, hooks.bound("pre_request"), hooks.bound("post_request")
+            )
         self.threads = threads
         self.body_buffer_size = body_buffer_size
         self.multiprocess = multiprocess
