@@ -23,6 +23,11 @@ the application holds the interpreter), and ABRT reports the request in progress
 and exits: the master sends both, in that order, to a worker it kills for a
 timeout. INT is ignored because a terminal sends it to the whole process group
 and the master decides.
+
+Server hooks (``spec.hooks``, Gunicorn's, see :mod:`corral.hooks`) that run here:
+``post_worker_init`` once the application is imported, ``worker_int`` on QUIT,
+``worker_abort`` on ABRT and ``worker_exit`` as the process ends, whichever way;
+``pre_request``/``post_request`` through the adapter.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import Any
 from corral.acceptor import DeferringAcceptor
 from corral.appload import load_app
 from corral.connection import HttpConnection, ServerState, sweep
+from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import http_date
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
@@ -64,6 +70,7 @@ class WorkerSpec:
     multiprocess: bool = True
     access_log: Any = None
     max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
+    hooks: Hooks | None = None  # the server hooks, as the master loaded them
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -91,6 +98,7 @@ class Worker:
         self._server_header = ""
         self.master_pid = os.getppid()
         self._reopen_asked = False  # USR1 came before the loop could act on it
+        self.hooks = spec.hooks if spec.hooks is not None else Hooks()
 
     def run(self) -> int:
         spec = self.spec
@@ -128,6 +136,7 @@ class Worker:
                     traceback.format_exc().rstrip(),
                 )
                 return EXIT_APP_LOAD
+        self.hooks.call("post_worker_init")
         from corral.wsgi.deadline import Watchdog
         from corral.wsgi.runner import WsgiAdapter
 
@@ -151,6 +160,7 @@ class Worker:
             multiprocess=spec.multiprocess,
             log=self.log,
             watchdog=watchdog,
+            hooks=self.hooks,
         )
         limits = Limits(
             settings.limit_request_line,
@@ -304,6 +314,7 @@ class Worker:
         if self.stopping:
             return
         self.stopping = True
+        self.hooks.worker_stopping()
         state = self.state
         assert state is not None and self.loop is not None
         if not state.draining:
@@ -347,17 +358,26 @@ class Worker:
         """ABRT from the master (timeout): say what was being served, then leave.
 
         A plain handler: it runs on the main thread even while the application
-        blocks the loop, which is exactly when the master sends it.
+        blocks the loop, which is exactly when the master sends it. The hooks run
+        first: the master kills the worker as soon as the ``abort`` line arrives.
         """
+        self.hooks.call("worker_abort")
+        self.hooks.call("worker_exit")
         if self.state is not None and self.loop is not None:
             self._send(f"abort {self._oldest_request(self.loop.time())}")
         os._exit(EXIT_ABORTED)
 
     def quit(self, *_: object) -> None:
         """QUIT: leave now."""
+        self.hooks.call("worker_int")
+        self.hooks.call("worker_exit")
         os._exit(EXIT_OK)
 
 
 def run_worker(spec: WorkerSpec) -> int:
     """Serve until told to stop; returns the exit status."""
-    return Worker(spec).run()
+    worker = Worker(spec)
+    try:
+        return worker.run()
+    finally:
+        worker.hooks.call("worker_exit")

@@ -724,7 +724,11 @@ SETTINGS: tuple[Setting, ...] = (
         "Python file (`path/hooks.py`) or module (`pkg.hooks`) whose functions run at the "
         "server's events, with Gunicorn's names and signatures (`on_starting`, `when_ready`, "
         "`pre_fork`, `post_fork`, `post_worker_init`, `worker_int`, `worker_abort`, "
-        "`pre_request`, `post_request`, `worker_exit`, `on_reload`, `on_exit`).",
+        "`pre_request`, `post_request`, `worker_exit`, `child_exit`, `nworkers_changed`, "
+        "`on_reload`, `pre_exec`, `on_exit`); other names in it are ignored, so a "
+        "`gunicorn.conf.py` works as it is. Imported once, in the master at start-up, like the "
+        "application (after `chdir` and `pythonpath`); a hook that raises is logged with its "
+        "traceback and the server goes on.",
         flags=("--hooks",), metavar="FILE",
     ),
     # -- Command line ---------------------------------------------------------------------------

@@ -38,10 +38,12 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from corral.appload import load_app
 from corral.config import ConfigError, Document
+from corral.hooks import HookError, Hooks
 from corral.master import systemd, upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import ListenError, bind_all, close_all, describe
@@ -144,6 +146,7 @@ class Arbiter:
         self.touched = TouchedFiles(doc.settings.touch_reload)
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
 
     @property
     def settings(self) -> Any:
@@ -187,6 +190,7 @@ class Arbiter:
         assert loop is not None
         if self.settings.reload:
             self._start_source_watcher()
+        self.hooks.call("when_ready")
         self.spawn(0, gen)
         ticker = loop.create_task(self._tick())
         interval = systemd.watchdog_interval()
@@ -240,6 +244,7 @@ class Arbiter:
             return None
         read_fd, write_fd = os.pipe()
         max_requests = draw_max_requests(gen.application)
+        self.hooks.call("pre_fork", self.hooks.new_worker(gen))
         sys.stdout.flush()
         sys.stderr.flush()
         # Until the worker sets its own, the child has the master's signal handlers, which
@@ -262,6 +267,7 @@ class Arbiter:
                 for address, sock in self.sockets.items():
                     if address not in gen.sockets:
                         sock.close()  # a listener no worker of gen serves must not stay open
+                self.hooks.call("post_fork")
                 code = self._worker_main(gen, write_fd, max_requests)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
@@ -278,6 +284,7 @@ class Arbiter:
         worker.max_lifetime = draw_max_lifetime(gen.application)
         worker.replaces = replaces
         self.workers[pid] = worker
+        self.hooks.adopt(worker)
         assert self.loop is not None
         self.loop.add_reader(read_fd, self._on_beat, worker)
         self.log.debug("worker %d spawned (pid %d, generation %d)", slot, pid, gen.number)
@@ -309,6 +316,7 @@ class Arbiter:
             multiprocess=app.workers > 1,
             access_log=access_log,
             max_requests=max_requests,
+            hooks=self.hooks,
         )
         return run_worker(spec)
 
@@ -436,6 +444,7 @@ class Arbiter:
             self._on_exit(worker, status)
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
+        self.hooks.call("child_exit", worker)
         code = os.waitstatus_to_exitcode(status)
         how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         slot, pid = worker.slot, worker.pid
@@ -625,6 +634,7 @@ class Arbiter:
             self._notify_ready()
             return
         self.pending = gen
+        self.hooks.call("on_reload")
         for slot in range(gen.application.workers):
             self.spawn(slot, gen)
 
@@ -675,6 +685,7 @@ class Arbiter:
         self.pending = None
         self.current = gen
         self.num_workers = gen.application.workers
+        self.hooks.call("nworkers_changed", self.num_workers)
         for worker in list(self.workers.values()):
             if worker.generation is not gen:
                 self._retire(worker)
@@ -735,6 +746,7 @@ class Arbiter:
             self.reload("SIGHUP")
         elif sig == signal.SIGTTIN:
             self.num_workers += 1
+            self.hooks.call("nworkers_changed", self.num_workers)
             self.log.info("SIGTTIN: %d worker(s)", self.num_workers)
             self._respawn(self.num_workers - 1, self.current)
         elif sig == signal.SIGTTOU:
@@ -742,6 +754,7 @@ class Arbiter:
                 self.log.info("SIGTTOU: already at %d worker(s); ignored", self.num_workers)
                 return
             self.num_workers -= 1
+            self.hooks.call("nworkers_changed", self.num_workers)
             self.log.info("SIGTTOU: %d worker(s)", self.num_workers)
             self._retire_slots_from(self.num_workers)
         elif sig == signal.SIGWINCH:
@@ -750,6 +763,7 @@ class Arbiter:
                 "starts workers again)"
             )
             self.num_workers = 0
+            self.hooks.call("nworkers_changed", self.num_workers)
             if self.pending is not None:
                 self._rollback_reload("SIGWINCH")
             self._retire_slots_from(0)
@@ -806,6 +820,7 @@ class Arbiter:
             worker = self.workers.pop(pid, None)
             if worker is not None:
                 os.close(worker.beat_fd)
+                self.hooks.call("child_exit", worker)
         self.log.info("shutdown complete")
 
     # -- upgrade (USR2) -----------------------------------------------------------------
@@ -817,7 +832,11 @@ class Arbiter:
         if self.pidfile is not None:
             self.pidfile.set_aside()
         self.new_master = upgrade.start_new_master(
-            self.origin.argv, self.origin.cwd, self.sockets, activated=self.from_systemd
+            self.origin.argv,
+            self.origin.cwd,
+            self.sockets,
+            partial(self.hooks.call, "pre_exec"),
+            activated=self.from_systemd,
         )
         self.log.info(
             "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
@@ -875,6 +894,13 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     arbiter.old_master = old_master
     arbiter.from_systemd = bool(activated)
     _apply_environment(arbiter.current.application)
+    try:
+        arbiter.hooks.load(settings.hooks)
+    except HookError as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        close_all(inherited, unlink=False)
+        return EXIT_CONFIG
+    arbiter.hooks.call("nworkers_changed", arbiter.num_workers)
     pidfile = PidFile(settings.pid) if settings.pid else None
     if pidfile is not None:
         try:
@@ -885,6 +911,7 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
             return EXIT_LISTEN
     arbiter.pidfile = pidfile
     try:
+        arbiter.hooks.call("on_starting")
         sockets = {a: s for a, s in inherited.items() if a in doc.listeners}
         close_all({a: s for a, s in inherited.items() if a not in sockets}, unlink=False)
         try:
@@ -918,3 +945,4 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     finally:
         if pidfile is not None:
             pidfile.remove()
+        arbiter.hooks.call("on_exit")

@@ -22,6 +22,7 @@ import os
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 
 from corral.master import systemd
 
@@ -31,10 +32,16 @@ ENV_ACTIVATED = "CORRAL_LISTENERS_ACTIVATED"
 
 
 def start_new_master(
-    argv: list[str], cwd: str, sockets: dict[str, socket.socket], *, activated: bool = False
+    argv: list[str],
+    cwd: str,
+    sockets: dict[str, socket.socket],
+    before_exec: Callable[[], None] | None = None,
+    *,
+    activated: bool = False,
 ) -> int:
     """Fork and exec the new master; returns its pid (in the old master).
 
+    ``before_exec`` runs in the child just before the exec (Gunicorn's ``pre_exec``);
     ``activated``: the sockets came from systemd socket activation.
     """
     parent = os.getpid()
@@ -52,6 +59,10 @@ def start_new_master(
         for sock in sockets.values():
             os.set_inheritable(sock.fileno(), True)
         systemd.hand_over_watchdog(env, parent)
+        if before_exec is not None:
+            before_exec()
+            sys.stdout.flush()
+            sys.stderr.flush()
         os.chdir(cwd)
         os.execve(sys.executable, [sys.executable, "-m", "corral", *argv], env)
     except BaseException:

@@ -18,6 +18,9 @@ request joins the queue).
 With ``request_timeout`` > 0 the adapter is given a :class:`~corral.wsgi.deadline.Watchdog`
 and calls the application through :class:`~corral.wsgi.deadline.TimedApp`; otherwise the
 application is called as it is (the choice is made once, here).
+
+With a ``pre_request`` or ``post_request`` server hook the application is wrapped
+once, at construction (:mod:`corral.wsgi.hooked`); without them nothing changes.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from corral.wsgi.deadline import TimedApp, Watchdog
 from corral.wsgi.environ import connection_environ
 from corral.wsgi.errors import ErrorStream
 from corral.wsgi.filewrapper import FileWrapper
+from corral.wsgi.hooked import hooked_application
 from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 from corral.wsgi.response import WsgiCall
 
@@ -197,11 +201,17 @@ class WsgiAdapter:
         multiprocess: bool,
         log: logging.Logger,
         watchdog: Watchdog | None = None,
+        hooks: Any = None,
     ) -> None:
         self.app = app
+        if hooks is not None and hooks.defines("pre_request", "post_request"):
+            # chosen once: without these hooks the request path does not change at all
+            self.app = hooked_application(
+                app, hooks.bound("pre_request"), hooks.bound("post_request")
+            )
         self.watchdog = watchdog
         if watchdog is not None:  # request_timeout > 0: every application call is timed
-            self.app = TimedApp(app, watchdog)
+            self.app = TimedApp(self.app, watchdog)
             watchdog.start()
         self.threads = threads
         self.body_buffer_size = body_buffer_size
