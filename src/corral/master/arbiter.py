@@ -469,6 +469,8 @@ class Arbiter:
             old.successor = None
             delay = self._backoff_delay()
             old.recycle_not_before = time.monotonic() + delay
+            assert self.loop is not None
+            self.loop.call_later(delay + 0.01, self._consider_recycling, old)
             self.log.error(
                 "replacement for worker %d (pid %d) exited (%s) before it was ready; "
                 "worker %d keeps serving, next try in %.1fs",
@@ -496,7 +498,7 @@ class Arbiter:
             return
         delay = self._backoff_delay()
         self.log.error(
-            "workers keep dying at start-up (%d in a row): respawning worker %d in %.1fs",
+            "workers keep dying young (%d in a row): respawning worker %d in %.1fs",
             self.failures,
             slot,
             delay,
@@ -565,6 +567,7 @@ class Arbiter:
         gen = worker.generation
         if (
             self.stopping
+            or worker.pid not in self.workers
             or not worker.ready
             or worker.retiring
             or worker.successor is not None
@@ -654,6 +657,8 @@ class Arbiter:
         for address in doc.listeners:
             sockets[address] = bound.get(address) or self.sockets[address]
         self.sockets.update(bound)
+        for address, sock in bound.items():
+            self.log.info("listening on %s (%s)", describe(sock), address)
         loaded = None
         app = next(iter(doc.applications.values()))
         if app.preload:
