@@ -408,3 +408,23 @@ def test_bad_access_log_format_is_a_config_error():
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--access-logformat" in lines[0] and "nope" in lines[0], lines
+
+
+def test_reload_without_watchfiles_is_one_line_and_exit_2():
+    """--reload names the package it needs; the import is made to fail as if not installed."""
+    code = (
+        "import sys; sys.modules['watchfiles'] = None; from corral.cli import main; "
+        "sys.exit(main(['basic', '-b', '127.0.0.1:0', '--reload']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=str(APPS),
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(APPS), str(SRC)])},
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        "corral: error: --reload needs the watchfiles package: pip install 'corral[reload]'\n"
+    )

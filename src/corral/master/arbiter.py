@@ -896,6 +896,15 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
+    if settings.reload:
+        try:
+            import watchfiles  # noqa: F401  (the watcher thread imports it again)
+        except ImportError:
+            sys.stderr.write(
+                "corral: error: --reload needs the watchfiles package: "
+                "pip install 'corral[reload]'\n"
+            )
+            return EXIT_CONFIG
     arbiter.old_master = old_master
     arbiter.from_systemd = bool(activated)
     _apply_environment(arbiter.current.application)
