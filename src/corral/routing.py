@@ -639,8 +639,8 @@ class _Patterns:
 
 
 def pattern_matcher(patterns: str | list[str]) -> Callable[[str], bool]:
-    """Unit's pattern semantics over plain strings (case-sensitive, no decoding): for
-    ``forwarded.source``-like or MIME-type filters elsewhere, and for tests."""
+    """Unit's string-pattern semantics over plain values (case-sensitive, no decoding), for
+    filters outside routes and for tests."""
     rule = _Patterns().rule(patterns, "$")
     return lambda value: bool(rule(value))
 
