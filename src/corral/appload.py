@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 
@@ -29,3 +30,27 @@ def load_app(module: str, attribute: str | None) -> Any:
             raise AppLoadError(f"{module}:{name} is not callable")
         return target
     raise AppLoadError(f"module {module!r} has no attribute {' or '.join(map(repr, names))}")
+
+
+def describe_load_failure(exc: BaseException) -> str:
+    """One line for an application that failed to load: the exception and where it was raised,
+    ``ZeroDivisionError: division by zero (File "app.py", line 3, in <module>)``."""
+    import traceback
+
+    what = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f'{what} (File "{exc.filename}", line {exc.lineno})'
+    # the application's own frames: those below load_app, without the import machinery's
+    frames = traceback.extract_tb(exc.__traceback__)
+    here = os.path.abspath(__file__)
+    below = [i for i, frame in enumerate(frames) if os.path.abspath(frame.filename) == here]
+    machinery = (os.path.dirname(importlib.__file__) + os.sep, "<frozen ")
+    frames = [
+        frame
+        for frame in frames[below[-1] + 1 if below else 0 :]
+        if not frame.filename.startswith(machinery)
+    ]
+    if not frames:
+        return what
+    last = frames[-1]
+    return f'{what} (File "{last.filename}", line {last.lineno}, in {last.name})'

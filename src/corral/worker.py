@@ -5,7 +5,8 @@ nothing from the master but a :class:`WorkerSpec` and the TERM/QUIT signals, and
 tells the master only through its heartbeat pipe: ``ready`` once the application
 is imported and the listeners are served, then once a second a line with the
 requests served and the age, method and path of the oldest request in progress,
-and ``retire N`` once it has served its ``max_requests``. The heartbeat is sent
+and ``retire N`` once it has served its ``max_requests``; ``failed CAUSE`` (one line: the
+exception and where it was raised) when the application cannot be imported. The heartbeat is sent
 from the loop, so a loop blocked by the application goes silent; the
 oldest-request age shows a request stuck on an application thread.
 With ``request_timeout``, the watchdog thread (``wsgi/deadline.py``) may also write
@@ -46,7 +47,7 @@ from functools import partial
 from typing import Any
 
 from corral.acceptor import DeferringAcceptor
-from corral.appload import load_app
+from corral.appload import describe_load_failure, load_app
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.hooks import Hooks
 from corral.http.parser import Limits
@@ -56,6 +57,8 @@ from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
 EXIT_ABORTED = 6  # killed by the master's ABRT after a timeout
+# A heartbeat line stays below PIPE_BUF (4096 bytes), so that one write is atomic.
+FAILURE_LINE_MAX = 1000
 
 
 @dataclass
@@ -127,7 +130,7 @@ class Worker:
         if app is None:
             try:
                 app = load_app(spec.application.module, spec.application.callable)
-            except Exception:
+            except Exception as exc:
                 # to the error log (a file, maybe): a failed reload must say why where the
                 # operator looks, not only on a terminal
                 self.log.error(
@@ -135,6 +138,9 @@ class Worker:
                     spec.application.module,
                     traceback.format_exc().rstrip(),
                 )
+                # and to the master, which names the cause to the control API
+                cause = describe_load_failure(exc).replace("\n", " ")[:FAILURE_LINE_MAX]
+                self._send(f"failed {cause}")
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
         from corral.wsgi.deadline import Watchdog
@@ -352,6 +358,8 @@ class Worker:
 
     def _finish(self) -> None:
         if not self._done.done():
+            if self.state is not None:  # the last count, for the master's request totals
+                self._send(f"hb {self.state.served} 0")
             self._done.set_result(None)
 
     def abort(self, *_: object) -> None:

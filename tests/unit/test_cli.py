@@ -90,7 +90,8 @@ def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
 
     served: list[tuple[Document, arbiter.Origin]] = []
 
-    def serve(doc: Document, origin: arbiter.Origin) -> int:
+    def serve(doc: Document, origin: arbiter.Origin, control: object = None) -> int:
+        assert control is None  # the control API is off unless asked for
         served.append((doc, origin))
         return 7
 

@@ -446,6 +446,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Responses", "What corral adds to every response."),
     ("Logging", "Error log and access log."),
     ("Process", "How the server process presents itself and how it is supervised."),
+    (
+        "Control API",
+        "The HTTP and JSON API that reconfigures the running server (docs/control-api.md). "
+        "These are command-line options only: the API cannot move its own socket.",
+    ),
     ("Command line", "Options of the command itself; they are not config-file keys."),
 )
 
@@ -458,6 +463,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     _RESPONSES,
     _LOGGING,
     _PROCESS,
+    _CONTROL,
     _COMMAND,
 ) = (title for title, _ in SECTIONS)
 _S, _A, _SRC, _CMD = Scope.SERVER, Scope.APPLICATION, Scope.SOURCE, Scope.COMMAND
@@ -730,6 +736,30 @@ SETTINGS: tuple[Setting, ...] = (
         "application (after `chdir` and `pythonpath`); a hook that raises is logged with its "
         "traceback and the server goes on.",
         flags=("--hooks",), metavar="FILE",
+    ),
+    # -- Control API ----------------------------------------------------------------------------
+    Setting(
+        "control", _CONTROL, _CMD, _NAME, None,
+        "Serve the control API on this address: `unix:PATH` (created with mode 0600), or "
+        "`HOST:PORT`, which needs `--control-token` (`PORT` and `:PORT` listen on 127.0.0.1). "
+        "The API is on when this or `--state-dir` is given, off otherwise.",
+        flags=("--control",), metavar="ADDRESS", default_text="unix:STATE_DIR/control.sock",
+    ),
+    Setting(
+        "control_token", _CONTROL, _CMD, _NAME, None,
+        "Every control request must carry `Authorization: Bearer TOKEN`, else it gets 401. "
+        "Command lines are visible to other users: prefer a unix socket, which its file mode "
+        "protects.",
+        flags=("--control-token",), metavar="TOKEN",
+    ),
+    Setting(
+        "state_dir", _CONTROL, _CMD, _NAME, None,
+        "Directory of the control socket and of the saved configuration (`conf.json`), "
+        "created with mode 0700 if missing. Started with it and without APP or `--config`, "
+        "corral runs the configuration saved there (none at first: no listener, no worker) "
+        "and saves every change the API makes, as `unitd` does.",
+        flags=("--state-dir",), metavar="DIR",
+        default_text="/var/lib/corral as root, else ~/.local/state/corral",
     ),
     # -- Command line ---------------------------------------------------------------------------
     Setting(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, NoReturn
 
+import msgspec
+
 from corral import __version__
 from corral.config.document import (
     ConfigError,
@@ -67,12 +69,24 @@ class CommandLine:
     check_config: bool = False
     version: bool = False
     help: bool = False
+    control: str | None = None
+    control_token: str | None = None
+    state_dir: str | None = None
 
-    def document(self) -> Document:
-        """Read the config file if any, apply the flags over it and build the document."""
+    @property
+    def names_an_application(self) -> bool:
+        """Whether the command line says what to serve (an APP or a config file)."""
+        return "app" in self.given or self.config is not None
+
+    def document(self, base: Document | None = None) -> Document:
+        """Read the config file if any, apply the flags over it and build the document.
+
+        With `base` (a command line without APP or config file that runs the control API's
+        saved configuration), the flags may only set server-wide settings, over base's.
+        """
         given = load_file(self.config) if self.config is not None else {}
         given.update(self.given)
-        return build_document(given)
+        return build_document(given, base)
 
 
 def load(argv: Sequence[str]) -> Document:
@@ -134,11 +148,13 @@ def load_file(path: str) -> dict[str, Given]:
     return given
 
 
-def build_document(given: Mapping[str, Given]) -> Document:
+def build_document(given: Mapping[str, Given], base: Document | None = None) -> Document:
     """Resolve given values to document form and lay them out as the document.
 
     The application is named after its module; every bind address becomes a listener passing
     to it; server-scoped settings go to `Document.settings`. Unset keys keep their defaults.
+    Without an APP, `base` (the control API's saved document, maybe empty) is the document and
+    the given values may only be server-scoped settings, which override base's.
     """
     resolved: dict[str, Any] = {}
     for name, item in given.items():
@@ -150,10 +166,13 @@ def build_document(given: Mapping[str, Given]) -> Document:
             resolved[name] = setting.resolve(item.value)
         except Invalid as exc:
             raise ConfigError(f"{item.where}{exc.at if item.nested else ''}: {exc}") from None
+    if "app" not in resolved and base is not None:
+        return _over_base(resolved, given, base)
     if "app" not in resolved:
         raise ConfigError(
             "missing APP: give the application (module:callable) as an argument "
-            "or as `app` in the config file"
+            "or as `app` in the config file (or start with --state-dir DIR and configure "
+            "it through the control API)"
         )
     module, callable_ = resolved.pop("app")
     binds = resolved.pop("bind", None) or BY_NAME["bind"].document_default()
@@ -169,6 +188,19 @@ def build_document(given: Mapping[str, Given]) -> Document:
             "settings": settings,
         }
     )
+
+
+def _over_base(resolved: dict[str, Any], given: Mapping[str, Given], base: Document) -> Document:
+    """The saved document with the server-wide settings given on the command line."""
+    for name in resolved:
+        if BY_NAME[name].scope is not Scope.SERVER:
+            raise ConfigError(
+                f"{given[name].where}: needs an APP; without one the applications and "
+                "listeners are configured through the control API"
+            )
+    data = msgspec.to_builtins(base)
+    data["settings"].update(msgspec.to_builtins(resolved))
+    return validate_document(data)
 
 
 # ---------------------------------------------------------------------------------------------

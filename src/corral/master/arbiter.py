@@ -5,10 +5,14 @@ Invariants:
   never reads a request: workers accept on the sockets they inherit.
 - Signal handlers only enqueue the signal; :meth:`Arbiter.main` acts on it.
 - Every worker belongs to a :class:`Generation`: the configuration it was started
-  from. A reload builds a whole new generation and retires the old one only when
-  every new worker is ready; if one of them exits before it is ready, the new
-  generation is discarded and the old one keeps serving. Nothing retries a failed
-  reload by itself.
+  from. A reload (HUP: the command line read again) and an apply (the control API's
+  document) take the same path: build a whole new generation, and retire the old one
+  only when every new worker is ready; if one of them exits before it is ready, the
+  new generation is discarded and the old one keeps serving. Nothing retries a failed
+  reload by itself. One change is under way at a time: a reload asked for meanwhile
+  runs after it, an apply waits for it (``Arbiter.apply`` holds one asyncio.Lock).
+- A document may hold no application (a server started empty for the control API):
+  its generation has no worker, and is committed at once.
 - A slot that is still wanted is never left empty on purpose: recycling starts a
   successor and retires the old worker only once the successor is ready.
 - At start-up, a worker that exits with :data:`~corral.worker.EXIT_APP_LOAD`
@@ -41,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from corral.appload import load_app
+from corral.appload import describe_load_failure, load_app
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
 from corral.master import systemd, upgrade
@@ -87,11 +91,26 @@ def _set_title(title: str) -> None:
     setproctitle.setproctitle(title)
 
 
+class ApplyFailed(Exception):
+    """A document that could not be put in place; the running configuration is unchanged.
+
+    ``status`` is the control API's answer: 400 for a document this server cannot run, 500
+    for one that failed while it was being applied (a bind, the user, the application).
+    """
+
+    def __init__(self, detail: str, status: int = 500) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where the running document came from, so that reload and upgrade can redo it."""
 
-    reread: Callable[[], Document]  # the document as the command line and file say now
+    # the document as the command line and file say now; None: the running document is its
+    # own source (the control API's state directory owns it), so a reload restarts it
+    reread: Callable[[], Document] | None
     argv: list[str] = field(default_factory=list)  # the command's arguments, for USR2
     cwd: str = field(default_factory=os.getcwd)  # where the command was started
     config_file: str | None = None
@@ -110,11 +129,20 @@ class Generation:
         self.number = number
         self.doc = doc
         self.settings = doc.settings
-        self.app_name, self.application = next(iter(doc.applications.items()))
+        self.app_name: str | None
+        self.application: Any
+        self.app_name, self.application = next(iter(doc.applications.items()), (None, None))
+        app = self.application
         # resolved now: an unknown user or group is a configuration error (ValueError)
-        self.identity = Identity(self.application.user, self.application.group)
+        self.identity = Identity(app.user, app.group) if app else Identity(None, None)
         self.sockets = sockets
         self.loaded_app = loaded_app
+        # set while it is the pending generation: the reason it was rolled back, or None
+        self.settled: asyncio.Future[str | None] | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.application.workers if self.application is not None else 0
 
 
 class Arbiter:
@@ -126,10 +154,10 @@ class Arbiter:
         # the last number given: a generation that was rolled back keeps its number, so that
         # the log never names two generations alike
         self.generation_number = 1
-        self.title_name = doc.settings.proc_name or self.current.app_name
+        self.title_name = doc.settings.proc_name or self.current.app_name or "corral"
         self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
         self.workers: dict[int, WorkerProcess] = {}
-        self.num_workers = self.current.application.workers
+        self.num_workers = self.current.workers
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
         self._graceful = True
@@ -147,6 +175,10 @@ class Arbiter:
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
+        self.control: Any = None  # the control API's server (corral.control.server), if on
+        self.persist: Callable[[Document], None] | None = None  # saves an applied document
+        self._apply_lock = asyncio.Lock()
+        self.served_by_gone: dict[str, int] = {}  # requests served by exited workers, by app
 
     @property
     def settings(self) -> Any:
@@ -170,6 +202,8 @@ class Arbiter:
         try:
             loop.run_until_complete(self.main())
         finally:
+            if self.control is not None:
+                loop.run_until_complete(self.control.close(unlink=self.unlinks_on_close))
             for sig in _HANDLED_SIGNALS:
                 loop.remove_signal_handler(sig)
             if self.watcher is not None:
@@ -183,15 +217,27 @@ class Arbiter:
             origin = "from systemd" if self.from_systemd else address
             self.log.info("listening on %s (%s)", describe(sock), origin)
         app = gen.application
-        self.log.info(
-            "serving %s with %d worker(s) x %d thread(s)", gen.app_name, app.workers, app.threads
-        )
         loop = self.loop
         assert loop is not None
+        if self.control is not None:
+            await self.control.start(loop)
+        if app is not None:
+            self.log.info(
+                "serving %s with %d worker(s) x %d thread(s)",
+                gen.app_name,
+                app.workers,
+                app.threads,
+            )
+        else:
+            self.log.info("no application configured: waiting for the control API")
         if self.settings.reload:
             self._start_source_watcher()
         self.hooks.call("when_ready")
-        self.spawn(0, gen)
+        if app is not None:
+            self.spawn(0, gen)
+        else:  # nothing to wait for
+            self.all_ready = True
+            self._on_all_ready()
         ticker = loop.create_task(self._tick())
         interval = systemd.watchdog_interval()
         if interval is not None:
@@ -219,11 +265,14 @@ class Arbiter:
         self._notify("READY=1", self._status())
 
     def _status(self) -> str:
+        if self.current.application is None:
+            return "STATUS=no application configured"
         return f"STATUS=serving {self.current.app_name} with {self.num_workers} worker(s)"
 
     def _start_source_watcher(self) -> None:
         gen = self.current
-        directories = [os.getcwd(), *gen.application.pythonpath]
+        pythonpath = gen.application.pythonpath if gen.application is not None else []
+        directories = [os.getcwd(), *pythonpath]
         files = [self.origin.config_file] if self.origin and self.origin.config_file else []
         loop = self.loop
         assert loop is not None
@@ -267,6 +316,8 @@ class Arbiter:
                 for address, sock in self.sockets.items():
                     if address not in gen.sockets:
                         sock.close()  # a listener no worker of gen serves must not stay open
+                if self.control is not None:
+                    self.control.close_in_child()  # else a worker holds API connections open
                 self.hooks.call("post_fork")
                 code = self._worker_main(gen, write_fd, max_requests)
             except SystemExit as exc:
@@ -331,28 +382,34 @@ class Arbiter:
             return
         worker.last_beat = time.monotonic()
         for line in worker.feed(data):
-            if line.startswith("hb "):
-                parts = line.split(" ", 4)
-                worker.served = int(parts[1])
-                worker.request = request_of(parts[2:])
-            elif line == "ready":
-                self._on_ready(worker)
-            elif line.startswith("retire "):
-                limit = worker.generation.application.max_requests
-                worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
-                self._consider_recycling(worker)
-            elif line.startswith("abort "):
-                worker.request = request_of(line.split(" ", 3)[1:])
-                self._finish_kill(worker)
-            elif line.startswith("stuck ") and not worker.timed_out:
-                worker.request = request_of(line.split(" ", 3)[1:])
-                app = worker.generation.application
-                self._kill(
-                    worker,
-                    "a request did not unwind within request_timeout_grace "
-                    f"({app.request_timeout_grace:g}s) after its request_timeout "
-                    f"({app.request_timeout:g}s)",
-                )
+            self._on_line(worker, line)
+
+    def _on_line(self, worker: WorkerProcess, line: str) -> None:
+        """One heartbeat line (see worker.py)."""
+        if line.startswith("hb "):
+            parts = line.split(" ", 4)
+            worker.served = int(parts[1])
+            worker.request = request_of(parts[2:])
+        elif line == "ready":
+            self._on_ready(worker)
+        elif line.startswith("retire "):
+            limit = worker.generation.application.max_requests
+            worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
+            self._consider_recycling(worker)
+        elif line.startswith("abort "):
+            worker.request = request_of(line.split(" ", 3)[1:])
+            self._finish_kill(worker)
+        elif line.startswith("failed "):
+            worker.failure = line[7:]
+        elif line.startswith("stuck ") and not worker.timed_out:
+            worker.request = request_of(line.split(" ", 3)[1:])
+            app = worker.generation.application
+            self._kill(
+                worker,
+                "a request did not unwind within request_timeout_grace "
+                f"({app.request_timeout_grace:g}s) after its request_timeout "
+                f"({app.request_timeout:g}s)",
+            )
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
@@ -440,8 +497,27 @@ class Arbiter:
                 continue
             assert self.loop is not None
             self.loop.remove_reader(worker.beat_fd)
+            self._last_words(worker)
             os.close(worker.beat_fd)
+            if worker.generation.app_name is not None:
+                name = worker.generation.app_name
+                self.served_by_gone[name] = self.served_by_gone.get(name, 0) + worker.served
             self._on_exit(worker, status)
+
+    def _last_words(self, worker: WorkerProcess) -> None:
+        """What the worker wrote just before it exited and the loop has not read yet: its
+        ``failed`` line names why a new generation could not start; a drained worker's last
+        ``hb`` line, how many requests it served."""
+        os.set_blocking(worker.beat_fd, False)
+        data = b""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(worker.beat_fd, 65536):
+                data += chunk
+        for line in worker.feed(data):
+            if line.startswith("failed "):
+                worker.failure = line[7:]
+            elif line.startswith("hb "):
+                worker.served = int(line.split(" ", 2)[1])
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
         self.hooks.call("child_exit", worker)
@@ -457,7 +533,7 @@ class Arbiter:
         gen = worker.generation
         if gen is self.pending:  # ready or not: the new generation is not whole
             when = "after it was ready" if worker.ready else "before it was ready"
-            self._rollback_reload(f"worker {slot} exited ({how}) {when}")
+            self._rollback_reload(f"worker {slot} exited ({how}) {when}", worker.failure)
             return
         if code == EXIT_APP_LOAD and not self.ever_ready:
             self.log.critical("application %s failed to load; shutting down", gen.app_name)
@@ -623,11 +699,10 @@ class Arbiter:
             return
         self.log.info("reloading (%s)", why)
         try:
-            gen = self._next_generation()
+            self._start_generation(self._reread())
         except (ConfigError, ValueError, ListenError) as exc:
             self.log.error("reload failed: %s; the running workers keep serving", exc)
             self._notify_ready()
-            return
         except Exception:
             self.log.error(
                 "reload failed: the application could not be loaded; the running workers "
@@ -635,21 +710,95 @@ class Arbiter:
                 traceback.format_exc().rstrip(),
             )
             self._notify_ready()
-            return
-        self.pending = gen
-        self.hooks.call("on_reload")
-        for slot in range(gen.application.workers):
-            self.spawn(slot, gen)
 
-    def _next_generation(self) -> Generation:
-        if self.origin is None:
-            raise ValueError("this server was not started from a command line to read again")
+    def _reread(self) -> Document:
+        """The document a reload starts from: the command line and file read again, or the
+        running document when it is its own source."""
+        if self.origin is None or self.origin.reread is None:
+            return self.current.doc
         here = os.getcwd()
         os.chdir(self.origin.cwd)  # the command line's relative paths (-c FILE) start here
         try:
-            doc = self.origin.reread()
+            return self.origin.reread()
         finally:
             os.chdir(here)
+
+    async def apply(
+        self,
+        change: Document | Callable[[Document], Document],
+        why: str,
+        *,
+        restart: bool = False,
+    ) -> None:
+        """Run the document ``change`` gives (a document, or a function of the running one);
+        return once it serves, or raise `ApplyFailed` once it was rolled back.
+
+        Changes are serialised: ``change`` is called with the running document only when no
+        other change is under way, and what it raises goes to the caller unchanged. A
+        document equal to the running one is done at once, unless ``restart`` asks for new
+        workers all the same. When it serves, ``persist`` (if set) saves it, still in turn.
+        """
+        async with self._apply_lock:
+            while self.pending is not None:
+                assert self.pending.settled is not None
+                await asyncio.shield(self.pending.settled)
+            if self.stopping:
+                raise ApplyFailed("the server is stopping", 503)
+            doc = change(self.current.doc) if callable(change) else change
+            if doc == self.current.doc and not restart:
+                return
+            if len(doc.applications) > 1:
+                raise ApplyFailed(
+                    "several applications: not supported yet (this server runs one "
+                    f"application; the document names {len(doc.applications)})",
+                    400,
+                )
+            self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
+            self.log.info("reconfiguring (%s)", why)
+            try:
+                gen = self._start_generation(doc)
+            except (ListenError, ValueError) as exc:
+                self.log.error("reconfiguration failed: %s; the running workers keep serving", exc)
+                self._notify_ready()
+                raise ApplyFailed(str(exc)) from None
+            except Exception as exc:
+                self.log.error(
+                    "reconfiguration failed: the application could not be loaded; the "
+                    "running workers keep serving\n%s",
+                    traceback.format_exc().rstrip(),
+                )
+                self._notify_ready()
+                raise ApplyFailed(
+                    f"the application failed to load: {describe_load_failure(exc)}"
+                ) from None
+            assert gen.settled is not None
+            failure = await asyncio.shield(gen.settled)
+            if failure is not None:
+                raise ApplyFailed(failure)
+            if self.persist is not None:
+                try:
+                    self.persist(doc)
+                except OSError as exc:
+                    self.log.error("the new configuration could not be saved: %s", exc)
+                    raise ApplyFailed(
+                        f"the new configuration serves, but could not be saved: {exc}"
+                    ) from None
+
+    def _start_generation(self, doc: Document) -> Generation:
+        """Bind, resolve and spawn the generation ``doc`` describes; it becomes ``pending``
+        (or current at once, without an application). Raises before anything is spawned."""
+        gen = self._next_generation(doc)
+        assert self.loop is not None
+        gen.settled = self.loop.create_future()
+        self.pending = gen
+        self.hooks.call("on_reload")
+        for slot in range(gen.workers):
+            self.spawn(slot, gen)
+        if gen.workers == 0:  # nothing to wait for
+            self._commit_reload()
+        return gen
+
+    def _next_generation(self, doc: Document) -> Generation:
         current = self.current
         sockets: dict[str, socket.socket] = {}
         new = [address for address in doc.listeners if address not in self.sockets]
@@ -660,12 +809,10 @@ class Arbiter:
         for address, sock in bound.items():
             self.log.info("listening on %s (%s)", describe(sock), address)
         loaded = None
-        app = next(iter(doc.applications.values()))
-        if app.preload:
-            same = (app.module, app.callable) == (
-                current.application.module,
-                current.application.callable,
-            )
+        app = next(iter(doc.applications.values()), None)
+        if app is not None and app.preload:
+            old = current.application
+            same = old is not None and (app.module, app.callable) == (old.module, old.callable)
             if same and current.loaded_app is not None:
                 loaded = current.loaded_app
                 self.log.info("the preloaded application is kept: restart to load new code")
@@ -689,7 +836,7 @@ class Arbiter:
         old = self.current
         self.pending = None
         self.current = gen
-        self.num_workers = gen.application.workers
+        self.num_workers = gen.workers
         self.hooks.call("nworkers_changed", self.num_workers)
         for worker in list(self.workers.values()):
             if worker.generation is not gen:
@@ -701,14 +848,18 @@ class Arbiter:
         ):
             setup_error_log(gen.settings.error_logfile, str(gen.settings.log_level))
         self.touched = TouchedFiles(gen.settings.touch_reload)
+        title = gen.settings.proc_name or gen.app_name or "corral"
+        if title != self.title_name:
+            self.title_name = title
+            _set_title(f"corral: master [{title}]")
         self.log.info(
-            "reload complete: generation %d serving with %d worker(s)",
-            gen.number,
-            gen.application.workers,
+            "reload complete: generation %d serving with %d worker(s)", gen.number, gen.workers
         )
+        if gen.settled is not None and not gen.settled.done():
+            gen.settled.set_result(None)
         self._after_reload()
 
-    def _rollback_reload(self, why: str) -> None:
+    def _rollback_reload(self, why: str, cause: str | None = None) -> None:
         gen = self.pending
         assert gen is not None
         self.pending = None
@@ -717,6 +868,8 @@ class Arbiter:
                 self._retire(worker)
         self._close_unused(set(self.current.sockets))
         self.log.error("reload failed: %s; generation %d keeps serving", why, self.current.number)
+        if gen.settled is not None and not gen.settled.done():
+            gen.settled.set_result(f"{why}: {cause}" if cause else why)
         self._after_reload()
 
     def _after_reload(self) -> None:
@@ -749,6 +902,8 @@ class Arbiter:
             self.begin_stop(graceful=False)
         elif sig == signal.SIGHUP:
             self.reload("SIGHUP")
+        elif sig in (signal.SIGTTIN, signal.SIGTTOU) and self.current.application is None:
+            self.log.info("%s: no application configured; ignored", name)
         elif sig == signal.SIGTTIN:
             self.num_workers += 1
             self.hooks.call("nworkers_changed", self.num_workers)
@@ -789,6 +944,9 @@ class Arbiter:
     def begin_stop(self, *, graceful: bool) -> None:
         self.stopping = True
         self._graceful = graceful
+        pending = self.pending
+        if pending is not None and pending.settled is not None and not pending.settled.done():
+            pending.settled.set_result("the server is stopping")
         if self.new_master is None:  # a master replaced by USR2 is not the service stopping
             self._notify("STOPPING=1")
         # the kernel stops queueing connections no worker will take; the socket files
@@ -836,10 +994,13 @@ class Arbiter:
             return
         if self.pidfile is not None:
             self.pidfile.set_aside()
+        sockets = dict(self.sockets)
+        if self.control is not None:  # the new master serves the API on the same socket
+            sockets[self.control.inherit_key] = self.control.socket
         self.new_master = upgrade.start_new_master(
             self.origin.argv,
             self.origin.cwd,
-            self.sockets,
+            sockets,
             partial(self.hooks.call, "pre_exec"),
             activated=self.from_systemd,
         )
@@ -873,12 +1034,41 @@ def _apply_environment(app: Any) -> None:
     os.environ.update(app.env or {})
 
 
-def serve(doc: Document, origin: Origin | None = None) -> int:
-    """Run the server the document describes until it is stopped; returns the exit code."""
+def serve(doc: Document, origin: Origin | None = None, control: Any = None) -> int:
+    """Run the server the document describes until it is stopped; returns the exit code.
+
+    ``control`` (`corral.control.options.ControlOptions`, or None) turns the control API on.
+    """
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
     old_master = upgrade.take_old_master()
     inherited = upgrade.take_inherited_listeners()
+    if control is None:
+        return _serve(doc, origin, log, old_master, inherited, None)
+    from corral.control.server import ControlServer
+
+    control_server = ControlServer(control, log)
+    try:
+        control_server.bind(inherited.pop(control_server.inherit_key, None))
+    except (ConfigError, ListenError) as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        close_all(inherited, unlink=False)
+        return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_LISTEN
+    try:
+        return _serve(doc, origin, log, old_master, inherited, control_server)
+    finally:  # unless the arbiter ran and closed it: a start that failed
+        control_server.close_socket(unlink=control_server.bound_here)
+
+
+def _serve(
+    doc: Document,
+    origin: Origin | None,
+    log: logging.Logger,
+    old_master: int | None,
+    inherited: dict[str, socket.socket],
+    control_server: Any,
+) -> int:
+    settings = doc.settings
     activated = systemd.listen_fds()
     if upgrade.take_activated():  # an old master passed on what systemd gave it
         activated = inherited
@@ -887,7 +1077,7 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
         if set(doc.listeners) != set(addresses):
             log.info("socket activation: not binding %s", ", ".join(doc.listeners))
         doc = systemd.replace_binds(doc, addresses)
-        if origin is not None:
+        if origin is not None and origin.reread is not None:
             reread = origin.reread
             origin = replace(origin, reread=lambda: systemd.replace_binds(reread(), addresses))
         inherited = activated
@@ -896,6 +1086,11 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
+    if control_server is not None:
+        control_server.arbiter = arbiter
+        arbiter.control = control_server
+        if control_server.options.owns_config:
+            arbiter.persist = control_server.save
     if settings.reload:
         try:
             import watchfiles  # noqa: F401  (the watcher thread imports it again)
@@ -907,7 +1102,8 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
             return EXIT_CONFIG
     arbiter.old_master = old_master
     arbiter.from_systemd = bool(activated)
-    _apply_environment(arbiter.current.application)
+    if arbiter.current.application is not None:
+        _apply_environment(arbiter.current.application)
     try:
         arbiter.hooks.load(settings.hooks)
     except HookError as exc:
@@ -944,7 +1140,7 @@ def serve(doc: Document, origin: Origin | None = None) -> int:
         arbiter.current.sockets = sockets
         try:
             app = arbiter.current.application
-            if app.preload:
+            if app is not None and app.preload:
                 try:
                     arbiter.current.loaded_app = load_app(app.module, app.callable)
                 except Exception:

@@ -1,0 +1,188 @@
+"""``corral ctl``: the control API from the command line (stdlib only).
+
+Commands: ``get PATH``, ``put PATH FILE|-|JSON``, ``post PATH FILE|-|JSON``, ``delete PATH``,
+``status [PATH]``, ``restart APP``; options ``--socket ADDRESS`` (``unix:PATH``, a path, or
+``HOST:PORT``; default ``$CORRAL_CONTROL``, else the default state directory's socket),
+``--token TOKEN`` (default ``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
+
+What it prints: the answer's JSON, indented, on stdout, and exit code 0; an error answer is
+one line on stderr (``corral ctl: error 404: Value doesn't exist. ...``) and exit code 1, as
+is a server that cannot be reached; a usage error is one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import sys
+from typing import NoReturn
+from urllib.parse import quote
+
+from corral.control.options import SOCKET_NAME, default_state_dir
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_API, EXIT_USAGE = 0, 1, 2
+PROG = "corral ctl"
+
+
+class UsageError(Exception):
+    pass
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.unix_path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog=PROG,
+        description="Read and change a running corral through its control API.",
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--socket",
+        metavar="ADDRESS",
+        help="unix:PATH, a socket path, or HOST:PORT [default: $CORRAL_CONTROL, else "
+        f"unix:{os.path.join(default_state_dir(), SOCKET_NAME)}]",
+    )
+    parser.add_argument(
+        "--token", metavar="TOKEN", help="bearer token [default: $CORRAL_CONTROL_TOKEN]"
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=120.0,
+        help="how long to wait for the answer; a change answers once new workers serve "
+        "[default: 120]",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    get = commands.add_parser("get", help="print the value at PATH (/config/...)")
+    get.add_argument("path", metavar="PATH")
+    for name, blurb in (("put", "set PATH to a value"), ("post", "append a value to PATH")):
+        change = commands.add_parser(name, help=blurb)
+        change.add_argument("path", metavar="PATH")
+        change.add_argument("value", metavar="FILE|-|JSON", help="a file, - for stdin, or JSON")
+    delete = commands.add_parser("delete", help="remove the value at PATH")
+    delete.add_argument("path", metavar="PATH")
+    status = commands.add_parser("status", help="the processes and requests of each application")
+    status.add_argument("path", metavar="PATH", nargs="?", default="")
+    restart = commands.add_parser("restart", help="new workers for application APP, gracefully")
+    restart.add_argument("app", metavar="APP")
+    return parser  # the subcommands' parsers are _Parsers too (argparse uses the parent's class)
+
+
+def main(argv: list[str]) -> int:
+    """Run ``corral ctl`` with ``argv`` (after ``ctl``); returns the exit code."""
+    try:
+        args = _parser().parse_args(argv)
+        method, path, body = _request(args)
+        address = args.socket or os.environ.get("CORRAL_CONTROL") or _default_socket()
+        connection = _connection(address, args.timeout)
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    token = args.token or os.environ.get("CORRAL_CONTROL_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        status, data = response.status, response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        print(f"{PROG}: error: cannot reach the control API at {address}: {exc}", file=sys.stderr)
+        return EXIT_API
+    finally:
+        connection.close()
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        status, answer = max(status, 500), None  # not the control API's answer
+    if status >= 400:
+        print(f"{PROG}: error {status}: {_error_line(answer, data)}", file=sys.stderr)
+        return EXIT_API
+    print(json.dumps(answer, indent=4, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _request(args: argparse.Namespace) -> tuple[str, str, bytes | None]:
+    command = args.command
+    if command == "get":
+        return "GET", _path(args.path), None
+    if command == "delete":
+        return "DELETE", _path(args.path), None
+    if command in ("put", "post"):
+        return command.upper(), _path(args.path), _value(args.value)
+    if command == "status":
+        return "GET", "/status" + (_path(args.path) if args.path.strip("/") else ""), None
+    app = quote(args.app, safe="")
+    return "GET", f"/control/applications/{app}/restart", None
+
+
+def _path(text: str) -> str:
+    """``config/applications`` → ``/config/applications``; what must be is percent-encoded
+    (a ``%`` already written stays, so ``a%2Fb`` names the key ``a/b``)."""
+    if not text.startswith("/"):
+        text = "/" + text
+    return quote(text, safe="/%:@!$&'()*+,;=[]~")
+
+
+def _value(text: str) -> bytes:
+    if text == "-":
+        return sys.stdin.buffer.read()
+    if os.path.isfile(text):
+        try:
+            with open(text, "rb") as stream:
+                return stream.read()
+        except OSError as exc:
+            raise UsageError(f"{text}: cannot read: {exc.strerror or exc}") from None
+    return text.encode("utf-8")
+
+
+def _default_socket() -> str:
+    return "unix:" + os.path.join(default_state_dir(), SOCKET_NAME)
+
+
+def _connection(address: str, timeout: float) -> http.client.HTTPConnection:
+    if address.startswith("unix:"):
+        return UnixHTTPConnection(address[5:].removeprefix("//"), timeout)
+    if "/" in address:
+        return UnixHTTPConnection(address, timeout)
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        raise UsageError(f"--socket {address}: expected unix:PATH, a path, or HOST:PORT")
+    return http.client.HTTPConnection(host.strip("[]") or "127.0.0.1", int(port), timeout=timeout)
+
+
+def _error_line(answer: object, data: bytes) -> str:
+    if isinstance(answer, dict) and "error" in answer:
+        parts = [str(answer["error"])]
+        if answer.get("detail"):
+            parts.append(str(answer["detail"]))
+        return " ".join(parts)
+    text = data.decode("utf-8", "replace").strip()
+    return " ".join(text.split())[:300] or "(empty answer)"
