@@ -77,6 +77,8 @@ class ServerState:
         self.prefix = ""  # "Date: ...\r\nServer: ...\r\n", refreshed every second
         self.draining = False
         self.served = 0
+        self.accepted = 0  # connections, counted once each for the control API's status
+        self.closed = 0
         self.retire_after = 0  # tell the adapter's owner when `served` reaches it; 0: never
         self.on_retire: Callable[[], None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -156,6 +158,7 @@ class HttpConnection(asyncio.Protocol):
         if self.sockname is None:
             self.sockname = transport.get_extra_info("sockname")
         server = self.server
+        server.accepted += 1
         server.connections.add(self)
         # accepted in the same batch as the drain began: its request, if it sends one, is
         # answered (with "Connection: close"); closing it now would reset that request
@@ -167,7 +170,9 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.server.connections.discard(self)
+        server = self.server
+        server.closed += 1
+        server.connections.discard(self)
         if self.sendfile_job is not None:
             self.sendfile_job.cancel()
         for exchange in self.pipeline:

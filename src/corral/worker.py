@@ -279,7 +279,21 @@ class Worker:
     def _heartbeat(self) -> None:
         state = self.state
         assert state is not None
+        self._send(self._connections_line())
         self._send(f"hb {state.served} {self._oldest_request(state.now)}")
+
+    def _connections_line(self) -> str:
+        """``conn ACCEPTED CLOSED ACTIVE IDLE BUSY``: connections accepted and closed so far,
+        open ones with a request (active) or without (idle), requests in the application."""
+        state = self.state
+        assert state is not None
+        active = busy = 0
+        for conn in state.connections:
+            if conn.active is not None or conn.pipeline:
+                active += 1
+                busy += conn.active is not None and not conn.waiting_for_client()
+        idle = len(state.connections) - active
+        return f"conn {state.accepted} {state.closed} {active} {idle} {busy}"
 
     def _send(self, line: str) -> None:
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
@@ -358,7 +372,8 @@ class Worker:
 
     def _finish(self) -> None:
         if not self._done.done():
-            if self.state is not None:  # the last count, for the master's request totals
+            if self.state is not None:  # the last counts, for the master's totals
+                self._send(self._connections_line())
                 self._send(f"hb {self.state.served} 0")
             self._done.set_result(None)
 

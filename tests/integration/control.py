@@ -119,7 +119,10 @@ def parse(received: bytes) -> Answer:
         headers[name.lower()] = value.strip()
     assert headers["content-length"] == str(len(body)), (headers, body)
     assert headers["connection"] == "close"
-    assert headers["content-type"] == "application/json"
+    assert headers["content-type"] in (  # JSON, or Prometheus' text for /metrics
+        "application/json",
+        "text/plain; version=0.0.4; charset=utf-8",
+    )
     return Answer(int(match[1]), headers, body)
 
 

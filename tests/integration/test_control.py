@@ -9,6 +9,7 @@ and ``control API: METHOD PATH: STATUS``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -86,7 +87,11 @@ def test_empty_start_waits_on_a_private_socket():
             assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
             config = control.get("/config").json
             assert (config["listeners"], config["applications"]) == ({}, {})
-            assert control.get("/status").json == {"requests": {"total": 0}, "applications": {}}
+            assert control.get("/status").json == {
+                "connections": {"accepted": 0, "active": 0, "idle": 0, "closed": 0},
+                "requests": {"total": 0},
+                "applications": {},
+            }
             assert server.worker_pids() == []
             server.send(signal.SIGTTIN)  # no application: nothing to start
             server.wait_log("SIGTTIN: no application configured; ignored")
@@ -437,6 +442,59 @@ def test_restart_gives_new_workers_without_a_failed_request():
         served = len(load.ok)
         wait_for(lambda: control.get("/status/requests/total").json == served, timeout=5)
         assert control.get("/status/applications/chaos_app/requests/total").json == served
+        assert server.stop() == 0
+
+
+def test_status_counts_connections_and_requests_and_metrics_says_the_same():
+    """Unit's /status figures, from the workers' heartbeats (a second old at most)."""
+    with (
+        contextlib.ExitStack() as stack,
+        short_dir() as directory,
+        # with threads, a worker's loop (and its heartbeat) runs while a request is in the app
+        Server(
+            "chaos_app", f"--control=unix:{directory}/c.sock", "--threads", "2", workers=2
+        ) as server,
+    ):
+        control = Control.of(server)
+        for _ in range(3):  # three connections, one request each, closed by the client
+            assert get(server, "/pid")[0] == 200
+        idle, busy = server.connect(), server.connect()
+        stack.callback(idle.close)
+        stack.callback(busy.close)
+        idle.sendall(b"GET /pid HTTP/1.1\r\nHost: t\r\n\r\n")  # answered, then kept idle
+        assert b"200 OK" in idle.recv(65536)
+        busy.sendall(b"GET /sleep?s=5 HTTP/1.1\r\nHost: t\r\n\r\n")  # in the app for 5 s
+
+        def settled():
+            figures = control.get("/status").json
+            counts = figures["connections"]
+            app = figures["applications"]["chaos_app"]
+            wanted = (
+                counts == {"accepted": 5, "active": 1, "idle": 1, "closed": 3}
+                and app["requests"] == {"active": 1, "total": 4}
+                and figures["requests"] == {"total": 4}
+            )
+            return figures if wanted else None
+
+        try:
+            figures = wait_for(settled, timeout=4)
+        except AssertionError:
+            raise AssertionError(control.get("/status").json) from None
+        processes = figures["applications"]["chaos_app"]["processes"]
+        assert processes == {"running": 2, "starting": 0, "idle": 1}
+
+        answer = control.get("/metrics")
+        assert answer.status == 200
+        assert answer.headers["content-type"].startswith("text/plain; version=0.0.4")
+        text = answer.raw.decode()
+        assert "# TYPE corral_connections_accepted_total counter\n" in text
+        assert "\ncorral_connections_accepted_total 5\n" in text
+        assert 'corral_connections{state="active"} 1\n' in text
+        assert 'corral_connections{state="idle"} 1\n' in text
+        assert 'corral_requests_total{application="chaos_app"} 4\n' in text
+        assert 'corral_requests_active{application="chaos_app"} 1\n' in text
+        assert 'corral_processes{application="chaos_app",state="running"} 2\n' in text
+        assert control.request("POST", "/metrics", b"").status == 405
         assert server.stop() == 0
 
 

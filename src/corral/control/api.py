@@ -7,6 +7,7 @@ No socket here (`server.py` speaks HTTP); the arbiter is the only state. Endpoin
   one after the other, each on the result of the one before; the whole new document is
   validated, then applied; the answer comes once it serves or was rolled back.
 - ``/status`` and its sub-paths: GET; what the master knows of its workers.
+- ``/metrics``: GET; the same figures in Prometheus' text format.
 - ``/control/applications/NAME/restart``: GET (as in Unit); new workers for the same document.
 - ``/``: GET; ``{"config": ..., "status": ...}``.
 
@@ -42,8 +43,9 @@ class Reply:
     """One answer: the status, the JSON value of the body, extra header fields."""
 
     status: int
-    body: Any
+    body: Any  # a JSON value, or the text itself when content_type is not JSON
     headers: list[tuple[str, str]] = field(default_factory=list)
+    content_type: str = "application/json"
 
 
 def error(status: int, title: str, detail: str = "", path: str = "", **extra: Any) -> Reply:
@@ -72,6 +74,10 @@ async def handle(arbiter: Arbiter, method: str, target: str, body: bytes) -> Rep
             if method != "GET":
                 return not_allowed(method, path, _READ_ONLY)
             return Reply(200, tree.get(status(arbiter), tree.split(path[7:])))
+        if path == "/metrics":
+            if method != "GET":
+                return not_allowed(method, path, _READ_ONLY)
+            return Reply(200, metrics(arbiter), [], "text/plain; version=0.0.4; charset=utf-8")
         if path.startswith("/control/"):
             return await _control(arbiter, method, path, tree.split(path[8:]))
         if path == "/":
@@ -142,28 +148,108 @@ async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]
 
 
 def status(arbiter: Arbiter) -> dict[str, Any]:
-    """Per application: its processes running (ready), starting and idle (ready, no request
-    in progress at their last heartbeat), and the requests its workers served (as of their
-    last heartbeat, exited workers included)."""
+    """Unit's status, from the workers' last heartbeats (at most a second old).
+
+    ``connections``: accepted and closed so far (exited workers included), open ones with a
+    request (active) or without (idle). Per application: its processes running (ready),
+    starting and idle (ready, no request in progress), the requests in its application code
+    now (active) and served so far (total, an addition to Unit's shape).
+    """
+    accepted, closed = arbiter.connections_gone
+    active = idle = 0
     applications: dict[str, Any] = {}
     total = 0
     for name in arbiter.current.doc.applications:
-        running = starting = idle = 0
+        running = starting = idle_processes = busy = 0
         served = arbiter.served_by_gone.get(name, 0)
         for worker in arbiter.workers.values():
             if worker.generation.app_name != name:
                 continue
             served += worker.served
+            w_accepted, w_closed, w_active, w_idle, w_busy = worker.connections
+            accepted += w_accepted
+            closed += w_closed
+            active += w_active
+            idle += w_idle
+            busy += w_busy
             if worker.retiring:
                 continue
             if worker.ready:
                 running += 1
-                idle += worker.request is None
+                idle_processes += worker.request is None
             else:
                 starting += 1
         total += served
         applications[name] = {
-            "processes": {"running": running, "starting": starting, "idle": idle},
-            "requests": {"total": served},
+            "processes": {"running": running, "starting": starting, "idle": idle_processes},
+            "requests": {"active": busy, "total": served},
         }
-    return {"requests": {"total": total}, "applications": applications}
+    return {
+        "connections": {"accepted": accepted, "active": active, "idle": idle, "closed": closed},
+        "requests": {"total": total},
+        "applications": applications,
+    }
+
+
+def metrics(arbiter: Arbiter) -> str:
+    """The status in Prometheus' text format (version 0.0.4)."""
+    figures = status(arbiter)
+    connections = figures["connections"]
+    lines: list[str] = []
+
+    def family(name: str, kind: str, help_text: str, samples: list[tuple[str, int]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        lines.extend(f"{name}{labels} {value}" for labels, value in samples)
+
+    family(
+        "corral_connections_accepted_total",
+        "counter",
+        "Connections accepted.",
+        [("", connections["accepted"])],
+    )
+    family(
+        "corral_connections_closed_total",
+        "counter",
+        "Connections closed.",
+        [("", connections["closed"])],
+    )
+    family(
+        "corral_connections",
+        "gauge",
+        "Open connections, with a request in progress (active) or without (idle).",
+        [('{state="active"}', connections["active"]), ('{state="idle"}', connections["idle"])],
+    )
+    apps = figures["applications"]
+    family(
+        "corral_requests_total",
+        "counter",
+        "Requests answered, by application.",
+        [(_labels(name), app["requests"]["total"]) for name, app in apps.items()],
+    )
+    family(
+        "corral_requests_active",
+        "gauge",
+        "Requests in the application's code now, by application.",
+        [(_labels(name), app["requests"]["active"]) for name, app in apps.items()],
+    )
+    family(
+        "corral_processes",
+        "gauge",
+        "Worker processes by application and state (idle ones are also running).",
+        [
+            (_labels(name, state=state), count)
+            for name, app in apps.items()
+            for state, count in app["processes"].items()
+        ],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _labels(application: str, **more: str) -> str:
+    pairs = {"application": application, **more}
+    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in pairs.items()) + "}"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

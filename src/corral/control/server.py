@@ -245,11 +245,14 @@ class ControlConnection(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        body = msgspec.json.format(msgspec.json.encode(reply.body), indent=4) + b"\n"
+        if reply.content_type == "application/json":
+            body = msgspec.json.format(msgspec.json.encode(reply.body), indent=4) + b"\n"
+        else:
+            body = reply.body.encode("utf-8")
         phrase = HTTPStatus(reply.status).phrase
         lines = [
             f"HTTP/1.1 {reply.status} {phrase}",
-            "Content-Type: application/json",
+            f"Content-Type: {reply.content_type}",
             f"Content-Length: {len(body)}",
             "Connection: close",
             *(f"{name}: {value}" for name, value in reply.headers),

@@ -179,6 +179,7 @@ class Arbiter:
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self._apply_lock = asyncio.Lock()
         self.served_by_gone: dict[str, int] = {}  # requests served by exited workers, by app
+        self.connections_gone = [0, 0]  # connections accepted and closed by exited workers
 
     @property
     def settings(self) -> Any:
@@ -390,6 +391,8 @@ class Arbiter:
             parts = line.split(" ", 4)
             worker.served = int(parts[1])
             worker.request = request_of(parts[2:])
+        elif line.startswith("conn "):
+            worker.connections = _connections_of(line)
         elif line == "ready":
             self._on_ready(worker)
         elif line.startswith("retire "):
@@ -502,6 +505,8 @@ class Arbiter:
             if worker.generation.app_name is not None:
                 name = worker.generation.app_name
                 self.served_by_gone[name] = self.served_by_gone.get(name, 0) + worker.served
+            self.connections_gone[0] += worker.connections[0]
+            self.connections_gone[1] += worker.connections[1]
             self._on_exit(worker, status)
 
     def _last_words(self, worker: WorkerProcess) -> None:
@@ -518,6 +523,8 @@ class Arbiter:
                 worker.failure = line[7:]
             elif line.startswith("hb "):
                 worker.served = int(line.split(" ", 2)[1])
+            elif line.startswith("conn "):
+                worker.connections = _connections_of(line)
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
         self.hooks.call("child_exit", worker)
@@ -1021,6 +1028,15 @@ class Arbiter:
             "keeps serving",
             f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
         )
+
+
+def _connections_of(line: str) -> tuple[int, int, int, int, int]:
+    """A worker's ``conn ACCEPTED CLOSED ACTIVE IDLE BUSY`` line (zeros if malformed)."""
+    try:
+        accepted, closed, active, idle, busy = (int(field) for field in line.split()[1:6])
+    except ValueError:
+        return (0, 0, 0, 0, 0)
+    return (accepted, closed, active, idle, busy)
 
 
 def _apply_environment(app: Any) -> None:

@@ -36,6 +36,7 @@ class WorkerProcess:
         self.kill_reason: str | None = None  # set while a timeout kill is under way
         self.timed_out = False
         self.served = 0
+        self.connections = (0, 0, 0, 0, 0)  # its last "conn" line: see Worker._connections_line
         self.failure: str | None = None  # its "failed" line: why the application did not load
         self._partial = b""
 
