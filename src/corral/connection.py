@@ -63,7 +63,7 @@ class ServerState:
         header_timeout: float,
         body_timeout: float,
         send_timeout: float,
-        access_log: Callable[[HttpConnection, Exchange], None] | None = None,
+        on_finish: Callable[[HttpConnection, Exchange], None] | None = None,
     ) -> None:
         self.adapter = adapter
         self.limits = limits
@@ -71,7 +71,9 @@ class ServerState:
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
         self.send_timeout = send_timeout
-        self.access_log = access_log
+        # the access log and/or the latency histogram; the request's precise start
+        # (Exchange.t0) is taken only when it is set
+        self.on_finish = on_finish
         self.connections: set[HttpConnection] = set()
         self.now = 0.0  # coarse clock, moved by the worker's tick
         self.prefix = ""  # "Date: ...\r\nServer: ...\r\n", refreshed every second
@@ -98,7 +100,7 @@ class Exchange:
     status = 0
     response_bytes = 0
     response_headers: list[tuple[str, str]] | None = None
-    t0 = 0.0  # precise start, taken only when the access log is on
+    t0 = 0.0  # precise start, taken only when ServerState.on_finish is set
 
     def __init__(self, head: RequestHead, now: float, body: Any) -> None:
         self.head = head
@@ -225,7 +227,7 @@ class HttpConnection(asyncio.Protocol):
     def on_request(self, head: RequestHead) -> None:
         server = self.server
         exchange = Exchange(head, server.now, server.adapter.empty_body)
-        if server.access_log is not None:
+        if server.on_finish is not None:
             exchange.t0 = perf_counter()
         if not server.keep_alive:
             head.keep_alive = False  # keep_alive 0: every response says it closes
@@ -306,8 +308,8 @@ class HttpConnection(asyncio.Protocol):
         served = server.served = server.served + 1
         if served == server.retire_after:
             server.on_retire()  # type: ignore[misc]
-        if server.access_log is not None:
-            server.access_log(self, exchange)
+        if server.on_finish is not None:
+            server.on_finish(self, exchange)
         if self.pipeline and self.pipeline[0] is exchange:
             self.pipeline.popleft()
         self.active = None

@@ -53,6 +53,7 @@ from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import http_date
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
+from corral.observe.latency import LatencyHistogram
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
@@ -100,6 +101,7 @@ class Worker:
         self.stopping = False
         self._server_header = ""
         self.master_pid = os.getppid()
+        self.latency = LatencyHistogram() if spec.settings.latency_histogram else None
         self._reopen_asked = False  # USR1 came before the loop could act on it
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()
 
@@ -181,7 +183,7 @@ class Worker:
             header_timeout=settings.header_timeout,
             body_timeout=settings.body_timeout,
             send_timeout=settings.send_timeout,
-            access_log=spec.access_log,
+            on_finish=self._on_finish(),
         )
         if spec.max_requests:
             state.retire_after = spec.max_requests
@@ -276,10 +278,25 @@ class Worker:
         target = head.target.decode("latin-1").replace(" ", "%20")[:200]
         return f"{now - oldest[0]:.1f} {head.method} {target}"
 
+    def _on_finish(self) -> Any:
+        """What runs as each response finishes: the access log, the latency histogram."""
+        observers = [spec for spec in (self.spec.access_log, self.latency) if spec is not None]
+        if len(observers) < 2:
+            return observers[0] if observers else None
+        access_log, latency = observers
+
+        def both(conn: Any, exchange: Any) -> None:
+            access_log(conn, exchange)
+            latency(conn, exchange)
+
+        return both
+
     def _heartbeat(self) -> None:
         state = self.state
         assert state is not None
         self._send(self._connections_line())
+        if self.latency is not None:
+            self._send(self.latency.line())
         self._send(f"hb {state.served} {self._oldest_request(state.now)}")
 
     def _connections_line(self) -> str:
@@ -374,6 +391,8 @@ class Worker:
         if not self._done.done():
             if self.state is not None:  # the last counts, for the master's totals
                 self._send(self._connections_line())
+                if self.latency is not None:
+                    self._send(self.latency.line())
                 self._send(f"hb {self.state.served} 0")
             self._done.set_result(None)
 

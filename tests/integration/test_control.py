@@ -494,7 +494,49 @@ def test_status_counts_connections_and_requests_and_metrics_says_the_same():
         assert 'corral_requests_total{application="chaos_app"} 4\n' in text
         assert 'corral_requests_active{application="chaos_app"} 1\n' in text
         assert 'corral_processes{application="chaos_app",state="running"} 2\n' in text
+        assert "corral_request_duration_seconds" not in text  # --latency-histogram is off
         assert control.request("POST", "/metrics", b"").status == 405
+        assert server.stop() == 0
+
+
+def test_metrics_latency_histogram_per_application():
+    with (
+        short_dir() as directory,
+        Server(
+            "chaos_app",
+            f"--control=unix:{directory}/c.sock",
+            "--latency-histogram",
+            "--access-logfile",
+            "-",
+            workers=2,
+        ) as server,
+    ):
+        control = Control.of(server)
+        for _ in range(4):
+            assert get(server, "/pid")[0] == 200
+        assert get(server, "/sleep?s=0.3")[0] == 200
+
+        def histogram():
+            text = control.get("/metrics").raw.decode()
+            count = re.search(
+                r'corral_request_duration_seconds_count\{application="chaos_app"\} (\d+)', text
+            )
+            return text if count and int(count[1]) == 5 else None
+
+        text = wait_for(histogram, timeout=4)
+        assert "# TYPE corral_request_duration_seconds histogram\n" in text
+        buckets = [
+            (float(le), int(n))
+            for le, n in re.findall(r'_bucket\{application="chaos_app",le="([^"]+)"\} (\d+)', text)
+        ]
+        assert buckets[-1] == (float("inf"), 5)
+        counts = [n for _, n in buckets]
+        assert counts == sorted(counts)  # cumulative
+        below_quarter = max(n for le, n in buckets if le <= 0.25)
+        assert below_quarter == 4, buckets  # the fast ones; the 0.3 s sleep is above
+        assert min(n for le, n in buckets if le >= 0.4) == 5
+        total = float(re.search(r'_sum\{application="chaos_app"\} ([\d.]+)', text)[1])
+        assert 0.3 <= total < 1.0
         assert server.stop() == 0
 
 

@@ -696,6 +696,12 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--log-level",), metavar="LEVEL", accepts=str, resolve=_log_level,
         expect=describe(LogLevel),
     ),
+    Setting(
+        "latency_histogram", _LOGGING, _S, bool, False,
+        "Count request durations per application for the control API's `/metrics` "
+        "(`corral_request_duration_seconds`); costs a clock read per request.",
+        flags=("--latency-histogram",), action=Action.FLAG,
+    ),
     # -- Process --------------------------------------------------------------------------------
     Setting(
         "pid", _PROCESS, _S, _NAME | None, None,

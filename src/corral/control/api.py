@@ -27,6 +27,7 @@ import msgspec
 from corral.config import ConfigError, Document, validate_document
 from corral.control import tree
 from corral.master.arbiter import ApplyFailed, Arbiter
+from corral.observe import latency
 
 DONE = "Reconfiguration done."
 _CONFIG_METHODS = ("GET", "PUT", "POST", "DELETE")
@@ -243,7 +244,31 @@ def metrics(arbiter: Arbiter) -> str:
             for state, count in app["processes"].items()
         ],
     )
+    histograms = _latency_by_application(arbiter)
+    if histograms:
+        name = "corral_request_duration_seconds"
+        lines.append(f"# HELP {name} Time from a request's head to its response's end.")
+        lines.append(f"# TYPE {name} histogram")
+        for app_name, (sum_us, counts) in histograms.items():
+            running = 0
+            for bound, count in zip(latency.UPPER_BOUNDS_SECONDS, counts, strict=False):
+                running += count
+                lines.append(f"{name}_bucket{_labels(app_name, le=f'{bound:g}')} {running}")
+            running += counts[-1]
+            lines.append(f"{name}_bucket{_labels(app_name, le='+Inf')} {running}")
+            lines.append(f"{name}_sum{_labels(app_name)} {sum_us / 1e6:.6f}")
+            lines.append(f"{name}_count{_labels(app_name)} {running}")
     return "\n".join(lines) + "\n"
+
+
+def _latency_by_application(arbiter: Arbiter) -> dict[str, tuple[int, list[int]]]:
+    """Per application, the histograms of its workers, exited ones included."""
+    totals = dict(arbiter.latency_gone)
+    for worker in arbiter.workers.values():
+        name = worker.generation.app_name
+        if worker.latency is not None and name is not None:
+            totals[name] = latency.add(totals.get(name), worker.latency)
+    return {name: totals[name] for name in arbiter.current.doc.applications if name in totals}
 
 
 def _labels(application: str, **more: str) -> str:

@@ -55,6 +55,7 @@ from corral.master.pidfile import PidFile
 from corral.master.process import WorkerProcess, request_of
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.watch import SourceWatcher, TouchedFiles
+from corral.observe import latency
 from corral.observe.errorlog import reopen_error_log, setup_error_log
 from corral.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 
@@ -180,6 +181,7 @@ class Arbiter:
         self._apply_lock = asyncio.Lock()
         self.served_by_gone: dict[str, int] = {}  # requests served by exited workers, by app
         self.connections_gone = [0, 0]  # connections accepted and closed by exited workers
+        self.latency_gone: dict[str, tuple[int, list[int]]] = {}  # exited workers', by app
 
     @property
     def settings(self) -> Any:
@@ -393,6 +395,8 @@ class Arbiter:
             worker.request = request_of(parts[2:])
         elif line.startswith("conn "):
             worker.connections = _connections_of(line)
+        elif line.startswith("lat "):
+            worker.latency = latency.parse_line(line)
         elif line == "ready":
             self._on_ready(worker)
         elif line.startswith("retire "):
@@ -507,6 +511,10 @@ class Arbiter:
                 self.served_by_gone[name] = self.served_by_gone.get(name, 0) + worker.served
             self.connections_gone[0] += worker.connections[0]
             self.connections_gone[1] += worker.connections[1]
+            if worker.latency is not None and worker.generation.app_name is not None:
+                self.latency_gone[worker.generation.app_name] = latency.add(
+                    self.latency_gone.get(worker.generation.app_name), worker.latency
+                )
             self._on_exit(worker, status)
 
     def _last_words(self, worker: WorkerProcess) -> None:
@@ -525,6 +533,8 @@ class Arbiter:
                 worker.served = int(line.split(" ", 2)[1])
             elif line.startswith("conn "):
                 worker.connections = _connections_of(line)
+            elif line.startswith("lat "):
+                worker.latency = latency.parse_line(line)
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
         self.hooks.call("child_exit", worker)

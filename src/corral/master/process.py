@@ -37,6 +37,7 @@ class WorkerProcess:
         self.timed_out = False
         self.served = 0
         self.connections = (0, 0, 0, 0, 0)  # its last "conn" line: see Worker._connections_line
+        self.latency: tuple[int, list[int]] | None = None  # its last "lat" line: (sum µs, counts)
         self.failure: str | None = None  # its "failed" line: why the application did not load
         self._partial = b""
 

@@ -1,0 +1,52 @@
+"""Request durations per worker, in power-of-two buckets, for the control API's /metrics.
+
+A :class:`LatencyHistogram` is called as each response finishes (like the access log,
+with the precise start the connection took for it) and costs one clock read, one
+``bit_length`` and two additions. Bucket ``i`` counts durations below ``2**(i + 7)`` µs
+(128 µs, 256 µs, ... 16.8 s); the last one counts the rest. The worker sends the counts
+and the sum with its heartbeat (``lat SUM_US C0,C1,...``); the master adds them up per
+application and writes Prometheus' cumulative ``le`` buckets.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any
+
+FIRST_BIT = 7  # the first bucket's bound: 2**7 µs
+BOUNDS = 18  # finite bounds, 2**7 .. 2**24 µs; one more bucket for the rest
+UPPER_BOUNDS_SECONDS = tuple((1 << (FIRST_BIT + i)) / 1e6 for i in range(BOUNDS))
+
+
+class LatencyHistogram:
+    __slots__ = ("counts", "sum_us")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (BOUNDS + 1)
+        self.sum_us = 0
+
+    def __call__(self, conn: Any, exchange: Any) -> None:
+        micros = int((perf_counter() - exchange.t0) * 1e6)
+        self.sum_us += micros
+        index = micros.bit_length() - FIRST_BIT
+        self.counts[index if 0 <= index <= BOUNDS else (0 if index < 0 else BOUNDS)] += 1
+
+    def line(self) -> str:
+        return f"lat {self.sum_us} {','.join(map(str, self.counts))}"
+
+
+def parse_line(line: str) -> tuple[int, list[int]] | None:
+    """``(sum_us, counts)`` from a ``lat`` line, or None if it is malformed."""
+    try:
+        _, total, counts = line.split(" ", 2)
+        values = [int(count) for count in counts.split(",")]
+        return (int(total), values) if len(values) == BOUNDS + 1 else None
+    except ValueError:
+        return None
+
+
+def add(total: tuple[int, list[int]] | None, more: tuple[int, list[int]]) -> tuple[int, list[int]]:
+    """Two histograms' sums and counts added."""
+    if total is None:
+        return more[0], list(more[1])
+    return total[0] + more[0], [a + b for a, b in zip(total[1], more[1], strict=True)]
