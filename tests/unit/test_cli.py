@@ -79,6 +79,9 @@ def test_help_is_grouped_and_shows_defaults() -> None:
     for section in ("Application:", "Listening:", "Timeouts:", "Request limits:", "Logging:"):
         assert section in out
     assert "[default: 127.0.0.1:8000]" in out
+    assert "[default: unix:STATE_DIR/control.sock]" in out
+    assert not [line for line in out.splitlines() if line.rstrip().endswith("[default:")]
+    assert "\u00a0" not in out  # the no-break space that keeps a default together is not shown
     assert "--limit-request-field_size" in out
 
 

@@ -479,3 +479,24 @@ def test_request_timeout_must_end_before_the_master_timeout() -> None:
     assert load(["pkg:app", "--request-timeout", "24"]).applications["pkg"].request_timeout == 24
     assert load(["pkg:app", "--request-timeout", "26", "-t", "60"])
     assert load(["pkg:app", "--request-timeout", "26", "-t", "0"])  # the master's check is off
+
+
+def test_unit_listener_forms_load() -> None:
+    """NGINX Unit's "*:PORT" keys and its older {"application": NAME} listener form."""
+    doc = config.validate_document(
+        {
+            "listeners": {"*:8300": {"application": "blog"}},
+            "applications": {"blog": {"module": "blog.wsgi"}},
+        }
+    )
+    assert list(doc.listeners) == ["0.0.0.0:8300"]
+    assert doc.listeners["0.0.0.0:8300"].pass_ == "applications/blog"
+    assert str(config.parse_bind("*:8000")) == "0.0.0.0:8000"
+    with pytest.raises(ConfigError) as caught:
+        config.validate_document(
+            {
+                "listeners": {"*:8300": {"application": "nope"}},
+                "applications": {"blog": {"module": "blog.wsgi"}},
+            }
+        )
+    assert 'got "applications/nope"' in str(caught.value)

@@ -148,6 +148,11 @@ def validate_document(data: Any) -> Document:
             raise ConfigError(f"{where}: {exc}") from None
         if address in listeners:
             raise ConfigError(f"{where}: {address} is listed twice")
+        if isinstance(raw, dict) and "application" in raw and "pass" not in raw:
+            # NGINX Unit's older form: {"application": NAME} is {"pass": "applications/NAME"}
+            raw = {k: v for k, v in raw.items() if k != "application"} | {
+                "pass": f"applications/{raw['application']}"
+            }
         listener = _struct(raw, Listener, where)
         target = listener.pass_.removeprefix("applications/")
         if target == listener.pass_ or target not in applications:

@@ -222,7 +222,8 @@ def parse_bind(text: str) -> BindAddress:
 
     ``HOST:PORT``, ``[IPV6]:PORT``, ``unix:PATH`` (also ``unix://PATH``), ``HOST`` (port 8000),
     ``PORT`` alone (on 127.0.0.1: nothing listens beyond loopback unless asked to), ``:PORT``
-    (all IPv4 interfaces, 0.0.0.0, as in Gunicorn). ``localhost`` means 127.0.0.1; any other host
+    (all IPv4 interfaces, 0.0.0.0, as in Gunicorn) and ``*:PORT`` (the same, as NGINX Unit
+    writes it). ``localhost`` means 127.0.0.1; any other host
     name is resolved now, so every listener key is a literal address. Port 0 asks the kernel
     for a free port.
     """
@@ -247,6 +248,8 @@ def parse_bind(text: str) -> BindAddress:
     if ":" not in s:
         return _tcp(text, s, str(DEFAULT_PORT), None)
     host, _, port = s.partition(":")
+    if host == "*":
+        host = "0.0.0.0"
     if ":" in port:
         raise Invalid(f"{_BIND_EXPECT} (IPv6 addresses go in brackets)", text)
     return _tcp(text, host or "0.0.0.0", port, None)
@@ -529,8 +532,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "bind", _LISTENING, _SRC, list[str], [DEFAULT_BIND],
         "Address to listen on; repeat for several. `HOST:PORT`, `[IPV6]:PORT`, `unix:PATH`, "
-        "`PORT` (on 127.0.0.1) or `:PORT` (all IPv4 interfaces, 0.0.0.0, as in Gunicorn). "
-        "Port 0 picks a free port. In a file: a list or one string.",
+        "`PORT` (on 127.0.0.1), `:PORT` or `*:PORT` (all IPv4 interfaces, 0.0.0.0). Port 0 "
+        "picks a free port. In a file: a list or one string.",
         flags=("-b", "--bind"), metavar="ADDRESS", action=Action.APPEND,
         accepts=list[str] | str, resolve=_binds, expect=f"{_BIND_EXPECT} (a list in a file)",
         default_text=DEFAULT_BIND,

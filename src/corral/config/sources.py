@@ -272,8 +272,22 @@ def _unexpected(arg: str) -> ConfigError:
 def _help(setting: Setting) -> str:
     text = setting.doc.replace("`", "")
     if default := setting.shown_default():
-        text += f" [default: {default}]"
+        text += f" [default:{_KEEP_TOGETHER}{default}]"
     return text.replace("%", "%%")
+
+
+# A no-break space argparse does not wrap at (its whitespace is ASCII); printed as a space.
+_KEEP_TOGETHER = "\u00a0"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Gunicorn-like columns; a "[default: X]" is never split across two lines."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=36)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return [line.replace(_KEEP_TOGETHER, " ") for line in super()._split_lines(text, width)]
 
 
 @cache
@@ -289,7 +303,7 @@ def _parser() -> _Parser:
         ),
         add_help=False,
         allow_abbrev=False,
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=36),
+        formatter_class=_HelpFormatter,
     )
     for title, blurb in SECTIONS:
         group = parser.add_argument_group(title, blurb)
