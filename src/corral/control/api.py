@@ -156,20 +156,14 @@ def status(arbiter: Arbiter) -> dict[str, Any]:
     starting and idle (ready, no request in progress), the requests in its application code
     now (active) and served so far (total, an addition to Unit's shape).
     """
-    accepted, closed = arbiter.connections_gone
-    active = idle = 0
+    active = idle = total = 0
     applications: dict[str, Any] = {}
-    total = 0
     for name in arbiter.current.doc.applications:
         running = starting = idle_processes = busy = 0
-        served = arbiter.served_by_gone.get(name, 0)
         for worker in arbiter.workers.values():
             if worker.generation.app_name != name:
                 continue
-            served += worker.served
-            w_accepted, w_closed, w_active, w_idle, w_busy = worker.connections
-            accepted += w_accepted
-            closed += w_closed
+            _, _, w_active, w_idle, w_busy = worker.connections
             active += w_active
             idle += w_idle
             busy += w_busy
@@ -180,11 +174,15 @@ def status(arbiter: Arbiter) -> dict[str, Any]:
                 idle_processes += worker.request is None
             else:
                 starting += 1
+        served = arbiter.tally(name).served
         total += served
         applications[name] = {
             "processes": {"running": running, "starting": starting, "idle": idle_processes},
             "requests": {"active": busy, "total": served},
         }
+    counted = [arbiter.tally(name) for name in {*arbiter.gone, *arbiter.current.doc.applications}]
+    accepted = sum(tally.accepted for tally in counted)
+    closed = sum(tally.closed for tally in counted)
     return {
         "connections": {"accepted": accepted, "active": active, "idle": idle, "closed": closed},
         "requests": {"total": total},
@@ -263,12 +261,8 @@ def metrics(arbiter: Arbiter) -> str:
 
 def _latency_by_application(arbiter: Arbiter) -> dict[str, tuple[int, list[int]]]:
     """Per application, the histograms of its workers, exited ones included."""
-    totals = dict(arbiter.latency_gone)
-    for worker in arbiter.workers.values():
-        name = worker.generation.app_name
-        if worker.latency is not None and name is not None:
-            totals[name] = latency.add(totals.get(name), worker.latency)
-    return {name: totals[name] for name in arbiter.current.doc.applications if name in totals}
+    histograms = {name: arbiter.tally(name).latency for name in arbiter.current.doc.applications}
+    return {name: histogram for name, histogram in histograms.items() if histogram is not None}
 
 
 def _labels(application: str, **more: str) -> str:

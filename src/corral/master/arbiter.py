@@ -52,10 +52,9 @@ from corral.master import systemd, upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import ListenError, bind_all, close_all, describe
 from corral.master.pidfile import PidFile
-from corral.master.process import WorkerProcess, request_of
+from corral.master.process import Tally, WorkerProcess, request_of
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.watch import SourceWatcher, TouchedFiles
-from corral.observe import latency
 from corral.observe.errorlog import reopen_error_log, setup_error_log
 from corral.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 
@@ -179,9 +178,7 @@ class Arbiter:
         self.control: Any = None  # the control API's server (corral.control.server), if on
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self._apply_lock = asyncio.Lock()
-        self.served_by_gone: dict[str, int] = {}  # requests served by exited workers, by app
-        self.connections_gone = [0, 0]  # connections accepted and closed by exited workers
-        self.latency_gone: dict[str, tuple[int, list[int]]] = {}  # exited workers', by app
+        self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
 
     @property
     def settings(self) -> Any:
@@ -389,15 +386,9 @@ class Arbiter:
 
     def _on_line(self, worker: WorkerProcess, line: str) -> None:
         """One heartbeat line (see worker.py)."""
-        if line.startswith("hb "):
-            parts = line.split(" ", 4)
-            worker.served = int(parts[1])
-            worker.request = request_of(parts[2:])
-        elif line.startswith("conn "):
-            worker.connections = _connections_of(line)
-        elif line.startswith("lat "):
-            worker.latency = latency.parse_line(line)
-        elif line == "ready":
+        if worker.record(line):
+            return
+        if line == "ready":
             self._on_ready(worker)
         elif line.startswith("retire "):
             limit = worker.generation.application.max_requests
@@ -406,8 +397,6 @@ class Arbiter:
         elif line.startswith("abort "):
             worker.request = request_of(line.split(" ", 3)[1:])
             self._finish_kill(worker)
-        elif line.startswith("failed "):
-            worker.failure = line[7:]
         elif line.startswith("stuck ") and not worker.timed_out:
             worker.request = request_of(line.split(" ", 3)[1:])
             app = worker.generation.application
@@ -469,6 +458,16 @@ class Arbiter:
                 os.kill(self.old_master, signal.SIGTERM)
             self.old_master = None
 
+    def tally(self, app_name: str) -> Tally:
+        """What ``app_name``'s workers counted, exited ones included."""
+        total = Tally()
+        if app_name in self.gone:
+            total.add(self.gone[app_name])
+        for worker in self.workers.values():
+            if worker.generation.app_name == app_name:
+                total.add(worker)
+        return total
+
     def _slot_taken(self, slot: int, gen: Generation) -> bool:
         return any(
             w.slot == slot and w.generation is gen and not w.retiring for w in self.workers.values()
@@ -507,14 +506,7 @@ class Arbiter:
             self._last_words(worker)
             os.close(worker.beat_fd)
             if worker.generation.app_name is not None:
-                name = worker.generation.app_name
-                self.served_by_gone[name] = self.served_by_gone.get(name, 0) + worker.served
-            self.connections_gone[0] += worker.connections[0]
-            self.connections_gone[1] += worker.connections[1]
-            if worker.latency is not None and worker.generation.app_name is not None:
-                self.latency_gone[worker.generation.app_name] = latency.add(
-                    self.latency_gone.get(worker.generation.app_name), worker.latency
-                )
+                self.gone.setdefault(worker.generation.app_name, Tally()).add(worker)
             self._on_exit(worker, status)
 
     def _last_words(self, worker: WorkerProcess) -> None:
@@ -527,14 +519,7 @@ class Arbiter:
             while chunk := os.read(worker.beat_fd, 65536):
                 data += chunk
         for line in worker.feed(data):
-            if line.startswith("failed "):
-                worker.failure = line[7:]
-            elif line.startswith("hb "):
-                worker.served = int(line.split(" ", 2)[1])
-            elif line.startswith("conn "):
-                worker.connections = _connections_of(line)
-            elif line.startswith("lat "):
-                worker.latency = latency.parse_line(line)
+            worker.record(line)
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
         self.hooks.call("child_exit", worker)
@@ -1038,15 +1023,6 @@ class Arbiter:
             "keeps serving",
             f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
         )
-
-
-def _connections_of(line: str) -> tuple[int, int, int, int, int]:
-    """A worker's ``conn ACCEPTED CLOSED ACTIVE IDLE BUSY`` line (zeros if malformed)."""
-    try:
-        accepted, closed, active, idle, busy = (int(field) for field in line.split()[1:6])
-    except ValueError:
-        return (0, 0, 0, 0, 0)
-    return (accepted, closed, active, idle, busy)
 
 
 def _apply_environment(app: Any) -> None:

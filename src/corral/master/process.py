@@ -6,6 +6,8 @@ import os
 import time
 from typing import Any
 
+from corral.observe import latency
+
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -51,6 +53,23 @@ class WorkerProcess:
         self._partial = lines.pop()
         return [line.decode("utf-8", "replace") for line in lines]
 
+    def record(self, line: str) -> bool:
+        """Keep what a heartbeat line reports (see worker.py); False for a line that asks the
+        master to act (``ready``, ``retire``, ``abort``, ``stuck``)."""
+        if line.startswith("hb "):
+            parts = line.split(" ", 4)
+            self.served = int(parts[1])
+            self.request = request_of(parts[2:])
+        elif line.startswith("conn "):
+            self.connections = _connections_of(line)
+        elif line.startswith("lat "):
+            self.latency = latency.parse_line(line)
+        elif line.startswith("failed "):
+            self.failure = line[7:]
+        else:
+            return False
+        return True
+
     def rss_mib(self) -> float:
         """Resident memory from /proc, in MiB (0 when the process is gone)."""
         try:
@@ -65,3 +84,34 @@ def request_of(fields: list[str]) -> tuple[float, str] | None:
     if len(fields) < 3:
         return None
     return float(fields[0]), f"{fields[1]} {fields[2]}"
+
+
+def _connections_of(line: str) -> tuple[int, int, int, int, int]:
+    """A worker's ``conn ACCEPTED CLOSED ACTIVE IDLE BUSY`` line (zeros if malformed)."""
+    try:
+        accepted, closed, active, idle, busy = (int(field) for field in line.split()[1:6])
+    except ValueError:
+        return (0, 0, 0, 0, 0)
+    return (accepted, closed, active, idle, busy)
+
+
+class Tally:
+    """Counts of several workers added up: requests served, connections accepted and
+    closed, request durations (None without ``latency_histogram``)."""
+
+    __slots__ = ("accepted", "closed", "latency", "served")
+
+    def __init__(self) -> None:
+        self.served = self.accepted = self.closed = 0
+        self.latency: tuple[int, list[int]] | None = None
+
+    def add(self, other: WorkerProcess | Tally) -> None:
+        if isinstance(other, WorkerProcess):
+            served, (accepted, closed, *_) = other.served, other.connections
+        else:
+            served, accepted, closed = other.served, other.accepted, other.closed
+        self.served += served
+        self.accepted += accepted
+        self.closed += closed
+        if other.latency is not None:
+            self.latency = latency.add(self.latency, other.latency)
