@@ -354,19 +354,13 @@ class Worker:
         self.hooks.worker_stopping()
         state = self.state
         assert state is not None and self.loop is not None
-        if not state.draining:
-            self._stop_accepting()
-        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
-        self._drain_poll()
-
-    def _stop_accepting(self) -> None:
-        state = self.state
-        assert state is not None and self.loop is not None
         state.draining = True
         for server in self.servers:
             server.close()
         grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
         self.loop.call_later(grace, self._close_idle)
+        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
+        self._drain_poll()
 
     def _close_idle(self) -> None:
         state = self.state
@@ -390,10 +384,7 @@ class Worker:
     def _finish(self) -> None:
         if not self._done.done():
             if self.state is not None:  # the last counts, for the master's totals
-                self._send(self._connections_line())
-                if self.latency is not None:
-                    self._send(self.latency.line())
-                self._send(f"hb {self.state.served} 0")
+                self._heartbeat()
             self._done.set_result(None)
 
     def abort(self, *_: object) -> None:

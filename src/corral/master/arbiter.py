@@ -695,23 +695,11 @@ class Arbiter:
         """Start a new generation from the configuration as it is now; see the module doc."""
         if self.stopping:
             return
-        self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
         if self.pending is not None:
             self.reload_queued = why  # after the one under way, so the latest change counts
             return
-        self.log.info("reloading (%s)", why)
-        try:
-            self._start_generation(self._reread())
-        except (ConfigError, ValueError, ListenError) as exc:
-            self.log.error("reload failed: %s; the running workers keep serving", exc)
-            self._notify_ready()
-        except Exception:
-            self.log.error(
-                "reload failed: the application could not be loaded; the running workers "
-                "keep serving\n%s",
-                traceback.format_exc().rstrip(),
-            )
-            self._notify_ready()
+        with contextlib.suppress(ApplyFailed):  # logged
+            self._start_generation(self._reread, "reloading", why)
 
     def _reread(self) -> Document:
         """The document a reload starts from: the command line and file read again, or the
@@ -755,24 +743,7 @@ class Arbiter:
                     f"application; the document names {len(doc.applications)})",
                     400,
                 )
-            self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
-            self.log.info("reconfiguring (%s)", why)
-            try:
-                gen = self._start_generation(doc)
-            except (ListenError, ValueError) as exc:
-                self.log.error("reconfiguration failed: %s; the running workers keep serving", exc)
-                self._notify_ready()
-                raise ApplyFailed(str(exc)) from None
-            except Exception as exc:
-                self.log.error(
-                    "reconfiguration failed: the application could not be loaded; the "
-                    "running workers keep serving\n%s",
-                    traceback.format_exc().rstrip(),
-                )
-                self._notify_ready()
-                raise ApplyFailed(
-                    f"the application failed to load: {describe_load_failure(exc)}"
-                ) from None
+            gen = self._start_generation(lambda: doc, "reconfiguring", why)
             assert gen.settled is not None
             failure = await asyncio.shield(gen.settled)
             if failure is not None:
@@ -786,10 +757,32 @@ class Arbiter:
                         f"the new configuration serves, but could not be saved: {exc}"
                     ) from None
 
-    def _start_generation(self, doc: Document) -> Generation:
-        """Bind, resolve and spawn the generation ``doc`` describes; it becomes ``pending``
-        (or current at once, without an application). Raises before anything is spawned."""
-        gen = self._next_generation(doc)
+    def _start_generation(
+        self, make_doc: Callable[[], Document], doing: str, why: str
+    ) -> Generation:
+        """Bind, resolve and spawn the generation ``make_doc()`` describes; it becomes
+        ``pending`` (or current at once, without an application). When that fails before
+        anything is spawned (a bad file, an address in use, a preload that raises), the
+        failure is logged and raised as `ApplyFailed`; the running workers go on."""
+        self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
+        self.log.info("%s (%s)", doing, why)
+        failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
+        try:
+            gen = self._next_generation(make_doc())
+        except (ValueError, ListenError) as exc:  # ConfigError is a ValueError
+            self.log.error("%s: %s; the running workers keep serving", failed, exc)
+            self._notify_ready()
+            raise ApplyFailed(str(exc)) from None
+        except Exception as exc:
+            self.log.error(
+                "%s: the application could not be loaded; the running workers keep serving\n%s",
+                failed,
+                traceback.format_exc().rstrip(),
+            )
+            self._notify_ready()
+            raise ApplyFailed(
+                f"the application failed to load: {describe_load_failure(exc)}"
+            ) from None
         assert self.loop is not None
         gen.settled = self.loop.create_future()
         self.pending = gen
