@@ -59,14 +59,24 @@ def make_adapter(request_timeout: float) -> WsgiAdapter:
     )
 
 
-def run_close(n: int, request_timeout: float = 0.0) -> float:
-    """One connection per request: accept-side setup, the request, the close."""
-    adapter = make_adapter(request_timeout)
+def make_state(request_timeout: float) -> ServerState:
+    """A worker's shared state as the worker builds it, on a loop that never runs."""
     state = ServerState(
-        adapter, Limits(), keep_alive=5, header_timeout=30, body_timeout=60, send_timeout=60
+        make_adapter(request_timeout),
+        Limits(),
+        keep_alive=5,
+        header_timeout=30,
+        body_timeout=60,
+        send_timeout=60,
     )
     state.loop = asyncio.new_event_loop()
     state.prefix = "Date: Mon, 30 Nov 2026 03:31:53 GMT\r\nServer: corral\r\n"
+    return state
+
+
+def run_close(n: int, request_timeout: float = 0.0) -> float:
+    """One connection per request: accept-side setup, the request, the close."""
+    state = make_state(request_timeout)
     start = time.perf_counter()
     for _ in range(n):
         conn = HttpConnection(state)
@@ -79,12 +89,7 @@ def run_close(n: int, request_timeout: float = 0.0) -> float:
 
 
 def run(n: int, request_timeout: float = 0.0) -> float:
-    adapter = make_adapter(request_timeout)
-    state = ServerState(
-        adapter, Limits(), keep_alive=5, header_timeout=30, body_timeout=60, send_timeout=60
-    )
-    state.loop = asyncio.new_event_loop()
-    state.prefix = "Date: Mon, 30 Nov 2026 03:31:53 GMT\r\nServer: corral\r\n"
+    state = make_state(request_timeout)
     conn = HttpConnection(state)
     transport = FakeTransport()
     conn.connection_made(transport)

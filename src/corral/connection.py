@@ -162,13 +162,10 @@ class HttpConnection(asyncio.Protocol):
         server = self.server
         server.accepted += 1
         server.connections.add(self)
-        # accepted in the same batch as the drain began: its request, if it sends one, is
-        # answered (with "Connection: close"); closing it now would reset that request
-        self.deadline = server.now + (
-            min(server.header_timeout, server.keep_alive)
-            if server.draining
-            else server.header_timeout
-        )
+        # one accepted in the same batch as a drain began is served like the others (its
+        # request, if it sends one, is answered with "Connection: close"); if it stays idle,
+        # the worker's drain closes it with the other idle ones
+        self.deadline = server.now + server.header_timeout
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
