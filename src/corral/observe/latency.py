@@ -29,7 +29,7 @@ class LatencyHistogram:
         micros = int((perf_counter() - exchange.t0) * 1e6)
         self.sum_us += micros
         index = micros.bit_length() - FIRST_BIT
-        self.counts[index if 0 <= index <= BOUNDS else (0 if index < 0 else BOUNDS)] += 1
+        self.counts[min(max(index, 0), BOUNDS)] += 1
 
     def line(self) -> str:
         return f"lat {self.sum_us} {','.join(map(str, self.counts))}"
