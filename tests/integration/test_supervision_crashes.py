@@ -21,7 +21,11 @@ RESPAWN = re.compile(r"\((\d+) in a row\): respawning worker (\d+) in ([\d.]+)s"
 
 @pytest.mark.parametrize("threads", [1, 4])
 def test_segfault_takes_only_its_own_worker(threads):
-    with Server("supervision_app", "--threads", str(threads), workers=2) as server:
+    # a new connection per request: the kernel spreads them over both workers (six
+    # keep-alive connections could all land on one, leaving the other nothing to show)
+    with Server(
+        "supervision_app", "--threads", str(threads), "--keep-alive", "0", workers=2
+    ) as server:
         workers = set(server.worker_pids())
         with Load(server, 6, "/pid") as load:
             load.wait_requests(200)
