@@ -193,10 +193,10 @@ class Hooks:
 
     # -- the master's workers -------------------------------------------------------------
 
-    def new_worker(self, generation: Any) -> WorkerView:
+    def new_worker(self, pool: Any) -> WorkerView:
         """The view of the worker about to be forked (for ``pre_fork``); the child keeps it."""
         self._spawned += 1
-        self.worker = WorkerView(self._spawned, os.getpid(), generation, self.log)
+        self.worker = WorkerView(self._spawned, os.getpid(), pool, self.log)
         return self.worker
 
     def adopt(self, process: Any) -> None:
@@ -215,7 +215,7 @@ class Hooks:
             self.worker.alive = False
 
     def _orphan_view(self, process: Any) -> WorkerView:
-        view = WorkerView(0, os.getpid(), process.generation, self.log)
+        view = WorkerView(0, os.getpid(), process.pool, self.log)
         view.process = process
         return view
 
@@ -298,7 +298,8 @@ class WorkerView:
 
 
 class CfgView:
-    """Gunicorn's ``cfg``: the settings of one generation, by attribute."""
+    """Gunicorn's ``cfg``: the settings of one generation, or of one application's pool, by
+    attribute."""
 
     __slots__ = ("_generation",)
 
@@ -311,6 +312,8 @@ class CfgView:
             return list(generation.doc.listeners)
         key = _GUNICORN_NAMES.get(name, name)
         for source in (generation.application, generation.settings):
+            if source is None:  # no application, or several: only server-wide settings
+                continue
             if key in source.__struct_fields__:
                 return getattr(source, key)
         raise AttributeError(f"no setting {name!r}")

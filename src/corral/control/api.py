@@ -144,7 +144,7 @@ async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]
             raise tree.NotFound(f"{where} does not exist", where)
         return doc
 
-    await arbiter.apply(same, f"restart of {name}", restart=True)
+    await arbiter.apply(same, f"restart of {name}", restart=(name,))
     return Reply(200, {"success": "Ok"})
 
 
@@ -161,7 +161,7 @@ def status(arbiter: Arbiter) -> dict[str, Any]:
     for name in arbiter.current.doc.applications:
         running = starting = idle_processes = busy = 0
         for worker in arbiter.workers.values():
-            if worker.generation.app_name != name:
+            if worker.pool.name != name:
                 continue
             _, _, w_active, w_idle, w_busy = worker.connections
             active += w_active

@@ -40,7 +40,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -116,33 +116,81 @@ class Origin:
     config_file: str | None = None
 
 
-class Generation:
-    """One configuration the workers were started from, with what it resolved to."""
+class Pool:
+    """One application's workers in a generation: what they run and where they accept.
 
-    def __init__(
-        self,
-        number: int,
-        doc: Document,
-        sockets: dict[str, socket.socket],
-        loaded_app: Any = None,
-    ) -> None:
-        self.number = number
-        self.doc = doc
+    A pool whose workers would get at their fork exactly what its predecessor's got (same
+    application, settings, listener sockets and preloaded module) is *carried* into the next
+    generation instead: its workers serve on, unrestarted (see `same_workers`).
+    """
+
+    def __init__(self, name: str, doc: Document, sockets: dict[str, socket.socket]) -> None:
+        self.name = name
+        self.doc = doc  # the document it was started from (hooks read it as Gunicorn's cfg)
+        self.application: Any = doc.applications[name]
         self.settings = doc.settings
-        self.app_name: str | None
-        self.application: Any
-        self.app_name, self.application = next(iter(doc.applications.items()), (None, None))
         app = self.application
         # resolved now: an unknown user or group is a configuration error (ValueError)
-        self.identity = Identity(app.user, app.group) if app else Identity(None, None)
-        self.sockets = sockets
-        self.loaded_app = loaded_app
-        # set while it is the pending generation: the reason it was rolled back, or None
-        self.settled: asyncio.Future[str | None] | None = None
+        self.identity = Identity(app.user, app.group)
+        self.sockets = sockets  # the listeners its workers accept on, by address
+        self.loaded_app: Any = None  # the preloaded application, when preload is on
+        self.ever_ready = False
 
     @property
     def workers(self) -> int:
-        return self.application.workers if self.application is not None else 0
+        return int(self.application.workers)
+
+    def same_workers(self, other: Pool) -> bool:
+        """Whether ``other``'s workers would start exactly as this pool's did."""
+        return (
+            self.application == other.application
+            and self.settings == other.settings
+            and self.sockets == other.sockets  # the same socket objects
+            and (not self.application.preload or self.loaded_app is other.loaded_app)
+        )
+
+
+def _listeners_of(name: str, doc: Document, sockets: dict[str, socket.socket]) -> dict[str, Any]:
+    """The listeners whose requests application ``name``'s workers accept."""
+    target = f"applications/{name}"
+    return {a: s for a, s in sockets.items() if doc.listeners[a].pass_ == target}
+
+
+class Generation:
+    """One document the workers were started from: the listeners and a pool per application."""
+
+    def __init__(self, number: int, doc: Document, sockets: dict[str, socket.socket]) -> None:
+        self.number = number
+        self.doc = doc
+        self.settings = doc.settings
+        self.sockets = sockets
+        self.pools = {
+            name: Pool(name, doc, _listeners_of(name, doc, sockets)) for name in doc.applications
+        }
+        self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
+        # set while it is the pending generation: the reason it was rolled back, or None
+        self.settled: asyncio.Future[str | None] | None = None
+
+    def attach(self, sockets: dict[str, socket.socket]) -> None:
+        """The listeners as bound (at start-up, once the document was checked)."""
+        self.sockets = sockets
+        for name, pool in self.pools.items():
+            pool.sockets = _listeners_of(name, self.doc, sockets)
+
+    @property
+    def application(self) -> Any:
+        """The application when there is exactly one (what single-application views show)."""
+        if len(self.pools) != 1:
+            return None
+        return next(iter(self.pools.values())).application
+
+    @property
+    def app_name(self) -> str | None:
+        return next(iter(self.pools)) if len(self.pools) == 1 else None
+
+    @property
+    def workers(self) -> int:
+        return sum(pool.workers for pool in self.pools.values())
 
 
 class Arbiter:
@@ -157,15 +205,19 @@ class Arbiter:
         self.title_name = doc.settings.proc_name or self.current.app_name or "corral"
         self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
         self.workers: dict[int, WorkerProcess] = {}
-        self.num_workers = self.current.workers
+        # the workers wanted per application (TTIN and TTOU change it between generations)
+        self.counts = {name: pool.workers for name, pool in self.current.pools.items()}
+        # what a worker starts from before its application's own chdir, pythonpath and env
+        self.start_cwd = os.getcwd()
+        self.base_environ = dict(os.environ)
+        self.base_sys_path = list(sys.path)
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
         self._graceful = True
         self.exit_code = 0
         self.failures = 0  # early deaths in a row, for the backoff
         self.last_failure = 0.0  # time.monotonic() of the last one
-        self.ever_ready = False
-        self.all_ready = False
+        self.all_ready = False  # start-up is complete: every pool was ready once
         self.reload_queued: str | None = None
         self.pidfile: PidFile | None = None
         self.new_master: int | None = None  # pid of the master a USR2 started
@@ -183,6 +235,11 @@ class Arbiter:
     @property
     def settings(self) -> Any:
         return self.current.settings
+
+    @property
+    def num_workers(self) -> int:
+        """The workers wanted, all applications together (Gunicorn's ``num_workers``)."""
+        return sum(self.counts.values())
 
     @property
     def unlinks_on_close(self) -> bool:
@@ -216,26 +273,27 @@ class Arbiter:
         for address, sock in gen.sockets.items():
             origin = "from systemd" if self.from_systemd else address
             self.log.info("listening on %s (%s)", describe(sock), origin)
-        app = gen.application
         loop = self.loop
         assert loop is not None
         if self.control is not None:
             await self.control.start(loop)
-        if app is not None:
+        for pool in gen.pools.values():
             self.log.info(
                 "serving %s with %d worker(s) x %d thread(s)",
-                gen.app_name,
-                app.workers,
-                app.threads,
+                pool.name,
+                pool.workers,
+                pool.application.threads,
             )
-        else:
+        if not gen.pools:
             self.log.info("no application configured: waiting for the control API")
         if self.settings.reload:
             self._start_source_watcher()
         self.hooks.call("when_ready")
-        if app is not None:
-            self.spawn(0, gen)
-        else:  # nothing to wait for
+        # one worker per application first: one that cannot import its application stops
+        # the start-up before the others are forked (see _on_ready)
+        for pool in gen.pools.values():
+            self.spawn(gen, pool, 0)
+        if not gen.pools:  # nothing to wait for
             self.all_ready = True
             self._on_all_ready()
         ticker = loop.create_task(self._tick())
@@ -265,14 +323,16 @@ class Arbiter:
         self._notify("READY=1", self._status())
 
     def _status(self) -> str:
-        if self.current.application is None:
+        if not self.counts:
             return "STATUS=no application configured"
-        return f"STATUS=serving {self.current.app_name} with {self.num_workers} worker(s)"
+        serving = ", ".join(f"{name} with {n} worker(s)" for name, n in self.counts.items())
+        return f"STATUS=serving {serving}"
 
     def _start_source_watcher(self) -> None:
-        gen = self.current
-        pythonpath = gen.application.pythonpath if gen.application is not None else []
-        directories = [os.getcwd(), *pythonpath]
+        pythonpath = [
+            path for pool in self.current.pools.values() for path in pool.application.pythonpath
+        ]
+        directories = [os.getcwd(), *dict.fromkeys(pythonpath)]
         files = [self.origin.config_file] if self.origin and self.origin.config_file else []
         loop = self.loop
         assert loop is not None
@@ -287,13 +347,13 @@ class Arbiter:
     # -- workers ----------------------------------------------------------------------
 
     def spawn(
-        self, slot: int, gen: Generation, replaces: WorkerProcess | None = None
+        self, gen: Generation, pool: Pool, slot: int, replaces: WorkerProcess | None = None
     ) -> WorkerProcess | None:
         if self.stopping:
             return None
         read_fd, write_fd = os.pipe()
-        max_requests = draw_max_requests(gen.application)
-        self.hooks.call("pre_fork", self.hooks.new_worker(gen))
+        max_requests = draw_max_requests(pool.application)
+        self.hooks.call("pre_fork", self.hooks.new_worker(pool))
         sys.stdout.flush()
         sys.stderr.flush()
         # Until the worker sets its own, the child has the master's signal handlers, which
@@ -314,12 +374,12 @@ class Arbiter:
                     with contextlib.suppress(OSError):
                         os.close(other.beat_fd)
                 for address, sock in self.sockets.items():
-                    if address not in gen.sockets:
-                        sock.close()  # a listener no worker of gen serves must not stay open
+                    if address not in pool.sockets:
+                        sock.close()  # a listener its pool does not serve must not stay open
                 if self.control is not None:
                     self.control.close_in_child()  # else a worker holds API connections open
                 self.hooks.call("post_fork")
-                code = self._worker_main(gen, write_fd, max_requests)
+                code = self._worker_main(pool, write_fd, max_requests)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
@@ -331,39 +391,49 @@ class Arbiter:
                 os._exit(code)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
-        worker = WorkerProcess(pid, slot, gen, read_fd)
-        worker.max_lifetime = draw_max_lifetime(gen.application)
+        worker = WorkerProcess(pid, slot, gen, pool, read_fd)
+        worker.max_lifetime = draw_max_lifetime(pool.application)
         worker.replaces = replaces
         self.workers[pid] = worker
         self.hooks.adopt(worker)
         assert self.loop is not None
         self.loop.add_reader(read_fd, self._on_beat, worker)
-        self.log.debug("worker %d spawned (pid %d, generation %d)", slot, pid, gen.number)
+        self.log.debug("%s spawned (pid %d, generation %d)", self._who(slot, pool), pid, gen.number)
         return worker
 
-    def _worker_main(self, gen: Generation, beat_fd: int, max_requests: int) -> int:
-        _set_title(f"corral: worker [{self.title_name}]")
-        app = gen.application
-        settings = gen.settings
-        if gen.number > 1 and self.origin is not None:
-            os.chdir(self.origin.cwd)  # a reloaded configuration's paths are relative to it
-            _apply_environment(app)
+    def _who(self, slot: int, pool: Pool) -> str:
+        """``worker 2``, or ``worker 2 of blog`` when the server runs several applications."""
+        several = len(self.counts) > 1 or (self.pending is not None and len(self.pending.pools) > 1)
+        return f"worker {slot} of {pool.name}" if several else f"worker {slot}"
+
+    def _worker_main(self, pool: Pool, beat_fd: int, max_requests: int) -> int:
+        several = len(pool.doc.applications) > 1
+        _set_title(f"corral: worker [{pool.name if several else self.title_name}]")
+        app = pool.application
+        settings = pool.settings
+        # the master may have entered another application's environment (one application
+        # at start-up does, as Gunicorn's master does): start from the master's own
+        os.chdir(self.start_cwd)
+        os.environ.clear()
+        os.environ.update(self.base_environ)
+        sys.path[:] = self.base_sys_path
+        _apply_environment(app)
         access_log = None
         if settings.access_logfile:  # opened before the switch, as Gunicorn does
             from corral.observe.accesslog import AccessLog
 
             access_log = AccessLog(settings.access_logfile, settings.access_logformat)
         try:
-            gen.identity.switch()
+            pool.identity.switch()
         except OSError as exc:
             sys.stderr.write(f"corral: error: cannot switch the worker's user: {exc}\n")
             return EXIT_APP_LOAD  # the master stops: a respawn would fail the same way
         spec = WorkerSpec(
             application=app,
             settings=settings,
-            sockets=list(gen.sockets.values()),
+            sockets=list(pool.sockets.values()),
             heartbeat_fd=beat_fd,
-            loaded_app=gen.loaded_app,
+            loaded_app=pool.loaded_app,
             multiprocess=app.workers > 1,
             access_log=access_log,
             max_requests=max_requests,
@@ -391,7 +461,7 @@ class Arbiter:
         if line == "ready":
             self._on_ready(worker)
         elif line.startswith("retire "):
-            limit = worker.generation.application.max_requests
+            limit = worker.pool.application.max_requests
             worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
             self._consider_recycling(worker)
         elif line.startswith("abort "):
@@ -399,7 +469,7 @@ class Arbiter:
             self._finish_kill(worker)
         elif line.startswith("stuck ") and not worker.timed_out:
             worker.request = request_of(line.split(" ", 3)[1:])
-            app = worker.generation.application
+            app = worker.pool.application
             self._kill(
                 worker,
                 "a request did not unwind within request_timeout_grace "
@@ -409,17 +479,18 @@ class Arbiter:
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
+        pool = worker.pool
         self.log.info(
-            "worker %d ready (pid %d, generation %d)",
-            worker.slot,
+            "%s ready (pid %d, generation %d)",
+            self._who(worker.slot, pool),
             worker.pid,
             worker.generation.number,
         )
-        if not self.ever_ready:
-            self.ever_ready = True  # the application imports: start the others now
-            for slot in range(1, self.num_workers):
-                if not self._slot_taken(slot, self.current):
-                    self.spawn(slot, self.current)
+        if not pool.ever_ready:
+            pool.ever_ready = True  # the application imports: start the others now
+            if worker.generation is self.current:
+                for slot in range(1, self.counts.get(pool.name, 0)):
+                    self._respawn(pool, slot)
         old = worker.replaces
         if old is not None:
             worker.replaces = None
@@ -436,12 +507,15 @@ class Arbiter:
             self._on_all_ready()
 
     def _all_slots_ready(self) -> bool:
-        ready = {
-            w.slot
-            for w in self.workers.values()
-            if w.ready and w.generation is self.current and not w.retiring
-        }
-        return len(ready) >= self.num_workers
+        for name, pool in self.current.pools.items():
+            ready = {
+                w.slot
+                for w in self.workers.values()
+                if w.pool is pool and w.ready and not w.retiring
+            }
+            if len(ready) < self.counts.get(name, 0):
+                return False
+        return True
 
     def _on_all_ready(self) -> None:
         """Start-up is complete: every worker of the first generation is ready."""
@@ -464,13 +538,13 @@ class Arbiter:
         if app_name in self.gone:
             total.add(self.gone[app_name])
         for worker in self.workers.values():
-            if worker.generation.app_name == app_name:
+            if worker.pool.name == app_name:
                 total.add(worker)
         return total
 
-    def _slot_taken(self, slot: int, gen: Generation) -> bool:
+    def _slot_taken(self, pool: Pool, slot: int) -> bool:
         return any(
-            w.slot == slot and w.generation is gen and not w.retiring for w in self.workers.values()
+            w.slot == slot and w.pool is pool and not w.retiring for w in self.workers.values()
         )
 
     def _retire(self, worker: WorkerProcess) -> None:
@@ -505,8 +579,7 @@ class Arbiter:
             self.loop.remove_reader(worker.beat_fd)
             self._last_words(worker)
             os.close(worker.beat_fd)
-            if worker.generation.app_name is not None:
-                self.gone.setdefault(worker.generation.app_name, Tally()).add(worker)
+            self.gone.setdefault(worker.pool.name, Tally()).add(worker)
             self._on_exit(worker, status)
 
     def _last_words(self, worker: WorkerProcess) -> None:
@@ -537,8 +610,8 @@ class Arbiter:
             when = "after it was ready" if worker.ready else "before it was ready"
             self._rollback_reload(f"worker {slot} exited ({how}) {when}", worker.failure)
             return
-        if code == EXIT_APP_LOAD and not self.ever_ready:
-            self.log.critical("application %s failed to load; shutting down", gen.app_name)
+        if code == EXIT_APP_LOAD and not self.all_ready:
+            self.log.critical("application %s failed to load; shutting down", worker.pool.name)
             self.exit_code = EXIT_APP_LOAD
             self.begin_stop(graceful=False)
             return
@@ -568,11 +641,12 @@ class Arbiter:
         if successor is not None:  # it was being recycled: the successor takes the slot
             successor.replaces = None
             return
-        if gen is not self.current or slot >= self.num_workers:
+        pool = worker.pool
+        if gen is not self.current or slot >= self.counts.get(pool.name, 0):
             return
-        if worker.timed_out or (worker.ready and lived >= gen.application.min_worker_lifetime):
+        if worker.timed_out or (worker.ready and lived >= pool.application.min_worker_lifetime):
             self.failures = 0
-            self.spawn(slot, gen)
+            self.spawn(gen, pool, slot)
             return
         delay = self._backoff_delay()
         self.log.error(
@@ -582,16 +656,19 @@ class Arbiter:
             delay,
         )
         assert self.loop is not None
-        self.loop.call_later(delay, self._respawn, slot, gen)
+        self.loop.call_later(delay, self._respawn, pool, slot)
 
     def _backoff_delay(self) -> float:
         self.failures += 1
         self.last_failure = time.monotonic()
         return min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
 
-    def _respawn(self, slot: int, gen: Generation) -> None:
-        if gen is self.current and slot < self.num_workers and not self._slot_taken(slot, gen):
-            self.spawn(slot, gen)
+    def _respawn(self, pool: Pool, slot: int) -> None:
+        """Start the worker of ``slot`` unless it runs, or its pool no longer serves."""
+        gen = self.current
+        wanted = slot < self.counts.get(pool.name, 0)
+        if gen.pools.get(pool.name) is pool and wanted and not self._slot_taken(pool, slot):
+            self.spawn(gen, pool, slot)
 
     # -- once a second ------------------------------------------------------------------
 
@@ -624,7 +701,7 @@ class Arbiter:
             return
         # the deaths in a row are over when a worker started since the last one outlives
         # min_worker_lifetime; an older worker proves nothing (its successors may keep dying)
-        stable = now - worker.started >= worker.generation.application.min_worker_lifetime
+        stable = now - worker.started >= worker.pool.application.min_worker_lifetime
         if worker.ready and self.failures and stable and worker.started > self.last_failure:
             self.failures = 0
         timeout = settings.timeout
@@ -655,13 +732,13 @@ class Arbiter:
             or time.monotonic() < worker.recycle_not_before
         ):
             return
-        reason = recycle_reason(worker, gen.application, worker.age)
+        reason = recycle_reason(worker, worker.pool.application, worker.age)
         if reason is None:
             return
         self.log.info("worker %d (pid %d) recycled: %s", worker.slot, worker.pid, reason)
         # retire_asked stays: the worker says it once, and a successor that fails to start
         # is tried again (recycle_not_before)
-        worker.successor = self.spawn(worker.slot, gen, replaces=worker)
+        worker.successor = self.spawn(gen, worker.pool, worker.slot, replaces=worker)
 
     def _kill(self, worker: WorkerProcess, why: str) -> None:
         """Timeout: stacks to the error log (USR2), the request reported (ABRT), then KILL."""
@@ -699,7 +776,7 @@ class Arbiter:
             self.reload_queued = why  # after the one under way, so the latest change counts
             return
         with contextlib.suppress(ApplyFailed):  # logged
-            self._start_generation(self._reread, "reloading", why)
+            self._start_generation(self._reread, "reloading", why, restart=None)
 
     def _reread(self) -> Document:
         """The document a reload starts from: the command line and file read again, or the
@@ -718,15 +795,16 @@ class Arbiter:
         change: Document | Callable[[Document], Document],
         why: str,
         *,
-        restart: bool = False,
+        restart: Collection[str] = (),
     ) -> None:
         """Run the document ``change`` gives (a document, or a function of the running one);
         return once it serves, or raise `ApplyFailed` once it was rolled back.
 
         Changes are serialised: ``change`` is called with the running document only when no
-        other change is under way, and what it raises goes to the caller unchanged. A
-        document equal to the running one is done at once, unless ``restart`` asks for new
-        workers all the same. When it serves, ``persist`` (if set) saves it, still in turn.
+        other change is under way, and what it raises goes to the caller unchanged. Only the
+        applications the change touches get new workers, and those named in ``restart``; a
+        document equal to the running one with nothing to restart is done at once. When it
+        serves, ``persist`` (if set) saves it, still in turn.
         """
         async with self._apply_lock:
             while self.pending is not None:
@@ -737,13 +815,7 @@ class Arbiter:
             doc = change(self.current.doc) if callable(change) else change
             if doc == self.current.doc and not restart:
                 return
-            if len(doc.applications) > 1:
-                raise ApplyFailed(
-                    "several applications: not supported yet (this server runs one "
-                    f"application; the document names {len(doc.applications)})",
-                    400,
-                )
-            gen = self._start_generation(lambda: doc, "reconfiguring", why)
+            gen = self._start_generation(lambda: doc, "reconfiguring", why, restart=restart)
             assert gen.settled is not None
             failure = await asyncio.shield(gen.settled)
             if failure is not None:
@@ -758,17 +830,23 @@ class Arbiter:
                     ) from None
 
     def _start_generation(
-        self, make_doc: Callable[[], Document], doing: str, why: str
+        self,
+        make_doc: Callable[[], Document],
+        doing: str,
+        why: str,
+        restart: Collection[str] | None,
     ) -> Generation:
         """Bind, resolve and spawn the generation ``make_doc()`` describes; it becomes
-        ``pending`` (or current at once, without an application). When that fails before
-        anything is spawned (a bad file, an address in use, a preload that raises), the
-        failure is logged and raised as `ApplyFailed`; the running workers go on."""
+        ``pending`` (or current at once, when it has no new worker to wait for). A pool that
+        would start as it runs now is carried over, unless ``restart`` names it (None: every
+        pool restarts, as a reload does). When that fails before anything is spawned (a bad
+        file, an address in use, a preload that raises), the failure is logged and raised as
+        `ApplyFailed`; the running workers go on."""
         self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
         self.log.info("%s (%s)", doing, why)
         failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
         try:
-            gen = self._next_generation(make_doc())
+            gen = self._next_generation(make_doc(), restart)
         except (ValueError, ListenError) as exc:  # ConfigError is a ValueError
             self.log.error("%s: %s; the running workers keep serving", failed, exc)
             self._notify_ready()
@@ -787,13 +865,15 @@ class Arbiter:
         gen.settled = self.loop.create_future()
         self.pending = gen
         self.hooks.call("on_reload")
-        for slot in range(gen.workers):
-            self.spawn(slot, gen)
-        if gen.workers == 0:  # nothing to wait for
+        fresh = [gen.pools[name] for name in gen.fresh]
+        for pool in fresh:
+            for slot in range(pool.workers):
+                self.spawn(gen, pool, slot)
+        if not any(pool.workers for pool in fresh):  # nothing to wait for
             self._commit_reload()
         return gen
 
-    def _next_generation(self, doc: Document) -> Generation:
+    def _next_generation(self, doc: Document, restart: Collection[str] | None) -> Generation:
         current = self.current
         sockets: dict[str, socket.socket] = {}
         new = [address for address in doc.listeners if address not in self.sockets]
@@ -803,27 +883,32 @@ class Arbiter:
         self.sockets.update(bound)
         for address, sock in bound.items():
             self.log.info("listening on %s (%s)", describe(sock), address)
-        loaded = None
-        app = next(iter(doc.applications.values()), None)
-        if app is not None and app.preload:
-            old = current.application
-            same = old is not None and (app.module, app.callable) == (old.module, old.callable)
-            if same and current.loaded_app is not None:
-                loaded = current.loaded_app
-                self.log.info("the preloaded application is kept: restart to load new code")
-            else:
-                try:
-                    loaded = load_app(app.module, app.callable)
-                except BaseException:
-                    self._close_unused(set(current.sockets))
-                    raise
         try:
-            gen = Generation(self.generation_number + 1, doc, sockets, loaded)
-        except ValueError:
+            gen = Generation(self.generation_number + 1, doc, sockets)
+            for name, pool in gen.pools.items():
+                old = current.pools.get(name)
+                if pool.application.preload:
+                    pool.loaded_app = self._preload(pool, old)
+                kept = restart is not None and name not in restart
+                if kept and old is not None and old.same_workers(pool):
+                    gen.pools[name] = old  # its workers serve on
+                    gen.fresh.discard(name)
+        except BaseException:  # ValueError (a user), or what a preloaded application raised
             self._close_unused(set(current.sockets))
             raise
         self.generation_number = gen.number
         return gen
+
+    def _preload(self, pool: Pool, old: Pool | None) -> Any:
+        """The application object for a preloaded pool: its predecessor's if it imports the
+        same name (the master cannot forget a module: restart it for new code)."""
+        app = pool.application
+        name = (app.module, app.callable)
+        old_name = (old.application.module, old.application.callable) if old else None
+        if old is not None and old.loaded_app is not None and name == old_name:
+            self.log.info("the preloaded application is kept: restart to load new code")
+            return old.loaded_app
+        return load_app(*name)
 
     def _commit_reload(self) -> None:
         gen = self.pending
@@ -831,10 +916,16 @@ class Arbiter:
         old = self.current
         self.pending = None
         self.current = gen
-        self.num_workers = gen.workers
+        # a carried pool keeps the count TTIN/TTOU gave it
+        self.counts = {
+            name: self.counts[name] if name not in gen.fresh and name in self.counts else p.workers
+            for name, p in gen.pools.items()
+        }
         self.hooks.call("nworkers_changed", self.num_workers)
         for worker in list(self.workers.values()):
-            if worker.generation is not gen:
+            if gen.pools.get(worker.pool.name) is worker.pool:
+                worker.generation = gen  # new, or carried over
+            else:
                 self._retire(worker)
         self._close_unused(set(gen.sockets))
         if (gen.settings.error_logfile, gen.settings.log_level) != (
@@ -847,8 +938,12 @@ class Arbiter:
         if title != self.title_name:
             self.title_name = title
             _set_title(f"corral: master [{title}]")
+        carried = sorted(set(gen.pools) - gen.fresh)
         self.log.info(
-            "reload complete: generation %d serving with %d worker(s)", gen.number, gen.workers
+            "reload complete: generation %d serving with %d worker(s)%s",
+            gen.number,
+            self.num_workers,
+            f" ({', '.join(carried)} carried over)" if carried else "",
         )
         if gen.settled is not None and not gen.settled.done():
             gen.settled.set_result(None)
@@ -897,31 +992,39 @@ class Arbiter:
             self.begin_stop(graceful=False)
         elif sig == signal.SIGHUP:
             self.reload("SIGHUP")
-        elif sig in (signal.SIGTTIN, signal.SIGTTOU) and self.current.application is None:
-            self.log.info("%s: no application configured; ignored", name)
+        elif sig in (signal.SIGTTIN, signal.SIGTTOU) and len(self.counts) != 1:
+            self.log.info(
+                "%s: %s; ignored",
+                name,
+                "several applications: set their processes through the control API"
+                if self.counts
+                else "no application configured",
+            )
         elif sig == signal.SIGTTIN:
-            self.num_workers += 1
+            (app_name,) = self.counts
+            self.counts[app_name] += 1
             self.hooks.call("nworkers_changed", self.num_workers)
             self.log.info("SIGTTIN: %d worker(s)", self.num_workers)
-            self._respawn(self.num_workers - 1, self.current)
+            self._respawn(self.current.pools[app_name], self.counts[app_name] - 1)
         elif sig == signal.SIGTTOU:
-            if self.num_workers <= 1:
+            (app_name,) = self.counts
+            if self.counts[app_name] <= 1:
                 self.log.info("SIGTTOU: already at %d worker(s); ignored", self.num_workers)
                 return
-            self.num_workers -= 1
+            self.counts[app_name] -= 1
             self.hooks.call("nworkers_changed", self.num_workers)
             self.log.info("SIGTTOU: %d worker(s)", self.num_workers)
-            self._retire_slots_from(self.num_workers)
+            self._retire_extra_workers()
         elif sig == signal.SIGWINCH:
             self.log.info(
                 "SIGWINCH: stopping the workers; the listeners stay open (SIGTTIN or SIGHUP "
                 "starts workers again)"
             )
-            self.num_workers = 0
+            self.counts = dict.fromkeys(self.counts, 0)
             self.hooks.call("nworkers_changed", self.num_workers)
             if self.pending is not None:
                 self._rollback_reload("SIGWINCH")
-            self._retire_slots_from(0)
+            self._retire_extra_workers()
         elif sig == signal.SIGUSR1:
             self.log.info("SIGUSR1: reopening the log files")
             reopen_error_log()
@@ -931,9 +1034,11 @@ class Arbiter:
         elif sig == signal.SIGUSR2:
             self._upgrade()
 
-    def _retire_slots_from(self, first: int) -> None:
+    def _retire_extra_workers(self) -> None:
+        """Retire the current workers whose slot is past their pool's count."""
         for worker in list(self.workers.values()):
-            if worker.generation is self.current and worker.slot >= first:
+            wanted = self.counts.get(worker.pool.name, 0)
+            if worker.generation is self.current and worker.slot >= wanted:
                 self._retire(worker)
 
     def begin_stop(self, *, graceful: bool) -> None:
@@ -1132,12 +1237,14 @@ def _serve(
             close_all(sockets, unlink=False)
             return EXIT_LISTEN
         arbiter.sockets = dict(sockets)
-        arbiter.current.sockets = sockets
+        arbiter.current.attach(sockets)
         try:
-            app = arbiter.current.application
-            if app is not None and app.preload:
+            for pool in arbiter.current.pools.values():
+                app = pool.application
+                if not app.preload:
+                    continue
                 try:
-                    arbiter.current.loaded_app = load_app(app.module, app.callable)
+                    pool.loaded_app = load_app(app.module, app.callable)
                 except Exception:
                     sys.stderr.write(
                         f"corral: error: application {app.module!r} failed to load:\n"

@@ -1,4 +1,4 @@
-"""The master's view of one worker process: its place, its generation, its heartbeat."""
+"""The master's view of one worker process: its place, its pool, its heartbeat."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ class WorkerProcess:
     over a recycled worker's slot; a *retiring* worker was sent TERM and is draining.
     """
 
-    def __init__(self, pid: int, slot: int, generation: Any, beat_fd: int) -> None:
+    def __init__(self, pid: int, slot: int, generation: Any, pool: Any, beat_fd: int) -> None:
         self.pid = pid
         self.slot = slot
-        self.generation = generation
+        self.generation = generation  # the newest it serves in (a pool may be carried over)
+        self.pool = pool  # its application's pool: what it runs
         self.beat_fd = beat_fd
         self.started = time.monotonic()
         self.last_beat = self.started

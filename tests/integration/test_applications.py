@@ -1,0 +1,160 @@
+"""Several applications in one server, on real processes: a pool of workers per application,
+each in its own environment and working directory, and changes through the control API that
+restart only the applications they touch (the others' workers are carried over).
+
+Application ``a`` listens on 127.0.0.1, ``b`` on 127.0.0.2 (both loopback on Linux), each on
+an ephemeral port, so that the two listeners have distinct document keys.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from tests.integration.control import Control, listening_port, short_dir
+from tests.integration.load import Load
+from tests.integration.server import Server, wait_for
+from tests.integration.supervision import alive
+
+DONE = {"success": "Reconfiguration done."}
+A_KEY, B_KEY = "127.0.0.1:0", "127.0.0.2:0"
+
+
+class At:
+    """An address the load generator and `get` take (``host``, ``port``)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+
+
+def two_apps(b_dir: Path, a_workers: int = 2, b_workers: int = 1) -> dict:
+    return {
+        "listeners": {
+            A_KEY: {"pass": "applications/a"},
+            B_KEY: {"pass": "applications/b"},
+        },
+        "applications": {
+            "a": {"module": "proc_apps", "workers": a_workers, "env": {"WHICH": "a"}},
+            "b": {
+                "module": "proc_apps",
+                "workers": b_workers,
+                "env": {"WHICH": "b", "ONLY_B": "1"},
+                "chdir": str(b_dir),
+            },
+        },
+    }
+
+
+def title(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as stream:
+            return stream.read().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def pids_of(server: Server, app: str) -> set[int]:
+    return {pid for pid in server.worker_pids() if title(pid) == f"corral: worker [{app}]"}
+
+
+def info(at: At) -> dict:
+    import http.client
+
+    connection = http.client.HTTPConnection(at.host, at.port, timeout=10)
+    try:
+        connection.request("GET", "/info")
+        response = connection.getresponse()
+        assert response.status == 200
+        return json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def start(directory: Path) -> tuple[Server, Control, At, At]:
+    server = Server(f"--state-dir={directory}/state", bind=None, wait_ready=False)
+    server.wait_log("no application configured: waiting for the control API")
+    control = Control.of(server)
+    (directory / "b").mkdir()
+    answer = control.put("/config", two_apps(directory / "b"))
+    assert (answer.status, answer.json) == (200, DONE), answer.json
+    a = At("127.0.0.1", listening_port(server, A_KEY))
+    b = At("127.0.0.2", listening_port(server, B_KEY))
+    return server, control, a, b
+
+
+def test_each_application_has_its_own_pool_environment_and_directory():
+    with short_dir() as directory:
+        server, control, a, b = start(directory)
+        with server:
+            wait_for(lambda: len(pids_of(server, "a")) == 2 and len(pids_of(server, "b")) == 1)
+            a_info = info(a)
+            assert a_info["environ"]["WHICH"] == "a" and "ONLY_B" not in a_info["environ"]
+            assert a_info["pid"] in pids_of(server, "a")
+            b_info = info(b)
+            assert b_info["pid"] in pids_of(server, "b")
+            assert b_info["environ"]["WHICH"] == "b" and b_info["environ"]["ONLY_B"] == "1"
+            assert Path(b_info["cwd"]).resolve() == (directory / "b").resolve()
+            assert Path(a_info["cwd"]).resolve() != (directory / "b").resolve()
+            status = control.get("/status/applications").json
+            assert status["a"]["processes"]["running"] == 2
+            assert status["b"]["processes"]["running"] == 1
+            # TTIN and TTOU name no application when there are several
+            server.send(signal.SIGTTIN)
+            server.wait_log("SIGTTIN: several applications: set their processes through")
+            assert server.stop() == 0
+
+
+def test_a_change_restarts_only_the_applications_it_touches():
+    with short_dir() as directory:
+        server, control, a, b = start(directory)
+        with server:
+            wait_for(lambda: len(pids_of(server, "a")) == 2 and len(pids_of(server, "b")) == 1)
+            a_pids, b_pids = pids_of(server, "a"), pids_of(server, "b")
+            with Load(a, 4, "/") as a_load, Load(b, 4, "/") as b_load:
+                a_load.wait_requests(50)
+                b_load.wait_requests(50)
+                # b's processes: a's workers serve on, b's are replaced (overlapping)
+                answer = control.put("/config/applications/b/workers", 2)
+                assert (answer.status, answer.json) == (200, DONE)
+                new_b = pids_of(server, "b") - b_pids
+                assert len(new_b) == 2
+                assert pids_of(server, "a") == a_pids
+                server.wait_log(r"reload complete: generation 3 serving with 4 worker\(s\) \(a ")
+                wait_for(lambda: not any(alive(pid) for pid in b_pids), timeout=15)
+                b_load.wait_requests(50)
+                # a restart of a leaves b alone
+                answer = control.get("/control/applications/a/restart")
+                assert (answer.status, answer.json) == (200, {"success": "Ok"})
+                assert pids_of(server, "b") == new_b
+                wait_for(lambda: not pids_of(server, "a") & a_pids, timeout=15)
+                assert len(pids_of(server, "a")) == 2
+                a_load.wait_requests(50)
+                # removing b (and its listener) leaves a's workers alone
+                a_now = pids_of(server, "a")
+                doc = control.get("/config").json
+                del doc["applications"]["b"], doc["listeners"][B_KEY]
+                assert control.put("/config", doc).status == 200
+                assert pids_of(server, "a") == a_now
+                wait_for(lambda: not pids_of(server, "b"), timeout=15)
+                a_load.wait_requests(50)
+            assert not a_load.failures, (a_load.summary(), a_load.failures[:3])
+            # b's load saw b go away at the end (its listener closed): up to then, no failure
+            removed = min((r.start for r in b_load.failures), default=float("inf"))
+            assert not [r for r in b_load.failures if r.end < removed], b_load.failures[:3]
+            assert {r.status for r in a_load.ok} == {200}
+            assert server.stop() == 0
+
+
+def test_reload_restarts_every_application():
+    with short_dir() as directory:
+        server, _control, a, _b = start(directory)
+        with server:
+            wait_for(lambda: len(pids_of(server, "a")) == 2 and len(pids_of(server, "b")) == 1)
+            before = pids_of(server, "a") | pids_of(server, "b")
+            server.send(signal.SIGHUP)
+            server.wait_log(r"reload complete: generation 3 serving with 3 worker\(s\)\n")
+            wait_for(lambda: len(pids_of(server, "a") | pids_of(server, "b")) == 3)
+            assert not (pids_of(server, "a") | pids_of(server, "b")) & before
+            assert info(a)["environ"]["WHICH"] == "a"
+            assert server.stop() == 0
