@@ -6,7 +6,8 @@ server's own interpreter; so does corral. Workers are forked from the master, wh
 interpreter, so `activate(home)` (called by the worker after fork and after it switched user,
 just before `load_app`) makes that process look like one started from the virtualenv:
 
-- the virtualenv's site-packages are added with `site.addsitedir`, so their ``.pth`` files are
+- the virtualenv's site-packages (``lib/pythonX.Y/site-packages``: sysconfig's ``venv``
+  scheme) are added with `site.addsitedir`, so their ``.pth`` files are
   processed (paths appended, ``import`` lines run: editable installs, setuptools' shim), and
   those entries are moved just ahead of the master's own site-packages: a distribution in both
   is the virtualenv's. They go after the standard library and the `pythonpath`/``PYTHONPATH``
@@ -19,7 +20,10 @@ Checks, each failing with a `HomeError` whose text is one line (the worker repor
 import failure: ``failed CAUSE`` to the master, exit code 3): ``pyvenv.cfg`` is readable, the
 Python version it records (``version_info`` or ``version``) has the running interpreter's
 major.minor (compiled extensions are built for one version: a mismatch would fail later and
-obscurely, or not at all until some request), and a site-packages directory exists.
+obscurely, or not at all until some request), and a site-packages directory exists. What is
+cheap is checked earlier, at configuration time: `home` is made absolute against the directory
+corral starts in and must hold a ``pyvenv.cfg`` (`corral.config.settings`), and is refused with
+`preload`, which would import the application in the master (`corral.config.document`).
 
 Limits, said in the setting's documentation too: a module already imported when the virtualenv
 is activated is not replaced by the virtualenv's copy: corral itself, msgspec, httptools, uvloop
@@ -36,6 +40,7 @@ import importlib
 import os
 import site
 import sys
+import sysconfig
 
 from corral.appload import AppLoadError
 
@@ -83,15 +88,21 @@ def activate(home: str | None) -> None:
             f"corral runs Python {running[0]}.{running[1]}; recreate it with "
             f"python{running[0]}.{running[1]} -m venv"
         )
-    site_dirs = [path for path in site.getsitepackages([home]) if os.path.isdir(path)]
+    # the layout `python -m venv` makes (sysconfig's "venv" scheme), whatever this
+    # interpreter's own: `site` says dist-packages for any prefix under Debian's system Python
+    layout = {"base": home, "platbase": home, "installed_base": home, "installed_platbase": home}
+    candidates = [sysconfig.get_path(kind, "venv", layout) for kind in ("purelib", "platlib")]
+    site_dirs = [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
     if not site_dirs:
-        where = os.path.join(home, sys.platlibdir, f"python{running[0]}.{running[1]}")
-        raise HomeError(f"home {home}: no site-packages directory ({where}/site-packages)")
+        raise HomeError(f"home {home}: no site-packages directory ({candidates[0]})")
     # The worker imports uvloop once the application is loaded: take corral's copy now, not
     # one the virtualenv may hold.
     with contextlib.suppress(ImportError):
         import uvloop  # noqa: F401
-    own_site = [*site.getsitepackages(), site.getusersitepackages()]
+    own_site = {*site.getsitepackages(), site.getusersitepackages()}
+    own_site.update(
+        p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")
+    )
     sys.prefix = sys.exec_prefix = home
     site.PREFIXES[:] = [home]
     python = os.path.join(home, "bin", "python")

@@ -217,3 +217,32 @@ def test_the_control_api_moves_an_application_to_another_virtualenv(venvs):
         assert "ModuleNotFoundError: No module named 'corral_demo_pkg'" in answer.json["detail"]
         assert_served_from(get_json(s), venvs.two, "2.0")
         assert s.stop() == 0
+
+
+def test_activation_under_debians_own_interpreter(venvs):
+    """Debian's system Python (not in a virtualenv) names its own site directories
+    dist-packages, and `site.getsitepackages` would say dist-packages for the virtualenv too:
+    `activate` uses the virtualenv's layout instead."""
+    script = (
+        "import json, sys\n"
+        "from corral.venv import activate\n"
+        "activate(sys.argv[1])\n"
+        "import corral_demo_pkg\n"
+        "print(json.dumps({'version': corral_demo_pkg.__version__, 'path': sys.path}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "VIRTUAL_ENV")}
+    env["PYTHONPATH"] = str(SRC)
+    result = subprocess.run(
+        ["/usr/bin/python3.11", "-c", script, str(venvs.two)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["version"] == "2.0"
+    path = report["path"]
+    debian_site = [p for p in path if p.endswith("dist-packages")]
+    assert debian_site, path  # the interpreter's own, ahead of which the virtualenv goes
+    assert path.index(str(site_packages(venvs.two))) < path.index(debian_site[0])
