@@ -34,8 +34,12 @@ def load_app(module: str, attribute: str | None) -> Any:
 
 def describe_load_failure(exc: BaseException) -> str:
     """One line for an application that failed to load: the exception and where it was raised,
-    ``ZeroDivisionError: division by zero (File "app.py", line 3, in <module>)``."""
+    ``ZeroDivisionError: division by zero (File "app.py", line 3, in <module>)``; an
+    `AppLoadError`'s own message, which names the application or its virtualenv."""
     import traceback
+
+    if isinstance(exc, AppLoadError):
+        return str(exc)
 
     what = traceback.format_exception_only(type(exc), exc)[-1].strip()
     if isinstance(exc, SyntaxError) and exc.filename:

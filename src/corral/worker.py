@@ -47,13 +47,14 @@ from functools import partial
 from typing import Any
 
 from corral.acceptor import DeferringAcceptor
-from corral.appload import describe_load_failure, load_app
+from corral.appload import AppLoadError, describe_load_failure, load_app
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import http_date
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
+from corral.venv import activate as activate_home
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
@@ -131,14 +132,17 @@ class Worker:
         app = spec.loaded_app
         if app is None:
             try:
+                activate_home(spec.application.home)
                 app = load_app(spec.application.module, spec.application.callable)
             except Exception as exc:
                 # to the error log (a file, maybe): a failed reload must say why where the
-                # operator looks, not only on a terminal
+                # operator looks, not only on a terminal; a traceback only where it explains
                 self.log.error(
-                    "application %r failed to load:\n%s",
+                    "application %r failed to load:%s",
                     spec.application.module,
-                    traceback.format_exc().rstrip(),
+                    f" {exc}"
+                    if isinstance(exc, AppLoadError)
+                    else "\n" + traceback.format_exc().rstrip(),
                 )
                 # and to the master, which names the cause to the control API
                 cause = describe_load_failure(exc).replace("\n", " ")[:FAILURE_LINE_MAX]

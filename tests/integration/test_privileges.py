@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.server import APPS, Server, read_response, wait_for
+from tests.integration.venvs import make_demo_venv, readable
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_PYTHON = "/usr/bin/python3.11"
@@ -221,3 +222,33 @@ def test_access_log_in_root_owned_directory(sandbox):
         s.wait_ready()
         assert get_json(s)["serving"]["uid"] == pwd.getpwnam(USER).pw_uid
         wait_for(lambda: log_file.exists() and log_file.read_text().strip(), timeout=10)
+
+
+def test_home_virtualenv_as_the_worker_user(sandbox):
+    """The worker activates `home` after it dropped privileges: it reads the virtualenv as
+    the worker user, and one it cannot read fails to load with one line."""
+    homes = _readable_dir(sandbox.root / "homes")
+    home = make_demo_venv(homes / "open", "2.0")
+    readable(home)
+    closed = make_demo_venv(homes / "closed", "1.0")
+    closed.chmod(0o700)  # root's: the master's check passes, the worker cannot read it
+    shutil.copy(APPS / "venv_app.py", sandbox.apps / "venv_app.py")
+    (sandbox.apps / "venv_app.py").chmod(0o644)
+    options = {"python": sandbox.python, "cwd": str(sandbox.apps)}
+    env = {"PYTHONPATH": str(sandbox.apps)}
+    with Server("venv_app", "--user", USER, "--home", str(home), env=env, **options) as server:
+        report = get_json(server)
+        assert report["version"] == report["dist_version"] == "2.0"
+        assert report["prefix"] == report["virtual_env"] == str(home)
+        assert report["base_prefix"] == "/usr"  # the sandbox's interpreter, Debian's
+        assert Path(report["msgspec_file"]).is_relative_to(sandbox.root / "venv")
+        assert server.stop() == 0
+    with Server(
+        "venv_app", "--user", USER, "--home", str(closed), env=env, wait_ready=False, **options
+    ) as server:
+        wait_for(lambda: server.proc.poll() is not None, 20)
+        assert server.stop() == 3
+        err = server.stderr
+        cause = f"home {closed}: cannot read pyvenv.cfg: Permission denied"
+        assert len([line for line in err.splitlines() if cause in line]) == 1, err
+        assert "Traceback" not in err and "respawning" not in err, err

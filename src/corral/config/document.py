@@ -165,6 +165,7 @@ def validate_document(data: Any) -> Document:
     settings = _struct(top.get("settings", {}), Settings, "$.settings")
     for name, app in applications.items():
         _check_request_timeout(app, settings, f"$.applications{member(name)}")
+        _check_home(app, f"$.applications{member(name)}")
     return Document(listeners=listeners, applications=applications, settings=settings)
 
 
@@ -177,6 +178,16 @@ def _check_request_timeout(app: Any, settings: Any, where: str) -> None:
             f"{where}.request_timeout: request_timeout ({app.request_timeout:g}s) plus "
             f"request_timeout_grace ({app.request_timeout_grace:g}s) must be below timeout "
             f"({settings.timeout:g}s), which would kill the worker first; raise timeout"
+        )
+
+
+def _check_home(app: Any, where: str) -> None:
+    """`preload` imports the application in the master, which is not in the virtualenv and
+    serves every application and every reload: activating it there would leak into them."""
+    if app.home is not None and app.preload:
+        raise ConfigError(
+            f"{where}.home: home cannot be combined with preload: the master would import the "
+            "application outside its virtualenv; drop preload"
         )
 
 

@@ -12,7 +12,8 @@ Each value travels in two forms. The *input form* is what a flag or a config-fil
 *document form* (`Setting.type`, e.g. ``int >= 1``), which the document validates again.
 
 Rules kept here: stdlib and msgspec only (workers import this module); no I/O except
-`parse_bind`'s name lookup for a host name that is not an IP literal or ``localhost``.
+`parse_bind`'s name lookup for a host name that is not an IP literal or ``localhost`` and
+`home`'s look for a ``pyvenv.cfg``.
 """
 
 from __future__ import annotations
@@ -336,6 +337,22 @@ def _path_list(value: list[str] | str) -> list[str]:
     return [item.strip() for item in items if item.strip()]
 
 
+_ABSOLUTE_PATH = Annotated[str, Meta(pattern=r"^/", description="absolute path")]
+
+
+def _home(value: str) -> str:
+    """`home` made absolute against the directory the configuration is read in (where corral
+    started; a reload reads it there again), and checked to be a virtualenv. The worker checks
+    the rest (the Python version, site-packages) as it activates it: `corral.venv`."""
+    if "\0" in value:
+        raise Invalid("a path without NUL", value)
+    path = os.path.abspath(value)
+    if not os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+        why = "no such directory" if not os.path.isdir(path) else "it has no pyvenv.cfg"
+        raise Invalid(message=f"{show(value)} is not a virtualenv ({why})")
+    return path
+
+
 def _env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
     if isinstance(value, dict):
         pairs = [(key, val, f"[{show(key)}]") for key, val in value.items()]
@@ -503,6 +520,19 @@ SETTINGS: tuple[Setting, ...] = (
         "chdir", _APPLICATION, _A, _NAME | None, None,
         "Change to this directory before importing the application.",
         flags=("--chdir",), metavar="DIR",
+    ),
+    Setting(
+        "home", _APPLICATION, _A, _ABSOLUTE_PATH | None, None,
+        "The application's virtualenv (NGINX Unit's `home`, uWSGI's `--home`): each worker "
+        "puts its site-packages (with their `.pth` files) ahead of corral's own and sets "
+        "`sys.prefix` and `VIRTUAL_ENV` before importing the application. It must be made "
+        "with the Python version corral runs on (same major.minor), else the application "
+        "fails to load. Modules corral has already imported (msgspec, httptools, uvloop, the "
+        "standard library) stay corral's. A relative path is taken from the directory corral "
+        "starts in, not from `chdir`. Not with `preload`, which imports the application in "
+        "the master.",
+        flags=("-H", "--home", "--virtualenv"), metavar="DIR", accepts=_NAME | None,
+        resolve=_home,
     ),
     Setting(
         "pythonpath", _APPLICATION, _A, list[str], [],
