@@ -102,7 +102,9 @@ class Worker:
         self.stopping = False
         self._server_header = ""
         self.master_pid = os.getppid()
-        self.latency = LatencyHistogram() if spec.settings.latency_histogram else None
+        # a dynamic pool's master measures how busy the worker is by its latency sum
+        measured = spec.settings.latency_histogram or spec.application.dynamic is not None
+        self.latency = LatencyHistogram() if measured else None
         self._reopen_asked = False  # USR1 came before the loop could act on it
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()
 

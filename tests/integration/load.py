@@ -1,7 +1,9 @@
 """Client load for the supervision tests: keep-alive connections sending GETs until stopped.
 
 ``Load(server, connections=8, path="/pid")`` runs one thread per connection; ``server`` is
-anything with ``host`` and ``port`` (a :class:`~tests.integration.server.Server`). Each thread
+anything with ``host`` and ``port`` (a :class:`~tests.integration.server.Server`); with
+``close=True`` every request asks for ``Connection: close``, so each opens a new connection
+(and may land on any worker). Each thread
 owns one HTTP/1.1 keep-alive connection at a time, a plain socket, and sends ``GET path`` on
 it, one request after the other (no pipelining), until :meth:`Load.stop`. As a context
 manager it starts on entry and stops on exit.
@@ -265,6 +267,7 @@ class Load:
         pid_header: str = "X-Worker-Pid",
         timeout: float = 10.0,
         failure_pause: float = 0.01,
+        close: bool = False,
     ) -> None:
         self.address = (server.host, server.port)
         self.connections = connections
@@ -275,7 +278,9 @@ class Load:
         host = f"[{server.host}]" if ":" in server.host else server.host
         self._request = (
             f"GET {path} HTTP/1.1\r\nHost: {host}:{server.port}\r\n"
-            "User-Agent: corral-tests-load\r\n\r\n"
+            "User-Agent: corral-tests-load\r\n"
+            + ("Connection: close\r\n" if close else "")
+            + "\r\n"
         ).encode("latin-1")
         self._records: list[Request] = []
         self._served = 0

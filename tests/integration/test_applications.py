@@ -158,3 +158,43 @@ def test_reload_restarts_every_application():
             assert not (pids_of(server, "a") | pids_of(server, "b")) & before
             assert info(a)["environ"]["WHICH"] == "a"
             assert server.stop() == 0
+
+
+def test_a_dynamic_pool_grows_under_load_and_shrinks_when_idle():
+    """Unit's ``processes: {max, spare, idle_timeout}``: spare workers at rest, more while
+    every worker is busy, back to spare once the extra ones were idle for idle_timeout."""
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory}/state", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            doc = {
+                "listeners": {A_KEY: {"pass": "applications/dyn"}},
+                "applications": {
+                    "dyn": {
+                        "type": "python",
+                        "module": "chaos_app",
+                        "processes": {"max": 3, "spare": 1, "idle_timeout": 2},
+                    }
+                },
+            }
+            answer = control.put("/config", doc)
+            assert (answer.status, answer.json) == (200, DONE), answer.json
+            at = At("127.0.0.1", listening_port(server, A_KEY))
+            assert len(server.worker_pids()) == 1  # spare, at rest
+            # each request sleeps 50 ms on a new connection: one worker is busy all the time
+            with Load(at, 6, "/sleep?s=0.05", close=True) as load:
+                wait_for(lambda: len(server.worker_pids()) == 3, timeout=30)
+                server.wait_log(r"dyn: up to 3 worker\(s\) \(every worker is busy\)")
+                grown = set(server.worker_pids())
+                load.wait_requests(len(load.ok) + 60)
+            assert not load.failures, (load.summary(), load.failures[:3])
+            assert len({r.pid for r in load.ok}) >= 2  # the new workers took connections
+            # idle: back to one worker, 2 s after the load stopped (and never below one)
+            server.wait_log(r"dyn: down to 1 worker\(s\) \(", timeout=20)
+            wait_for(lambda: len(server.worker_pids()) == 1, timeout=20)
+            assert set(server.worker_pids()) <= grown
+            assert "down to 0" not in server.stderr
+            status = control.get("/status/applications/dyn/processes").json
+            assert status == {"running": 1, "starting": 0, "idle": 1}
+            assert server.stop() == 0

@@ -48,7 +48,7 @@ from typing import Any
 from corral.appload import describe_load_failure, load_app
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
-from corral.master import systemd, upgrade
+from corral.master import scaling, systemd, upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import ListenError, bind_all, close_all, describe
 from corral.master.pidfile import PidFile
@@ -678,9 +678,31 @@ class Arbiter:
             now = time.monotonic()
             for worker in list(self.workers.values()):
                 self._check(worker, now)
+            for pool in self.current.pools.values():
+                if pool.application.dynamic is not None:
+                    self._scale(pool, now)
             touched = self.touched.changed()
             if touched is not None:
                 self.reload(f"{touched} was touched")
+
+    def _scale(self, pool: Pool, now: float) -> None:
+        """A dynamic pool's worker more or less (see master/scaling.py)."""
+        if self.pending is not None or self.stopping:
+            return
+        workers = [w for w in self.workers.values() if w.pool is pool]
+        change, why = scaling.decide(pool.application.dynamic, workers, now)
+        if not change:
+            return
+        self.counts[pool.name] += change
+        count = self.counts[pool.name]
+        self.log.info(
+            "%s: %s to %d worker(s) (%s)", pool.name, "up" if change > 0 else "down", count, why
+        )
+        self.hooks.call("nworkers_changed", self.num_workers)
+        if change > 0:
+            self._respawn(pool, count - 1)
+        else:
+            self._retire_extra_workers()
 
     def _check(self, worker: WorkerProcess, now: float) -> None:
         settings = worker.generation.settings

@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any
 
+from corral.master.scaling import IDLE
 from corral.observe import latency
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -42,6 +43,10 @@ class WorkerProcess:
         self.connections = (0, 0, 0, 0, 0)  # its last "conn" line: see Worker._connections_line
         self.latency: tuple[int, list[int]] | None = None  # its last "lat" line: (sum µs, counts)
         self.failure: str | None = None  # its "failed" line: why the application did not load
+        # how busy it was (see master/scaling.py), from its "lat" and "conn" lines
+        self.busy_share = 0.0
+        self.idle_since: float | None = None
+        self._busy_mark: tuple[float, int] | None = None  # (when, latency sum µs) last seen
         self._partial = b""
 
     @property
@@ -65,11 +70,28 @@ class WorkerProcess:
             self.connections = _connections_of(line)
         elif line.startswith("lat "):
             self.latency = latency.parse_line(line)
+            if self.latency is not None:
+                self._measure_busy(self.latency[0])
         elif line.startswith("failed "):
             self.failure = line[7:]
         else:
             return False
         return True
+
+    def _measure_busy(self, sum_us: int) -> None:
+        """The busy share since the last ``lat`` line: time in the application per thread, or
+        the share of threads in it now (its ``conn`` line), whichever is higher."""
+        now = time.monotonic()
+        mark, self._busy_mark = self._busy_mark, (now, sum_us)
+        if mark is None or now <= mark[0]:
+            return
+        threads = self.pool.application.threads
+        spent = (sum_us - mark[1]) / 1e6 / (now - mark[0]) / threads
+        self.busy_share = max(spent, self.connections[4] / threads)
+        if self.busy_share >= IDLE:
+            self.idle_since = None
+        elif self.idle_since is None:
+            self.idle_since = now
 
     def rss_mib(self) -> float:
         """Resident memory from /proc, in MiB (0 when the process is gone)."""
