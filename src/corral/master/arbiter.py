@@ -349,10 +349,10 @@ class Arbiter:
             os.chdir(self.origin.cwd)  # a reloaded configuration's paths are relative to it
             _apply_environment(app)
         access_log = None
-        if settings.access_logfile:  # opened before the switch, as Gunicorn does
+        if gen.doc.access_logfile:  # opened before the switch, as Gunicorn does
             from corral.observe.accesslog import AccessLog
 
-            access_log = AccessLog(settings.access_logfile, settings.access_logformat)
+            access_log = AccessLog(gen.doc.access_logfile, gen.doc.access_logformat)
         try:
             gen.identity.switch()
         except OSError as exc:
