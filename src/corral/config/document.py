@@ -247,6 +247,13 @@ _UNIT_ONLY: dict[type, tuple[str, ...]] = {
 }
 
 
+# Settings the document spells otherwise, by their flat names: an error says where they went.
+_RENAMED: dict[type, dict[str, str]] = {
+    struct: {s.name: ".".join(s.path) for s in SETTINGS if s.scope is scope and s.key}
+    for struct, scope in ((Settings, Scope.SERVER), (Application, Scope.APPLICATION))
+}
+
+
 def _members(tp: Any) -> list[Any]:
     """The alternatives of a union type (the type itself otherwise), UNSET left out."""
     origin = typing.get_origin(tp)
@@ -449,7 +456,11 @@ def _check_keys(value: Mapping[str, Any], struct: type, where: str) -> None:
                 raise ConfigError(
                     f"{where}{member(key)}: NGINX Unit's {show(key)} is not supported by corral"
                 )
-            raise ConfigError(f"{where}{member(key)}: unknown key{did_you_mean(key, fields)}")
+            if key in _RENAMED.get(struct, {}):
+                hint = f" (the document calls it {show(_RENAMED[struct][key])}, as NGINX Unit)"
+            else:
+                hint = did_you_mean(key, fields)
+            raise ConfigError(f"{where}{member(key)}: unknown key{hint}")
         nested = _struct_of(field.type)
         if nested is not None and isinstance(item, dict):
             _check_keys(item, nested, f"{where}{member(key)}")
