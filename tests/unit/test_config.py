@@ -1,7 +1,9 @@
 """corral.config: declarations, bind parsing, load() from flags and files, the document, docs."""
 
 import json
+import os
 import pickle
+import re
 import socket
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from corral import config
+from corral import __version__, config
 from corral.config import (
     SETTINGS,
     ConfigError,
@@ -609,3 +611,105 @@ def test_unit_listener_forms_load() -> None:
             }
         )
     assert 'got "applications/nope"' in str(caught.value)
+
+
+# -- NGINX Unit's configuration files ----------------------------------------------------------
+
+UNIT_CONFIG = Path(__file__).with_name("unit_config.json")
+
+
+def test_a_real_unit_config_validates_and_prints_back_in_the_canonical_shape() -> None:
+    """Several listeners (the older "application" key too), named routes, two applications,
+    settings.http and an access log in Unit's format: loaded as they are."""
+    result = subprocess.run(
+        [sys.executable, "-m", "corral", "-c", str(UNIT_CONFIG), "--check-config"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    printed = json.loads(result.stdout)
+    given = json.loads(UNIT_CONFIG.read_text())
+    assert printed["listeners"] == {
+        "0.0.0.0:8300": {"pass": "routes/main"},
+        "127.0.0.1:8301": {"pass": "applications/blog"},  # was {"application": "blog"}
+        "[::1]:8302": given["listeners"]["[::1]:8302"],
+        "unix:/tmp/unit.sock": {"pass": "routes/main"},
+    }
+    assert printed["routes"] == given["routes"]  # kept as given
+    blog, shop = printed["applications"]["blog"], printed["applications"]["shop"]
+    for name, app in (("blog", blog), ("shop", shop)):
+        for key, value in given["applications"][name].items():
+            assert app[key] == value, (name, key)  # every key kept, in Unit's spelling
+    assert blog["processes"] == {"max": 4, "spare": 2, "idle_timeout": 20}
+    assert shop["limits"] == {"timeout": 0, "requests": 0}  # defaults filled in
+    assert printed["settings"]["http"] == given["settings"]["http"]
+    assert printed["settings"]["timeout"] == 30  # corral's own settings beside Unit's
+    assert printed["access_log"] == given["access_log"]
+    doc = validate_document(printed)
+    assert validate_document(given) == doc
+    assert msgspec.json.decode(msgspec.json.encode(doc), type=Document) == doc
+    assert msgspec.to_builtins(doc) == printed
+    # the runtime's names over Unit's keys
+    app = doc.applications["blog"]
+    assert (app.workers, app.dynamic.max, app.chdir, app.pythonpath) == (
+        2,
+        4,
+        "/srv/blog",
+        ["/srv/blog"],
+    )
+    assert (app.env, app.request_timeout, app.max_requests, app.threads) == (
+        {"DJANGO_SETTINGS_MODULE": "blog.settings"},
+        10,
+        1000,
+        2,
+    )
+    shop_app = doc.applications["shop"]
+    assert (shop_app.workers, shop_app.dynamic, shop_app.pythonpath) == (
+        3,
+        None,
+        ["/srv/shop", "/srv/lib"],
+    )
+    s = doc.settings
+    assert (s.header_timeout, s.body_timeout, s.send_timeout, s.keep_alive) == (10, 20, 30, 60)
+    assert (s.limit_request_body, s.server) == (1048576, f"corral/{__version__}")
+    assert doc.access_logfile == "/tmp/access.log"
+    assert doc.access_logformat == (
+        '%(h)s - - [%({time_local}u)s] "%(r)s" %(s)s %(B)s "%(f)s" "%(a)s"'
+    )
+
+
+def test_access_log_as_a_path_and_python_type_spellings() -> None:
+    for spelling in ("python", "python 3", "python3", "python 3.11", "python3.11", "python 3.6"):
+        doc = validate_document(
+            {"applications": {"a": {"type": spelling, "module": "m"}}, "access_log": "/x.log"}
+        )
+        assert doc.applications["a"].type == spelling  # kept as given
+        assert (doc.access_log.path, doc.access_logfile) == ("/x.log", "/x.log")
+
+
+def test_server_header_and_server_version() -> None:
+    def server(*args: str) -> str:
+        return load(["app", *args]).settings.server
+
+    assert server() == "corral"
+    assert server("--server-header", "edge") == "edge"
+    versioned = validate_document({"settings": {"http": {"server_version": True}}})
+    assert versioned.settings.server == f"corral/{__version__}"
+    hidden = {"settings": {"server_header": "", "http": {"server_version": True}}}
+    assert validate_document(hidden).settings.server == ""
+
+
+def test_unit_access_log_formats_translate_to_ours() -> None:
+    from corral.observe.accesslog import FormatError, from_unit_format
+
+    assert from_unit_format('%(h)s "%(r)s"') == '%(h)s "%(r)s"'  # no "$": ours, as is
+    assert from_unit_format("$remote_addr $status 100%") == "%(h)s %(s)s 100%%"
+    assert from_unit_format("${method}x $header_x_real_ip $dollar") == "%(m)sx %({x-real-ip}i)s $"
+    assert from_unit_format("$request_uri $uri $host $request_time") == (
+        "%({request_uri}u)s %({uri}u)s %({host}u)s %(L)s"
+    )
+    for bad, words in (("$bytes_sent", "$bytes_sent: not a variable"), ("a $ b", "without")):
+        with pytest.raises(FormatError, match=re.escape(words)):
+            from_unit_format(bad)
