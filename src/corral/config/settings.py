@@ -757,8 +757,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "discard_unsafe_fields", _RESPONSES, _S, bool | None, None,
-        "NGINX Unit's `discard_unsafe_fields`, accepted and kept in the document; corral does "
-        "not act on it yet (header fields with `_` in their names reach the application).",
+        "NGINX Unit's `discard_unsafe_fields`, accepted and kept in the document. corral "
+        "always leaves header fields whose names have a `_` out of the WSGI environ; other "
+        "unsafe names, and `false`, are not acted on yet.",
         key="http.discard_unsafe_fields",
     ),
     Setting(
