@@ -91,7 +91,7 @@ def main() -> int:
             now = time.monotonic() - start
             samples.append((now, control("/status")[1]["requests"]["total"]))
             if answered is None and now >= change_at:
-                path = "/config/applications/examples.hello/workers"
+                path = "/config/applications/examples.hello/processes"
                 sent = time.monotonic()
                 status, reply = control(path, "PUT", str(args.to).encode())
                 answered = (sent - start, time.monotonic() - sent, status, reply)

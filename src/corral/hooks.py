@@ -70,6 +70,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from corral.config.settings import BY_NAME
 from corral.observe.errorlog import LOGGER_NAME
 
 # Gunicorn's hooks and their parameters, in order.
@@ -311,11 +312,10 @@ class CfgView:
         if name == "bind":
             return list(generation.doc.listeners)
         key = _GUNICORN_NAMES.get(name, name)
-        for source in (generation.application, generation.settings):
-            if source is None:  # no application, or several: only server-wide settings
-                continue
-            if key in source.__struct_fields__:
-                return getattr(source, key)
+        if key in BY_NAME:  # each setting is an attribute of the struct of its scope
+            for source in (generation.application, generation.settings, generation.doc):
+                if hasattr(source, key):
+                    return getattr(source, key)
         raise AttributeError(f"no setting {name!r}")
 
 

@@ -77,6 +77,7 @@ __all__ = [
     "Router",
     "Share",
     "ToApplication",
+    "address_matcher",
     "compile_routes",
     "normalize_path",
     "pattern_matcher",
@@ -789,6 +790,14 @@ def _address_rule(value: Any, path: str) -> Callable[[tuple[int, int, int]], boo
         return not positive or hit(positive, address)
 
     return rule
+
+
+def address_matcher(
+    patterns: str | list[str], path: str = "$"
+) -> Callable[[tuple[int, int, int]], bool]:
+    """Unit's address-pattern semantics (``source``/``destination``) for filters outside
+    routes, such as a listener's ``forwarded.source``; raises :class:`RouteError` at `path`."""
+    return _address_rule(patterns, path)
 
 
 # -- variables ----------------------------------------------------------------------------------

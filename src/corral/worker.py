@@ -196,7 +196,7 @@ class Worker:
             state.on_retire = self._retire
         state.loop = loop
         self.state = state
-        header = settings.server_header
+        header = settings.server
         self._server_header = f"Server: {header}\r\n" if header else ""
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)

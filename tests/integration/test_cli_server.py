@@ -129,7 +129,7 @@ def test_check_config_prints_json():
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     app = doc["applications"]["proc_apps"]
-    assert app["workers"] == 3
+    assert app["processes"] == 3
     assert app["threads"] == 4
     assert list(doc["listeners"]) == ["127.0.0.1:9999"]
 
@@ -160,7 +160,7 @@ def test_default_bind_is_loopback_8000():
 def test_workers_auto_resolves_to_cpu_count_in_check_config():
     result = run_cli("proc_apps", "--check-config", "-w", "auto")
     assert result.returncode == 0, result.stderr
-    workers = json.loads(result.stdout)["applications"]["proc_apps"]["workers"]
+    workers = json.loads(result.stdout)["applications"]["proc_apps"]["processes"]
     assert workers == len(os.sched_getaffinity(0))
 
 

@@ -42,7 +42,7 @@ def empty_server(state_dir: Path, *args: str) -> Server:
 def app_document(module: str, workers: int = 1, listener: str = "127.0.0.1:0") -> dict:
     return {
         "listeners": {listener: {"pass": f"applications/{module}"}},
-        "applications": {module: {"module": module, "workers": workers}},
+        "applications": {module: {"module": module, "processes": workers}},
     }
 
 
@@ -122,7 +122,7 @@ def test_tcp_needs_a_token_and_every_request_carries_it():
             assert answer.json["error"] == "Unauthorized."
         basic = control.get("/config", headers=(("Authorization", "Basic czNjcmV0"),))
         assert basic.status == 401
-        refused = control.put("/config/applications/proc_apps/workers", 3, token="wrong")
+        refused = control.put("/config/applications/proc_apps/processes", 3, token="wrong")
         assert refused.status == 401
         assert control.get("/config", token="s3cret").json == before
         assert "reconfiguring" not in server.stderr
@@ -159,7 +159,7 @@ def test_get_config_is_the_command_lines_document():
         )
         assert check.returncode == 0, check.stderr
         assert control.get("/config").json == json.loads(check.stdout)
-        assert control.get("/config/applications/proc_apps/workers").json == 2
+        assert control.get("/config/applications/proc_apps/processes").json == 2
         listener = {"pass": "applications/proc_apps"}
         assert control.get("/config/listeners/127.0.0.1:0").json == listener
         assert control.get("/config/listeners/127.0.0.1%3A0/").json == listener
@@ -187,7 +187,7 @@ def test_errors_404_and_405():
         for method, path in [
             ("GET", "/nope"),
             ("GET", "/configuration"),
-            ("GET", "/config/applications/proc_apps/workers/x"),
+            ("GET", "/config/applications/proc_apps/processes/x"),
             ("GET", "/status/applications/nope"),
             ("DELETE", "/config/applications/nope"),
             ("PUT", "/config/nope/x"),
@@ -228,12 +228,13 @@ def test_invalid_input_changes_nothing():
             "detail": "JSON is malformed: invalid character at line 3, column 14",
             "location": {"offset": 40, "line": 3, "column": 14},
         }
-        answer = control.put("/config/applications/proc_apps/workers", "two")
+        answer = control.put("/config/applications/proc_apps/processes", "two")
         assert answer.status == 400
         assert answer.json == {
             "error": "Invalid configuration.",
-            "detail": '$.applications.proc_apps.workers: expected int >= 1, got "two"',
-            "path": "/config/applications/proc_apps/workers",
+            "detail": "$.applications.proc_apps.processes: expected int >= 1 or object "
+            '{max, spare, idle_timeout}, got "two"',
+            "path": "/config/applications/proc_apps/processes",
         }
         answer = control.put("/config/listeners/127.0.0.1:1", {"pass": "applications/x"})
         assert answer.status == 400
@@ -270,7 +271,7 @@ def test_scaling_answers_once_the_new_workers_serve_and_fails_no_request():
         (first,) = server.worker_pids()
         with Load(server, 8, "/pid") as load:
             load.wait_requests(100)
-            answer = control.put("/config/applications/chaos_app/workers", 3)
+            answer = control.put("/config/applications/chaos_app/processes", 3)
             assert (answer.status, answer.json) == (200, DONE)
             # in effect when the answer comes: three new workers ready, none still starting
             processes = control.get("/status/applications/chaos_app/processes").json
@@ -279,21 +280,21 @@ def test_scaling_answers_once_the_new_workers_serve_and_fails_no_request():
             assert len(new) == 3 and first not in new
             assert lines_in_order(
                 server.stderr,
-                r"reconfiguring \(PUT /config/applications/chaos_app/workers\)$",
+                r"reconfiguring \(PUT /config/applications/chaos_app/processes\)$",
                 r"reload complete: generation 2 serving with 3 worker\(s\)$",
-                r"control API: PUT /config/applications/chaos_app/workers: 200$",
+                r"control API: PUT /config/applications/chaos_app/processes: 200$",
             ), server.stderr
             wait_for(lambda: set(server.worker_pids()) == new, timeout=10)
             settled = time.monotonic()
             load.wait_requests(200)
             assert {r.pid for r in load.ok if r.start > settled} <= new
             # and back to one
-            assert control.put("/config/applications/chaos_app/workers", 1).json == DONE
+            assert control.put("/config/applications/chaos_app/processes", 1).json == DONE
             (last,) = generation_pids(server.stderr, 3)
             wait_for(lambda: server.worker_pids() == [last], timeout=10)
             load.wait_requests(100)
         assert not load.failures, (load.summary(), load.failures[:5])
-        assert control.get("/config/applications/chaos_app/workers").json == 1
+        assert control.get("/config/applications/chaos_app/processes").json == 1
         total = control.get("/status/requests/total").json
         assert total > 0
         assert server.stop() == 0
@@ -379,10 +380,10 @@ def test_concurrent_changes_are_serialised():
     ):
         control = Control.of(server)
         changes = [
-            ("/config/settings/keep_alive", 7),
+            ("/config/settings/http/idle_timeout", 7),
             ("/config/applications/chaos_app/threads", 2),
-            ("/config/applications/chaos_app/workers", 2),
-            ("/config/applications/chaos_app/workers", "many"),  # invalid: changes nothing
+            ("/config/applications/chaos_app/processes", 2),
+            ("/config/applications/chaos_app/processes", "many"),  # invalid: changes nothing
         ]
         barrier = threading.Barrier(len(changes))
         answers: dict[str, int] = {}
@@ -399,9 +400,9 @@ def test_concurrent_changes_are_serialised():
         assert sorted(answers.values()) == [200, 200, 200, 400], answers
         config = control.get("/config").json
         # no change lost: each was made on the document the one before it left
-        assert config["settings"]["keep_alive"] == 7
+        assert config["settings"]["http"]["idle_timeout"] == 7
         assert config["applications"]["chaos_app"]["threads"] == 2
-        assert config["applications"]["chaos_app"]["workers"] == 2
+        assert config["applications"]["chaos_app"]["processes"] == 2
         # one at a time: each generation was complete before the next change began
         log = server.stderr
         starts = [m.start() for m in re.finditer(r"reconfiguring \(", log)]
@@ -576,8 +577,8 @@ def test_the_state_directory_keeps_the_configuration_across_restarts():
             server.wait_log(r"reload complete: generation 2 serving with 2 worker\(s\)")
             assert control.get("/config").json == config
             # a change is saved; a failed one is not
-            assert control.put("/config/applications/chaos_app/workers", 1).json == DONE
-            assert json.loads(saved.read_text())["applications"]["chaos_app"]["workers"] == 1
+            assert control.put("/config/applications/chaos_app/processes", 1).json == DONE
+            assert json.loads(saved.read_text())["applications"]["chaos_app"]["processes"] == 1
             failed = control.put("/config/applications/chaos_app/module", "proc_import_fail")
             assert failed.status == 500
             assert json.loads(saved.read_text())["applications"]["chaos_app"]["module"] == (
@@ -605,7 +606,7 @@ def test_usr2_hands_the_control_socket_to_the_new_master():
             try:
                 # the same socket file, now the new master's, with the saved configuration
                 assert control.get("/config/applications/chaos_app/module").json == "chaos_app"
-                assert control.put("/config/settings/keep_alive", 3).json == DONE
+                assert control.put("/config/settings/http/idle_timeout", 3).json == DONE
                 assert get(server, "/pid")[0] == 200
             finally:
                 os.kill(new, signal.SIGTERM)
@@ -657,13 +658,14 @@ def test_ctl_commands_and_exit_codes(tmp_path):
             for args, line in [
                 (("get", "/config/nope"), "error 404: Value doesn't exist. /config/nope does"),
                 (
-                    ("put", "/config/applications/chaos/workers", '{"a": '),
+                    ("put", "/config/applications/chaos/processes", '{"a": '),
                     "error 400: Invalid JSON. unexpected end of the JSON text at line 1, column 7",
                 ),
                 (
-                    ("put", "/config/applications/chaos/workers", "0"),
+                    ("put", "/config/applications/chaos/processes", "0"),
                     "error 400: Invalid "
-                    "configuration. $.applications.chaos.workers: expected int >= 1, got 0",
+                    "configuration. $.applications.chaos.processes: expected int >= 1 or object "
+                    "{max, spare, idle_timeout}, got 0",
                 ),
                 (("post", "/config", "{}"), "error 405: Method isn't allowed."),
                 (("restart", "nope"), "error 404: Value doesn't exist."),

@@ -32,7 +32,7 @@ def test_check_config_prints_the_document() -> None:
     doc = json.loads(result.stdout)
     assert doc["listeners"] == {"0.0.0.0:0": {"pass": "applications/myproj.wsgi"}}
     app = doc["applications"]["myproj.wsgi"]
-    assert (app["module"], app["callable"], app["workers"]) == ("myproj.wsgi", "application", 3)
+    assert (app["module"], app["callable"], app["processes"]) == ("myproj.wsgi", "application", 3)
     assert doc["settings"]["log_level"] == "info"
 
 
@@ -41,7 +41,7 @@ def test_check_config_with_a_file(tmp_path: Path) -> None:
     path.write_text('app = "site:app"\nworkers = 2\n')
     result = run("-c", str(path), "--check-config")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["applications"]["site"]["workers"] == 2
+    assert json.loads(result.stdout)["applications"]["site"]["processes"] == 2
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,9 @@
 """corral.config: declarations, bind parsing, load() from flags and files, the document, docs."""
 
 import json
+import os
 import pickle
+import re
 import socket
 import subprocess
 import sys
@@ -10,10 +12,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from corral import config
+from corral import __version__, config
 from corral.config import (
     SETTINGS,
-    Application,
     ConfigError,
     Document,
     LogLevel,
@@ -49,7 +50,8 @@ def test_every_setting_is_declared_once_with_a_known_section() -> None:
     for setting in SETTINGS:
         assert setting.section in sections, setting.name
         assert setting.doc, setting.name
-        assert setting.flags or setting.action is Action.POSITIONAL, setting.name
+        document_only = setting.name in {"server_version", "discard_unsafe_fields", "static"}
+        assert setting.flags or setting.action is Action.POSITIONAL or document_only
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
@@ -57,7 +59,7 @@ def test_defaults_are_valid_in_both_forms(setting: config.Setting) -> None:
     if setting.default is None:
         return
     assert msgspec.convert(setting.default, setting.input_type) == setting.default
-    if setting.scope not in (Scope.SERVER, Scope.APPLICATION):
+    if setting.scope not in (Scope.SERVER, Scope.APPLICATION, Scope.DOCUMENT):
         return  # APP and bind shape the document instead of being fields
     resolved = setting.document_default()
     converted = msgspec.convert(resolved, setting.type, strict=True)
@@ -66,10 +68,28 @@ def test_defaults_are_valid_in_both_forms(setting: config.Setting) -> None:
 
 
 def test_document_fields_come_from_the_declarations() -> None:
-    server = {s.name for s in SETTINGS if s.scope is Scope.SERVER}
-    app = {s.name for s in SETTINGS if s.scope is Scope.APPLICATION}
-    assert set(config.Settings.__struct_fields__) == server
-    assert set(Application.__struct_fields__) == app | {"module", "callable"}
+    doc = load(["app", "--access-logfile", "-"])
+    data = msgspec.to_builtins(doc)
+    roots = {
+        Scope.SERVER: (doc.settings, data["settings"]),
+        Scope.APPLICATION: (doc.applications["app"], data["applications"]["app"]),
+        Scope.DOCUMENT: (doc, data),
+    }
+    first_steps: dict[Scope, set[str]] = {scope: set() for scope in roots}
+    for setting in SETTINGS:
+        if setting.scope not in roots:
+            continue
+        struct, node = roots[setting.scope]
+        for step in setting.path:
+            node = node[step]  # the value sits at the setting's document path...
+        view = setting.view or (lambda value: value)
+        # ...and the runtime reads it under the setting's name
+        assert msgspec.to_builtins(getattr(struct, setting.name)) == view(node), setting.name
+        first_steps[setting.scope].add(setting.path[0])
+    assert set(data["settings"]) == first_steps[Scope.SERVER]
+    unit_only = {"type", "module", "callable", "protocol"}
+    assert set(data["applications"]["app"]) == first_steps[Scope.APPLICATION] | unit_only
+    assert set(data) == first_steps[Scope.DOCUMENT] | {"listeners", "applications", "settings"}
 
 
 def test_settings_defaults_match_the_brief() -> None:
@@ -86,8 +106,8 @@ def test_settings_defaults_match_the_brief() -> None:
     assert settings.server_header == "corral"
     assert settings.backlog == 2048
     assert settings.unix_socket_mode == 0o600
-    assert settings.access_logfile is None
-    assert settings.access_logformat == (
+    assert load(["app"]).access_logfile is None
+    assert load(["app"]).access_logformat == (
         '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
     )
     assert settings.error_logfile == "-"
@@ -99,7 +119,7 @@ def test_settings_defaults_match_the_brief() -> None:
 def test_describe() -> None:
     by_name = {s.name: s for s in SETTINGS}
     assert by_name["workers"].expected == 'int >= 1 or "auto"'
-    assert describe(by_name["workers"].type) == "int >= 1"
+    assert describe(by_name["workers"].type) == "int >= 1 or object {max, spare, idle_timeout}"
     assert by_name["limit_request_line"].expected == "int from 64 to 65536"
     assert by_name["header_timeout"].expected == "number > 0 and <= 86400"
     assert by_name["pid"].expected == "non-empty string"
@@ -199,7 +219,7 @@ def test_every_flag() -> None:
     assert (s.limit_request_line, s.limit_request_fields) == (4094, 50)
     assert (s.limit_request_field_size, s.limit_request_body, s.body_buffer_size) == (1000, 0, 10)
     assert (s.server_header, s.backlog, s.unix_socket_mode) == ("", 16, 0o660)
-    assert (s.access_logfile, s.access_logformat, s.error_logfile) == ("-", "%(h)s", "err.log")
+    assert (doc.access_logfile, doc.access_logformat, s.error_logfile) == ("-", "%(h)s", "err.log")
     assert (s.log_level, s.pid, s.proc_name) == (LogLevel.WARNING, "x.pid", "web")
 
 
@@ -385,19 +405,110 @@ def test_validate_document_normalizes_listener_keys() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"applications": {"main": {"module": "m", "workers": "two"}}},
-         '$.applications.main.workers: expected int >= 1, got "two"'),
-        ({"applications": {"main": {"module": "m", "workers": 0}}},
-         "$.applications.main.workers: expected int >= 1, got 0"),
+        ({"applications": {"main": {"module": "m", "processes": "two"}}},
+         '$.applications.main.processes: expected int >= 1 or object {max, spare, idle_timeout}, '
+         'got "two"'),
+        ({"applications": {"main": {"module": "m", "processes": 0}}},
+         "$.applications.main.processes: expected int >= 1 or object"),
+        ({"applications": {"blog": {"module": "m", "processes": {"spare": "x"}}}},
+         '$.applications.blog.processes.spare: expected int >= 0, got "x"'),
+        ({"applications": {"blog": {"module": "m", "processes": {"max": 0}}}},
+         "$.applications.blog.processes.max: expected int >= 1, got 0"),
+        ({"applications": {"blog": {"module": "m", "processes": {"max": 2, "spare": 3}}}},
+         "$.applications.blog.processes.spare: expected at most max (2), got 3"),
+        ({"applications": {"blog": {"module": "m", "processes": {"spare": 2}}}},
+         "$.applications.blog.processes.spare: expected at most max (1), got 2"),
+        ({"applications": {"blog": {"module": "m", "processes": {"idle_timeout": -1}}}},
+         "$.applications.blog.processes.idle_timeout: expected number from 0 to 86400, got -1"),
+        ({"applications": {"blog": {"module": "m", "processes": {"maximum": 2}}}},
+         '$.applications.blog.processes.maximum: unknown key (did you mean "max"?)'),
         ({"applications": {"my.app": {"module": "m", "threads": 0}}},
          '$.applications["my.app"].threads: expected int >= 1, got 0'),
-        ({"applications": {"main": {"module": "m", "wokers": 2}}},
-         '$.applications.main.wokers: unknown key (did you mean "workers"?)'),
+        ({"applications": {"main": {"module": "m", "procesess": 2}}},
+         '$.applications.main.procesess: unknown key (did you mean "processes"?)'),
+        ({"applications": {"main": {"module": "m", "workers": 2}}},
+         '$.applications.main.workers: unknown key (the document calls it "processes", as '
+         "NGINX Unit)"),
+        ({"applications": {"main": {"module": "m", "request_timeout": 2}}},
+         '$.applications.main.request_timeout: unknown key (the document calls it '
+         '"limits.timeout", as NGINX Unit)'),
         ({"applications": {"main": {}}}, '$.applications.main: missing required key "module"'),
-        ({"applications": {"main": {"module": "m", "env": {"A": 1}}}},
-         '$.applications.main.env: expected string in every entry, got {"A":1}'),
-        ({"applications": {"main": {"module": "m", "pythonpath": ["a", 2]}}},
-         "$.applications.main.pythonpath[1]: expected string, got 2"),
+        ({"applications": {"main": {"module": "m", "environment": {"A": 1}}}},
+         '$.applications.main.environment: expected string in every entry, got {"A":1}'),
+        ({"applications": {"main": {"module": "m", "path": ["a", 2]}}},
+         "$.applications.main.path[1]: expected string, got 2"),
+        ({"applications": {"main": {"module": "m", "path": 2}}},
+         "$.applications.main.path: expected list of strings or string, got 2"),
+        ({"applications": {"main": {"module": "m", "working_directory": ""}}},
+         '$.applications.main.working_directory: expected non-empty string or null, got ""'),
+        ({"applications": {"main": {"module": "m", "limits": {"timeout": "x"}}}},
+         '$.applications.main.limits.timeout: expected number from 0 to 86400, got "x"'),
+        ({"applications": {"main": {"module": "m", "limits": {"requests": -1}}}},
+         "$.applications.main.limits.requests: expected int >= 0, got -1"),
+        ({"applications": {"main": {"module": "m", "limits": {"shm": 1}}}},
+         "$.applications.main.limits.shm: unknown key"),
+        ({"applications": {"main": {"module": "m", "type": "php"}}},
+         '$.applications.main.type: expected "python" (or "python 3", "python 3.11", '
+         '"python3.11"...), got "php"'),
+        ({"applications": {"main": {"module": "m", "type": "python 2.7"}}},
+         '$.applications.main.type: expected "python"'),
+        ({"applications": {"main": {"module": "m", "protocol": "asgi"}}},
+         '$.applications.main.protocol: "asgi" is not supported yet (only "wsgi")'),
+        ({"applications": {"main": {"module": "m", "protocol": "rack"}}},
+         '$.applications.main.protocol: expected "wsgi", got "rack"'),
+        *(({"applications": {"main": {"module": "m", key: value}}},
+           f'$.applications.main.{key}: NGINX Unit\'s "{key}" is not supported by corral')
+          for key, value in (("targets", {}), ("isolation", {}), ("prefix", "/a"),
+                             ("stdout", "/o"), ("stderr", "/e"), ("thread_stack_size", 1))),
+        ({"settings": {"http": {"idle_timeout": "x"}}},
+         '$.settings.http.idle_timeout: expected number from 0 to 86400, got "x"'),
+        ({"settings": {"http": {"header_read_timeout": 0}}},
+         "$.settings.http.header_read_timeout: expected number > 0 and <= 86400, got 0"),
+        ({"settings": {"http": {"max_body_size": -1}}},
+         "$.settings.http.max_body_size: expected int >= 0, got -1"),
+        ({"settings": {"http": {"server_version": "yes"}}},
+         '$.settings.http.server_version: expected true or false, got "yes"'),
+        ({"settings": {"http": {"log_route": True}}},
+         '$.settings.http.log_route: NGINX Unit\'s "log_route" is not supported by corral'),
+        ({"settings": {"http": {"static": {"mime_types": {"text/x": 1}}}}},
+         "$.settings.http.static.mime_types"),
+        ({"settings": {"keep_alive": 1}},
+         '$.settings.keep_alive: unknown key (the document calls it "http.idle_timeout", as '
+         "NGINX Unit)"),
+        ({"access_log": 5}, '$.access_log: expected a path or an object {"path", "format"}, got 5'),
+        ({"access_log": {"path": "x", "format": "$remote_addr $bytes_sent"}},
+         "$.access_log.format: $bytes_sent: not a variable corral can write"),
+        ({"access_log": {"path": "x", "format": "%(zz)s"}},
+         "$.access_log.format: unknown access log token %(zz)s"),
+        ({"access_log": {"path": "x", "if": "$status"}},
+         '$.access_log.if: NGINX Unit\'s "if" is not supported by corral'),
+        ({"upstreams": {}}, '$.upstreams: NGINX Unit\'s "upstreams" is not supported by corral'),
+        ({"routes": None}, "$.routes: expected an array of route steps or an object of named "),
+        ({"routes": [{"action": {"pass": "applications/nope"}}], "applications": {}},
+         "$.routes[0].action.pass: 'applications/nope' names no application of the "),
+        ({"routes": {"main": [{"action": {"proxy": "http://x"}}]}}, "$.routes.main[0].action"),
+        ({"listeners": {":80": {"pass": "routes"}}}, '$.listeners[":80"].pass: \'routes\' names '
+         "no route of the configuration"),
+        ({"listeners": {":80": {"pass": "routes"}}, "routes": {"a": []}},
+         '$.listeners[":80"].pass: \'routes\' names no route of the configuration'),
+        ({"listeners": {":80": {"pass": "routes/b"}}, "routes": {"a": []}},
+         '$.listeners[":80"].pass: \'routes/b\' names no route of the configuration'),
+        ({"listeners": {":80": {"pass": "applications/m", "tls": {}}}},
+         '$.listeners[":80"].tls: NGINX Unit\'s "tls" is not supported by corral'),
+        ({"listeners": {":80": {"pass": "applications/m", "forwarded": {"source": "unix"}}},
+          "applications": {"m": {"module": "m"}}},
+         '$.listeners[":80"].forwarded: needs "client_ip" or "protocol" (a header name)'),
+        ({"listeners": {":80": {"pass": "applications/m", "forwarded": {"client_ip": "X"}}},
+          "applications": {"m": {"module": "m"}}},
+         '$.listeners[":80"].forwarded: missing required key "source"'),
+        ({"listeners": {":80": {"pass": "applications/m",
+                                "forwarded": {"client_ip": "X", "source": ["10.0.0.0/33"]}}},
+          "applications": {"m": {"module": "m"}}},
+         '$.listeners[":80"].forwarded.source[0]: '),
+        ({"listeners": {":80": {"pass": "applications/m",
+                                "forwarded": {"client_ip": "X Y", "source": "unix"}}},
+          "applications": {"m": {"module": "m"}}},
+         '$.listeners[":80"].forwarded.client_ip: expected header field name, got "X Y"'),
         ({"applications": {"main": {"module": "not a module"}}},
          '$.applications.main.module: expected dotted Python module name, got "not a module"'),
         ({"settings": {"log_level": "INFO"}}, '$.settings.log_level: expected one of "debug"'),
@@ -419,10 +530,10 @@ def test_validate_document_errors(data: object, message: str) -> None:
 
 
 def test_listener_pass_must_name_an_application() -> None:
-    with pytest.raises(ConfigError, match=r'defined: "applications/main"\), got "routes/x"'):
+    with pytest.raises(ConfigError, match=r'defined: "applications/main"\), got "applications/x"'):
         validate_document(
             {
-                "listeners": {":80": {"pass": "routes/x"}},
+                "listeners": {":80": {"pass": "applications/x"}},
                 "applications": {"main": {"module": "m"}},
             }
         )
@@ -474,7 +585,7 @@ def test_request_timeout_must_end_before_the_master_timeout() -> None:
     with pytest.raises(ConfigError) as caught:
         load(["pkg:app", "--request-timeout", "26"])  # + grace 5 >= timeout 30
     message = str(caught.value)
-    assert message.startswith("$.applications.pkg.request_timeout: request_timeout (26s)")
+    assert message.startswith("$.applications.pkg.limits.timeout: limits.timeout (26s)")
     assert "timeout (30s)" in message
     assert load(["pkg:app", "--request-timeout", "24"]).applications["pkg"].request_timeout == 24
     assert load(["pkg:app", "--request-timeout", "26", "-t", "60"])
@@ -500,3 +611,105 @@ def test_unit_listener_forms_load() -> None:
             }
         )
     assert 'got "applications/nope"' in str(caught.value)
+
+
+# -- NGINX Unit's configuration files ----------------------------------------------------------
+
+UNIT_CONFIG = Path(__file__).with_name("unit_config.json")
+
+
+def test_a_real_unit_config_validates_and_prints_back_in_the_canonical_shape() -> None:
+    """Several listeners (the older "application" key too), named routes, two applications,
+    settings.http and an access log in Unit's format: loaded as they are."""
+    result = subprocess.run(
+        [sys.executable, "-m", "corral", "-c", str(UNIT_CONFIG), "--check-config"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    printed = json.loads(result.stdout)
+    given = json.loads(UNIT_CONFIG.read_text())
+    assert printed["listeners"] == {
+        "0.0.0.0:8300": {"pass": "routes/main"},
+        "127.0.0.1:8301": {"pass": "applications/blog"},  # was {"application": "blog"}
+        "[::1]:8302": given["listeners"]["[::1]:8302"],
+        "unix:/tmp/unit.sock": {"pass": "routes/main"},
+    }
+    assert printed["routes"] == given["routes"]  # kept as given
+    blog, shop = printed["applications"]["blog"], printed["applications"]["shop"]
+    for name, app in (("blog", blog), ("shop", shop)):
+        for key, value in given["applications"][name].items():
+            assert app[key] == value, (name, key)  # every key kept, in Unit's spelling
+    assert blog["processes"] == {"max": 4, "spare": 2, "idle_timeout": 20}
+    assert shop["limits"] == {"timeout": 0, "requests": 0}  # defaults filled in
+    assert printed["settings"]["http"] == given["settings"]["http"]
+    assert printed["settings"]["timeout"] == 30  # corral's own settings beside Unit's
+    assert printed["access_log"] == given["access_log"]
+    doc = validate_document(printed)
+    assert validate_document(given) == doc
+    assert msgspec.json.decode(msgspec.json.encode(doc), type=Document) == doc
+    assert msgspec.to_builtins(doc) == printed
+    # the runtime's names over Unit's keys
+    app = doc.applications["blog"]
+    assert (app.workers, app.dynamic.max, app.chdir, app.pythonpath) == (
+        2,
+        4,
+        "/srv/blog",
+        ["/srv/blog"],
+    )
+    assert (app.env, app.request_timeout, app.max_requests, app.threads) == (
+        {"DJANGO_SETTINGS_MODULE": "blog.settings"},
+        10,
+        1000,
+        2,
+    )
+    shop_app = doc.applications["shop"]
+    assert (shop_app.workers, shop_app.dynamic, shop_app.pythonpath) == (
+        3,
+        None,
+        ["/srv/shop", "/srv/lib"],
+    )
+    s = doc.settings
+    assert (s.header_timeout, s.body_timeout, s.send_timeout, s.keep_alive) == (10, 20, 30, 60)
+    assert (s.limit_request_body, s.server) == (1048576, f"corral/{__version__}")
+    assert doc.access_logfile == "/tmp/access.log"
+    assert doc.access_logformat == (
+        '%(h)s - - [%({time_local}u)s] "%(r)s" %(s)s %(B)s "%(f)s" "%(a)s"'
+    )
+
+
+def test_access_log_as_a_path_and_python_type_spellings() -> None:
+    for spelling in ("python", "python 3", "python3", "python 3.11", "python3.11", "python 3.6"):
+        doc = validate_document(
+            {"applications": {"a": {"type": spelling, "module": "m"}}, "access_log": "/x.log"}
+        )
+        assert doc.applications["a"].type == spelling  # kept as given
+        assert (doc.access_log.path, doc.access_logfile) == ("/x.log", "/x.log")
+
+
+def test_server_header_and_server_version() -> None:
+    def server(*args: str) -> str:
+        return load(["app", *args]).settings.server
+
+    assert server() == "corral"
+    assert server("--server-header", "edge") == "edge"
+    versioned = validate_document({"settings": {"http": {"server_version": True}}})
+    assert versioned.settings.server == f"corral/{__version__}"
+    hidden = {"settings": {"server_header": "", "http": {"server_version": True}}}
+    assert validate_document(hidden).settings.server == ""
+
+
+def test_unit_access_log_formats_translate_to_ours() -> None:
+    from corral.observe.accesslog import FormatError, from_unit_format
+
+    assert from_unit_format('%(h)s "%(r)s"') == '%(h)s "%(r)s"'  # no "$": ours, as is
+    assert from_unit_format("$remote_addr $status 100%") == "%(h)s %(s)s 100%%"
+    assert from_unit_format("${method}x $header_x_real_ip $dollar") == "%(m)sx %({x-real-ip}i)s $"
+    assert from_unit_format("$request_uri $uri $host $request_time") == (
+        "%({request_uri}u)s %({uri}u)s %({host}u)s %(L)s"
+    )
+    for bad, words in (("$bytes_sent", "$bytes_sent: not a variable"), ("a $ b", "without")):
+        with pytest.raises(FormatError, match=re.escape(words)):
+            from_unit_format(bad)

@@ -105,10 +105,10 @@ def test_save_and_load(tmp_path):
 
 def test_load_refuses_a_broken_file(tmp_path):
     path = tmp_path / "conf.json"
-    path.write_text('{"applications": {"a": {"module": "a", "workers": 0}}}')
+    path.write_text('{"applications": {"a": {"module": "a", "processes": {"max": 0}}}}')
     with pytest.raises(ConfigError) as caught:
         state.load(str(path))
-    assert str(caught.value) == f"{path}: $.applications.a.workers: expected int >= 1, got 0"
+    assert str(caught.value) == f"{path}: $.applications.a.processes.max: expected int >= 1, got 0"
     path.write_text("{")
     with pytest.raises(ConfigError, match="invalid JSON"):
         state.load(str(path))
@@ -122,7 +122,7 @@ def test_empty_start_with_server_settings(tmp_path):
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert (doc["listeners"], doc["applications"]) == ({}, {})
-    assert doc["settings"]["keep_alive"] == 9
+    assert doc["settings"]["http"]["idle_timeout"] == 9
 
 
 def test_saved_configuration_with_flags_over_it(tmp_path):
@@ -131,8 +131,8 @@ def test_saved_configuration_with_flags_over_it(tmp_path):
     result = run("--state-dir", str(tmp_path), "--keep-alive", "7", "--check-config")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["applications"]["blog"]["workers"] == 3
-    assert (doc["settings"]["keep_alive"], doc["settings"]["timeout"]) == (7, 50)
+    assert doc["applications"]["blog"]["processes"] == 3
+    assert (doc["settings"]["http"]["idle_timeout"], doc["settings"]["timeout"]) == (7, 50)
 
 
 def test_an_app_given_ignores_the_saved_configuration(tmp_path):

@@ -187,16 +187,20 @@ def test_operations_on_the_cli_document_validate_again():
     doc = load(["blog:app", "-w", "2", "-b", "127.0.0.1:8000"])
     data = msgspec.to_builtins(doc)
     assert validate_document(data) == doc
-    bigger = validate_document(tree.put(data, ["applications", "blog", "workers"], 5))
+    bigger = validate_document(tree.put(data, ["applications", "blog", "processes"], 5))
     assert bigger.applications["blog"].workers == 5
+    pool = {"max": 4, "spare": 2}
+    dynamic = validate_document(tree.put(data, ["applications", "blog", "processes"], pool))
+    blog = dynamic.applications["blog"]
+    assert (blog.workers, blog.dynamic.max, blog.dynamic.idle_timeout) == (2, 4, 15)
     listener = {"pass": "applications/blog"}
     two = validate_document(tree.put(data, ["listeners", "localhost:8001"], listener))
     assert list(two.listeners) == ["127.0.0.1:8000", "127.0.0.1:8001"]  # keys normalized
     with pytest.raises(ConfigError) as caught:
-        validate_document(tree.put(data, ["applications", "blog", "workers"], 0))
+        validate_document(tree.put(data, ["applications", "blog", "processes"], {"spare": -1}))
     message = str(caught.value)
-    assert message == "$.applications.blog.workers: expected int >= 1, got 0"
-    assert tree.api_path(message) == "/config/applications/blog/workers"
+    assert message == "$.applications.blog.processes.spare: expected int >= 0, got -1"
+    assert tree.api_path(message) == "/config/applications/blog/processes/spare"
     with pytest.raises(ConfigError, match=r"\$\.listeners\[\"127\.0\.0\.1:8000\"\]\.pass"):
         validate_document(tree.delete(data, ["applications", "blog"]))  # listener passes to it
 
@@ -204,8 +208,9 @@ def test_operations_on_the_cli_document_validate_again():
 @pytest.mark.parametrize(
     ("message", "path"),
     [
-        ("$.applications.blog.workers: expected", "/config/applications/blog/workers"),
-        ('$.applications["my.app"].env: x', "/config/applications/my.app/env"),
+        ("$.applications.blog.processes: expected", "/config/applications/blog/processes"),
+        ('$.applications["my.app"].environment: x', "/config/applications/my.app/environment"),
+        ("$.settings.http.idle_timeout: x", "/config/settings/http/idle_timeout"),
         ('$.listeners["127.0.0.1:80"].pass: x', "/config/listeners/127.0.0.1:80/pass"),
         ('$.applications["a/b"]: x', "/config/applications/a%2Fb"),
         ("$.settings.touch_reload[2]: x", "/config/settings/touch_reload/2"),

@@ -20,7 +20,7 @@ Every setting is declared once; the command-line flags, the config-file keys, th
 document and this page are generated from that declaration.
 
 **Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension.
-The keys are the names in the *Key* column: the long flag without `--`, with `-` written `_`
+The keys are the names in the *File key* column: the long flag without `--`, with `-` written `_`
 (`proc_name` is the exception: its flag is `-n/--name`). Unknown keys are errors. Flags given on
 the command line override the file, key by key (a `--bind` or `--env` flag replaces the file's
 whole list or table).
@@ -47,7 +47,39 @@ corral: error: --workers: expected int >= 1 or "auto", got "two"
 corral: error: config.toml: $.workers: expected int >= 1 or "auto", got "two"
 ```
 
-`corral --check-config ...` validates, prints the resolved document as JSON and exits.
+**The document.** Every source ends as one JSON document in NGINX Unit's shape, which
+`corral --check-config ...` prints and the control API's `GET /config` shows: `listeners`
+(`{{"ADDRESS": {{"pass": "applications/NAME"}}}}`; also `"routes"`, `"routes/NAME"`, Unit's
+older `{{"application": NAME}}` and `forwarded`), `routes` (Unit's), `applications`
+(`{{NAME: {{"type": "python", "module": ..., ...}}}}`), `settings` and `access_log`. The
+*Document* column says where each setting sits (`NAME` is the application's name; the command
+line names it after its module). A config file whose top level has `listeners`,
+`applications`, `routes`, `settings` or `access_log` is such a document, so an NGINX Unit
+configuration of Python applications runs as it is (`corral -c unit.json`); with it, only the
+server-wide options (those under `$.settings` and `$.access_log`) may be given as flags.
+
+```json
+{{
+  "listeners": {{"*:8000": {{"pass": "applications/blog"}}}},
+  "applications": {{
+    "blog": {{
+      "type": "python 3.11",
+      "path": "/srv/blog",
+      "module": "wsgi",
+      "processes": 4,
+      "environment": {{"DJANGO_SETTINGS_MODULE": "blog.settings"}},
+      "limits": {{"timeout": 10}}
+    }}
+  }},
+  "settings": {{"http": {{"idle_timeout": 30, "max_body_size": 8388608}}}},
+  "access_log": "/var/log/blog-access.log"
+}}
+```
+
+Besides the settings below, an application has `type` (`"python"`, or Unit's `"python 3"`,
+`"python3.11"`...), `module`, `callable` and `protocol` (`"wsgi"`). NGINX Unit keys corral does
+not implement (`targets`, `isolation`, `prefix`, `stdout`, `stderr`, `thread_stack_size`, `tls`,
+`upstreams`, `log_route`...) are refused by name; `"protocol": "asgi"` is not supported yet.
 """
 
 
@@ -57,8 +89,8 @@ def render() -> str:
     for title, blurb in SECTIONS:
         settings = [s for s in SETTINGS if s.section == title]
         parts.append(f"\n## {title}\n\n{blurb}\n\n")
-        parts.append("| Key | Flags | Type | Default | Description |\n")
-        parts.append("|---|---|---|---|---|\n")
+        parts.append("| File key | Flags | Document | Type | Default | Description |\n")
+        parts.append("|---|---|---|---|---|---|\n")
         parts.extend(_row(setting) for setting in settings)
     return "".join(parts)
 
@@ -67,14 +99,27 @@ def _row(setting: Setting) -> str:
     key = "—" if not setting.in_file else f"`{setting.name}`"
     if setting.action is Action.POSITIONAL:
         flags = f"`{setting.metavar}` (argument)"
+    elif not setting.flags:
+        flags = "—"
     else:
         metavar = "" if setting.action is Action.FLAG else f" {setting.metavar}"
         flags = ", ".join(f"`{flag}{metavar}`" for flag in setting.flags)
         if setting.action is Action.APPEND:
             flags += " (repeatable)"
     default = setting.shown_default()
-    cells = [key, flags, _code(setting.expected), _code(default) if default else "", setting.doc]
+    path = _SOURCE_PATHS.get(setting.name) or (
+        f"`{setting.document_path}`" if setting.document_path else "—"
+    )
+    cells = [key, flags, path, _code(setting.expected), _code(default) if default else ""]
+    cells.append(setting.doc)
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |\n"
+
+
+# Where the settings that shape the document without being a field of it land.
+_SOURCE_PATHS = {
+    "app": "`$.applications.NAME.module`, `.callable`",
+    "bind": "`$.listeners` (its keys)",
+}
 
 
 def _code(text: str) -> str:

@@ -1,40 +1,59 @@
-"""The validated configuration document: listeners, applications, settings.
+"""The validated configuration document: NGINX Unit's shape for Python applications.
 
 This module owns the shape of the one document the server runs from (`Document`) and its
 whole-tree validation (`validate_document`), which every source goes through: the command line,
-config files and, later, the control API. The `Settings` and `Application` structs are generated
-from the declarations in `corral.config.settings`; no setting is written here.
+config files and the control API. The shape is NGINX Unit's: ``listeners``, ``routes``,
+``applications`` (``processes``, ``working_directory``, ``environment``, ``path``,
+``limits``...), ``settings`` (``http`` and corral's own server settings) and ``access_log``, so
+a Unit configuration of Python applications loads unchanged. The `Settings` and `Application`
+structs (and their nested `Http`, `Limits`, `AccessLog`) are generated from the declarations
+in `corral.config.settings`; no setting is written here. Each setting is also an attribute
+under its own name (`app.workers`, `settings.keep_alive`): a property when the document spells
+it otherwise.
 
 Invariants:
 - a `Document` returned by `validate_document` satisfies every constraint of every field, every
-  listener key is a normalized bind address (`str(parse_bind(key)) == key`) and every listener
-  passes to an application of the same document;
+  listener key is a normalized bind address (`str(parse_bind(key)) == key`), every listener
+  passes to an application or a route of the same document, and the routes compile
+  (`corral.routing.compile_routes`); values a user may spell several ways are kept as given
+  (``routes``, ``path``, ``type``), only ``access_log`` given as a path becomes an object;
 - documents are values (frozen structs): derive a changed copy with `msgspec.structs.replace`
   and validate it again; they encode to JSON with `msgspec.json.encode` and decode back with
-  `msgspec.json.decode(data, type=Document)`;
-- every failure is one `ConfigError` whose text is one line: ``<where>: <what was expected>``.
+  `msgspec.json.decode(data, type=Document)`, and `validate_document(msgspec.to_builtins(doc))`
+  gives `doc` back;
+- every failure is one `ConfigError` whose text is one line: ``<where>: <what was expected>``,
+  the JSON path in the document's (Unit's) spelling.
 """
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Annotated, Any
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
+from corral import __version__
 from corral.config.settings import (
     SETTINGS,
     Invalid,
+    Processes,
     Scope,
+    Setting,
     describe,
     parse_bind,
     show,
 )
 
 __all__ = [
+    "AccessLog",
     "Application",
     "ConfigError",
     "Document",
+    "Forwarded",
+    "Http",
+    "Limits",
     "Listener",
     "Settings",
     "convert",
@@ -50,7 +69,7 @@ class ConfigError(ValueError):
 
     Examples: ``--workers: expected int >= 1 or "auto", got "two"``,
     ``config.toml: $.workers: expected int >= 1 or "auto", got "two"``,
-    ``$.applications.main.workers: expected int >= 1, got "two"``.
+    ``$.applications.main.processes.spare: expected int >= 0, got "x"``.
     """
 
     def __init__(self, message: str) -> None:
@@ -63,6 +82,17 @@ class ConfigError(ValueError):
 _DOTTED = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 _MODULE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python module name")]
 _CALLABLE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python name")]
+# NGINX Unit's spellings of a Python 3 application: "python", "python 3", "python3.11"...
+_PYTHON = Annotated[
+    str,
+    Meta(
+        pattern=r"^python ?(3(\.[0-9]+)?)?$",
+        description='"python" (or "python 3", "python 3.11", "python3.11"...)',
+    ),
+]
+_HEADER_NAME = Annotated[
+    str, Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description="header field name")
+]
 _APP_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _STRUCT_OPTIONS: dict[str, Any] = {
     "kw_only": True,
@@ -71,53 +101,200 @@ _STRUCT_OPTIONS: dict[str, Any] = {
     "module": __name__,
 }
 
+# The nested objects generated from the settings' keys, by name ("Http", "Limits"...).
+_NESTED: dict[str, type] = {}
 
-def _fields(scope: Scope) -> list[tuple[str, Any, Any]]:
-    return [(s.name, s.type, s.document_default()) for s in SETTINGS if s.scope is scope]
+
+def _reader(path: tuple[str, ...], view: Callable[[Any], Any] | None) -> property:
+    """A property reading the field at `path` (through `view`): a setting under its name."""
+
+    def read(self: Any) -> Any:
+        value = self
+        for step in path:
+            value = getattr(value, step)
+        return value if view is None else view(value)
+
+    return property(read, doc=f"The document's `{'.'.join(path)}`, as the runtime reads it.")
 
 
-Settings = msgspec.defstruct(
+def _generate(
+    name: str,
+    entries: list[tuple[tuple[str, ...], Setting]],
+    *,
+    leading: Iterable[tuple[Any, ...]] = (),
+    trailing: Iterable[tuple[Any, ...]] = (),
+    namespace: dict[str, Any] | None = None,
+) -> type:
+    """A struct with a field per setting of `entries` (its path under this struct); settings
+    whose paths share a first step are gathered in a nested struct named after it."""
+    fields: list[tuple[Any, ...]] = list(leading)
+    groups: dict[str, list[tuple[tuple[str, ...], Setting]]] = {}
+    for path, setting in entries:
+        if len(path) == 1:
+            fields.append((path[0], setting.type, setting.document_default()))
+        elif path[0] in groups:
+            groups[path[0]].append((path[1:], setting))
+        else:
+            groups[path[0]] = [(path[1:], setting)]
+            fields.append((path[0],))  # the nested struct's place, filled in below
+    for index, field in enumerate(fields):
+        if len(field) == 1:
+            step = field[0]
+            nested_name = "".join(part.title() for part in step.split("_"))
+            nested = _generate(nested_name, groups[step])
+            _NESTED[nested_name] = nested
+            fields[index] = (step, nested, msgspec.field(default_factory=nested))
+    return msgspec.defstruct(
+        name, [*fields, *trailing], namespace=namespace or {}, **_STRUCT_OPTIONS
+    )
+
+
+def _scope_struct(
+    name: str, scope: Scope, doc: str, extra: dict[str, Any] | None = None, **fields: Any
+) -> type:
+    settings = [s for s in SETTINGS if s.scope is scope]
+    namespace: dict[str, Any] = {"__doc__": doc, **(extra or {})}
+    for setting in settings:
+        if setting.path != (setting.name,) or setting.view is not None:
+            namespace[setting.name] = _reader(setting.path, setting.view)
+    return _generate(name, [(s.path, s) for s in settings], namespace=namespace, **fields)
+
+
+def _server_field(self: Any) -> str:
+    """The Server header's value ("" for none): `server_header`, with the version if asked."""
+    header = self.server_header
+    return f"{header}/{__version__}" if header and self.http.server_version else header
+
+
+Settings = _scope_struct(
     "Settings",
-    _fields(Scope.SERVER),
-    namespace={"__doc__": "Server-wide settings (every `Scope.SERVER` declaration)."},
-    **_STRUCT_OPTIONS,
+    Scope.SERVER,
+    "Server-wide settings (every `Scope.SERVER` declaration), NGINX Unit's `http` included.",
+    {"server": property(_server_field)},
 )
+Http = _NESTED["Http"]
 
-Application = msgspec.defstruct(
+
+def _dynamic(self: Any) -> Processes | None:
+    """NGINX Unit's process pool when `processes` is an object, else None."""
+    return self.processes if isinstance(self.processes, Processes) else None
+
+
+Application = _scope_struct(
     "Application",
-    [
+    Scope.APPLICATION,
+    "One application: what to import and its process settings.",
+    {"dynamic": property(_dynamic)},
+    leading=[
+        ("type", _PYTHON, "python"),
         ("module", _MODULE),
         ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
-        *_fields(Scope.APPLICATION),
     ],
-    namespace={"__doc__": "One application: what to import and its process settings."},
-    **_STRUCT_OPTIONS,
+    trailing=[("protocol", Literal["wsgi", "asgi"], "wsgi")],
 )
+Limits = _NESTED["Limits"]
+
+
+class Forwarded(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """NGINX Unit's `forwarded`: which headers tell a trusted proxy's client (kept, not yet
+    applied)."""
+
+    client_ip: _HEADER_NAME | UnsetType = UNSET
+    protocol: _HEADER_NAME | UnsetType = UNSET
+    source: str | list[str]
+    recursive: bool = False
 
 
 class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """One listening address (the key in `Document.listeners`) and where its requests go."""
 
-    pass_: str = msgspec.field(name="pass")  # "applications/NAME"
+    pass_: str = msgspec.field(name="pass")  # "applications/NAME", "routes", "routes/NAME"
+    forwarded: Forwarded | UnsetType = UNSET
 
 
-class Document(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """Everything the server does. Build it with `validate_document` or `corral.config.load`."""
+_ROUTES = list[Any] | dict[str, list[Any]]
 
-    listeners: dict[str, Listener] = {}
-    applications: dict[str, Application] = {}
-    settings: Settings = msgspec.field(default_factory=Settings)
+Document = _scope_struct(
+    "Document",
+    Scope.DOCUMENT,
+    "Everything the server does. Build it with `validate_document` or `corral.config.load`.",
+    leading=[
+        ("listeners", dict[str, Listener], {}),
+        ("routes", _ROUTES | UnsetType, UNSET),
+        ("applications", dict[str, Application], {}),
+        ("settings", Settings, msgspec.field(default_factory=Settings)),
+    ],
+)
+AccessLog = _NESTED["AccessLog"]
+
+# NGINX Unit's keys corral does not implement, by object: refused with their own words.
+_UNIT_ONLY: dict[type, tuple[str, ...]] = {
+    Document: ("upstreams", "certificates", "js_modules"),
+    Listener: ("tls", "client_ip", "backlog"),
+    Application: (
+        "targets",
+        "isolation",
+        "prefix",
+        "stdout",
+        "stderr",
+        "thread_stack_size",
+        "factory",
+    ),
+    Settings: ("js_module", "telemetry"),
+    Http: ("log_route", "chunked_transform"),
+    AccessLog: ("if",),
+}
 
 
-# What each field accepts, in words, by struct: errors say this rather than msgspec's words.
+# Settings the document spells otherwise, by their flat names: an error says where they went.
+_RENAMED: dict[type, dict[str, str]] = {
+    struct: {s.name: ".".join(s.path) for s in SETTINGS if s.scope is scope and s.key}
+    for struct, scope in ((Settings, Scope.SERVER), (Application, Scope.APPLICATION))
+}
+
+
+def _members(tp: Any) -> list[Any]:
+    """The alternatives of a union type (the type itself otherwise), UNSET left out."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return [m for t in typing.get_args(tp) for m in _members(t)]
+    return [] if tp is UnsetType else [tp]
+
+
+def _struct_of(tp: Any) -> type | None:
+    """The struct type a field holds when its value is an object, if any."""
+    return next((m for m in _members(tp) if isinstance(m, type) and _is_struct(m)), None)
+
+
+def _is_struct(tp: type) -> bool:
+    return issubclass(tp, msgspec.Struct)
+
+
+def _describe_field(tp: Any) -> str:
+    return " or ".join(describe(m) for m in _members(tp))
+
+
+def _expects(struct: type, prefix: str = "") -> dict[str, str]:
+    """What each field (nested ones too) accepts, in words: errors say this, not msgspec."""
+    words: dict[str, str] = {}
+    for field in msgspec.structs.fields(struct):
+        at = f"{prefix}.{field.encode_name}"
+        words[at] = _describe_field(field.type)
+        nested = _struct_of(field.type)
+        if nested is not None:
+            words.update(_expects(nested, at))
+    return words
+
+
 _EXPECTS: dict[type, dict[str, str]] = {
-    Settings: {f".{s.name}": describe(s.type) for s in SETTINGS if s.scope is Scope.SERVER},
-    Application: {
-        ".module": describe(_MODULE),
-        ".callable": describe(_CALLABLE),
-        **{f".{s.name}": describe(s.type) for s in SETTINGS if s.scope is Scope.APPLICATION},
+    Settings: _expects(Settings),
+    Application: {**_expects(Application), ".protocol": '"wsgi"'},
+    Listener: {
+        **_expects(Listener),
+        ".pass": '"applications/NAME", "routes" or "routes/NAME"',
+        ".forwarded.source": 'address, CIDR block or "unix", or a list of them',
     },
-    Listener: {".pass": '"applications/NAME"'},
+    AccessLog: _expects(AccessLog),
 }
 
 
@@ -128,17 +305,21 @@ _EXPECTS: dict[type, dict[str, str]] = {
 def validate_document(data: Any) -> Document:
     """Validate a whole document given as builtins (parsed JSON) and return it.
 
-    Listener keys are normalized (``"localhost:80"`` becomes ``"127.0.0.1:80"``). Raises
-    `ConfigError` naming the JSON path of the first problem.
+    Listener keys are normalized (``"localhost:80"`` becomes ``"127.0.0.1:80"``, ``"*:80"``
+    ``"0.0.0.0:80"``); NGINX Unit's older ``{"application": NAME}`` listener is
+    ``{"pass": "applications/NAME"}``. Raises `ConfigError` naming the JSON path of the first
+    problem.
     """
     top = _object(data, "$")
-    _check_keys(top, ("listeners", "applications", "settings"), "$")
+    _check_keys(top, Document, "$")
     applications: dict[str, Any] = {}
     for name, raw in _object(top.get("applications", {}), "$.applications").items():
         where = f"$.applications{member(name)}"
         if not re.fullmatch(_APP_NAME, name):
             raise ConfigError(f"{where}: expected a name of letters, digits, '_', '.' and '-'")
-        applications[name] = _struct(raw, Application, where)
+        applications[name] = _application(raw, where)
+    routes = top.get("routes", UNSET)
+    router = None if routes is UNSET else _router(routes, applications)
     listeners: dict[str, Listener] = {}
     for key, raw in _object(top.get("listeners", {}), "$.listeners").items():
         where = f"$.listeners{member(key)}"
@@ -154,19 +335,90 @@ def validate_document(data: Any) -> Document:
                 "pass": f"applications/{raw['application']}"
             }
         listener = _struct(raw, Listener, where)
-        target = listener.pass_.removeprefix("applications/")
-        if target == listener.pass_ or target not in applications:
-            names = ", ".join(f'"applications/{name}"' for name in applications) or "none"
-            raise ConfigError(
-                f"{where}.pass: expected an application (defined: {names}), "
-                f"got {show(listener.pass_)}"
-            )
+        target = listener.pass_
+        if target.startswith("applications/") and "$" not in target:
+            if target.removeprefix("applications/") not in applications:
+                names = ", ".join(f'"applications/{name}"' for name in applications) or "none"
+                raise ConfigError(
+                    f"{where}.pass: expected an application (defined: {names}), got {show(target)}"
+                )
+        else:
+            router = router or _router(UNSET, applications)
+            _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))
+        if listener.forwarded is not UNSET:
+            _check_forwarded(listener.forwarded, f"{where}.forwarded")
         listeners[address] = listener
     settings = _struct(top.get("settings", {}), Settings, "$.settings")
+    access_log = top.get("access_log", {})
+    if isinstance(access_log, str):  # NGINX Unit's short form: the path alone
+        access_log = {"path": access_log}
+    elif not isinstance(access_log, dict):
+        raise ConfigError(
+            f'$.access_log: expected a path or an object {{"path", "format"}}, '
+            f"got {show(access_log)}"
+        )
+    access = _struct(access_log, AccessLog, "$.access_log")
+    _check_access_format(access.format)
     for name, app in applications.items():
         _check_request_timeout(app, settings, f"$.applications{member(name)}")
         _check_home(app, f"$.applications{member(name)}")
-    return Document(listeners=listeners, applications=applications, settings=settings)
+    return Document(
+        listeners=listeners,
+        routes=routes,
+        applications=applications,
+        settings=settings,
+        access_log=access,
+    )
+
+
+def _application(raw: Any, where: str) -> Any:
+    app = _struct(raw, Application, where)
+    if app.protocol == "asgi":
+        raise ConfigError(f'{where}.protocol: "asgi" is not supported yet (only "wsgi")')
+    pool = app.dynamic
+    if pool is not None and pool.spare > pool.max:
+        raise ConfigError(
+            f"{where}.processes.spare: expected at most max ({pool.max}), got {pool.spare}"
+        )
+    return app
+
+
+def _router(routes: Any, applications: Iterable[str]) -> Any:
+    """The compiled routes (UNSET: none), to validate them and the passes that name them."""
+    from corral.routing import compile_routes
+
+    if routes is None:  # compile_routes' "no routes"; in a document, null is no value
+        raise ConfigError(
+            "$.routes: expected an array of route steps or an object of named arrays, got null"
+        )
+    given = None if routes is UNSET else routes
+    return _route_check(lambda: compile_routes(given, applications=list(applications)))
+
+
+def _route_check(check: Callable[[], Any]) -> Any:
+    from corral.routing import RouteError
+
+    try:
+        return check()
+    except RouteError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_forwarded(forwarded: Forwarded, where: str) -> None:
+    from corral.routing import address_matcher
+
+    if forwarded.client_ip is UNSET and forwarded.protocol is UNSET:
+        raise ConfigError(f'{where}: needs "client_ip" or "protocol" (a header name)')
+    _route_check(lambda: address_matcher(forwarded.source, f"{where}.source"))
+
+
+def _check_access_format(fmt: str) -> None:
+    from corral.observe.accesslog import FormatError, compile_format, from_unit_format
+
+    try:
+        compile_format(from_unit_format(fmt))
+    except FormatError as exc:
+        raise ConfigError(f"$.access_log.format: {exc}") from None
 
 
 def _check_request_timeout(app: Any, settings: Any, where: str) -> None:
@@ -175,9 +427,10 @@ def _check_request_timeout(app: Any, settings: Any, where: str) -> None:
         return
     if app.request_timeout + app.request_timeout_grace >= settings.timeout:
         raise ConfigError(
-            f"{where}.request_timeout: request_timeout ({app.request_timeout:g}s) plus "
-            f"request_timeout_grace ({app.request_timeout_grace:g}s) must be below timeout "
-            f"({settings.timeout:g}s), which would kill the worker first; raise timeout"
+            f"{where}.limits.timeout: limits.timeout ({app.request_timeout:g}s) plus "
+            f"request_timeout_grace ({app.request_timeout_grace:g}s) must be below "
+            f"settings.timeout ({settings.timeout:g}s), which would kill the worker first; "
+            "raise settings.timeout"
         )
 
 
@@ -202,15 +455,29 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _check_keys(value: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
-    allowed = list(allowed)
-    for key in value:
-        if key not in allowed:
-            raise ConfigError(f"{where}{member(key)}: unknown key{did_you_mean(key, allowed)}")
+def _check_keys(value: Mapping[str, Any], struct: type, where: str) -> None:
+    """Every key of `value` is a field of `struct`, and so on into nested objects; NGINX Unit's
+    keys corral lacks are named as such, others get a "did you mean"."""
+    fields = {f.encode_name: f for f in msgspec.structs.fields(struct)}
+    for key, item in value.items():
+        field = fields.get(key)
+        if field is None:
+            if key in _UNIT_ONLY.get(struct, ()):
+                raise ConfigError(
+                    f"{where}{member(key)}: NGINX Unit's {show(key)} is not supported by corral"
+                )
+            if key in _RENAMED.get(struct, {}):
+                hint = f" (the document calls it {show(_RENAMED[struct][key])}, as NGINX Unit)"
+            else:
+                hint = did_you_mean(key, fields)
+            raise ConfigError(f"{where}{member(key)}: unknown key{hint}")
+        nested = _struct_of(field.type)
+        if nested is not None and isinstance(item, dict):
+            _check_keys(item, nested, f"{where}{member(key)}")
 
 
 def _struct(value: Any, struct: type, where: str) -> Any:
-    _check_keys(_object(value, where), struct.__struct_encode_fields__, where)
+    _check_keys(_object(value, where), struct, where)
     return convert(value, struct, where, _EXPECTS[struct])
 
 

@@ -39,8 +39,10 @@ __all__ = [
     "BindAddress",
     "Invalid",
     "LogLevel",
+    "Processes",
     "Scope",
     "Setting",
+    "Static",
     "describe",
     "parse_app",
     "parse_bind",
@@ -73,8 +75,9 @@ class LoopKind(enum.StrEnum):
 class Scope(enum.StrEnum):
     """Where a setting's value lands."""
 
-    SERVER = "server"  # a field of `Document.settings`
-    APPLICATION = "application"  # a field of each `Document.applications[name]`
+    SERVER = "server"  # a member of `$.settings`
+    APPLICATION = "application"  # a member of each `$.applications.NAME`
+    DOCUMENT = "document"  # a member of the document's top level (`$.access_log`)
     SOURCE = "source"  # shapes the document without being a field (APP, bind)
     COMMAND = "command"  # command line only, not a config-file key (--config, --version)
 
@@ -142,6 +145,34 @@ _HEADER_VALUE = Annotated[
 _MODE = Annotated[int, Meta(ge=0, le=0o777)]
 
 
+class Processes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """NGINX Unit's dynamic process pool (`processes` given as an object); Unit's defaults.
+
+    `spare` processes start with the application and are kept idle; more start on demand up to
+    `max`; an idle one beyond `spare` stops after `idle_timeout` seconds.
+    """
+
+    max: Annotated[int, Meta(ge=1)] = 1
+    spare: Annotated[int, Meta(ge=0)] = 0
+    idle_timeout: _SECONDS = 15.0
+
+
+class Static(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """NGINX Unit's ``settings.http.static``: MIME types by file extension, for shares."""
+
+    mime_types: dict[str, str | list[str]] = {}
+
+
+def _process_count(processes: int | Processes) -> int:
+    """How many processes run the application: the number, or a pool's spare ones (>= 1)."""
+    return processes if isinstance(processes, int) else max(processes.spare, 1)
+
+
+def _path_entries(path: str | list[str]) -> list[str]:
+    """NGINX Unit's ``path``: one directory or a list of them."""
+    return [path] if isinstance(path, str) else path
+
+
 def describe(tp: Any) -> str:
     """Say in words what values `tp` accepts, for errors, ``--help`` and the docs."""
     origin = typing.get_origin(tp)
@@ -164,6 +195,8 @@ def describe(tp: Any) -> str:
         return "table"
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "one of " + ", ".join(show(member.value) for member in tp)
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return "object {" + ", ".join(tp.__struct_encode_fields__) + "}"
     return _TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
 
 
@@ -374,13 +407,20 @@ def _env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
 
 
 def _access_format(value: str) -> str:
-    from corral.observe.accesslog import FormatError, compile_format
+    from corral.observe.accesslog import FormatError, compile_format, from_unit_format
 
     try:
-        compile_format(value)
+        compile_format(from_unit_format(value))
     except FormatError as exc:
         raise Invalid(message=f"{show(value)}: {exc}") from None
     return value
+
+
+def _our_access_format(value: str) -> str:
+    """The access log format in corral's `%(x)s` syntax (NGINX Unit's translated)."""
+    from corral.observe.accesslog import from_unit_format
+
+    return from_unit_format(value)
 
 
 def _log_level(value: str) -> LogLevel:
@@ -398,9 +438,17 @@ def _log_level(value: str) -> LogLevel:
 class Setting:
     """One setting: its key, flags, types, default and documentation.
 
-    `name` is the config-file key and the document field. `type` is the document form (msgspec
-    constraints included); `accepts` the input form when wider (None: same as `type`); `resolve`
-    maps the input form to the document form and raises `Invalid`. `default` is in input form.
+    `name` is the flat config-file key and the attribute the runtime reads on the document's
+    struct (`app.workers`, `settings.keep_alive`). `key` is where the value sits in the
+    document (NGINX Unit's spelling), dotted, under its scope's object (``$.settings``,
+    ``$.applications.NAME``, ``$``): ``"working_directory"``, ``"limits.timeout"``,
+    ``"http.idle_timeout"``; empty means `name`. When they differ the struct holds the field
+    under the key and `name` is a property reading it, through `view` when the runtime wants
+    another form (``processes``, an int or an object, is read as `workers`, an int).
+    `type` is the document form (msgspec constraints included); `accepts` the input form when
+    wider (None: same as `type`); `resolve` maps the input form to the document form and raises
+    `Invalid`. `default` is in input form. A setting without flags is a file and document key
+    only.
     """
 
     name: str
@@ -416,6 +464,19 @@ class Setting:
     resolve: Callable[[Any], Any] | None = None
     expect: str = ""  # the input form in words; derived from `input_type` when empty
     default_text: str = ""  # the default as shown in --help and the docs; derived when empty
+    key: str = ""  # the dotted path under the scope's object in the document; "" is `name`
+    view: Callable[[Any], Any] | None = None  # the runtime's form of the document's value
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """`key` (or `name`) split into its steps."""
+        return tuple((self.key or self.name).split("."))
+
+    @property
+    def document_path(self) -> str:
+        """Where the value sits in the document, as a JSON path ("" for non-document ones)."""
+        root = _SCOPE_ROOTS.get(self.scope)
+        return "" if root is None else root + "." + ".".join(self.path)
 
     @property
     def input_type(self) -> Any:
@@ -453,6 +514,12 @@ class Setting:
         return show(self.default, limit=200)
 
 
+_SCOPE_ROOTS = {
+    Scope.SERVER: "$.settings",
+    Scope.APPLICATION: "$.applications.NAME",
+    Scope.DOCUMENT: "$",
+}
+
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("Application", "What to run and how many processes and threads run it."),
     ("Listening", "Where to accept connections."),
@@ -487,6 +554,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     _COMMAND,
 ) = (title for title, _ in SECTIONS)
 _S, _A, _SRC, _CMD = Scope.SERVER, Scope.APPLICATION, Scope.SOURCE, Scope.COMMAND
+_DOC = Scope.DOCUMENT
 
 # fmt: off
 SETTINGS: tuple[Setting, ...] = (
@@ -499,10 +567,13 @@ SETTINGS: tuple[Setting, ...] = (
         expect='"module:callable" or "module"',
     ),
     Setting(
-        "workers", _APPLICATION, _A, _int(ge=1), 1,
-        'Number of worker processes. "auto" means one per CPU this process may run on.',
+        "workers", _APPLICATION, _A, _int(ge=1) | Processes, 1,
+        'Number of worker processes. "auto" means one per CPU this process may run on. In the '
+        'document, NGINX Unit\'s `processes`: a number, or `{"max", "spare", "idle_timeout"}` '
+        "(defaults 1, 0, 15; `spare` at most `max`), which runs `spare` processes (at least "
+        "one) for now.",
         flags=("-w", "--workers"), metavar="INT", accepts=_int(ge=1) | Literal["auto"],
-        resolve=_workers,
+        resolve=_workers, key="processes", view=_process_count,
     ),
     Setting(
         "threads", _APPLICATION, _A, _int(ge=1), 1,
@@ -519,7 +590,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "chdir", _APPLICATION, _A, _NAME | None, None,
         "Change to this directory before importing the application.",
-        flags=("--chdir",), metavar="DIR",
+        flags=("--chdir",), metavar="DIR", key="working_directory",
     ),
     Setting(
         "home", _APPLICATION, _A, _ABSOLUTE_PATH | None, None,
@@ -535,10 +606,12 @@ SETTINGS: tuple[Setting, ...] = (
         resolve=_home,
     ),
     Setting(
-        "pythonpath", _APPLICATION, _A, list[str], [],
+        "pythonpath", _APPLICATION, _A, list[str] | str, [],
         "Directories to add to the Python path, comma-separated on the command line (a list "
-        "or a comma-separated string in a file).",
+        "or a comma-separated string in a flat file). In the document, NGINX Unit's `path`: "
+        "one directory or a list.",
         flags=("--pythonpath",), metavar="DIRS", accepts=list[str] | str, resolve=_path_list,
+        key="path", view=_path_entries, expect="list of strings or comma-separated string",
     ),
     Setting(
         "env", _APPLICATION, _A, dict[str, str], {},
@@ -546,7 +619,7 @@ SETTINGS: tuple[Setting, ...] = (
         'In a file: a table (`env = {DJANGO_DEBUG = "0"}`) or a list of "KEY=VALUE" strings.',
         flags=("-e", "--env"), metavar="KEY=VALUE", action=Action.APPEND,
         accepts=dict[str, Any] | list[Any], resolve=_env,
-        expect='table of strings or list of "KEY=VALUE" strings',
+        expect='table of strings or list of "KEY=VALUE" strings', key="environment",
     ),
     Setting(
         "user", _APPLICATION, _A, _NAME | None, None,
@@ -604,25 +677,25 @@ SETTINGS: tuple[Setting, ...] = (
         "keep_alive", _TIMEOUTS, _S, _SECONDS, 5.0,
         "How long an idle keep-alive connection is kept open. 0 closes each connection after "
         "its response.",
-        flags=("--keep-alive",), metavar="SECONDS",
+        flags=("--keep-alive",), metavar="SECONDS", key="http.idle_timeout",
     ),
     Setting(
         "header_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 30.0,
         "Time allowed to receive a complete request head (request line and headers); past it "
         "the client gets 408.",
-        flags=("--header-timeout",), metavar="SECONDS",
+        flags=("--header-timeout",), metavar="SECONDS", key="http.header_read_timeout",
     ),
     Setting(
         "body_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
         "Time allowed between two reads of a request body (like nginx's client_body_timeout); "
         "past it the client gets 408 and the connection is closed.",
-        flags=("--body-timeout",), metavar="SECONDS",
+        flags=("--body-timeout",), metavar="SECONDS", key="http.body_read_timeout",
     ),
     Setting(
         "send_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
         "Time a response may wait for the client to read it (like nginx's send_timeout); past "
         "it the connection is closed.",
-        flags=("--send-timeout",), metavar="SECONDS",
+        flags=("--send-timeout",), metavar="SECONDS", key="http.send_timeout",
     ),
     Setting(
         "request_timeout", _TIMEOUTS, _A, _SECONDS, 0.0,
@@ -631,7 +704,7 @@ SETTINGS: tuple[Setting, ...] = (
         "in the thread running it so the worker keeps serving. 0 disables it. Must end before "
         "`timeout`. With 1 thread the worker uses SIGALRM to interrupt a blocking call, so the "
         "application must not use `signal.alarm`.",
-        flags=("--request-timeout",), metavar="SECONDS",
+        flags=("--request-timeout",), metavar="SECONDS", key="limits.timeout",
     ),
     Setting(
         "request_timeout_grace", _TIMEOUTS, _A, _SECONDS, 5.0,
@@ -658,7 +731,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "limit_request_body", _LIMITS, _S, _int(ge=0), 1073741824,
         "Maximum size of a request body in bytes; larger gets 413. 0 means unlimited.",
-        flags=("--limit-request-body",), metavar="BYTES",
+        flags=("--limit-request-body",), metavar="BYTES", key="http.max_body_size",
     ),
     Setting(
         "body_buffer_size", _LIMITS, _S, _int(ge=0), 1048576,
@@ -670,7 +743,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_requests", _RECYCLING, _A, _int(ge=0), 0,
         "Recycle a worker after it has served this many requests. 0 disables it.",
-        flags=("--max-requests",), metavar="INT",
+        flags=("--max-requests",), metavar="INT", key="limits.requests",
     ),
     Setting(
         "max_requests_jitter", _RECYCLING, _A, _int(ge=0), 0,
@@ -706,17 +779,40 @@ SETTINGS: tuple[Setting, ...] = (
         "Value of the Server header; an empty string sends no Server header.",
         flags=("--server-header",), metavar="STRING",
     ),
-    # -- Logging --------------------------------------------------------------------------------
     Setting(
-        "access_logfile", _LOGGING, _S, _NAME | None, None,
-        'Access log file; "-" is standard output. Without it there is no access log.',
-        flags=("--access-logfile",), metavar="FILE",
+        "server_version", _RESPONSES, _S, bool, False,
+        "NGINX Unit's `server_version`: add corral's version to the Server header "
+        "(`corral/VERSION`).",
+        key="http.server_version",
     ),
     Setting(
-        "access_logformat", _LOGGING, _S, str, DEFAULT_ACCESS_LOGFORMAT,
-        "Access log line, in Gunicorn's `%(x)s` atom syntax; the default is Apache's combined "
-        "format.",
+        "discard_unsafe_fields", _RESPONSES, _S, bool | None, None,
+        "NGINX Unit's `discard_unsafe_fields`, accepted and kept in the document. corral "
+        "always leaves header fields whose names have a `_` out of the WSGI environ; other "
+        "unsafe names, and `false`, are not acted on yet.",
+        key="http.discard_unsafe_fields",
+    ),
+    Setting(
+        "static", _RESPONSES, _S, Static | None, None,
+        'NGINX Unit\'s `static` (`{"mime_types": {TYPE: EXTENSIONS}}`), accepted and kept in '
+        "the document for the shares of routes; corral does not serve files yet.",
+        key="http.static",
+    ),
+    # -- Logging --------------------------------------------------------------------------------
+    Setting(
+        "access_logfile", _LOGGING, _DOC, _NAME | None, None,
+        'Access log file; "-" is standard output. Without it there is no access log. In the '
+        "document, NGINX Unit's `access_log` may also be the path alone.",
+        flags=("--access-logfile",), metavar="FILE", key="access_log.path",
+    ),
+    Setting(
+        "access_logformat", _LOGGING, _DOC, str, DEFAULT_ACCESS_LOGFORMAT,
+        "Access log line, in Gunicorn's `%(x)s` atom syntax, or NGINX Unit's `$variable` "
+        "syntax when it has a `$` (`$remote_addr`, `$time_local`, `$request_line`, `$status`, "
+        "`$body_bytes_sent`, `$header_NAME`, `$request_time`, `$method`, `$request_uri`, "
+        "`$uri`, `$host`); the default is Apache's combined format.",
         flags=("--access-logformat",), metavar="FORMAT", resolve=_access_format,
+        key="access_log.format", view=_our_access_format,
     ),
     Setting(
         "error_logfile", _LOGGING, _S, _NAME, "-",

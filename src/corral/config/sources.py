@@ -1,10 +1,14 @@
 """Sources of the document: the command line and config files (TOML or JSON).
 
 This module owns the way from what a user typed to a validated `Document`: the argparse parser
-and the config-file keys, both generated from `SETTINGS`; the merge (defaults, then the file,
-then flags: a flag replaces the file's value for its key, lists and tables included); and the
-mapping of the flat settings onto the document (one application named after its module, one
-listener per bind address, the rest in `Document.settings`).
+and the flat config-file keys, both generated from `SETTINGS`; the merge (defaults, then the
+file, then flags: a flag replaces the file's value for its key, lists and tables included); and
+the mapping of the flat settings onto the document (one application named after its module, one
+listener per bind address passing to it, each value at its setting's document path).
+
+A config file whose top level has a document key (``listeners``, ``routes``, ``applications``,
+``settings``, ``access_log``) is a whole document in NGINX Unit's shape rather than flat
+settings: it is validated as such, and only server-wide flags may be given with it.
 
 Every failure is one `ConfigError` with one line of text naming the flag or the file and key.
 Nothing here prints or exits: `corral.cli` does. argparse is imported here only, so workers that
@@ -82,11 +86,14 @@ class CommandLine:
         """Read the config file if any, apply the flags over it and build the document.
 
         With `base` (a command line without APP or config file that runs the control API's
-        saved configuration), the flags may only set server-wide settings, over base's.
+        saved configuration), the flags may only set server-wide settings, over base's. So
+        with a config file that is a whole document.
         """
-        given = load_file(self.config) if self.config is not None else {}
-        given.update(self.given)
-        return build_document(given, base)
+        content = read_config(self.config) if self.config is not None else {}
+        if isinstance(content, Document):
+            return build_document(self.given, content, file=self.config)
+        content.update(self.given)
+        return build_document(content, base)
 
 
 def load(argv: Sequence[str]) -> Document:
@@ -124,8 +131,21 @@ def format_help() -> str:
     return _parser().format_help()
 
 
+# Top-level keys that make a config file a whole document rather than flat settings.
+DOCUMENT_KEYS = ("listeners", "routes", "applications", "settings", "access_log")
+
+
 def load_file(path: str) -> dict[str, Given]:
-    """Read and type-check a config file: TOML (.toml) or JSON (.json) with the setting keys."""
+    """Read and type-check a flat config file: TOML (.toml) or JSON (.json), setting keys."""
+    content = read_config(path)
+    if isinstance(content, Document):
+        raise ConfigError(f"{path}: a whole document where flat settings were expected")
+    return content
+
+
+def read_config(path: str) -> dict[str, Given] | Document:
+    """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys), or
+    a whole document (NGINX Unit's shape), validated."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(f"{path}: unsupported config file type; expected .toml or .json")
@@ -137,6 +157,11 @@ def load_file(path: str) -> dict[str, Given]:
     raw = _parse_toml(path, data) if suffix == ".toml" else _parse_json(path, data)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: $: expected an object, got {show(raw)}")
+    if any(key in raw for key in DOCUMENT_KEYS):
+        try:
+            return validate_document(raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     given: dict[str, Given] = {}
     for key, value in raw.items():
         where = f"{path}: ${member(key)}"
@@ -148,13 +173,16 @@ def load_file(path: str) -> dict[str, Given]:
     return given
 
 
-def build_document(given: Mapping[str, Given], base: Document | None = None) -> Document:
+def build_document(
+    given: Mapping[str, Given], base: Document | None = None, file: str | None = None
+) -> Document:
     """Resolve given values to document form and lay them out as the document.
 
     The application is named after its module; every bind address becomes a listener passing
-    to it; server-scoped settings go to `Document.settings`. Unset keys keep their defaults.
-    Without an APP, `base` (the control API's saved document, maybe empty) is the document and
-    the given values may only be server-scoped settings, which override base's.
+    to it; each setting lands at its document path (`Setting.key` under ``$.settings``, the
+    application or ``$``). Unset keys keep their defaults. Without an APP, `base` (the control
+    API's saved document, maybe empty, or the whole document `file` holds) is the document and
+    the given values may only be server-wide settings, which override base's.
     """
     resolved: dict[str, Any] = {}
     for name, item in given.items():
@@ -166,6 +194,8 @@ def build_document(given: Mapping[str, Given], base: Document | None = None) -> 
             resolved[name] = setting.resolve(item.value)
         except Invalid as exc:
             raise ConfigError(f"{item.where}{exc.at if item.nested else ''}: {exc}") from None
+    if file is not None and base is not None:
+        return _over_base(resolved, given, base, file)
     if "app" not in resolved and base is not None:
         return _over_base(resolved, given, base)
     if "app" not in resolved:
@@ -177,29 +207,46 @@ def build_document(given: Mapping[str, Given], base: Document | None = None) -> 
     module, callable_ = resolved.pop("app")
     binds = resolved.pop("bind", None) or BY_NAME["bind"].document_default()
     application: dict[str, Any] = {"module": module, "callable": callable_}
-    settings: dict[str, Any] = {}
+    data: dict[str, Any] = {
+        "listeners": {str(bind): {"pass": f"applications/{module}"} for bind in binds},
+        "applications": {module: application},
+        "settings": {},
+    }
     for name, value in resolved.items():
-        target = application if BY_NAME[name].scope is Scope.APPLICATION else settings
-        target[name] = value
-    return validate_document(
-        {
-            "listeners": {str(bind): {"pass": f"applications/{module}"} for bind in binds},
-            "applications": {module: application},
-            "settings": settings,
-        }
-    )
+        setting = BY_NAME[name]
+        _place(application if setting.scope is Scope.APPLICATION else data, setting, value)
+    return validate_document(data)
 
 
-def _over_base(resolved: dict[str, Any], given: Mapping[str, Given], base: Document) -> Document:
-    """The saved document with the server-wide settings given on the command line."""
+def _place(data: dict[str, Any], setting: Setting, value: Any) -> None:
+    """Put `value` at the setting's path in `data` (the document or its application)."""
+    if setting.scope is Scope.SERVER:
+        data = data.setdefault("settings", {})
+    *parents, last = setting.path
+    for step in parents:
+        data = data.setdefault(step, {})
+    data[last] = msgspec.to_builtins(value)
+
+
+def _over_base(
+    resolved: dict[str, Any], given: Mapping[str, Given], base: Document, file: str | None = None
+) -> Document:
+    """The saved document (or the one `file` holds) with the server-wide settings given on the
+    command line."""
     for name in resolved:
-        if BY_NAME[name].scope is not Scope.SERVER:
+        if BY_NAME[name].scope not in (Scope.SERVER, Scope.DOCUMENT):
+            if file is not None:
+                raise ConfigError(
+                    f"{given[name].where}: {file} is a whole document: set the applications "
+                    "and listeners there (only server-wide options apply over it)"
+                )
             raise ConfigError(
                 f"{given[name].where}: needs an APP; without one the applications and "
                 "listeners are configured through the control API"
             )
     data = msgspec.to_builtins(base)
-    data["settings"].update(msgspec.to_builtins(resolved))
+    for name, value in resolved.items():
+        _place(data, BY_NAME[name], value)
     return validate_document(data)
 
 
@@ -310,6 +357,8 @@ def _parser() -> _Parser:
         for setting in SETTINGS:
             if setting.section != title:
                 continue
+            if not setting.flags and setting.action is not Action.POSITIONAL:
+                continue  # a file and document key only
             common: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _help(setting)}
             if setting.action is Action.POSITIONAL:
                 group.add_argument(setting.name, nargs="?", metavar=setting.metavar, **common)

@@ -120,8 +120,8 @@ class Pool:
     """One application's workers in a generation: what they run and where they accept.
 
     A pool whose workers would get at their fork exactly what its predecessor's got (same
-    application, settings, listener sockets and preloaded module) is *carried* into the next
-    generation instead: its workers serve on, unrestarted (see `same_workers`).
+    application, settings, access log, listener sockets and preloaded module) is *carried*
+    into the next generation instead: its workers serve on, unrestarted (see `same_workers`).
     """
 
     def __init__(self, name: str, doc: Document, sockets: dict[str, socket.socket]) -> None:
@@ -129,6 +129,7 @@ class Pool:
         self.doc = doc  # the document it was started from (hooks read it as Gunicorn's cfg)
         self.application: Any = doc.applications[name]
         self.settings = doc.settings
+        self.access_log = doc.access_log
         app = self.application
         # resolved now: an unknown user or group is a configuration error (ValueError)
         self.identity = Identity(app.user, app.group)
@@ -145,6 +146,7 @@ class Pool:
         return (
             self.application == other.application
             and self.settings == other.settings
+            and self.access_log == other.access_log
             and self.sockets == other.sockets  # the same socket objects
             and (not self.application.preload or self.loaded_app is other.loaded_app)
         )
@@ -419,10 +421,10 @@ class Arbiter:
         sys.path[:] = self.base_sys_path
         _apply_environment(app)
         access_log = None
-        if settings.access_logfile:  # opened before the switch, as Gunicorn does
+        if pool.doc.access_logfile:  # opened before the switch, as Gunicorn does
             from corral.observe.accesslog import AccessLog
 
-            access_log = AccessLog(settings.access_logfile, settings.access_logformat)
+            access_log = AccessLog(pool.doc.access_logfile, pool.doc.access_logformat)
         try:
             pool.identity.switch()
         except OSError as exc:

@@ -5,8 +5,13 @@ Format tokens (``%(NAME)s``): ``h`` remote address, ``l`` ``-``, ``u`` user (``-
 ``U`` path, ``q`` query, ``H`` protocol, ``s`` status, ``b`` body bytes (``-`` when
 0), ``B`` body bytes, ``f`` Referer, ``a`` User-Agent, ``T`` seconds, ``D``
 microseconds, ``M`` milliseconds, ``L`` seconds with decimals, ``p`` pid,
-``{header}i`` a request header, ``{header}o`` a response header.
-The default is Apache's combined format.
+``{header}i`` a request header, ``{header}o`` a response header; corral adds
+``{time_local}u``, ``{request_uri}u``, ``{uri}u`` and ``{host}u`` for NGINX Unit's variables
+that have no Gunicorn token. The default is Apache's combined format.
+
+NGINX Unit's format (``$remote_addr - - [$time_local] "$request_line" ...``, recognized by its
+``$``) is translated to these tokens once, when the configuration is read
+(`from_unit_format`); a variable that cannot be written is a `FormatError` then.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
+from urllib.parse import unquote
 
 COMBINED = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 _REOPEN = "reopen"  # a queue marker, told apart from lines by identity
-_TOKEN = re.compile(r"%\((\{[^}]*\}[io]|[A-Za-z]+)\)s")
+_TOKEN = re.compile(r"%\((\{[^}]*\}[iou]|[A-Za-z]+)\)s")
 
 
 def _request_header(name: bytes) -> Callable[[Any, Any, float], str]:
@@ -63,6 +69,27 @@ def _now(conn: Any, exchange: Any, duration: float) -> str:
     return time.strftime("[%d/%b/%Y:%H:%M:%S %z]")
 
 
+def _time_local(conn: Any, exchange: Any, duration: float) -> str:
+    return time.strftime("%d/%b/%Y:%H:%M:%S %z")
+
+
+def _request_uri(conn: Any, exchange: Any, duration: float) -> str:
+    return exchange.head.target.decode("latin-1")
+
+
+def _uri(conn: Any, exchange: Any, duration: float) -> str:
+    return unquote(_path(exchange), "latin-1")
+
+
+def _host(conn: Any, exchange: Any, duration: float) -> str:
+    """The Host field without its port, lower-cased, as NGINX Unit's ``$host``."""
+    for key, value in exchange.head.headers:
+        if key.lower() == b"host":
+            host = value.decode("latin-1").lower()
+            return host.partition("]")[0] + "]" if host.startswith("[") else host.partition(":")[0]
+    return "-"
+
+
 _SIMPLE: dict[str, Callable[[Any, Any, float], str]] = {
     "h": _peer,
     "l": lambda c, e, d: "-",
@@ -86,8 +113,67 @@ _SIMPLE: dict[str, Callable[[Any, Any, float], str]] = {
 }
 
 
+# corral's ``%({name}u)s`` tokens: NGINX Unit's variables without a Gunicorn token.
+_UNIT_ONLY: dict[str, Callable[[Any, Any, float], str]] = {
+    "time_local": _time_local,
+    "request_uri": _request_uri,
+    "uri": _uri,
+    "host": _host,
+}
+
+
 class FormatError(ValueError):
     pass
+
+
+# NGINX Unit's access log variables, in corral's tokens.
+_UNIT_VARIABLES = {
+    "remote_addr": "%(h)s",
+    "time_local": "%({time_local}u)s",
+    "request_line": "%(r)s",
+    "status": "%(s)s",
+    "body_bytes_sent": "%(B)s",
+    "header_referer": "%(f)s",
+    "header_user_agent": "%(a)s",
+    "request_time": "%(L)s",
+    "method": "%(m)s",
+    "request_uri": "%({request_uri}u)s",
+    "uri": "%({uri}u)s",
+    "host": "%({host}u)s",
+    "dollar": "$",
+}
+_UNIT_VARIABLE = re.compile(r"\$(?:\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]*))")
+
+
+def from_unit_format(fmt: str) -> str:
+    """An access log format in corral's ``%(x)s`` tokens.
+
+    A format with a ``$`` is NGINX Unit's: each ``$name`` or ``${name}`` becomes its token and
+    a ``%`` is escaped; a format without one is already corral's and is returned as is.
+    Raises `FormatError` naming a variable that corral cannot write.
+    """
+    if "$" not in fmt:
+        return fmt
+    pieces: list[str] = []
+    position = 0
+    for match in _UNIT_VARIABLE.finditer(fmt):
+        pieces.append(fmt[position : match.start()].replace("%", "%%"))
+        name = match[1] if match[1] is not None else match[2]
+        if name in _UNIT_VARIABLES:
+            pieces.append(_UNIT_VARIABLES[name])
+        elif name.startswith("header_") and len(name) > 7:
+            pieces.append(f"%({{{name[7:].replace('_', '-')}}}i)s")
+        elif not name:
+            raise FormatError(f"a '$' without a variable name at offset {match.start()}")
+        else:
+            known = ", ".join(f"${known}" for known in _UNIT_VARIABLES)
+            raise FormatError(
+                f"${name}: not a variable corral can write in the access log "
+                f"(it writes {known} and $header_NAME)"
+            )
+        position = match.end()
+    pieces.append(fmt[position:].replace("%", "%%"))
+    return "".join(pieces)
 
 
 def compile_format(fmt: str) -> Callable[[Any, Any, float], str]:
@@ -101,8 +187,12 @@ def compile_format(fmt: str) -> Callable[[Any, Any, float], str]:
             name, kind = token[1:-2], token[-1]
             if kind == "i":
                 pieces.append(_request_header(name.encode("latin-1")))
-            else:
+            elif kind == "o":
                 pieces.append(_response_header(name))
+            elif name in _UNIT_ONLY:
+                pieces.append(_UNIT_ONLY[name])
+            else:
+                raise FormatError(f"unknown access log token %({token})s")
         elif token in _SIMPLE:
             pieces.append(_SIMPLE[token])
         else:
