@@ -22,7 +22,7 @@ import msgspec
 import pytest
 import uvloop
 
-from tests.integration.control import Control, short_dir
+from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.server import APPS, Server, wait_for
 from tests.integration.venvs import (
     has_base_python,
@@ -75,7 +75,13 @@ def venvs(tmp_path_factory) -> Venvs:
     return Venvs(root, one, two, extra, old, plain)
 
 
-def get_json(server: Server) -> dict:
+@dataclass
+class Address:
+    host: str
+    port: int
+
+
+def get_json(server: Server | Address) -> dict:
     conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
     try:
         conn.request("GET", "/")
@@ -246,3 +252,26 @@ def test_activation_under_debians_own_interpreter(venvs):
     debian_site = [p for p in path if p.endswith("dist-packages")]
     assert debian_site, path  # the interpreter's own, ahead of which the virtualenv goes
     assert path.index(str(site_packages(venvs.two))) < path.index(debian_site[0])
+
+
+def test_two_applications_of_one_server_each_in_its_virtualenv(venvs):
+    """Two pools of one master, each importing its application from its own virtualenv
+    (different versions of one package), side by side on their own listeners."""
+    with (
+        short_dir() as directory,
+        Server("venv_app", "--home", str(venvs.one), f"--control=unix:{directory}/c.sock") as s,
+    ):
+        control = Control.of(s)
+        doc = control.get("/config").json
+        doc["applications"]["second"] = {
+            **doc["applications"]["venv_app"],
+            "home": str(venvs.two),
+            "working_directory": str(APPS),
+        }
+        doc["listeners"]["127.0.0.2:0"] = {"pass": "applications/second"}
+        answer = control.put("/config", doc)
+        assert answer.status == 200, answer.json
+        second = Address("127.0.0.2", listening_port(s, "127.0.0.2:0"))
+        assert_served_from(get_json(s), venvs.one, "1.0")
+        assert_served_from(get_json(second), venvs.two, "2.0")
+        assert s.stop() == 0
