@@ -101,6 +101,25 @@ class _Discard:
 _DISCARD = _Discard()
 
 
+class _Answer(Exchange):
+    """A request routing answers itself (``return``, a route error, ``share``)."""
+
+    def __init__(self, head: RequestHead, now: float, action: Respond) -> None:
+        super().__init__(head, now, _DISCARD)
+        self.action = action
+
+
+class _HandOff(Exchange):
+    """The request handed to another application: the bytes from its start go with it."""
+
+    complete = True  # its body is the receiver's: nothing to wait for here
+
+    def __init__(self, head: RequestHead, now: float, index: int, address: str) -> None:
+        super().__init__(head, now, _DISCARD)
+        self.index = index  # among the requests begun on the connection
+        self.address = address
+
+
 class RoutedRequestParser(RequestParser):
     """The request parser, also reporting where each request begins."""
 
@@ -165,12 +184,12 @@ class RoutedConnection(HttpConnection):
         self.initial = initial  # bytes a hand-off brought, parsed before the socket's
         self.hops = hops  # hand-offs the connection's first request has had
         self.local: Any = None
-        self.raw = bytearray()
+        self.raw: bytes | bytearray = b""
         self.raw_first: int | None = 0
         self.begun = 0  # requests begun on this connection
         self.routed = 0  # requests whose head was routed
         self.in_message = False
-        self.handoff: Exchange | None = None
+        self.handoff: _HandOff | None = None
         self.sender: HandoffSender | None = None
 
     # -- asyncio.Protocol -------------------------------------------------------
@@ -190,15 +209,19 @@ class RoutedConnection(HttpConnection):
 
     def data_received(self, data: bytes) -> None:
         if self.handoff is not None:
-            self.raw += data  # read before the pause took effect: it goes with the hand-off
+            # read before the pause took effect: it goes with the hand-off
+            self.raw = bytes(self.raw) + data
             return
         if not self.in_message:
-            self.raw = bytearray(data)  # between requests: a clean boundary
+            self.raw = data  # between requests: a clean boundary
             self.raw_first = self.begun
         elif self.raw_first is not None:
-            self.raw += data
+            raw = self.raw
+            if raw.__class__ is bytes:
+                raw = self.raw = bytearray(raw)  # appended to from now on
+            raw += data  # type: ignore[operator]
             if len(self.raw) > KEEP_MAX and self.routed == self.begun:
-                self.raw = bytearray()  # only a request routed here: its bytes are not needed
+                self.raw = b""  # only a request routed here: its bytes are not needed
                 self.raw_first = None
         super().data_received(data)
 
@@ -257,8 +280,7 @@ class RoutedConnection(HttpConnection):
 
     def _respond_later(self, head: RequestHead, action: Respond) -> None:
         server = self.server
-        exchange = Exchange(head, server.now, _DISCARD)
-        exchange.reply = action  # type: ignore[attr-defined]
+        exchange = _Answer(head, server.now, action)
         if not server.keep_alive:
             head.keep_alive = False
         if head.chunked or head.content_length:
@@ -275,9 +297,7 @@ class RoutedConnection(HttpConnection):
             self.pause_reading()
 
     def _begin_handoff(self, head: RequestHead, index: int, address: str) -> None:
-        exchange = Exchange(head, self.server.now, _DISCARD)
-        exchange.handoff = (index, address)  # type: ignore[attr-defined]
-        exchange.complete = True  # its body is the receiver's: nothing to wait for here
+        exchange = _HandOff(head, self.server.now, index, address)
         self.handoff = exchange
         self.pipeline.append(exchange)
         self.receiving = None
@@ -299,14 +319,14 @@ class RoutedConnection(HttpConnection):
                     return
                 self.active = exchange
                 exchange.started = True
-                if exchange is self.handoff:
+                kind = exchange.__class__
+                if kind is Exchange:
+                    self.server.adapter.run(self, exchange)
+                elif kind is _Answer:
+                    self._reply(exchange)  # type: ignore[arg-type]
+                else:
                     self._hand_off()
                     return
-                action = getattr(exchange, "reply", None)
-                if action is None:
-                    self.server.adapter.run(self, exchange)
-                else:
-                    self._reply(exchange, action)
             if self.active is None and not self.pipeline and not self.closed:
                 if self._pending_error is not None:
                     self._send_error(self._pending_error.status)
@@ -315,7 +335,8 @@ class RoutedConnection(HttpConnection):
         finally:
             self._dispatching = False
 
-    def _reply(self, exchange: Exchange, action: Respond) -> None:
+    def _reply(self, exchange: _Answer) -> None:
+        action = exchange.action
         server = self.server
         head = exchange.head
         keep_alive = head.keep_alive and exchange.complete and not server.draining
@@ -340,16 +361,20 @@ class RoutedConnection(HttpConnection):
             return
         exchange = self.handoff
         assert exchange is not None and self.raw_first is not None
-        index, address = exchange.handoff  # type: ignore[attr-defined]
-        before = index - self.raw_first
+        before = exchange.index - self.raw_first
         start = message_end(self.raw, before) if before else 0
         header = {"pass": self.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
         frame = encode_frame(header, bytes(self.raw[start:]))
-        self.raw = bytearray()
+        self.raw = b""
         fd = self.transport.get_extra_info("socket").fileno()
         self.sender = HandoffSender(
-            self.loop, address, fd, frame, self._handed, self.routing.timeout
-        )  # type: ignore[arg-type]
+            self.loop,  # type: ignore[arg-type]
+            exchange.address,
+            fd,
+            frame,
+            self._handed,
+            self.routing.timeout,
+        )
         self.sender.start()
 
     def _handed(self, result: int) -> None:
@@ -359,11 +384,13 @@ class RoutedConnection(HttpConnection):
         if result == HANDED:
             self.forget()
             return
+        exchange = self.handoff
+        assert exchange is not None
         self.routing.log.warning(
             "hand-off of %s %s to %s failed: %d",
-            self.handoff.head.method,  # type: ignore[union-attr]
-            self.handoff.head.target.decode("latin-1"),  # type: ignore[union-attr]
-            self.handoff.handoff[1],  # type: ignore[union-attr]
+            exchange.head.method,
+            exchange.head.target.decode("latin-1"),
+            exchange.address,
             result,
         )
         self.server.served += 1

@@ -302,3 +302,22 @@ def test_a_listener_passing_to_one_application_is_served_by_its_workers_only():
                 for path in ("/a/1", "/old", "/x"):
                     sock.sendall(get(path))
                     answered_by(pair, reader.response(), "b", path)
+
+
+def test_threaded_workers_hand_off_alike():
+    apps = {name: {**options, "threads": 4, "workers": 2} for name, options in APPS.items()}
+    with WorkerPair(pair_config(apps=apps)) as pair:
+        body = b"y" * 100_000
+        with pair.connect() as sock:
+            reader = Reader(sock)
+            for app in "abba":
+                sock.sendall(request("POST", f"/{app}/t", body))
+                answered_by(pair, reader.response(), app, f"/{app}/t", body)
+            head = request("POST", "/b/continue", b"z" * 5, "Expect: 100-continue")
+            sock.sendall(head[:-5])
+            assert reader.response().status == 100
+            sock.sendall(b"z" * 5)
+            answered_by(pair, reader.response(), "b", "/b/continue", b"z" * 5)
+            sock.sendall(get("/a/1") + get("/b/2") + get("/a/3"))
+            for app, path in (("a", "/a/1"), ("b", "/b/2"), ("a", "/a/3")):
+                answered_by(pair, reader.response(), app, path)
