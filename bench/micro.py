@@ -88,9 +88,24 @@ def run_close(n: int, request_timeout: float = 0.0) -> float:
     return elapsed / n * 1e6
 
 
-def run(n: int, request_timeout: float = 0.0) -> float:
+def routed_connection(state: ServerState) -> HttpConnection:
+    """A connection on a listener passing to ``routes``: a one-step table to this worker's
+    own application (what routing adds to a request served here)."""
+    import logging
+
+    from corral.routed import RoutedConnection, Routing
+    from corral.routing import compile_routes
+
+    router = compile_routes(
+        [{"match": {"uri": "/plaintext"}, "action": {"pass": "applications/main"}}]
+    )
+    routing = Routing(router, "main", {}, timeout=3.0, log=logging.getLogger("bench"))
+    return RoutedConnection(state, ("127.0.0.1", 8000), routing, "routes")
+
+
+def run(n: int, request_timeout: float = 0.0, routed: bool = False) -> float:
     state = make_state(request_timeout)
-    conn = HttpConnection(state)
+    conn = routed_connection(state) if routed else HttpConnection(state)
     transport = FakeTransport()
     conn.connection_made(transport)
     feed = conn.data_received
@@ -108,6 +123,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--once", action="store_true", help="one run (for callgrind counts)")
     parser.add_argument("--close", action="store_true", help="a new connection per request")
+    parser.add_argument("--routed", action="store_true", help="on a listener passing to routes")
     parser.add_argument(
         "--request-timeout",
         type=float,
@@ -116,10 +132,11 @@ def main() -> None:
         help="time the application's calls, as --request-timeout does (0: off, the default)",
     )
     args = parser.parse_args()
-    run_one = run_close if args.close else run
 
     def measure(n: int) -> float:
-        return run_one(n, args.request_timeout)
+        if args.close:
+            return run_close(n, args.request_timeout)
+        return run(n, args.request_timeout, args.routed)
 
     if args.once:
         measure(args.n)

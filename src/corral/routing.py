@@ -1039,6 +1039,9 @@ class _Compiler:
         self.sources: dict[str | None, tuple[Any, str]] = {}
         self.edges: dict[str | None, list[tuple[str | None, str]]] = {}  # static passes
         self.current: Any = _LISTENER  # the route whose steps are being compiled
+        # the applications a static pass names; None once a pass built from variables could
+        # name any
+        self.reached: set[str] | None = set()
         if routes is None:
             return
         if isinstance(routes, list):
@@ -1067,7 +1070,9 @@ class _Compiler:
             for i, step in enumerate(steps):
                 route.steps.append(self.step(step, f"{route_path}[{i}]"))
         self.check_loops()
-        return Router(self.routes, self.array_mode, self.applications, self.path)
+        router = Router(self.routes, self.array_mode, self.applications, self.path)
+        router.reached = None if self.reached is None else frozenset(self.reached)
+        return router
 
     # -- a step
 
@@ -1280,6 +1285,7 @@ class _Compiler:
         template = _template(value, path)
         if isinstance(template, tuple):
             return self.static_pass(value, path)
+        self.reached = None
         return _DYNAMIC, _DynamicPass(template, self)
 
     def static_pass(self, target: str, path: str) -> tuple[int, Any]:
@@ -1295,6 +1301,8 @@ class _Compiler:
             name = segments[1]
             if self.applications is not None and name not in self.applications:
                 raise RouteError(path, f"{target!r} names no application of the configuration")
+            if self.reached is not None:
+                self.reached.add(name)
             return _FINAL, ToApplication(name)
         if head == "routes":
             name = segments[1] if len(segments) == 2 else None
@@ -1492,7 +1500,7 @@ class Router:
     """Compiled routes. ``resolve`` is the per-request entry; the rest runs at configuration
     time."""
 
-    __slots__ = ("_applications", "_array_mode", "_entries", "_path", "_routes")
+    __slots__ = ("_applications", "_array_mode", "_entries", "_path", "_routes", "reached")
 
     def __init__(
         self,
@@ -1506,6 +1514,9 @@ class Router:
         self._applications = applications
         self._path = path
         self._entries: dict[str, tuple[int, Any]] = {}
+        # the applications the routes may pass a request to (None: any, a pass is built from
+        # variables); the master lets their workers accept on the listeners passing to routes
+        self.reached: frozenset[str] | None = frozenset()
 
     @property
     def route_names(self) -> list[str]:

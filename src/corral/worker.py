@@ -14,16 +14,17 @@ one ``stuck AGE METHOD TARGET`` line: a request did not unwind within the grace,
 and the master recycles the worker. One short ``os.write`` to a pipe is atomic, so
 lines from two threads never interleave.
 
-Signals: TERM drains: stop accepting, finish in-flight requests within
-``graceful_timeout``; every response from then on says ``Connection: close``,
-and idle keep-alive connections are closed ``drain_idle_timeout`` later, not at
-once, so that a request a client is already sending on one is served rather
-than reset. QUIT exits at once. USR1 reopens the log files. USR2 writes
-every thread's stack to the error log (faulthandler, from C, so it works while
-the application holds the interpreter), and ABRT reports the request in progress
-and exits: the master sends both, in that order, to a worker it kills for a
-timeout. INT is ignored because a terminal sends it to the whole process group
-and the master decides.
+Routed listeners and hand-offs from other applications' workers: ``routed.py``.
+
+Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
+in-flight requests within ``graceful_timeout``; every response from then on says
+``Connection: close``, and idle keep-alive connections are closed ``drain_idle_timeout``
+later, not at once, so that a request a client is already sending on one is served rather
+than reset. QUIT exits at once. USR1 reopens the log files. USR2 writes every thread's
+stack to the error log (faulthandler, from C, so it works while the application holds the
+interpreter), and ABRT reports the request in progress and exits: the master sends both,
+in that order, to a worker it kills for a timeout. INT is ignored because a terminal sends
+it to the whole process group and the master decides.
 
 Server hooks (``spec.hooks``, Gunicorn's, see :mod:`corral.hooks`) that run here:
 ``post_worker_init`` once the application is imported, ``worker_int`` on QUIT,
@@ -42,18 +43,20 @@ import signal
 import socket
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from corral.acceptor import DeferringAcceptor
 from corral.appload import AppLoadError, describe_load_failure, load_app
 from corral.connection import HttpConnection, ServerState, sweep
+from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import http_date
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
+from corral.routed import RoutedConnection, Routing, adopt_factory
 from corral.venv import activate as activate_home
 
 EXIT_OK = 0
@@ -76,6 +79,21 @@ class WorkerSpec:
     access_log: Any = None
     max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
     hooks: Hooks | None = None  # the server hooks, as the master loaded them
+    # Routes (see routed.py and handoff.py). With the defaults, every socket passes to this
+    # worker's application and nothing below is used.
+    # The pass target of each of `sockets`, in the same order ("applications/NAME",
+    # "routes", "routes/NAME"); None: every socket passes to this worker's application.
+    listener_passes: list[str] | None = None
+    router: Any = None  # the compiled routes (routing.Router), needed by a "routes" pass
+    app_name: str = ""  # this worker's application, as routes and passes name it
+    # this application's hand-off socket: AF_UNIX, SOCK_STREAM, bound and listening (by the
+    # master, before the fork, like a listener); every worker of the application accepts on
+    # it. A worker must not inherit another application's: it would keep that socket open
+    # (a hand-off to it would wait for the timeout, not be refused, once its workers are gone)
+    handoff_socket: socket.socket | None = None
+    # the hand-off socket path of every other application a route may pass to
+    handoff_addresses: dict[str, str] = field(default_factory=dict)
+    handoff_timeout: float = 3.0  # connect and greeting from the other application's worker
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -220,10 +238,19 @@ class Worker:
         loop = self.loop
         state = self.state
         assert loop is not None and state is not None
-        backlog = self.spec.settings.backlog
-        application = self.spec.application
-        for sock in self.spec.sockets:
-            factory = partial(HttpConnection, state, sock.getsockname())
+        spec = self.spec
+        backlog = spec.settings.backlog
+        application = spec.application
+        routing = self._routing()
+        passes = spec.listener_passes or [None] * len(spec.sockets)
+        own_pass = f"applications/{spec.app_name}"
+        for sock, pass_target in zip(spec.sockets, passes, strict=True):
+            # chosen once per listener: a plain one never pays for routing
+            if pass_target is None or pass_target == own_pass:
+                factory: Any = partial(HttpConnection, state, sock.getsockname())
+            else:
+                assert routing is not None
+                factory = partial(RoutedConnection, state, sock.getsockname(), routing, pass_target)
             if application.threads > 1 and application.workers > 1:
                 acceptor = DeferringAcceptor(
                     loop,
@@ -238,10 +265,44 @@ class Worker:
             else:
                 server = await loop.create_server(factory, sock=sock, backlog=backlog)
                 self.servers.append(server)
+        if spec.handoff_socket is not None:
+            assert routing is not None
+            handoffs = HandoffServer(
+                loop,
+                spec.handoff_socket,
+                adopt_factory(state, routing),
+                self.log,
+                spec.handoff_timeout,
+            )
+            handoffs.start()
+            self.servers.append(handoffs)  # closed with the listeners when a drain begins
         self._send("ready")
         self._done = loop.create_future()
         self._schedule_tick()
         await self._done
+
+    def _routing(self) -> Routing | None:
+        """What routed connections share; None when no listener routes and no hand-off comes."""
+        spec = self.spec
+        own_pass = f"applications/{spec.app_name}"
+        routed = any(p is not None and p != own_pass for p in spec.listener_passes or ())
+        if not routed and spec.handoff_socket is None:
+            return None
+        router = spec.router
+        if router is None:
+            from corral.routing import compile_routes
+
+            router = compile_routes(None)  # passes straight to applications only
+        for pass_target in spec.listener_passes or ():
+            if pass_target is not None and pass_target != own_pass:
+                router.check_pass(pass_target)  # RouteError now, not at the first request
+        return Routing(
+            router,
+            spec.app_name,
+            dict(spec.handoff_addresses),
+            timeout=spec.handoff_timeout,
+            log=self.log,
+        )
 
     # -- once a second ------------------------------------------------------------
 

@@ -1,0 +1,450 @@
+"""Connections on a routed listener: Unit's routes resolved per request, in the worker.
+
+Owns: :class:`RoutedConnection` (an :class:`HttpConnection` whose every request head is
+routed), the answers routes give without an application (``return``, route errors, ``share``
+as 501 for now) and the decision to hand a connection to another application's worker (the
+mechanism is ``handoff.py``). :class:`Routing` is what the routed connections of one worker
+share. A listener that passes straight to the worker's own application gets a plain
+:class:`HttpConnection`: the choice is made once per listener, and nothing here runs for it.
+
+A request's action, taken when its head is parsed:
+
+- ``ToApplication(own application)``: served as on a plain listener;
+- ``Respond(status, location)``: answered in order with the connection's other requests, as
+  Unit does: 400-599 with Unit's small HTML error page, any other status with an empty body
+  and the ``Location`` when given; the request's body is read and dropped, so the connection
+  stays open as far as the request allows (``Expect: 100-continue``: answered at once, the
+  body never asked for, then closed). ``Share`` is 501 until corral serves static files;
+- ``ToApplication(other)``: hand-off. The connection stops parsing at once (callbacks for
+  anything after that head are ignored, and so are parse errors there: those bytes are the
+  other application's to judge), stops reading, lets the earlier requests' answers finish
+  and leave the write buffer, then passes the socket with the bytes of this request and
+  everything after it to a worker of that application. ``100 Continue`` is never sent for
+  it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``) from
+  this worker, which serves on.
+
+Where a request starts in the bytes received (llhttp gives no offsets). The connection keeps
+``raw``: the bytes received from the start of request number ``raw_first`` (counting the
+requests the parser began on this connection), or nothing when that start is lost
+(``raw_first`` None). The boundary rule:
+
+- a read that arrives between requests starts ``raw`` afresh: its first request starts at
+  its first byte (after CRLFs at most). This is every request on a keep-alive connection
+  whose client waits for each answer, so the common hand-off costs no search at all;
+- a read that finishes a request and begins the next (pipelining) is appended; when the
+  later request is handed off, :func:`corral.handoff.message_end` finds its start by
+  re-parsing ``raw`` (a bisection with llhttp as the measure), only then;
+- bytes of a request already routed to this worker are kept only up to ``KEEP_MAX`` (a large
+  body is not held twice): beyond, the start is lost until the next read that arrives
+  between requests, and a request that routes elsewhere while it is lost (one pipelined in
+  the same read as the end of a body above ``KEEP_MAX``) is answered 503 and the connection
+  closed. Real clients do not pipeline behind large uploads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from corral.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
+from corral.handoff import (
+    HANDED,
+    HandoffSender,
+    HandoffServer,
+    encode_frame,
+    message_end,
+)
+from corral.http.errors import HttpError, error_response
+from corral.http.parser import RequestHead, RequestParser
+from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
+
+KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
+MAX_HANDOFFS = 4  # hand-offs of one request: more means the workers disagree on the routes
+NOT_IMPLEMENTED = Respond(501)
+LOOP = Respond(508)
+
+
+class Routing:
+    """What every routed connection of one worker shares (one instance per worker)."""
+
+    def __init__(
+        self,
+        router: Router,
+        application: str,
+        addresses: dict[str, str],
+        *,
+        timeout: float,
+        log: logging.Logger,
+    ) -> None:
+        self.router = router
+        self.application = application  # this worker's own application
+        self.addresses = addresses  # hand-off socket path of every other application
+        self.timeout = timeout
+        self.log = log
+
+
+class _Discard:
+    """The body of a request answered without an application: read and dropped."""
+
+    def feed(self, chunk: bytes) -> None:
+        return None
+
+    def finish(self) -> None: ...
+    def fail(self) -> None: ...
+    def close(self) -> None: ...
+
+
+_DISCARD = _Discard()
+
+
+class _Answer(Exchange):
+    """A request routing answers itself (``return``, a route error, ``share``)."""
+
+    def __init__(self, head: RequestHead, now: float, action: Respond) -> None:
+        super().__init__(head, now, _DISCARD)
+        self.action = action
+
+
+class _HandOff(Exchange):
+    """The request handed to another application: the bytes from its start go with it."""
+
+    complete = True  # its body is the receiver's: nothing to wait for here
+
+    def __init__(self, head: RequestHead, now: float, index: int, address: str) -> None:
+        super().__init__(head, now, _DISCARD)
+        self.index = index  # among the requests begun on the connection
+        self.address = address
+
+
+class RoutedRequestParser(RequestParser):
+    """The request parser, also reporting where each request begins."""
+
+    __slots__ = ()
+
+    def on_message_begin(self) -> None:
+        self._sink.on_message_begin()  # type: ignore[attr-defined]
+
+
+def reply(status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str):
+    """The bytes of Unit's answer to a ``return`` action."""
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = ""
+    fields = [f"HTTP/1.1 {status:03d} {phrase}\r\n", prefix]
+    if 400 <= status <= 599:
+        body = f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n"
+        fields.append("Content-Type: text/html\r\n")
+    else:
+        body = ""
+    if location is not None:
+        fields.append(f"Location: {location}\r\n")
+    fields.append(f"Content-Length: {len(body)}\r\n")
+    if not keep_alive:
+        fields.append("Connection: close\r\n")
+    fields.append("\r\n")
+    if head.method != "HEAD":
+        fields.append(body)
+    return "".join(fields).encode("latin-1")
+
+
+class RoutedConnection(HttpConnection):
+    __slots__ = (
+        "begun",
+        "handoff",
+        "hops",
+        "in_message",
+        "initial",
+        "local",
+        "pass_target",
+        "raw",
+        "raw_first",
+        "routed",
+        "routing",
+        "sender",
+    )
+
+    def __init__(
+        self,
+        server: ServerState,
+        sockname: Any,
+        routing: Routing,
+        pass_target: str,
+        initial: bytes = b"",
+        hops: int = 0,
+    ) -> None:
+        super().__init__(server, sockname)
+        self.parser = RoutedRequestParser(self, server.limits)
+        self.routing = routing
+        self.pass_target = pass_target
+        self.initial = initial  # bytes a hand-off brought, parsed before the socket's
+        self.hops = hops  # hand-offs the connection's first request has had
+        self.local: Any = None
+        self.raw: bytes | bytearray = b""
+        self.raw_first: int | None = 0
+        self.begun = 0  # requests begun on this connection
+        self.routed = 0  # requests whose head was routed
+        self.in_message = False
+        self.handoff: _HandOff | None = None
+        self.sender: HandoffSender | None = None
+
+    # -- asyncio.Protocol -------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.local = transport.get_extra_info("sockname")
+        if self.initial:
+            data, self.initial = self.initial, b""
+            self.data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self.sender is not None:
+            self.sender.cancel()
+            self.sender = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.handoff is not None:
+            # read before the pause took effect: it goes with the hand-off
+            self.raw = bytes(self.raw) + data
+            return
+        if not self.in_message:
+            self.raw = data  # between requests: a clean boundary
+            self.raw_first = self.begun
+        elif self.raw_first is not None:
+            raw = self.raw
+            if raw.__class__ is bytes:
+                raw = self.raw = bytearray(raw)  # appended to from now on
+            raw += data  # type: ignore[operator]
+            if len(self.raw) > KEEP_MAX and self.routed == self.begun:
+                self.raw = b""  # only a request routed here: its bytes are not needed
+                self.raw_first = None
+        super().data_received(data)
+
+    def _resume_reading(self) -> None:
+        if self.handoff is None:  # once handing off, the socket's bytes are the receiver's
+            super()._resume_reading()
+
+    # -- parser sink ------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.begun += 1
+        self.in_message = True
+
+    def on_request(self, head: RequestHead) -> None:
+        if self.handoff is not None:
+            return
+        index = self.begun - 1
+        self.routed = self.begun
+        routing = self.routing
+        action = routing.router.resolve(
+            self.pass_target,
+            RouteRequest(
+                head.method, head.target, head.headers, self.peer, self.local, "http", head.absolute
+            ),
+        )
+        if action.__class__ is ToApplication:
+            name = action.name  # type: ignore[attr-defined]
+            if name == routing.application:
+                super().on_request(head)
+                return
+            address = routing.addresses.get(name)
+            if address is None:
+                routing.log.warning("no hand-off address for application %r", name)
+                action = Respond(502)
+            elif self.raw_first is None:
+                action = Respond(503)  # see the boundary rule in the module docstring
+                head.keep_alive = False
+            elif index == 0 and self.hops >= MAX_HANDOFFS:
+                routing.log.warning("request handed off %d times: answered 508", self.hops)
+                action = LOOP
+            else:
+                self._begin_handoff(head, index, address)
+                return
+        elif action.__class__ is Share:
+            action = NOT_IMPLEMENTED
+        self._respond_later(head, action)  # type: ignore[arg-type]
+
+    def on_body(self, chunk: bytes) -> None:
+        if self.handoff is None:
+            super().on_body(chunk)
+
+    def on_request_end(self) -> None:
+        if self.handoff is None:
+            self.in_message = False
+            super().on_request_end()
+
+    def _respond_later(self, head: RequestHead, action: Respond) -> None:
+        server = self.server
+        exchange = _Answer(head, server.now, action)
+        if not server.keep_alive:
+            head.keep_alive = False
+        if head.chunked or head.content_length:
+            self.state = BODY
+            self.deadline = server.now + server.body_timeout
+            if head.expect_continue:
+                exchange.streaming = True  # answered without asking for the body
+        else:
+            self.state = BUSY
+            self.deadline = NEVER
+        self.pipeline.append(exchange)
+        self.receiving = exchange
+        if len(self.pipeline) > 1:
+            self.pause_reading()
+
+    def _begin_handoff(self, head: RequestHead, index: int, address: str) -> None:
+        exchange = _HandOff(head, self.server.now, index, address)
+        self.handoff = exchange
+        self.pipeline.append(exchange)
+        self.receiving = None
+        self.state = BUSY
+        self.deadline = NEVER  # the sender has its own timeout
+        self.pause_reading()
+
+    # -- dispatch ---------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        """As the plain connection's, with the answers routing gives itself."""
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self.active is None and self.pipeline and not self.closed:
+                exchange = self.pipeline[0]
+                if not (exchange.complete or exchange.streaming):
+                    return
+                self.active = exchange
+                exchange.started = True
+                kind = exchange.__class__
+                if kind is Exchange:
+                    self.server.adapter.run(self, exchange)
+                elif kind is _Answer:
+                    self._reply(exchange)  # type: ignore[arg-type]
+                else:
+                    self._hand_off()
+                    return
+            if self.active is None and not self.pipeline and not self.closed:
+                if self._pending_error is not None:
+                    self._send_error(self._pending_error.status)
+                elif self.parser.ended:
+                    self.close()
+        finally:
+            self._dispatching = False
+
+    def _reply(self, exchange: _Answer) -> None:
+        action = exchange.action
+        server = self.server
+        head = exchange.head
+        keep_alive = head.keep_alive and exchange.complete and not server.draining
+        data = reply(action.status, action.location, head, keep_alive, server.prefix)
+        exchange.status = action.status
+        exchange.response_bytes = len(data)
+        self.write(data)
+        self.finish(exchange, keep_alive)
+
+    def _reject(self, error: HttpError) -> None:
+        if self.handoff is None:  # after the handed-off head, errors are the receiver's
+            super()._reject(error)
+
+    # -- hand-off -----------------------------------------------------------------
+
+    def _hand_off(self) -> None:
+        if self.closed:
+            return
+        if self.transport.get_write_buffer_size():
+            # the earlier answers must be on the wire before another process writes
+            self.loop.call_later(0.001, self._hand_off)
+            return
+        exchange = self.handoff
+        assert exchange is not None and self.raw_first is not None
+        before = exchange.index - self.raw_first
+        start = message_end(self.raw, before) if before else 0
+        header = {"pass": self.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
+        frame = encode_frame(header, bytes(self.raw[start:]))
+        self.raw = b""
+        fd = self.transport.get_extra_info("socket").fileno()
+        self.sender = HandoffSender(
+            self.loop,  # type: ignore[arg-type]
+            exchange.address,
+            fd,
+            frame,
+            self._handed,
+            self.routing.timeout,
+        )
+        self.sender.start()
+
+    def _handed(self, result: int) -> None:
+        self.sender = None
+        if self.closed:
+            return
+        if result == HANDED:
+            self.forget()
+            return
+        exchange = self.handoff
+        assert exchange is not None
+        self.routing.log.warning(
+            "hand-off of %s %s to %s failed: %d",
+            exchange.head.method,
+            exchange.head.target.decode("latin-1"),
+            exchange.address,
+            result,
+        )
+        self.server.served += 1
+        self.transport.write(error_response(result))
+        self.close()
+
+    def forget(self) -> None:
+        """The connection is another worker's now: close this copy, send nothing."""
+        self.closed = True
+        self.server.connections.discard(self)
+        for exchange in self.pipeline:
+            exchange.body.fail()
+        self.pipeline.clear()
+        self.active = None
+        self.transport.close()  # a close, not a shutdown: the socket lives on in the receiver
+
+
+def adopt_factory(
+    server: ServerState, routing: Routing
+) -> Callable[[socket.socket, dict[str, Any], bytes], None]:
+    """What the hand-off server calls with each connection it receives."""
+    loop = server.loop
+    assert loop is not None
+
+    def adopt(client: socket.socket, header: dict[str, Any], payload: bytes) -> None:
+        sockname = header.get("sockname")
+        if isinstance(sockname, list):
+            sockname = tuple(sockname)
+        pass_target = header.get("pass")
+        if not isinstance(pass_target, str):
+            routing.log.warning("hand-off without a pass target: connection dropped")
+            client.close()
+            return
+
+        def factory() -> RoutedConnection:
+            return RoutedConnection(
+                server, sockname, routing, pass_target, payload, int(header.get("hops", 1))
+            )
+
+        task = loop.create_task(loop.connect_accepted_socket(factory, client))
+        task.add_done_callback(_report_adoption)
+
+    def _report_adoption(task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            routing.log.warning("hand-off: could not adopt the connection: %s", task.exception())
+
+    return adopt
+
+
+__all__ = [
+    "KEEP_MAX",
+    "HandoffServer",
+    "RoutedConnection",
+    "Routing",
+    "adopt_factory",
+    "reply",
+]

@@ -1,0 +1,21 @@
+"""Two applications for the routing tests: each answer names the application and its pid,
+echoes the method and path, and the request body's length and text."""
+
+import os
+
+
+def _app(name: str):
+    def application(environ, start_response):
+        body = environ["wsgi.input"].read()
+        text = (
+            f"app={name} pid={os.getpid()} method={environ['REQUEST_METHOD']}"
+            f" path={environ['PATH_INFO']} len={len(body)} body={body.decode('latin-1')}"
+        ).encode("latin-1")
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [text]
+
+    return application
+
+
+app_a = _app("a")
+app_b = _app("b")
