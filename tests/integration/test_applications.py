@@ -273,3 +273,60 @@ def test_every_kind_of_change_under_load_loses_no_request_and_is_in_effect_when_
         assert not load.failures, (load.summary(), load.failures[:3])
         assert {r.status for r in load.ok} == {200}
         assert server.stop() == 0
+
+
+def routed_document(first: str = "a", second: str = "b") -> dict:
+    return {
+        "listeners": {A_KEY: {"pass": "routes"}},
+        "routes": [
+            {"match": {"uri": "/one/*"}, "action": {"pass": f"applications/{first}"}},
+            {"match": {"uri": "/two/*"}, "action": {"pass": f"applications/{second}"}},
+            {"match": {"uri": "/old"}, "action": {"return": 301, "location": "/one/new"}},
+        ],
+        "applications": {
+            "a": {"module": "routed_apps", "callable": "app_a", "processes": 2},
+            "b": {"module": "routed_apps", "callable": "app_b"},
+        },
+    }
+
+
+def test_one_listener_routes_to_two_applications_through_the_master():
+    """The master lays a routed listener out on both pools and gives each a hand-off socket:
+    one keep-alive connection alternates applications, each answered by its own pool."""
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory}/state", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            answer = control.put("/config", routed_document())
+            assert (answer.status, answer.json) == (200, DONE), answer.json
+            at = At("127.0.0.1", listening_port(server, A_KEY))
+            a_pids, b_pids = pids_of(server, "a"), pids_of(server, "b")
+            assert len(a_pids) == 2 and len(b_pids) == 1
+            connection = http.client.HTTPConnection(at.host, at.port, timeout=10)
+            seen = []
+            for i in range(8):
+                path = f"/{'one' if i % 2 == 0 else 'two'}/{i}"
+                connection.request("POST", path, body=f"body {i}")
+                response = connection.getresponse()
+                text = response.read().decode()
+                assert response.status == 200, text
+                fields = dict(field.split("=", 1) for field in text.split(" ")[:5])
+                assert fields["app"] == ("a" if i % 2 == 0 else "b"), text
+                assert fields["path"] == path and text.endswith(f"body=body {i}")
+                seen.append((fields["app"], int(fields["pid"])))
+            connection.close()
+            assert {pid for app, pid in seen if app == "a"} <= a_pids
+            assert {pid for app, pid in seen if app == "b"} <= b_pids
+            assert get_at(at, "/old")[0] == 301
+            assert get_at(at, "/nowhere")[0] == 404
+            # swap the routes under load: /one/ now goes to b; no request fails
+            with Load(at, 4, "/one/x") as load:
+                load.wait_requests(50)
+                answer = control.put("/config/routes/0/action/pass", "applications/b")
+                assert (answer.status, answer.json) == (200, DONE), answer.json
+                assert get_at(at, "/one/y")[1].startswith(b"app=b ")
+                load.wait_requests(50)
+            assert not load.failures, (load.summary(), load.failures[:3])
+            assert {r.status for r in load.ok} == {200}
+            assert server.stop() == 0

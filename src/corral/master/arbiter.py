@@ -45,12 +45,21 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from corral.appload import describe_load_failure, load_app
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
 from corral.master import scaling, systemd, upgrade
 from corral.master.identity import Identity
-from corral.master.listeners import ListenError, bind_all, close_all, describe
+from corral.master.listeners import (
+    ListenError,
+    bind_all,
+    bind_handoff,
+    close_all,
+    describe,
+    handoff_address,
+)
 from corral.master.pidfile import PidFile
 from corral.master.process import Tally, WorkerProcess, request_of
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
@@ -120,11 +129,12 @@ class Pool:
     """One application's workers in a generation: what they run and where they accept.
 
     A pool whose workers would get at their fork exactly what its predecessor's got (same
-    application, settings, access log, listener sockets and preloaded module) is *carried*
-    into the next generation instead: its workers serve on, unrestarted (see `same_workers`).
+    application, settings, access log, listener sockets and their passes, routes, hand-off
+    sockets and preloaded module) is *carried* into the next generation instead: its workers
+    serve on, unrestarted (see `same_workers`).
     """
 
-    def __init__(self, name: str, doc: Document, sockets: dict[str, socket.socket]) -> None:
+    def __init__(self, name: str, doc: Document) -> None:
         self.name = name
         self.doc = doc  # the document it was started from (hooks read it as Gunicorn's cfg)
         self.application: Any = doc.applications[name]
@@ -133,13 +143,22 @@ class Pool:
         app = self.application
         # resolved now: an unknown user or group is a configuration error (ValueError)
         self.identity = Identity(app.user, app.group)
-        self.sockets = sockets  # the listeners its workers accept on, by address
+        self.sockets: dict[str, socket.socket] = {}  # the listeners it accepts on, by address
+        self.routes: Any = None  # the document's routes, when one of its listeners uses them
+        self.router: Any = None  # ... compiled
+        self.handoff: socket.socket | None = None  # its hand-off socket (with routes)
+        self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to
         self.loaded_app: Any = None  # the preloaded application, when preload is on
         self.ever_ready = False
 
     @property
     def workers(self) -> int:
         return int(self.application.workers)
+
+    @property
+    def passes(self) -> list[str]:
+        """The pass of each of its listeners, in the order of `sockets`."""
+        return [self.doc.listeners[address].pass_ for address in self.sockets]
 
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
@@ -148,36 +167,84 @@ class Pool:
             and self.settings == other.settings
             and self.access_log == other.access_log
             and self.sockets == other.sockets  # the same socket objects
+            and self.passes == other.passes
+            and self.routes == other.routes
+            and self.handoff is other.handoff
+            and self.handoff_addresses == other.handoff_addresses
             and (not self.application.preload or self.loaded_app is other.loaded_app)
         )
 
 
-def _listeners_of(name: str, doc: Document, sockets: dict[str, socket.socket]) -> dict[str, Any]:
-    """The listeners whose requests application ``name``'s workers accept."""
-    target = f"applications/{name}"
-    return {a: s for a, s in sockets.items() if doc.listeners[a].pass_ == target}
+def uses_routes(doc: Document) -> bool:
+    """Whether a listener's requests are routed (its pass is not one application's name):
+    then the applications sharing such listeners get hand-off sockets."""
+    direct = {f"applications/{name}" for name in doc.applications}
+    return any(listener.pass_ not in direct for listener in doc.listeners.values())
 
 
 class Generation:
-    """One document the workers were started from: the listeners and a pool per application."""
+    """One document the workers were started from: the listeners and a pool per application.
 
-    def __init__(self, number: int, doc: Document, sockets: dict[str, socket.socket]) -> None:
+    Which pool accepts on which listener: a listener passing to ``applications/NAME`` is
+    NAME's alone; one passing to routes (or to an application named by variables) is shared
+    by every application its routes may pass to (`Router.reached`), or by all of them when
+    that cannot be told or is none (a table of ``return`` actions); a worker that routes a
+    request to another application hands the connection to it (see handoff.py).
+    """
+
+    def __init__(
+        self,
+        number: int,
+        doc: Document,
+        sockets: dict[str, socket.socket],
+        handoffs: dict[str, tuple[str, socket.socket]] | None = None,
+    ) -> None:
         self.number = number
         self.doc = doc
         self.settings = doc.settings
-        self.sockets = sockets
-        self.pools = {
-            name: Pool(name, doc, _listeners_of(name, doc, sockets)) for name in doc.applications
-        }
+        self.pools = {name: Pool(name, doc) for name in doc.applications}
         self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
         # set while it is the pending generation: the reason it was rolled back, or None
         self.settled: asyncio.Future[str | None] | None = None
+        self.sockets: dict[str, socket.socket] = {}
+        self.attach(sockets, handoffs or {})
 
-    def attach(self, sockets: dict[str, socket.socket]) -> None:
-        """The listeners as bound (at start-up, once the document was checked)."""
+    def attach(
+        self, sockets: dict[str, socket.socket], handoffs: dict[str, tuple[str, socket.socket]]
+    ) -> None:
+        """Lay the listeners (and, with routes, the hand-off sockets) out on the pools."""
         self.sockets = sockets
-        for name, pool in self.pools.items():
-            pool.sockets = _listeners_of(name, self.doc, sockets)
+        doc = self.doc
+        router = None
+        if uses_routes(doc):
+            from corral.routing import compile_routes
+
+            routes = None if doc.routes is msgspec.UNSET else doc.routes
+            router = compile_routes(routes, applications=list(doc.applications))
+        for pool in self.pools.values():
+            pool.sockets = {}
+        routed: set[str] = set()  # the pools sharing routed listeners
+        for address, sock in sockets.items():
+            pass_ = doc.listeners[address].pass_
+            served_by = self._served_by(pass_, router)
+            if pass_.removeprefix("applications/") not in self.pools:
+                routed.update(served_by)
+            for name in served_by:
+                self.pools[name].sockets[address] = sock
+        for name in routed & set(handoffs):
+            pool = self.pools[name]
+            pool.routes, pool.router = doc.routes, router
+            pool.handoff = handoffs[name][1]
+            pool.handoff_addresses = {
+                other: handoffs[other][0] for other in routed & set(handoffs) if other != name
+            }
+
+    def _served_by(self, pass_: str, router: Any) -> list[str]:
+        name = pass_.removeprefix("applications/")
+        if name in self.pools:
+            return [name]
+        reached = router.reached if pass_.startswith("routes") else None
+        return [n for n in self.pools if not reached or n in reached]
 
     @property
     def application(self) -> Any:
@@ -206,6 +273,8 @@ class Arbiter:
         self.generation_number = 1
         self.title_name = doc.settings.proc_name or self.current.app_name or "corral"
         self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
+        # with routes, each application's hand-off socket and its address, by name
+        self.handoffs: dict[str, tuple[str, socket.socket]] = {}
         self.workers: dict[int, WorkerProcess] = {}
         # the workers wanted per application (TTIN and TTOU change it between generations)
         self.counts = {name: pool.workers for name, pool in self.current.pools.items()}
@@ -378,6 +447,11 @@ class Arbiter:
                 for address, sock in self.sockets.items():
                     if address not in pool.sockets:
                         sock.close()  # a listener its pool does not serve must not stay open
+                for _, handoff in self.handoffs.values():
+                    if handoff is not pool.handoff:
+                        # else a hand-off to an application whose workers are all gone would
+                        # wait for the timeout instead of finding no listener
+                        handoff.close()
                 if self.control is not None:
                     self.control.close_in_child()  # else a worker holds API connections open
                 self.hooks.call("post_fork")
@@ -434,6 +508,11 @@ class Arbiter:
             application=app,
             settings=settings,
             sockets=list(pool.sockets.values()),
+            listener_passes=pool.passes,
+            router=pool.router,
+            app_name=pool.name,
+            handoff_socket=pool.handoff,
+            handoff_addresses=pool.handoff_addresses,
             heartbeat_fd=beat_fd,
             loaded_app=pool.loaded_app,
             multiprocess=app.workers > 1,
@@ -908,7 +987,8 @@ class Arbiter:
         for address, sock in bound.items():
             self.log.info("listening on %s (%s)", describe(sock), address)
         try:
-            gen = Generation(self.generation_number + 1, doc, sockets)
+            handoffs = self._bind_handoffs(doc)
+            gen = Generation(self.generation_number + 1, doc, sockets, handoffs)
             for name, pool in gen.pools.items():
                 old = current.pools.get(name)
                 if pool.application.preload:
@@ -922,6 +1002,17 @@ class Arbiter:
             raise
         self.generation_number = gen.number
         return gen
+
+    def _bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
+        """With routes, a hand-off socket per application of ``doc``; those of applications
+        already running are kept (their workers accept on them)."""
+        if not uses_routes(doc):
+            return {}
+        for name in doc.applications:
+            if name not in self.handoffs:
+                address = handoff_address(os.getpid(), name)
+                self.handoffs[name] = (address, bind_handoff(address, doc.settings.backlog))
+        return {name: self.handoffs[name] for name in doc.applications}
 
     def _preload(self, pool: Pool, old: Pool | None) -> Any:
         """The application object for a preloaded pool: its predecessor's if it imports the
@@ -994,13 +1085,20 @@ class Arbiter:
             self._notify_ready()
 
     def _close_unused(self, keep: set[str]) -> None:
-        """Close the master's listeners outside ``keep`` (and the pending generation's)."""
+        """Close the master's listeners outside ``keep`` (and the pending generation's), and
+        the hand-off sockets no pool of the current or pending generation holds."""
         if self.pending is not None:
             keep |= set(self.pending.sockets)
         unused = {a: s for a, s in self.sockets.items() if a not in keep}
         for address in unused:
             del self.sockets[address]
         close_all(unused)
+        generations = [self.current] if self.pending is None else [self.current, self.pending]
+        held = {id(p.handoff) for gen in generations for p in gen.pools.values()}
+        for name, (_, sock) in list(self.handoffs.items()):
+            if id(sock) not in held:
+                del self.handoffs[name]
+                sock.close()
 
     # -- signals and stopping -----------------------------------------------------------
 
@@ -1076,6 +1174,9 @@ class Arbiter:
         # the kernel stops queueing connections no worker will take; the socket files
         # of unix listeners stay when a new master (or systemd) holds them
         close_all(self.sockets, unlink=self.unlinks_on_close)
+        for _, handoff in self.handoffs.values():
+            handoff.close()
+        self.handoffs.clear()
         sig = signal.SIGTERM if graceful else signal.SIGQUIT
         for worker in self.workers.values():
             with contextlib.suppress(ProcessLookupError):
@@ -1261,7 +1362,11 @@ def _serve(
             close_all(sockets, unlink=False)
             return EXIT_LISTEN
         arbiter.sockets = dict(sockets)
-        arbiter.current.attach(sockets)
+        try:
+            arbiter.current.attach(sockets, arbiter._bind_handoffs(doc))
+        except ListenError as exc:
+            sys.stderr.write(f"corral: error: {exc}\n")
+            return EXIT_LISTEN
         try:
             for pool in arbiter.current.pools.values():
                 app = pool.application

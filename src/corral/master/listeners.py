@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import socket
 import stat
@@ -89,3 +90,24 @@ def describe(sock: socket.socket) -> str:
     if sock.family == socket.AF_INET6:
         return f"http://[{name[0]}]:{name[1]}"
     return f"http://{name[0]}:{name[1]}"
+
+
+def handoff_address(master_pid: int, application: str) -> str:
+    """The abstract unix address of ``application``'s hand-off socket (see handoff.py): no
+    file to clean up, and derived from the name, so that every worker can tell any other
+    application's. Access is checked by the receiving worker (`handoff.from_sibling`)."""
+    digest = hashlib.sha256(application.encode()).hexdigest()[:24]
+    return f"\0corral-{master_pid}-handoff-{digest}"
+
+
+def bind_handoff(address: str, backlog: int) -> socket.socket:
+    """An application's hand-off socket, listening. Not inheritable: it stays with this
+    master's workers (a USR2 master binds its own, at its own address)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(address)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot create a hand-off socket: {exc.strerror or exc}") from None
+    return sock
