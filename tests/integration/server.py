@@ -22,7 +22,7 @@ from pathlib import Path
 
 APPS = Path(__file__).parent / "apps"
 LISTENING = re.compile(r"listening on http://(\[[^\]]+\]|[\d.]+):(\d+)")
-READY = re.compile(r"worker (\d+) ready")
+READY = re.compile(r"worker (\d+(?: of \S+)?) ready")  # slot, and application when several
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01):

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import pwd
+import re
 import shutil
 import socket
 import stat
@@ -252,3 +253,47 @@ def test_home_virtualenv_as_the_worker_user(sandbox):
         cause = f"home {closed}: cannot read pyvenv.cfg: Permission denied"
         assert len([line for line in err.splitlines() if cause in line]) == 1, err
         assert "Traceback" not in err and "respawning" not in err, err
+
+
+def test_each_application_runs_as_its_own_user(sandbox):
+    """Two applications of one root master (a Unit document): each pool drops to its own user
+    and group before importing its application."""
+    config = sandbox.root / "two-users.json"
+    config.write_text(
+        json.dumps(
+            {
+                "listeners": {
+                    "127.0.0.1:0": {"pass": "applications/web"},
+                    "127.0.0.2:0": {"pass": "applications/jobs"},
+                },
+                "applications": {
+                    "web": {"module": "priv_app", "user": USER, "group": GROUP},
+                    "jobs": {"module": "priv_app", "user": "daemon", "group": "daemon"},
+                },
+            }
+        )
+    )
+    with Server(
+        f"--config={config}",
+        bind=None,
+        python=sandbox.python,
+        cwd=str(sandbox.apps),
+        env={"PYTHONPATH": str(sandbox.apps)},
+        wait_ready=False,
+    ) as server:
+        server.expected_workers = 2  # one per application
+        server.wait_ready()
+        ports = dict(re.findall(r"listening on http://([\d.]+):(\d+)", server.stderr))
+        for host, user, group in (("127.0.0.1", USER, GROUP), ("127.0.0.2", "daemon", "daemon")):
+            conn = http.client.HTTPConnection(host, int(ports[host]), timeout=10)
+            conn.request("GET", "/")
+            report = json.loads(conn.getresponse().read())
+            conn.close()
+            uid, gid = pwd.getpwnam(user).pw_uid, grp.getgrnam(group).gr_gid
+            assert report["imported"]["uid"] == report["serving"]["euid"] == uid, (user, report)
+            assert report["imported"]["gid"] == report["serving"]["egid"] == gid, (group, report)
+            real, _, _ = proc_ids(report["pid"])
+            assert real == [uid] * 4
+        assert proc_ids(server.proc.pid)[0] == [0, 0, 0, 0]
+        assert "Traceback" not in server.stderr
+        assert server.stop() == 0
