@@ -184,6 +184,8 @@ def test_a_dynamic_pool_grows_under_load_and_shrinks_when_idle():
             assert (answer.status, answer.json) == (200, DONE), answer.json
             at = At("127.0.0.1", listening_port(server, A_KEY))
             assert len(server.worker_pids()) == 1  # spare, at rest
+            time.sleep(2.5)  # a few heartbeats without a request: nothing to scale
+            assert len(server.worker_pids()) == 1 and "dyn: up" not in server.stderr
             # each request sleeps 50 ms on a new connection: one worker is busy all the time
             with Load(at, 6, "/sleep?s=0.05", close=True) as load:
                 wait_for(lambda: len(server.worker_pids()) == 3, timeout=30)

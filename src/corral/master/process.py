@@ -45,7 +45,7 @@ class WorkerProcess:
         self.failure: str | None = None  # its "failed" line: why the application did not load
         # how busy it was (see master/scaling.py), from its "lat" and "conn" lines
         self.busy_share = 0.0
-        self.idle_since: float | None = None
+        self.idle_since: float | None = self.started  # idle until its heartbeats say busy
         self._busy_mark: tuple[float, int] | None = None  # (when, latency sum µs) last seen
         self._partial = b""
 
