@@ -2,12 +2,16 @@
 
 Starts corral on the hello app with a control socket, runs ``wrk`` against it for
 ``--duration`` seconds and, at a third of it, PUTs a new worker count through the
-control API. Requests/s come from the master's ``/status`` (``requests.total``),
+control API; with ``--change routes``, the server runs two applications (``hello`` and
+``hello2``, both examples.hello) behind one listener passing to ``routes``, and the change
+points the route from one to the other. Requests/s come from the master's ``/status``
+(``requests.total``),
 sampled every 0.25 s, over the seconds before the change, the 3 s from it, and the
 rest; errors from wrk's own report (socket errors and non-2xx). Prints one Markdown
 table row (for bench/RESULTS.md) and the raw figures as JSON.
 
     python bench/reconfigure.py [--workers 1] [--to 2] [--duration 15] [--connections 50]
+    python bench/reconfigure.py --change routes
 """
 
 from __future__ import annotations
@@ -47,19 +51,36 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--port", type=int, default=8321)
+    parser.add_argument("--change", choices=("processes", "routes"), default="processes")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="corral-reconf-")
     SOCKET = f"{tmp}/control.sock"
+    if args.change == "processes":
+        what = ["examples.hello:application", "-w", str(args.workers), "-b"]
+        what.append(f"127.0.0.1:{args.port}")
+        path, body = "/config/applications/examples.hello/processes", str(args.to).encode()
+        label = f"{args.workers} → {args.to} workers"
+    else:
+        config = Path(tmp) / "routes.json"
+        app = {"module": "examples.hello", "processes": args.workers}
+        config.write_text(
+            json.dumps(
+                {
+                    "listeners": {f"127.0.0.1:{args.port}": {"pass": "routes"}},
+                    "routes": [{"action": {"pass": "applications/hello"}}],
+                    "applications": {"hello": app, "hello2": app},
+                }
+            )
+        )
+        what = ["-c", str(config)]
+        path, body = "/config/routes/0/action/pass", b'"applications/hello2"'
+        label = f"routes: hello → hello2 ({args.workers} worker(s) each)"
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "corral",
-            "examples.hello:application",
-            "-w",
-            str(args.workers),
-            "-b",
-            f"127.0.0.1:{args.port}",
+            *what,
             f"--control=unix:{SOCKET}",
             "--log-level",
             "warning",
@@ -91,9 +112,8 @@ def main() -> int:
             now = time.monotonic() - start
             samples.append((now, control("/status")[1]["requests"]["total"]))
             if answered is None and now >= change_at:
-                path = "/config/applications/examples.hello/processes"
                 sent = time.monotonic()
-                status, reply = control(path, "PUT", str(args.to).encode())
+                status, reply = control(path, "PUT", body)
                 answered = (sent - start, time.monotonic() - sent, status, reply)
             time.sleep(0.25)
         report = wrk.stdout.read() if wrk.stdout else ""
@@ -115,7 +135,7 @@ def main() -> int:
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", report))
     non2xx = int(m[1]) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", report)) else 0
     row = (
-        f"| {args.workers} → {args.to} workers, wrk -c{args.connections} {args.duration:g} s "
+        f"| {label}, wrk -c{args.connections} {args.duration:g} s "
         f"| {before:,.0f} | {during:,.0f} | {after:,.0f} | {errors} | {non2xx} "
         f"| {took * 1000:.0f} ms ({status}) |"
     )
