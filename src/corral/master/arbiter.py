@@ -515,7 +515,8 @@ class Arbiter:
             handoff_addresses=pool.handoff_addresses,
             heartbeat_fd=beat_fd,
             loaded_app=pool.loaded_app,
-            multiprocess=app.workers > 1,
+            # other processes may serve it too (a dynamic pool may grow to max)
+            multiprocess=max(app.workers, app.dynamic.max if app.dynamic else 1) > 1,
             access_log=access_log,
             max_requests=max_requests,
             hooks=self.hooks,
