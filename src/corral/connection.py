@@ -101,6 +101,9 @@ class Exchange:
     response_bytes = 0
     response_headers: list[tuple[str, str]] | None = None
     t0 = 0.0  # precise start, taken only when ServerState.on_finish is set
+    # what a trusted proxy's headers said (forwarded.ForwardedClient), on listeners with
+    # `forwarded` only
+    forwarded: Any = None
 
     def __init__(self, head: RequestHead, now: float, body: Any) -> None:
         self.head = head
@@ -130,6 +133,10 @@ class HttpConnection(asyncio.Protocol):
         "transport",
         "write_paused",
     )
+
+    # whether the peer is a proxy whose `forwarded` headers count; only the connections of
+    # listeners with `forwarded` (forwarded.py, routed.py) have it as a slot
+    trusted = False
 
     def __init__(self, server: ServerState, sockname: Any = None) -> None:
         self.server = server

@@ -23,6 +23,12 @@ A request's action, taken when its head is parsed:
   it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``) from
   this worker, which serves on.
 
+On a listener with ``forwarded`` (``forwarding``), a trusted proxy's request is routed as from
+the client and scheme its headers name (``source``, ``scheme`` and ``$remote_addr`` see them:
+Unit replaces the request's remote address before routing); a connection handed off is
+adopted with its listener's ``forwarding`` and read again by the receiver. Without it, a
+routed request pays one attribute test (``trusted``).
+
 Where a request starts in the bytes received (llhttp gives no offsets). The connection keeps
 ``raw``: the bytes received from the start of request number ``raw_first`` (counting the
 requests the parser began on this connection), or nothing when that start is lost
@@ -51,6 +57,7 @@ from http import HTTPStatus
 from typing import Any
 
 from corral.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
+from corral.forwarded import Forwarding
 from corral.handoff import (
     HANDED,
     HandoffSender,
@@ -155,6 +162,7 @@ def reply(status: int, location: str | None, head: RequestHead, keep_alive: bool
 class RoutedConnection(HttpConnection):
     __slots__ = (
         "begun",
+        "forwarding",
         "handoff",
         "hops",
         "in_message",
@@ -166,6 +174,7 @@ class RoutedConnection(HttpConnection):
         "routed",
         "routing",
         "sender",
+        "trusted",
     )
 
     def __init__(
@@ -176,8 +185,11 @@ class RoutedConnection(HttpConnection):
         pass_target: str,
         initial: bytes = b"",
         hops: int = 0,
+        forwarding: Forwarding | None = None,
     ) -> None:
         super().__init__(server, sockname)
+        self.forwarding = forwarding  # the listener's `forwarded`, if it has one
+        self.trusted = False
         self.parser = RoutedRequestParser(self, server.limits)
         self.routing = routing
         self.pass_target = pass_target
@@ -197,6 +209,8 @@ class RoutedConnection(HttpConnection):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.local = transport.get_extra_info("sockname")
+        if self.forwarding is not None:
+            self.trusted = self.forwarding.trusts(self.peer)
         if self.initial:
             data, self.initial = self.initial, b""
             self.data_received(data)
@@ -241,16 +255,30 @@ class RoutedConnection(HttpConnection):
         index = self.begun - 1
         self.routed = self.begun
         routing = self.routing
+        peer = self.peer
+        scheme = "http"
+        forwarded = None
+        if self.trusted:
+            # a trusted proxy's request is routed as from the client and scheme it names:
+            # Unit replaces the request's remote address before routing
+            forwarded = self.forwarding.resolve(head.headers)  # type: ignore[union-attr]
+            if forwarded is not None:
+                if forwarded.address is not None:
+                    peer = (forwarded.address, forwarded.port or 0)
+                if forwarded.scheme is not None:
+                    scheme = forwarded.scheme
         action = routing.router.resolve(
             self.pass_target,
             RouteRequest(
-                head.method, head.target, head.headers, self.peer, self.local, "http", head.absolute
+                head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
             ),
         )
         if action.__class__ is ToApplication:
             name = action.name  # type: ignore[attr-defined]
             if name == routing.application:
                 super().on_request(head)
+                if forwarded is not None:
+                    self.pipeline[-1].forwarded = forwarded
                 return
             address = routing.addresses.get(name)
             if address is None:
@@ -263,11 +291,14 @@ class RoutedConnection(HttpConnection):
                 routing.log.warning("request handed off %d times: answered 508", self.hops)
                 action = LOOP
             else:
+                # the receiving worker reads the forwarded headers again (adopt_factory)
                 self._begin_handoff(head, index, address)
                 return
         elif action.__class__ is Share:
             action = NOT_IMPLEMENTED
         self._respond_later(head, action)  # type: ignore[arg-type]
+        if forwarded is not None:
+            self.pipeline[-1].forwarded = forwarded  # the access log's client
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:
@@ -409,9 +440,13 @@ class RoutedConnection(HttpConnection):
 
 
 def adopt_factory(
-    server: ServerState, routing: Routing
+    server: ServerState, routing: Routing, forwardings: dict[Any, Forwarding] | None = None
 ) -> Callable[[socket.socket, dict[str, Any], bytes], None]:
-    """What the hand-off server calls with each connection it receives."""
+    """What the hand-off server calls with each connection it receives.
+
+    ``forwardings``: the ``forwarded`` of this worker's listeners, by socket address; a
+    connection handed off from such a listener trusts its proxy here too."""
+    forwardings = forwardings or {}
     loop = server.loop
     assert loop is not None
 
@@ -425,9 +460,17 @@ def adopt_factory(
             client.close()
             return
 
+        forwarding = forwardings.get(sockname) if isinstance(sockname, (tuple, str)) else None
+
         def factory() -> RoutedConnection:
             return RoutedConnection(
-                server, sockname, routing, pass_target, payload, int(header.get("hops", 1))
+                server,
+                sockname,
+                routing,
+                pass_target,
+                payload,
+                int(header.get("hops", 1)),
+                forwarding,
             )
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))

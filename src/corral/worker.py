@@ -14,7 +14,9 @@ one ``stuck AGE METHOD TARGET`` line: a request did not unwind within the grace,
 and the master recycles the worker. One short ``os.write`` to a pipe is atomic, so
 lines from two threads never interleave.
 
-Routed listeners and hand-offs from other applications' workers: ``routed.py``.
+Routed listeners and hand-offs from other applications' workers: ``routed.py``; listeners
+with NGINX Unit's ``forwarded``: ``forwarded.py`` (each listener's connection class is
+chosen once, in ``_serve``).
 
 Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
 in-flight requests within ``graceful_timeout``; every response from then on says
@@ -50,6 +52,7 @@ from typing import Any
 from corral.acceptor import DeferringAcceptor
 from corral.appload import AppLoadError, describe_load_failure, load_app
 from corral.connection import HttpConnection, ServerState, sweep
+from corral.forwarded import ForwardedConnection, Forwarding
 from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.parser import Limits
@@ -94,6 +97,9 @@ class WorkerSpec:
     # the hand-off socket path of every other application a route may pass to
     handoff_addresses: dict[str, str] = field(default_factory=dict)
     handoff_timeout: float = 3.0  # connect and greeting from the other application's worker
+    # the `forwarded` object (config Forwarded) of each of `sockets`, in the same order, None
+    # for a listener without one; None: no listener has one
+    listener_forwarded: list[Any] | None = None
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -170,7 +176,10 @@ class Worker:
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
         from corral.wsgi.deadline import Watchdog
+        from corral.wsgi.environ import set_unsafe_fields
         from corral.wsgi.runner import WsgiAdapter
+
+        set_unsafe_fields(settings.discard_unsafe_fields)
 
         loop = new_event_loop(getattr(settings, "loop", "auto"))
         asyncio.set_event_loop(loop)
@@ -243,14 +252,22 @@ class Worker:
         application = spec.application
         routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
+        forwardings = self._forwardings()
         own_pass = f"applications/{spec.app_name}"
         for sock, pass_target in zip(spec.sockets, passes, strict=True):
-            # chosen once per listener: a plain one never pays for routing
+            # chosen once per listener: a plain one never pays for routing or `forwarded`
+            sockname = sock.getsockname()
+            forwarding = forwardings.get(sockname)
             if pass_target is None or pass_target == own_pass:
-                factory: Any = partial(HttpConnection, state, sock.getsockname())
+                if forwarding is None:
+                    factory: Any = partial(HttpConnection, state, sockname)
+                else:
+                    factory = partial(ForwardedConnection, state, sockname, forwarding)
             else:
                 assert routing is not None
-                factory = partial(RoutedConnection, state, sock.getsockname(), routing, pass_target)
+                factory = partial(
+                    RoutedConnection, state, sockname, routing, pass_target, forwarding=forwarding
+                )
             if application.threads > 1 and application.workers > 1:
                 acceptor = DeferringAcceptor(
                     loop,
@@ -270,7 +287,7 @@ class Worker:
             handoffs = HandoffServer(
                 loop,
                 spec.handoff_socket,
-                adopt_factory(state, routing),
+                adopt_factory(state, routing, forwardings),
                 self.log,
                 spec.handoff_timeout,
             )
@@ -280,6 +297,18 @@ class Worker:
         self._done = loop.create_future()
         self._schedule_tick()
         await self._done
+
+    def _forwardings(self) -> dict[Any, Forwarding]:
+        """The compiled `forwarded` of each listener that has one, by its socket address."""
+        spec = self.spec
+        discard = spec.settings.discard_unsafe_fields
+        found: dict[Any, Forwarding] = {}
+        for sock, forwarded in zip(spec.sockets, spec.listener_forwarded or (), strict=False):
+            if forwarded is not None:
+                found[sock.getsockname()] = Forwarding.from_document(
+                    forwarded, discard is None or discard
+                )
+        return found
 
     def _routing(self) -> Routing | None:
         """What routed connections share; None when no listener routes and no hand-off comes."""

@@ -50,7 +50,8 @@ corral: error: config.toml: $.workers: expected int >= 1 or "auto", got "two"
 **The document.** Every source ends as one JSON document in NGINX Unit's shape, which
 `corral --check-config ...` prints and the control API's `GET /config` shows: `listeners`
 (`{{"ADDRESS": {{"pass": "applications/NAME"}}}}`; also `"routes"`, `"routes/NAME"`, Unit's
-older `{{"application": NAME}}` and `forwarded`), `routes` (Unit's), `applications`
+older `{{"application": NAME}}`, and `forwarded`: a trusted proxy's client address and scheme,
+with Unit's rules, see architecture.md), `routes` (Unit's), `applications`
 (`{{NAME: {{"type": "python", "module": ..., ...}}}}`), `settings` and `access_log`. The
 *Document* column says where each setting sits (`NAME` is the application's name; the command
 line names it after its module). A config file whose top level has `listeners`,

@@ -196,8 +196,8 @@ Limits = _NESTED["Limits"]
 
 
 class Forwarded(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """NGINX Unit's `forwarded`: which headers tell a trusted proxy's client (kept, not yet
-    applied)."""
+    """NGINX Unit's `forwarded`: which headers tell a trusted proxy's client and scheme
+    (applied in the workers, see corral/forwarded.py)."""
 
     client_ip: _HEADER_NAME | UnsetType = UNSET
     protocol: _HEADER_NAME | UnsetType = UNSET

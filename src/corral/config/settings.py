@@ -787,9 +787,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "discard_unsafe_fields", _RESPONSES, _S, bool | None, None,
-        "NGINX Unit's `discard_unsafe_fields`, accepted and kept in the document. corral "
-        "always leaves header fields whose names have a `_` out of the WSGI environ; other "
-        "unsafe names, and `false`, are not acted on yet.",
+        "NGINX Unit's `discard_unsafe_fields`: `true` (and null, the default: Unit's default) "
+        "leaves out of the WSGI environ every header field whose name has a character other "
+        "than a letter, a digit or `-` (`X_Foo`, `X.Foo`), so that `X_Foo` cannot pose as "
+        "`X-Foo` (both would be `HTTP_X_FOO`); such a field is not read for `forwarded` either. "
+        "`false` keeps every name the parser accepts, `_` included (Gunicorn's "
+        '`header_map = "dangerous"`): only behind a proxy that drops or normalizes such names.',
+
         key="http.discard_unsafe_fields",
     ),
     Setting(

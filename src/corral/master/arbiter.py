@@ -160,6 +160,16 @@ class Pool:
         """The pass of each of its listeners, in the order of `sockets`."""
         return [self.doc.listeners[address].pass_ for address in self.sockets]
 
+    @property
+    def forwarded(self) -> list[Any]:
+        """The `forwarded` of each of its listeners (None without one), in the order of
+        `sockets`."""
+        found = []
+        for address in self.sockets:
+            forwarded = self.doc.listeners[address].forwarded
+            found.append(None if forwarded is msgspec.UNSET else forwarded)
+        return found
+
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
         return (
@@ -168,6 +178,7 @@ class Pool:
             and self.access_log == other.access_log
             and self.sockets == other.sockets  # the same socket objects
             and self.passes == other.passes
+            and self.forwarded == other.forwarded
             and self.routes == other.routes
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
@@ -509,6 +520,7 @@ class Arbiter:
             settings=settings,
             sockets=list(pool.sockets.values()),
             listener_passes=pool.passes,
+            listener_forwarded=pool.forwarded,
             router=pool.router,
             app_name=pool.name,
             handoff_socket=pool.handoff,

@@ -57,6 +57,10 @@ def _response_header(name: str) -> Callable[[Any, Any, float], str]:
 
 
 def _peer(conn: Any, exchange: Any, duration: float) -> str:
+    """The client: a trusted proxy's forwarded one (Unit's ``$remote_addr``), else the peer."""
+    forwarded = exchange.forwarded
+    if forwarded is not None and forwarded.address is not None:
+        return forwarded.address
     peer = conn.peer
     return str(peer[0]) if isinstance(peer, tuple) else "-"
 

@@ -3,9 +3,17 @@
 Invariants:
 - Only what the client sent appears: no ``HTTP_HOST`` without a Host header, no
   ``CONTENT_TYPE``/``CONTENT_LENGTH`` without those headers.
-- Header names holding ``_`` are dropped: as CGI keys they would be
-  indistinguishable from the ``-`` spelling, a known spoofing vector (nginx and
-  Gunicorn drop them too).
+- Header names are filtered by NGINX Unit's ``discard_unsafe_fields`` (`set_unsafe_fields`,
+  once per worker): on (Unit's default, and corral's when the setting is null), a name with
+  any character but letters, digits and ``-`` is left out, ``_`` first among them: as a CGI
+  key it would be indistinguishable from the ``-`` spelling, a known spoofing vector behind
+  proxies (nginx and Gunicorn drop such names too). Off, every name the parser accepted is
+  kept, ``_`` included (Unit's ``false``, Gunicorn's ``header_map = "dangerous"``): ``X_Foo``
+  and ``X-Foo`` then share ``HTTP_X_FOO``, their values joined. Each name is judged once;
+  the verdict is cached with its key.
+- A trusted proxy's client and scheme (``forwarded``) replace ``REMOTE_ADDR``,
+  ``REMOTE_PORT`` and ``wsgi.url_scheme`` through `forwarded_environ`, on the connections
+  of such listeners only.
 - ``PATH_INFO`` is the percent-decoded path as a latin-1 string; ``RAW_URI`` and
   ``REQUEST_URI`` keep the target exactly as sent (``///a`` stays ``///a``).
 """
@@ -19,16 +27,30 @@ from urllib.parse import unquote_to_bytes
 from corral.http.parser import RequestHead
 
 _KEY_CACHE_MAX = 2048
-_header_keys: dict[bytes, str | None] = {
+_KNOWN_KEYS: dict[bytes, str | None] = {
     b"Host": "HTTP_HOST",
     b"Content-Type": "CONTENT_TYPE",
     b"Content-Length": "CONTENT_LENGTH",
 }
+_header_keys = dict(_KNOWN_KEYS)
 _PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}
+# the characters of a name Unit keeps with discard_unsafe_fields (deleted by translate)
+_SAFE_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"
+_discard_unsafe = True
+
+
+def set_unsafe_fields(discard: bool | None) -> None:
+    """The worker's ``discard_unsafe_fields`` (None: corral's default, Unit's ``true``).
+
+    Called once per process, before any request; the name cache starts afresh."""
+    global _discard_unsafe
+    _discard_unsafe = discard is None or discard
+    _header_keys.clear()
+    _header_keys.update(_KNOWN_KEYS)
 
 
 def _environ_key(name: bytes) -> str | None:
-    if b"_" in name:
+    if _discard_unsafe and name.translate(None, _SAFE_CHARS):
         key = None
     else:
         upper = name.decode("latin-1").upper().replace("-", "_")
@@ -71,6 +93,23 @@ def connection_environ(
         environ["REMOTE_PORT"] = str(peer[1])
     else:
         environ["REMOTE_ADDR"] = ""  # unix socket: no address; the key is required by many apps
+    return environ
+
+
+def forwarded_environ(base: dict[str, Any], forwarded: Any) -> dict[str, Any]:
+    """``base`` with a trusted proxy's client and scheme (a ``forwarded.ForwardedClient``).
+
+    Without a port in the forwarded address the client's port is unknown: ``REMOTE_PORT``
+    is left out rather than naming the proxy's."""
+    environ = base.copy()
+    if forwarded.address is not None:
+        environ["REMOTE_ADDR"] = forwarded.address
+        if forwarded.port is not None:
+            environ["REMOTE_PORT"] = str(forwarded.port)
+        else:
+            environ.pop("REMOTE_PORT", None)
+    if forwarded.scheme is not None:
+        environ["wsgi.url_scheme"] = forwarded.scheme
     return environ
 
 

@@ -27,7 +27,7 @@ from corral.connection import Exchange, HttpConnection
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head
 from corral.wsgi.deadline import RequestTimeoutExceeded
-from corral.wsgi.environ import request_environ
+from corral.wsgi.environ import forwarded_environ, request_environ
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.input import ClientDisconnected
 
@@ -319,3 +319,21 @@ class WsgiCall:
             self.out.complete(error_response(status), False)
         else:
             self.out.finish(False)
+
+
+class ForwardedWsgiCall(WsgiCall):
+    """A call on a trusted proxy's connection: the request's forwarded client and scheme
+    (``Exchange.forwarded``, read by the connection) replace the peer's in its environ."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        conn: HttpConnection,
+        exchange: Exchange,
+        out: Output,
+        environ: dict[str, Any],
+    ) -> None:
+        super().__init__(adapter, conn, exchange, out, environ)
+        forwarded = exchange.forwarded
+        if forwarded is not None:
+            self.environ = forwarded_environ(environ, forwarded)

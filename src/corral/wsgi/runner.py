@@ -40,7 +40,7 @@ from corral.wsgi.errors import ErrorStream
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.hooked import hooked_application
 from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
-from corral.wsgi.response import WsgiCall
+from corral.wsgi.response import ForwardedWsgiCall, WsgiCall
 
 # Bytes an application thread may have posted to the loop and not yet written.
 THREAD_WRITE_HIGH_WATER = 256 * 1024
@@ -241,8 +241,13 @@ class WsgiAdapter:
             self.watchdog,
         )
 
-    def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput]:
-        """The per-connection environ part and output, made on its first request."""
+    def _connection_state(
+        self, conn: HttpConnection
+    ) -> tuple[dict[str, Any], LoopOutput, type[WsgiCall]]:
+        """The per-connection environ part, output and call class, made on its first request.
+
+        The call class is chosen here, once per connection: a trusted proxy's connection gets
+        the one that applies each request's forwarded client and scheme."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
         base = self._listener_environs.get(key)
@@ -260,19 +265,20 @@ class WsgiAdapter:
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        state = conn.adapter_state = (environ, LoopOutput(conn))
+        call = ForwardedWsgiCall if conn.trusted else WsgiCall
+        state = conn.adapter_state = (environ, LoopOutput(conn), call)
         return state
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
-        environ, loop_output = conn.adapter_state or self._connection_state(conn)
+        environ, loop_output, call = conn.adapter_state or self._connection_state(conn)
         if self.pool is None:
             if not exchange.streaming:
-                WsgiCall(self, conn, exchange, loop_output, environ).run()
+                call(self, conn, exchange, loop_output, environ).run()
                 return
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
             out = ThreadOutput(self, conn, exchange)
-            self._helper.submit(WsgiCall(self, conn, exchange, out, environ).run)
+            self._helper.submit(call(self, conn, exchange, out, environ).run)
             return
         if self.free == 0:
             self.waiting.append((conn, exchange))
@@ -283,8 +289,8 @@ class WsgiAdapter:
     def _submit(self, conn: HttpConnection, exchange: Exchange) -> None:
         self.free -= 1
         out = ThreadOutput(self, conn, exchange)
-        call = WsgiCall(self, conn, exchange, out, conn.adapter_state[0])  # set by run()
-        self.pool.submit(call.run)  # type: ignore[union-attr]
+        environ, _, call_class = conn.adapter_state  # set by run()
+        self.pool.submit(call_class(self, conn, exchange, out, environ).run)  # type: ignore[union-attr]
 
     def thread_done(self, conn: HttpConnection, exchange: Exchange, keep_alive: bool) -> None:
         """On the loop: a call that ran on a thread has answered."""
