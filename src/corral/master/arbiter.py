@@ -75,6 +75,9 @@ BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 # A worker killed for a timeout gets this long to report its request before SIGKILL.
 ABORT_GRACE = 1.0
+# How long a control API answer waits for the retired workers to stop accepting (a worker
+# whose loop the application blocks acts on TERM only when the call returns).
+STOP_ACCEPTING_WAIT = 2.0
 # A retiring worker still alive this long after its graceful_timeout is killed.
 DRAIN_SLACK = 5.0
 
@@ -541,6 +544,8 @@ class Arbiter:
             return
         if line == "ready":
             self._on_ready(worker)
+        elif line == "closed":
+            worker.stopped_accepting = True
         elif line.startswith("retire "):
             limit = worker.pool.application.max_requests
             worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
@@ -923,6 +928,7 @@ class Arbiter:
             failure = await asyncio.shield(gen.settled)
             if failure is not None:
                 raise ApplyFailed(failure)
+            await self._retired_stop_accepting()
             if self.persist is not None:
                 try:
                     self.persist(doc)
@@ -931,6 +937,17 @@ class Arbiter:
                     raise ApplyFailed(
                         f"the new configuration serves, but could not be saved: {exc}"
                     ) from None
+
+    async def _retired_stop_accepting(self) -> None:
+        """Wait until every retiring worker said it stopped accepting (``closed``) or exited,
+        at most `STOP_ACCEPTING_WAIT`: between its TERM and its drain an old worker still
+        accepts, and a connection opened after the API's answer would meet the old
+        configuration (an old route, an old application's code)."""
+        deadline = time.monotonic() + STOP_ACCEPTING_WAIT
+        while time.monotonic() < deadline and any(
+            w.retiring and w.ready and not w.stopped_accepting for w in self.workers.values()
+        ):
+            await asyncio.sleep(0.005)
 
     def _start_generation(
         self,
