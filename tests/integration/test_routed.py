@@ -465,25 +465,29 @@ def test_a_restarted_application_s_draining_worker_takes_no_more_handoffs():
 
 
 def test_routes_changed_under_load_fail_no_request():
-    """Each change is in effect when the API answers; the load never sees a failure."""
+    """Each change is in effect when the API answers (for every connection opened after it:
+    the retired workers stopped accepting first); the load never sees a failure."""
+    swapped = [
+        {"match": {"uri": "/a/*"}, "action": {"pass": "applications/b"}},
+        {"match": {"uri": "/b/*"}, "action": {"pass": "applications/a"}},
+    ]
     with short_dir() as directory, Routed(directory, unit_document()) as routed:
-        swapped = [
-            {"match": {"uri": "/a/*"}, "action": {"pass": "applications/b"}},
-            {"match": {"uri": "/b/*"}, "action": {"pass": "applications/a"}},
-        ]
         with Load(routed.at, 4, "/a/load") as a_load, Load(routed.at, 4, "/b/load") as b_load:
-            for routes, a_path_goes_to in ((swapped, "b"), (ROUTES, "a"), (swapped, "b")):
-                a_load.wait_requests(30)
-                b_load.wait_requests(30)
+            for change in range(12):
+                routes, a_goes_to, b_goes_to = (
+                    (swapped, "b", "a") if change % 2 == 0 else (ROUTES, "a", "b")
+                )
+                a_load.wait_requests(20)
+                b_load.wait_requests(20)
                 routed.apply("PUT", "/config/routes", routes)
-                with routed.connect() as sock:
-                    reader = Reader(sock)
-                    other = "a" if a_path_goes_to == "b" else "b"
-                    sock.sendall(get("/a/now") + get("/b/now"))
-                    answered_by(routed, reader.response(), a_path_goes_to, "/a/now")
-                    answered_by(routed, reader.response(), other, "/b/now")
-            a_load.wait_requests(30)
-            b_load.wait_requests(30)
+                for _ in range(3):
+                    with routed.connect() as sock:
+                        reader = Reader(sock)
+                        sock.sendall(get("/a/now") + get("/b/now"))
+                        answered_by(routed, reader.response(), a_goes_to, "/a/now")
+                        answered_by(routed, reader.response(), b_goes_to, "/b/now")
+            a_load.wait_requests(20)
+            b_load.wait_requests(20)
         for load in (a_load, b_load):
             assert not load.failures, (load.summary(), load.failures[:3])
             assert {r.status for r in load.ok} == {200}
