@@ -414,7 +414,7 @@ def test_handoff_to_an_application_whose_workers_cannot_start_in_time_is_503():
                 assert response.status == 503 and response.get("connection") == "close"
                 assert HANDOFF_TIMEOUT - 0.5 < waited < HANDOFF_TIMEOUT + 1.5, waited
                 reader.assert_closed()
-            routed.server.wait_log(r"hand-off of GET /b/1 to .* failed: 503")
+            routed.server.wait_log(r"hand-off of GET /b/1 to b failed: 503")
             with routed.connect() as sock:  # A's worker serves on
                 reader = Reader(sock)
                 sock.sendall(get("/a/2"))
@@ -492,6 +492,42 @@ def test_routes_changed_under_load_fail_no_request():
             assert not load.failures, (load.summary(), load.failures[:3])
             assert {r.status for r in load.ok} == {200}
             assert {r.body[:6] for r in load.ok} == {b"app=a ", b"app=b "}, load.summary()
+
+
+def test_routes_that_stop_reaching_an_application_under_load_fail_no_request():
+    """The routes change so that nothing reaches A any more, and back: the old workers, still
+    routing by the old table while they drain, may hand a connection to A meanwhile."""
+    only_b = [{"match": {"uri": "*"}, "action": {"pass": "applications/b"}}]
+    settings = {"drain_idle_timeout": 30, "http": {"idle_timeout": 60}}
+    with short_dir() as directory, Routed(directory, unit_document(settings)) as routed:
+        with routed.connect() as held:  # B's worker holds it, idle, through the change
+            reader = Reader(held)
+            held.sendall(get("/b/0"))
+            [old_b] = routed.pids("b")
+            assert answered_by(routed, reader.response(), "b", "/b/0") == old_b
+            routed.apply("PUT", "/config/routes", only_b)
+            assert _alive(old_b)  # draining, by the old table: /a/ is A's
+            held.sendall(get("/a/1"))
+            # handed to A's new worker, which routes it by the new table, to B's new one
+            assert answered_by(routed, reader.response(), "b", "/a/1") != old_b
+            routed.apply("PUT", "/config/routes", ROUTES)
+        with Load(routed.at, 4, "/a/load") as a_load, Load(routed.at, 4, "/b/load") as b_load:
+            for change in range(12):
+                routes, a_goes_to = (only_b, "b") if change % 2 == 0 else (ROUTES, "a")
+                a_load.wait_requests(20)
+                b_load.wait_requests(20)
+                routed.apply("PUT", "/config/routes", routes)
+                with routed.connect() as sock:
+                    reader = Reader(sock)
+                    sock.sendall(get("/a/now") + get("/b/now"))
+                    answered_by(routed, reader.response(), a_goes_to, "/a/now")
+                    answered_by(routed, reader.response(), "b", "/b/now")
+            a_load.wait_requests(20)
+            b_load.wait_requests(20)
+        failed = [line for line in routed.log().splitlines() if "hand-off" in line]
+        for load in (a_load, b_load):
+            assert not load.failures, (load.summary(), load.failures[:3], failed)
+            assert {r.status for r in load.ok} == {200}, (load.summary(), failed)
 
 
 def test_an_application_removed_from_the_routes_and_the_document_is_404_at_once():

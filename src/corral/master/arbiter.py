@@ -226,20 +226,18 @@ class Generation:
             router = compile_routes(routes, applications=list(doc.applications))
         for pool in self.pools.values():
             pool.sockets = {}
-        routed: set[str] = set()  # the pools sharing routed listeners
         for address, sock in sockets.items():
-            pass_ = doc.listeners[address].pass_
-            served_by = self._served_by(pass_, router)
-            if pass_.removeprefix("applications/") not in self.pools:
-                routed.update(served_by)
-            for name in served_by:
+            for name in self._served_by(doc.listeners[address].pass_, router):
                 self.pools[name].sockets[address] = sock
-        for name in routed & set(handoffs):
+        # Every pool gets its hand-off socket, also one its routes do not reach now: the
+        # workers a change retires still route by the old table while they drain, and a
+        # connection they hand over must find a worker (which routes it by the new one).
+        for name in self.pools.keys() & handoffs.keys():
             pool = self.pools[name]
             pool.routes, pool.router = doc.routes, router
             pool.handoff = handoffs[name][1]
             pool.handoff_addresses = {
-                other: handoffs[other][0] for other in routed & set(handoffs) if other != name
+                other: address for other, (address, _) in handoffs.items() if other != name
             }
 
     def _served_by(self, pass_: str, router: Any) -> list[str]:
