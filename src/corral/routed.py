@@ -121,9 +121,12 @@ class _HandOff(Exchange):
 
     complete = True  # its body is the receiver's: nothing to wait for here
 
-    def __init__(self, head: RequestHead, now: float, index: int, address: str) -> None:
+    def __init__(
+        self, head: RequestHead, now: float, index: int, application: str, address: str
+    ) -> None:
         super().__init__(head, now, _DISCARD)
         self.index = index  # among the requests begun on the connection
+        self.application = application
         self.address = address
 
 
@@ -292,7 +295,7 @@ class RoutedConnection(HttpConnection):
                 action = LOOP
             else:
                 # the receiving worker reads the forwarded headers again (adopt_factory)
-                self._begin_handoff(head, index, address)
+                self._begin_handoff(head, index, name, address)
                 return
         elif action.__class__ is Share:
             action = NOT_IMPLEMENTED
@@ -327,8 +330,8 @@ class RoutedConnection(HttpConnection):
         if len(self.pipeline) > 1:
             self.pause_reading()
 
-    def _begin_handoff(self, head: RequestHead, index: int, address: str) -> None:
-        exchange = _HandOff(head, self.server.now, index, address)
+    def _begin_handoff(self, head: RequestHead, index: int, name: str, address: str) -> None:
+        exchange = _HandOff(head, self.server.now, index, name, address)
         self.handoff = exchange
         self.pipeline.append(exchange)
         self.receiving = None
@@ -421,7 +424,7 @@ class RoutedConnection(HttpConnection):
             "hand-off of %s %s to %s failed: %d",
             exchange.head.method,
             exchange.head.target.decode("latin-1"),
-            exchange.address,
+            exchange.application,  # (the address is abstract: it starts with a NUL byte)
             result,
         )
         self.server.served += 1

@@ -453,6 +453,9 @@ class Worker:
         state.draining = True
         for server in self.servers:
             server.close()
+        # the master answers a control API change only once its retired workers said this:
+        # a connection opened after the answer must not reach the old configuration
+        self._send("closed")
         grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
         self.loop.call_later(grace, self._close_idle)
         self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout

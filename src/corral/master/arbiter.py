@@ -75,6 +75,9 @@ BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 # A worker killed for a timeout gets this long to report its request before SIGKILL.
 ABORT_GRACE = 1.0
+# How long a control API answer waits for the retired workers to stop accepting (a worker
+# whose loop the application blocks acts on TERM only when the call returns).
+STOP_ACCEPTING_WAIT = 2.0
 # A retiring worker still alive this long after its graceful_timeout is killed.
 DRAIN_SLACK = 5.0
 
@@ -234,20 +237,18 @@ class Generation:
             router = compile_routes(routes, applications=list(doc.applications))
         for pool in self.pools.values():
             pool.sockets = {}
-        routed: set[str] = set()  # the pools sharing routed listeners
         for address, sock in sockets.items():
-            pass_ = doc.listeners[address].pass_
-            served_by = self._served_by(pass_, router)
-            if pass_.removeprefix("applications/") not in self.pools:
-                routed.update(served_by)
-            for name in served_by:
+            for name in self._served_by(doc.listeners[address].pass_, router):
                 self.pools[name].sockets[address] = sock
-        for name in routed & set(handoffs):
+        # Every pool gets its hand-off socket, also one its routes do not reach now: the
+        # workers a change retires still route by the old table while they drain, and a
+        # connection they hand over must find a worker (which routes it by the new one).
+        for name in self.pools.keys() & handoffs.keys():
             pool = self.pools[name]
             pool.routes, pool.router = doc.routes, router
             pool.handoff = handoffs[name][1]
             pool.handoff_addresses = {
-                other: handoffs[other][0] for other in routed & set(handoffs) if other != name
+                other: address for other, (address, _) in handoffs.items() if other != name
             }
 
     def _served_by(self, pass_: str, router: Any) -> list[str]:
@@ -554,6 +555,8 @@ class Arbiter:
             return
         if line == "ready":
             self._on_ready(worker)
+        elif line == "closed":
+            worker.stopped_accepting = True
         elif line.startswith("retire "):
             limit = worker.pool.application.max_requests
             worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
@@ -936,6 +939,7 @@ class Arbiter:
             failure = await asyncio.shield(gen.settled)
             if failure is not None:
                 raise ApplyFailed(failure)
+            await self._retired_stop_accepting()
             if self.persist is not None:
                 try:
                     self.persist(doc)
@@ -944,6 +948,17 @@ class Arbiter:
                     raise ApplyFailed(
                         f"the new configuration serves, but could not be saved: {exc}"
                     ) from None
+
+    async def _retired_stop_accepting(self) -> None:
+        """Wait until every retiring worker said it stopped accepting (``closed``) or exited,
+        at most `STOP_ACCEPTING_WAIT`: between its TERM and its drain an old worker still
+        accepts, and a connection opened after the API's answer would meet the old
+        configuration (an old route, an old application's code)."""
+        deadline = time.monotonic() + STOP_ACCEPTING_WAIT
+        while time.monotonic() < deadline and any(
+            w.retiring and w.ready and not w.stopped_accepting for w in self.workers.values()
+        ):
+            await asyncio.sleep(0.005)
 
     def _start_generation(
         self,

@@ -30,6 +30,7 @@ class WorkerProcess:
         self.ready = False
         self.retiring = False
         self.retired_at = 0.0
+        self.stopped_accepting = False  # its "closed" line: it drains, its listeners closed
         self.killed = False  # SIGKILL sent after a drain that overran
         self.replaces: WorkerProcess | None = None  # set while it boots as a successor
         self.successor: WorkerProcess | None = None  # set while its successor boots

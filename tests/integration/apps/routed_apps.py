@@ -1,7 +1,17 @@
 """Two applications for the routing tests: each answer names the application and its pid,
-echoes the method and path, and the request body's length and text."""
+echoes the method and path, and the request body's length and text.
+
+With ``ROUTED_SLOW_START`` naming a file that exists, the import sleeps as many seconds as
+the file says: a worker started while it is there is slow to become ready (a respawn that
+cannot accept hand-offs in time)."""
 
 import os
+import time
+
+_marker = os.environ.get("ROUTED_SLOW_START")
+if _marker and os.path.exists(_marker):
+    with open(_marker) as _stream:
+        time.sleep(float(_stream.read()))
 
 
 def _app(name: str):
