@@ -272,13 +272,15 @@ class HandoffServer:
         self.log = log
         self.timeout = timeout
         self.closed = False
+        self.receiving: set[_Incoming] = set()  # greeted, their frame not read yet
 
     def start(self) -> None:
         self.sock.setblocking(False)
         self.loop.add_reader(self.sock.fileno(), self._accept)
 
     def close(self) -> None:
-        """Stop accepting (drain): hand-offs under way are still read and adopted."""
+        """Stop accepting (drain): hand-offs under way (`receiving`) are still read and
+        adopted."""
         if not self.closed:
             self.closed = True
             self.loop.remove_reader(self.sock.fileno())
@@ -334,6 +336,7 @@ class _Incoming:
             conn.close()  # the sender gave up already
             return
         loop = self.server.loop
+        self.server.receiving.add(self)
         self.timer = loop.call_later(self.server.timeout, self._fail, "timed out")
         loop.add_reader(conn.fileno(), self._read)
 
@@ -372,6 +375,7 @@ class _Incoming:
         self.server.adopt(client, header, payload)
 
     def _stop(self) -> None:
+        self.server.receiving.discard(self)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None

@@ -92,6 +92,9 @@ class Routing:
         self.addresses = addresses  # hand-off socket path of every other application
         self.timeout = timeout
         self.log = log
+        # connections received by hand-off and not yet made connections of this worker: a
+        # drain waits for them as for its connections
+        self.adopting: set[asyncio.Task[Any]] = set()
 
 
 class _Discard:
@@ -211,6 +214,10 @@ class RoutedConnection(HttpConnection):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        if self.hops:
+            # counted as accepted by the worker that accepted it: the status counts each
+            # client connection once, however many workers it went through
+            self.server.accepted -= 1
         self.local = transport.get_extra_info("sockname")
         if self.forwarding is not None:
             self.trusted = self.forwarding.trusts(self.peer)
@@ -434,6 +441,7 @@ class RoutedConnection(HttpConnection):
     def forget(self) -> None:
         """The connection is another worker's now: close this copy, send nothing."""
         self.closed = True
+        self.server.closed -= 1  # connection_lost will count it, but it moved: not closed
         self.server.connections.discard(self)
         for exchange in self.pipeline:
             exchange.body.fail()
@@ -477,9 +485,11 @@ def adopt_factory(
             )
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))
+        routing.adopting.add(task)
         task.add_done_callback(_report_adoption)
 
     def _report_adoption(task: asyncio.Task[Any]) -> None:
+        routing.adopting.discard(task)
         if not task.cancelled() and task.exception() is not None:
             routing.log.warning("hand-off: could not adopt the connection: %s", task.exception())
 

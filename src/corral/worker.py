@@ -131,6 +131,8 @@ class Worker:
         self.latency = LatencyHistogram() if measured else None
         self._reopen_asked = False  # USR1 came before the loop could act on it
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()
+        self.routing: Routing | None = None  # with routed listeners or a hand-off socket
+        self.handoffs: HandoffServer | None = None
 
     def run(self) -> int:
         spec = self.spec
@@ -250,7 +252,7 @@ class Worker:
         spec = self.spec
         backlog = spec.settings.backlog
         application = spec.application
-        routing = self._routing()
+        routing = self.routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
         forwardings = self._forwardings()
         own_pass = f"applications/{spec.app_name}"
@@ -293,6 +295,7 @@ class Worker:
             )
             handoffs.start()
             self.servers.append(handoffs)  # closed with the listeners when a drain begins
+            self.handoffs = handoffs
         self._send("ready")
         self._done = loop.create_future()
         self._schedule_tick()
@@ -471,7 +474,7 @@ class Worker:
     def _drain_poll(self) -> None:
         state = self.state
         assert state is not None and self.loop is not None
-        if not state.connections or self.loop.time() >= self._drain_deadline:
+        if not self._serving() or self.loop.time() >= self._drain_deadline:
             if state.connections:
                 self.log.warning(
                     "graceful timeout: closing %d busy connection(s)", len(state.connections)
@@ -479,6 +482,18 @@ class Worker:
             self._finish()
             return
         self.loop.call_later(0.02, self._drain_poll)
+
+    def _serving(self) -> bool:
+        """Connections are open, or on their way in by hand-off (greeted, or being adopted)."""
+        state = self.state
+        assert state is not None
+        if state.connections:
+            return True
+        routing = self.routing
+        return bool(
+            (self.handoffs is not None and self.handoffs.receiving)
+            or (routing is not None and routing.adopting)
+        )
 
     def _finish(self) -> None:
         if not self._done.done():

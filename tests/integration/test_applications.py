@@ -332,3 +332,26 @@ def test_one_listener_routes_to_two_applications_through_the_master():
             assert not load.failures, (load.summary(), load.failures[:3])
             assert {r.status for r in load.ok} == {200}
             assert server.stop() == 0
+
+
+def test_status_counts_a_handed_off_connection_once():
+    """A connection one worker accepted and another served is one connection in /status."""
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory}/state", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            doc = routed_document()
+            doc["applications"]["a"]["processes"] = 1
+            assert control.put("/config", doc).status == 200
+            at = At("127.0.0.1", listening_port(server, A_KEY))
+            for i in range(10):  # each connection asks both: one of them is handed off
+                connection = http.client.HTTPConnection(at.host, at.port, timeout=10)
+                for path in (f"/one/{i}", f"/two/{i}"):
+                    connection.request("GET", path)
+                    assert connection.getresponse().read().startswith(b"app=")
+                connection.close()
+            expected = {"accepted": 10, "active": 0, "idle": 0, "closed": 10}
+            wait_for(lambda: control.get("/status/connections").json == expected, timeout=5)
+            assert control.get("/status/requests/total").json == 20
+            assert server.stop() == 0
