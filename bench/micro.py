@@ -4,7 +4,7 @@ Feeds pipelined-free keep-alive requests to one HttpConnection over a fake
 transport and reports the cost of one request in microseconds. Run it before
 and after a change to the hot path, in the same session:
 
-    python bench/micro.py [--profile] [--request-timeout SECONDS]
+    python bench/micro.py [--profile] [--request-timeout SECONDS] [--routed] [--latency]
 """
 
 from __future__ import annotations
@@ -103,8 +103,12 @@ def routed_connection(state: ServerState) -> HttpConnection:
     return RoutedConnection(state, ("127.0.0.1", 8000), routing, "routes")
 
 
-def run(n: int, request_timeout: float = 0.0, routed: bool = False) -> float:
+def run(n: int, request_timeout: float = 0.0, routed: bool = False, latency: bool = False) -> float:
     state = make_state(request_timeout)
+    if latency:
+        from corral.observe.latency import LatencyHistogram
+
+        state.on_finish = LatencyHistogram()
     conn = routed_connection(state) if routed else HttpConnection(state)
     transport = FakeTransport()
     conn.connection_made(transport)
@@ -125,6 +129,9 @@ def main() -> None:
     parser.add_argument("--close", action="store_true", help="a new connection per request")
     parser.add_argument("--routed", action="store_true", help="on a listener passing to routes")
     parser.add_argument(
+        "--latency", action="store_true", help="count durations, as --latency-histogram does"
+    )
+    parser.add_argument(
         "--request-timeout",
         type=float,
         default=0.0,
@@ -136,7 +143,7 @@ def main() -> None:
     def measure(n: int) -> float:
         if args.close:
             return run_close(n, args.request_timeout)
-        return run(n, args.request_timeout, args.routed)
+        return run(n, args.request_timeout, args.routed, args.latency)
 
     if args.once:
         measure(args.n)
