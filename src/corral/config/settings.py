@@ -570,8 +570,11 @@ SETTINGS: tuple[Setting, ...] = (
         "workers", _APPLICATION, _A, _int(ge=1) | Processes, 1,
         'Number of worker processes. "auto" means one per CPU this process may run on. In the '
         'document, NGINX Unit\'s `processes`: a number, or `{"max", "spare", "idle_timeout"}` '
-        "(defaults 1, 0, 15; `spare` at most `max`), which runs `spare` processes (at least "
-        "one) for now.",
+        "(defaults 1, 0, 15; `spare` at most `max`): `spare` workers (at least one) at rest, "
+        "one more each second while every worker is busy or fewer than `spare` are idle, up "
+        "to `max`; one less each second while more than `spare` are idle and one has been "
+        "for `idle_timeout` seconds. A new worker takes new connections: keep-alive ones stay "
+        "with the worker that accepted them.",
         flags=("-w", "--workers"), metavar="INT", accepts=_int(ge=1) | Literal["auto"],
         resolve=_workers, key="processes", view=_process_count,
     ),
