@@ -35,7 +35,7 @@ from typing import Any
 
 from corral.connection import HttpConnection, ServerState
 from corral.http.parser import RequestHead
-from corral.routing import address_matcher
+from corral.routing import address_matcher, socket_address
 
 _UNIX = (1, 0, 0)  # the matcher's (family, number, port) for a unix socket peer
 _SAFE_NAME = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
@@ -45,16 +45,6 @@ _SCHEMES = {b"http": "http", b"https": "https", b"on": "https"}
 def is_safe_name(name: bytes) -> bool:
     """Whether Unit keeps a header field of this name with ``discard_unsafe_fields``."""
     return bool(name) and not name.translate(None, bytes(_SAFE_NAME))
-
-
-def _peer_key(peer: Any) -> tuple[int, int, int]:
-    if not isinstance(peer, tuple):
-        return _UNIX
-    host, port = peer[0], peer[1]
-    if ":" in host:
-        packed = socket.inet_pton(socket.AF_INET6, host.partition("%")[0])
-        return (6, int.from_bytes(packed, "big"), port)
-    return (4, int.from_bytes(socket.inet_aton(host), "big"), port)
 
 
 def parse_address(text: bytes) -> tuple[str, int | None, tuple[int, int, int]] | None:
@@ -156,7 +146,7 @@ class Forwarding:
     def trusts(self, peer: Any) -> bool:
         """Whether the headers of a connection from ``peer`` count (once per connection)."""
         try:
-            return self.trusted(_peer_key(peer))
+            return self.trusted(socket_address(peer))
         except (OSError, ValueError, TypeError):
             return False
 

@@ -81,6 +81,7 @@ __all__ = [
     "compile_routes",
     "normalize_path",
     "pattern_matcher",
+    "socket_address",
 ]
 
 MAX_HOPS = 32  # passes with variables to a route, per request: only they can loop
@@ -191,7 +192,8 @@ class _BadTarget(Exception):
 _UNIX = (1, 0, 0)  # (family, address, port) of a unix socket peer; 4 and 6 are IP families
 
 
-def _socket_address(address: Any) -> tuple[int, int, int]:
+def socket_address(address: Any) -> tuple[int, int, int]:
+    """A peer or local address as ``(family, address, port)``: what address patterns test."""
     if not isinstance(address, tuple):
         return _UNIX
     host, port = address[0], address[1]
@@ -359,11 +361,11 @@ class RouteRequest:
         return cookies
 
     def _load_src(self) -> tuple[int, int, int]:
-        self._src = address = _socket_address(self.peer)
+        self._src = address = socket_address(self.peer)
         return address
 
     def _load_dst(self) -> tuple[int, int, int]:
-        self._dst = address = _socket_address(self.local)
+        self._dst = address = socket_address(self.local)
         return address
 
     # Values for the variables (not on the matching path).
