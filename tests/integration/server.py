@@ -9,6 +9,8 @@ for a fixed time: every wait polls a condition until a deadline.
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import re
 import signal
@@ -19,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 APPS = Path(__file__).parent / "apps"
 LISTENING = re.compile(r"listening on http://(\[[^\]]+\]|[\d.]+):(\d+)")
@@ -185,6 +188,29 @@ class Server:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # leave no worker behind
         self._close_pipes()
+
+
+class Address(Protocol):
+    host: str
+    port: int
+
+
+def http_get(at: Address, path: str = "/", timeout: float = 10.0) -> tuple[int, bytes]:
+    """One GET on a fresh connection to ``at`` (a Server, or anything with host and port)."""
+    connection = http.client.HTTPConnection(at.host, at.port, timeout=timeout)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def http_json(at: Address, path: str = "/") -> Any:
+    """The JSON a GET answers with 200."""
+    status, body = http_get(at, path)
+    assert status == 200, (status, body[:200])
+    return json.loads(body)
 
 
 def read_all(sock: socket.socket) -> bytes:

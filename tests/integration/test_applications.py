@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import http.client
-import json
 import signal
 import socket
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.load import Load
-from tests.integration.server import Server, wait_for
+from tests.integration.server import Server, http_get, http_json, wait_for
 from tests.integration.supervision import alive
 
 DONE = {"success": "Reconfiguration done."}
@@ -63,14 +62,7 @@ def pids_of(server: Server, app: str) -> set[int]:
 
 
 def info(at: At) -> dict:
-    connection = http.client.HTTPConnection(at.host, at.port, timeout=10)
-    try:
-        connection.request("GET", "/info")
-        response = connection.getresponse()
-        assert response.status == 200
-        return json.loads(response.read())
-    finally:
-        connection.close()
+    return http_json(at, "/info")
 
 
 def start(directory: Path) -> tuple[Server, Control, At, At]:
@@ -204,16 +196,6 @@ def test_a_dynamic_pool_grows_under_load_and_shrinks_when_idle():
             assert server.stop() == 0
 
 
-def get_at(at: At, path: str = "/") -> tuple[int, bytes]:
-    connection = http.client.HTTPConnection(at.host, at.port, timeout=10)
-    try:
-        connection.request("GET", path)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
 def refused(at: At) -> bool:
     try:
         socket.create_connection((at.host, at.port), timeout=5).close()
@@ -248,13 +230,13 @@ def test_every_kind_of_change_under_load_loses_no_request_and_is_in_effect_when_
             apply("PUT", "/config/applications/a/threads", 4)
             with concurrent.futures.ThreadPoolExecutor(4) as pool:
                 began = time.monotonic()
-                statuses = list(pool.map(lambda _: get_at(a, "/sleep?s=0.6")[0], range(4)))
+                statuses = list(pool.map(lambda _: http_get(a, "/sleep?s=0.6")[0], range(4)))
                 took = time.monotonic() - began
             assert statuses == [200] * 4 and took < 1.8, took  # one thread would take 2.4 s
             # a listener added serves at once; removed, it refuses at once
             apply("PUT", "/config/listeners/127.0.0.3:0", {"pass": "applications/a"})
             extra = At("127.0.0.3", listening_port(server, "127.0.0.3:0"))
-            assert get_at(extra) == (200, b"Hello, world!")
+            assert http_get(extra) == (200, b"Hello, world!")
             apply("DELETE", "/config/listeners/127.0.0.3:0")
             assert refused(extra)
             # an application removed (with its listener), then added again
@@ -266,10 +248,10 @@ def test_every_kind_of_change_under_load_loses_no_request_and_is_in_effect_when_
             doc["applications"]["b"], doc["listeners"][B_KEY] = b_app, b_listener
             apply("PUT", "/config", doc)
             b = At("127.0.0.2", listening_port(server, B_KEY))
-            assert get_at(b) == (200, b"Hello, world!")
+            assert http_get(b) == (200, b"Hello, world!")
             # module: chaos_app answers "PID N" instead of "Hello, world!"
             apply("PUT", "/config/applications/a/module", "chaos_app")
-            status, body = get_at(a)
+            status, body = http_get(a)
             assert status == 200 and body.split()[0].isdigit(), body
             load.wait_requests(50)
         assert not load.failures, (load.summary(), load.failures[:3])
@@ -320,14 +302,14 @@ def test_one_listener_routes_to_two_applications_through_the_master():
             connection.close()
             assert {pid for app, pid in seen if app == "a"} <= a_pids
             assert {pid for app, pid in seen if app == "b"} <= b_pids
-            assert get_at(at, "/old")[0] == 301
-            assert get_at(at, "/nowhere")[0] == 404
+            assert http_get(at, "/old")[0] == 301
+            assert http_get(at, "/nowhere")[0] == 404
             # swap the routes under load: /one/ now goes to b; no request fails
             with Load(at, 4, "/one/x") as load:
                 load.wait_requests(50)
                 answer = control.put("/config/routes/0/action/pass", "applications/b")
                 assert (answer.status, answer.json) == (200, DONE), answer.json
-                assert get_at(at, "/one/y")[1].startswith(b"app=b ")
+                assert http_get(at, "/one/y")[1].startswith(b"app=b ")
                 load.wait_requests(50)
             assert not load.failures, (load.summary(), load.failures[:3])
             assert {r.status for r in load.ok} == {200}

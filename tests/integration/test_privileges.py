@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.server import APPS, Server, read_response, wait_for
+from tests.integration.server import APPS, Server, http_json, read_response, wait_for
 from tests.integration.venvs import make_demo_venv, readable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,17 +110,6 @@ def serve(sandbox: Sandbox, *args: str, **kwargs) -> Server:
     )
 
 
-def get_json(server: Server) -> dict:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
-    try:
-        conn.request("GET", "/")
-        response = conn.getresponse()
-        assert response.status == 200
-        return json.loads(response.read())
-    finally:
-        conn.close()
-
-
 def unix_get_json(path: Path) -> dict:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(10)
@@ -170,7 +159,7 @@ def test_workers_run_as_user_and_group(sandbox, user, group):
 
         expected = {"uid": uid, "euid": uid, "gid": gid, "egid": gid, "groups": groups}
         seen = set()
-        for report in [get_json(server), unix_get_json(sock_path)]:
+        for report in [http_json(server), unix_get_json(sock_path)]:
             assert report["imported"] == expected  # dropped before the app was imported
             assert report["serving"] == expected
             assert report["pid"] in workers
@@ -221,7 +210,7 @@ def test_access_log_in_root_owned_directory(sandbox):
         wait_for(settled, timeout=20)
         assert " ready (pid " in s.stderr, s.stderr
         s.wait_ready()
-        assert get_json(s)["serving"]["uid"] == pwd.getpwnam(USER).pw_uid
+        assert http_json(s)["serving"]["uid"] == pwd.getpwnam(USER).pw_uid
         wait_for(lambda: log_file.exists() and log_file.read_text().strip(), timeout=10)
 
 
@@ -238,7 +227,7 @@ def test_home_virtualenv_as_the_worker_user(sandbox):
     options = {"python": sandbox.python, "cwd": str(sandbox.apps)}
     env = {"PYTHONPATH": str(sandbox.apps)}
     with Server("venv_app", "--user", USER, "--home", str(home), env=env, **options) as server:
-        report = get_json(server)
+        report = http_json(server)
         assert report["version"] == report["dist_version"] == "2.0"
         assert report["prefix"] == report["virtual_env"] == str(home)
         assert report["base_prefix"] == "/usr"  # the sandbox's interpreter, Debian's

@@ -8,7 +8,6 @@ says about its prefix, its path and its environment.
 
 from __future__ import annotations
 
-import http.client
 import importlib.util
 import json
 import os
@@ -23,7 +22,7 @@ import pytest
 import uvloop
 
 from tests.integration.control import Control, listening_port, short_dir
-from tests.integration.server import APPS, Server, wait_for
+from tests.integration.server import APPS, Server, http_json, wait_for
 from tests.integration.venvs import (
     has_base_python,
     install_module,
@@ -81,17 +80,6 @@ class Address:
     port: int
 
 
-def get_json(server: Server | Address) -> dict:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
-    try:
-        conn.request("GET", "/")
-        response = conn.getresponse()
-        assert response.status == 200
-        return json.loads(response.read())
-    finally:
-        conn.close()
-
-
 def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(APPS), str(SRC)]))
     return subprocess.run(
@@ -122,9 +110,9 @@ def test_each_application_runs_its_own_virtualenv(venvs):
         Server("venv_app", "--virtualenv", str(venvs.two)) as two,
         Server("venv_app", "-H", str(venvs.two), "--threads", "4") as threaded,
     ):
-        assert_served_from(get_json(one), venvs.one, "1.0")
-        assert_served_from(get_json(two), venvs.two, "2.0")
-        assert_served_from(get_json(threaded), venvs.two, "2.0")
+        assert_served_from(http_json(one), venvs.one, "1.0")
+        assert_served_from(http_json(two), venvs.two, "2.0")
+        assert_served_from(http_json(threaded), venvs.two, "2.0")
         assert "Traceback" not in one.stderr + two.stderr + threaded.stderr
         assert one.stop() == two.stop() == threaded.stop() == 0
 
@@ -133,7 +121,7 @@ def test_site_packages_order_pth_files_and_corrals_own_modules(venvs):
     own_iniconfig = importlib.util.find_spec("iniconfig")
     assert own_iniconfig is not None and Path(own_iniconfig.origin).is_relative_to(OWN_SITE)
     with Server("venv_app", "--home", str(venvs.one)) as server:
-        report = get_json(server)
+        report = http_json(server)
         assert server.stop() == 0
     venv_site = site_packages(venvs.one)
     path = report["sys_path"]
@@ -153,7 +141,7 @@ def test_site_packages_order_pth_files_and_corrals_own_modules(venvs):
 
 def test_a_relative_home_is_taken_from_the_start_directory_not_chdir(venvs):
     with Server("venv_app", "--home", "two", "--chdir", str(APPS), cwd=str(venvs.root)) as server:
-        assert_served_from(get_json(server), venvs.two, "2.0")
+        assert_served_from(http_json(server), venvs.two, "2.0")
         assert server.stop() == 0
 
 
@@ -200,7 +188,7 @@ def test_the_control_api_moves_an_application_to_another_virtualenv(venvs):
         Server("venv_app", "--home", str(venvs.one), f"--control=unix:{directory}/c.sock") as s,
     ):
         control = Control.of(s)
-        assert get_json(s)["version"] == "1.0"
+        assert http_json(s)["version"] == "1.0"
         home = "/config/applications/venv_app/home"
         answer = control.put(home, str(venvs.old))
         assert answer.status == 500, answer.json
@@ -209,19 +197,19 @@ def test_the_control_api_moves_an_application_to_another_virtualenv(venvs):
             f"runs Python {sys.version_info[0]}.{sys.version_info[1]}; recreate it with "
             f"python{sys.version_info[0]}.{sys.version_info[1]} -m venv"
         ), answer.json
-        assert get_json(s)["version"] == "1.0"  # the old generation serves on
+        assert http_json(s)["version"] == "1.0"  # the old generation serves on
         answer = control.put(home, "two")  # no start directory here: the path must be absolute
         assert answer.status == 400, answer.json
         assert "home: expected absolute path or null" in answer.json["detail"], answer.json
         assert control.put(home, str(venvs.two)).status == 200
         # the master imported nothing from the first virtualenv: the new workers see only two
-        wait_for(lambda: get_json(s)["version"] == "2.0", timeout=10)
-        assert_served_from(get_json(s), venvs.two, "2.0")
+        wait_for(lambda: http_json(s)["version"] == "2.0", timeout=10)
+        assert_served_from(http_json(s), venvs.two, "2.0")
         # without a virtualenv, the package is nowhere: the change is rolled back
         answer = control.delete(home)
         assert answer.status == 500, answer.json
         assert "ModuleNotFoundError: No module named 'corral_demo_pkg'" in answer.json["detail"]
-        assert_served_from(get_json(s), venvs.two, "2.0")
+        assert_served_from(http_json(s), venvs.two, "2.0")
         assert s.stop() == 0
 
 
@@ -272,6 +260,6 @@ def test_two_applications_of_one_server_each_in_its_virtualenv(venvs):
         answer = control.put("/config", doc)
         assert answer.status == 200, answer.json
         second = Address("127.0.0.2", listening_port(s, "127.0.0.2:0"))
-        assert_served_from(get_json(s), venvs.one, "1.0")
-        assert_served_from(get_json(second), venvs.two, "2.0")
+        assert_served_from(http_json(s), venvs.one, "1.0")
+        assert_served_from(http_json(second), venvs.two, "2.0")
         assert s.stop() == 0
