@@ -82,6 +82,7 @@ class WorkerSpec:
     access_log: Any = None
     max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
     hooks: Hooks | None = None  # the server hooks, as the master loaded them
+    latency_histogram: bool = False  # count request durations (see Arbiter.latency_histogram)
     # Routes (see routed.py and handoff.py). With the defaults, every socket passes to this
     # worker's application and nothing below is used.
     # The pass target of each of `sockets`, in the same order ("applications/NAME",
@@ -127,7 +128,7 @@ class Worker:
         self._server_header = ""
         self.master_pid = os.getppid()
         # a dynamic pool's master measures how busy the worker is by its latency sum
-        measured = spec.settings.latency_histogram or spec.application.dynamic is not None
+        measured = spec.latency_histogram or spec.application.dynamic is not None
         self.latency = LatencyHistogram() if measured else None
         self._reopen_asked = False  # USR1 came before the loop could act on it
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()

@@ -505,8 +505,7 @@ def test_metrics_latency_histogram_per_application():
         short_dir() as directory,
         Server(
             "chaos_app",
-            f"--control=unix:{directory}/c.sock",
-            "--latency-histogram",
+            f"--control=unix:{directory}/c.sock",  # with the API, durations are counted
             "--access-logfile",
             "-",
             workers=2,
@@ -538,6 +537,9 @@ def test_metrics_latency_histogram_per_application():
         assert min(n for le, n in buckets if le >= 0.4) == 5
         total = float(re.search(r'_sum\{application="chaos_app"\} ([\d.]+)', text)[1])
         assert 0.3 <= total < 1.0
+        # turned off: the new workers count nothing, and /metrics has no histogram
+        assert control.put("/config/settings/latency_histogram", False).status == 200
+        assert "corral_request_duration_seconds" not in control.get("/metrics").raw.decode()
         assert server.stop() == 0
 
 

@@ -833,9 +833,11 @@ SETTINGS: tuple[Setting, ...] = (
         expect=describe(LogLevel),
     ),
     Setting(
-        "latency_histogram", _LOGGING, _S, bool, False,
+        "latency_histogram", _LOGGING, _S, bool | None, None,
         "Count request durations per application for the control API's `/metrics` "
-        "(`corral_request_duration_seconds`); costs a clock read per request.",
+        "(`corral_request_duration_seconds`). Unset: on when the control API is on (the "
+        "histogram's only reader), off otherwise. It costs two clock reads per request: about "
+        "9 % of a hello-world request's instructions.",
         flags=("--latency-histogram",), action=Action.FLAG,
     ),
     # -- Process --------------------------------------------------------------------------------

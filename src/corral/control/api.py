@@ -262,7 +262,7 @@ def metrics(arbiter: Arbiter) -> str:
 def _latency_by_application(arbiter: Arbiter) -> dict[str, tuple[int, list[int]]]:
     """Per application, the histograms of its workers, exited ones included (workers of a
     dynamic pool count durations for the master's scaling even without the setting)."""
-    if not arbiter.settings.latency_histogram:
+    if not arbiter.latency_histogram():
         return {}
     histograms = {name: arbiter.tally(name).latency for name in arbiter.current.doc.applications}
     return {name: histogram for name, histogram in histograms.items() if histogram is not None}

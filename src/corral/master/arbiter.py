@@ -319,6 +319,13 @@ class Arbiter:
     def settings(self) -> Any:
         return self.current.settings
 
+    def latency_histogram(self, settings: Any = None) -> bool:
+        """Whether workers count request durations (by ``settings``, the running ones by
+        default): as the setting says, else when the control API (whose /metrics reads them)
+        is on."""
+        wanted = (settings or self.settings).latency_histogram
+        return self.control is not None if wanted is None else bool(wanted)
+
     @property
     def num_workers(self) -> int:
         """The workers wanted, all applications together (Gunicorn's ``num_workers``)."""
@@ -533,6 +540,7 @@ class Arbiter:
             access_log=access_log,
             max_requests=max_requests,
             hooks=self.hooks,
+            latency_histogram=self.latency_histogram(settings),
         )
         return run_worker(spec)
 
