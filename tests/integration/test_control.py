@@ -495,7 +495,8 @@ def test_status_counts_connections_and_requests_and_metrics_says_the_same():
         assert 'corral_requests_total{application="chaos_app"} 4\n' in text
         assert 'corral_requests_active{application="chaos_app"} 1\n' in text
         assert 'corral_processes{application="chaos_app",state="running"} 2\n' in text
-        assert "corral_request_duration_seconds" not in text  # --latency-histogram is off
+        # with the API on, durations are counted (see test_metrics_latency_histogram_...)
+        assert 'corral_request_duration_seconds_count{application="chaos_app"} 4\n' in text
         assert control.request("POST", "/metrics", b"").status == 405
         assert server.stop() == 0
 
