@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.load import Load
 from tests.integration.server import Server, http_get, http_json, wait_for
-from tests.integration.supervision import alive
+from tests.integration.supervision import NO_BYTECODE, alive, write_app
 
 DONE = {"success": "Reconfiguration done."}
 A_KEY, B_KEY = "127.0.0.1:0", "127.0.0.2:0"
@@ -336,4 +336,41 @@ def test_status_counts_a_handed_off_connection_once():
             expected = {"accepted": 10, "active": 0, "idle": 0, "closed": 10}
             wait_for(lambda: control.get("/status/connections").json == expected, timeout=5)
             assert control.get("/status/requests/total").json == 20
+            assert server.stop() == 0
+
+
+def test_edited_code_is_served_after_a_restart_of_its_application_only():
+    """Issue 4: edit an application's code, GET /control/applications/NAME/restart: the new
+    code serves, no request fails, and the other application's workers serve on."""
+    with short_dir() as directory:
+        code = directory / "code"
+        code.mkdir()
+        write_app(code, "v1")
+        server = Server(
+            f"--state-dir={directory}/state", bind=None, wait_ready=False, env=NO_BYTECODE
+        )
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            doc = two_apps(directory / "b")
+            (directory / "b").mkdir()
+            doc["applications"]["a"] = {
+                "module": "reload_app",
+                "processes": 2,
+                "working_directory": str(code),
+            }
+            assert control.put("/config", doc).status == 200
+            a = At("127.0.0.1", listening_port(server, A_KEY))
+            b_pids = pids_of(server, "b")
+            with Load(a, 6, "/") as load:
+                load.wait_requests(100)
+                write_app(code, "v2")
+                answer = control.get("/control/applications/a/restart")
+                assert (answer.status, answer.json) == (200, {"success": "Ok"})
+                assert http_get(a)[1].startswith(b"v2 ")  # in effect as the API answers
+                changed = time.monotonic()
+                load.wait_requests(100)
+            assert not load.failures, (load.summary(), load.failures[:3])
+            assert {r.body.split()[0] for r in load.ok if r.start > changed} == {b"v2"}
+            assert pids_of(server, "b") == b_pids
             assert server.stop() == 0
