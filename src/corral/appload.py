@@ -11,11 +11,13 @@ class AppLoadError(Exception):
     """The application could not be imported or is not callable."""
 
 
-def load_app(module: str, attribute: str | None) -> Any:
-    """Import ``module`` and return its ``attribute`` (default ``application``, then ``app``).
+def load_app(module: str, attribute: str | None, factory: bool = False) -> Any:
+    """Import ``module`` and return its ``attribute`` (default ``application``, then ``app``);
+    with ``factory`` (NGINX Unit's), what calling it with no arguments returns.
 
-    An exception raised by the application's own import propagates unchanged (its
-    traceback is what the user needs); a missing attribute raises :class:`AppLoadError`.
+    An exception raised by the application's own import (or its factory) propagates
+    unchanged (its traceback is what the user needs); a missing attribute raises
+    :class:`AppLoadError`.
     """
     mod = importlib.import_module(module)
     names = [attribute] if attribute else ["application", "app"]
@@ -28,6 +30,11 @@ def load_app(module: str, attribute: str | None) -> Any:
             continue
         if not callable(target):
             raise AppLoadError(f"{module}:{name} is not callable")
+        if factory:
+            target = target()
+            if not callable(target):
+                what = type(target).__name__
+                raise AppLoadError(f"{module}:{name}() returned {what}, not a WSGI application")
         return target
     raise AppLoadError(f"module {module!r} has no attribute {' or '.join(map(repr, names))}")
 

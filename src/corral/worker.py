@@ -43,6 +43,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -162,7 +163,8 @@ class Worker:
         if app is None:
             try:
                 activate_home(spec.application.home)
-                app = load_app(spec.application.module, spec.application.callable)
+                application = spec.application
+                app = load_app(application.module, application.callable, application.factory)
             except Exception as exc:
                 # to the error log (a file, maybe): a failed reload must say why where the
                 # operator looks, not only on a terminal; a traceback only where it explains
@@ -197,6 +199,8 @@ class Worker:
                 self.log,
                 self._send,
             )
+        if application.thread_stack_size is not None:
+            threading.stack_size(application.thread_stack_size)  # before the pool's threads
         self.adapter = WsgiAdapter(
             app,
             threads=application.threads,

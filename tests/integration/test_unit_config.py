@@ -129,3 +129,87 @@ def test_a_bad_unit_file_is_one_line_with_the_path(tmp_path: Path) -> None:
     assert_one_line_error(
         result.stderr, f"{path}: $.applications.proc.processes.spare: expected at most max (2)"
     )
+
+
+# -- NGINX Unit's stdout, stderr, thread_stack_size and factory ---------------------------
+
+
+def test_stdout_and_stderr_go_to_their_files_and_corral_lines_do_not(tmp_path: Path) -> None:
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    out.write_text("before\n")  # appended to, as Unit does
+    path = write_unit_config(
+        tmp_path,
+        {"module": "unit_keys_app", "stdout": str(out), "stderr": str(err)},
+        access_log="-",
+    )
+    with Server(f"--config={path}", bind=None) as server:
+        assert get(server.host, server.port, "/print?text=hello-out")[0] == 200
+        wait_for(lambda: "hello-out" in out.read_text())
+        assert get(server.host, server.port, "/warn?text=hello-err")[0] == 200
+        wait_for(lambda: err.exists() and "hello-err" in err.read_text())  # created
+        assert get(server.host, server.port, "/boom")[0] == 500
+        # the worker's own error log line (stderr, "-") still reaches the master's stderr
+        server.wait_log(r"\[ERROR\] error handling GET /boom")
+        # and its "-" access log the master's stdout
+        wait_for(lambda: '"GET /boom HTTP/1.1" 500' in server.stdout)
+        assert "hello-out" not in server.stdout.splitlines()  # the access log names it
+        assert "hello-err" not in server.stderr.splitlines()
+    assert out.read_text() == "before\nhello-out\n"
+    assert err.read_text() == "hello-err\n"
+
+
+def test_without_stdout_the_prints_reach_corral_s_own_stdout(tmp_path: Path) -> None:
+    path = write_unit_config(tmp_path, {"module": "unit_keys_app"})
+    with Server(f"--config={path}", bind=None) as server:
+        assert get(server.host, server.port, "/print?text=hello-inherited")[0] == 200
+        assert get(server.host, server.port, "/warn?text=warn-inherited")[0] == 200
+        wait_for(lambda: "hello-inherited" in server.stdout.splitlines())
+        wait_for(lambda: "warn-inherited" in server.stderr.splitlines())
+
+
+def test_an_unopenable_stdout_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir" / "out.log"
+    path = write_unit_config(tmp_path, {"module": "unit_keys_app", "stdout": str(missing)})
+    result = run_cli("-c", str(path))
+    assert result.returncode == 3, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "cannot open" in line]
+    assert len(lines) == 1, result.stderr
+    assert f"proc cannot start: cannot open stdout {str(missing)!r}: No such file" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_factory_is_called_once_per_worker(tmp_path: Path) -> None:
+    path = write_unit_config(
+        tmp_path,
+        {"module": "unit_keys_app", "callable": "create_app", "factory": True, "processes": 2},
+    )
+    with Server(f"--config={path}", bind=None) as server:
+        wait_for(lambda: len(server.worker_pids()) == 2)
+        for _ in range(4):
+            assert get(server.host, server.port)[2] == b"made 1"
+    path = write_unit_config(
+        tmp_path, {"module": "unit_keys_app", "callable": "factories", "factory": True}
+    )
+    result = run_cli("-c", str(path))
+    assert result.returncode == 3, result.stderr
+    assert "unit_keys_app:factories() returned str, not a WSGI application" in result.stderr
+
+
+def test_thread_stack_size_is_the_request_threads_one(tmp_path: Path) -> None:
+    path = write_unit_config(
+        tmp_path, {"module": "unit_keys_app", "threads": 4, "thread_stack_size": 262144}
+    )
+    with Server(f"--config={path}", bind=None) as server:
+        status, _, body = get(server.host, server.port, "/stack")
+        assert status == 200
+        answer = json.loads(body)
+        assert answer["thread"].startswith("corral-app")  # a pool thread serves it
+        assert answer["stack_size"] == 262144
+    for size, needle in [
+        (16384, "thread_stack_size: expected int >= 32768 or null, got 16384"),
+        (32768 + 1024, "thread_stack_size: expected a multiple of the page size"),
+    ]:
+        path = write_unit_config(tmp_path, {"thread_stack_size": size})
+        result = run_cli("-c", str(path), "--check-config")
+        assert result.returncode == 2
+        assert_one_line_error(result.stderr, f"$.applications.proc.{needle}")

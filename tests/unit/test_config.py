@@ -50,7 +50,15 @@ def test_every_setting_is_declared_once_with_a_known_section() -> None:
     for setting in SETTINGS:
         assert setting.section in sections, setting.name
         assert setting.doc, setting.name
-        document_only = setting.name in {"server_version", "discard_unsafe_fields", "static"}
+        document_only = setting.name in {
+            "server_version",
+            "discard_unsafe_fields",
+            "static",
+            "stdout",
+            "stderr",
+            "thread_stack_size",
+            "factory",
+        }
         assert setting.flags or setting.action is Action.POSITIONAL or document_only
 
 
@@ -458,8 +466,15 @@ def test_validate_document_normalizes_listener_keys() -> None:
          '$.applications.main.protocol: expected "wsgi", got "rack"'),
         *(({"applications": {"main": {"module": "m", key: value}}},
            f'$.applications.main.{key}: NGINX Unit\'s "{key}" is not supported by corral')
-          for key, value in (("targets", {}), ("isolation", {}), ("prefix", "/a"),
-                             ("stdout", "/o"), ("stderr", "/e"), ("thread_stack_size", 1))),
+          for key, value in (("targets", {}), ("isolation", {}), ("prefix", "/a"))),
+        ({"applications": {"main": {"module": "m", "stdout": ""}}},
+         '$.applications.main.stdout: expected non-empty string or null, got ""'),
+        ({"applications": {"main": {"module": "m", "thread_stack_size": 1}}},
+         "$.applications.main.thread_stack_size: expected int >= 32768 or null, got 1"),
+        ({"applications": {"main": {"module": "m", "thread_stack_size": 40000}}},
+         "$.applications.main.thread_stack_size: expected a multiple of the page size"),
+        ({"applications": {"main": {"module": "m", "factory": "yes"}}},
+         '$.applications.main.factory: expected true or false, got "yes"'),
         ({"settings": {"http": {"idle_timeout": "x"}}},
          '$.settings.http.idle_timeout: expected number from 0 to 86400, got "x"'),
         ({"settings": {"http": {"header_read_timeout": 0}}},

@@ -25,6 +25,7 @@ Invariants:
   the JSON path in the document's (Unit's) spelling.
 """
 
+import os
 import re
 import types
 import typing
@@ -231,15 +232,7 @@ AccessLog = _NESTED["AccessLog"]
 _UNIT_ONLY: dict[type, tuple[str, ...]] = {
     Document: ("upstreams", "certificates", "js_modules"),
     Listener: ("tls", "client_ip", "backlog"),
-    Application: (
-        "targets",
-        "isolation",
-        "prefix",
-        "stdout",
-        "stderr",
-        "thread_stack_size",
-        "factory",
-    ),
+    Application: ("targets", "isolation", "prefix"),
     Settings: ("js_module", "telemetry"),
     Http: ("log_route", "chunked_transform"),
     AccessLog: ("if",),
@@ -362,6 +355,7 @@ def validate_document(data: Any) -> Document:
     for name, app in applications.items():
         _check_request_timeout(app, settings, f"$.applications{member(name)}")
         _check_home(app, f"$.applications{member(name)}")
+        _check_stack_size(app, f"$.applications{member(name)}")
     return Document(
         listeners=listeners,
         routes=routes,
@@ -441,6 +435,16 @@ def _check_home(app: Any, where: str) -> None:
         raise ConfigError(
             f"{where}.home: home cannot be combined with preload: the master would import the "
             "application outside its virtualenv; drop preload"
+        )
+
+
+def _check_stack_size(app: Any, where: str) -> None:
+    """The page size is the machine's: not a constraint of the type, which the docs show."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    if app.thread_stack_size is not None and app.thread_stack_size % page:
+        raise ConfigError(
+            f"{where}.thread_stack_size: expected a multiple of the page size ({page}), "
+            f"got {app.thread_stack_size}"
         )
 
 

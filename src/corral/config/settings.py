@@ -585,6 +585,21 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--threads",), metavar="INT",
     ),
     Setting(
+        "factory", _APPLICATION, _A, bool, False,
+        "NGINX Unit's `factory`: the callable is an application factory, called with no "
+        "arguments in each worker (in the master with `preload`) to get the WSGI application.",
+    ),
+    Setting(
+        "thread_stack_size", _APPLICATION, _A, _int(ge=32768) | None, None,
+        "NGINX Unit's `thread_stack_size`: the stack size in bytes of the threads the "
+        "worker starts from then on (Python's `threading.stack_size`), set once the "
+        "application is imported, before the `threads` pool starts. A multiple of the "
+        "system's page size and at least 32768 (Python's minimum; Unit accepts the system's "
+        "smaller minimum). Unlike Unit, which applies it to its request threads only, it also "
+        "applies to threads the application starts while it serves. Null: the system's "
+        "default.",
+    ),
+    Setting(
         "preload", _APPLICATION, _A, bool, False,
         "Import the application in the master before forking workers (saves memory, but code "
         "changes need a full restart).",
@@ -633,6 +648,25 @@ SETTINGS: tuple[Setting, ...] = (
         "group", _APPLICATION, _A, _NAME | None, None,
         "Run the workers as this group (name or numeric id).",
         flags=("--group",), metavar="GROUP",
+    ),
+    Setting(
+        "stdout", _APPLICATION, _A, _NAME | None, None,
+        "NGINX Unit's `stdout`: a file the workers' standard output goes to (`print()`), "
+        "opened for appending and created if missing (mode 0666 less the umask) by each "
+        "worker before it switches to `user`; a relative path is taken from the directory "
+        "corral starts in. A worker that cannot open it fails to start, as an application "
+        "that fails to import. Null (the default): the workers write to corral's own "
+        "standard output, as Gunicorn's do. This differs from Unit, whose daemon sends "
+        "applications' output to /dev/null: corral runs in the foreground, under a "
+        "supervisor that keeps its output, and a Gunicorn user expects to see the prints. "
+        "corral's own lines (a `-` access log) stay on corral's standard output.",
+    ),
+    Setting(
+        "stderr", _APPLICATION, _A, _NAME | None, None,
+        "NGINX Unit's `stderr`: a file the workers' standard error goes to (tracebacks the "
+        "application prints, warnings), opened as `stdout` is. Null (the default): corral's "
+        "own standard error. corral's error log stays where `error_logfile` sends it, its "
+        "workers' lines included.",
     ),
     # -- Listening ------------------------------------------------------------------------------
     Setting(

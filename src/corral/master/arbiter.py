@@ -48,6 +48,7 @@ from typing import Any
 import msgspec
 
 from corral.appload import describe_load_failure, load_app
+from corral.appstdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
 from corral.master import scaling, systemd, upgrade
@@ -518,11 +519,22 @@ class Arbiter:
             from corral.observe.accesslog import AccessLog
 
             access_log = AccessLog(pool.doc.access_logfile, pool.doc.access_logformat)
+        stdio: dict[int, int] = {}
+        if app.stdout is not None or app.stderr is not None:  # NGINX Unit's, as the access log
+            try:
+                stdio = open_stdio(app.stdout, app.stderr)
+            except StdioError as exc:
+                self.log.error("%s cannot start: %s", pool.name, exc)
+                with contextlib.suppress(OSError):
+                    os.write(beat_fd, f"failed {exc}\n".encode("utf-8", "replace"))
+                return EXIT_APP_LOAD  # as an application that cannot import: it would again
         try:
             pool.identity.switch()
         except OSError as exc:
             sys.stderr.write(f"corral: error: cannot switch the worker's user: {exc}\n")
             return EXIT_APP_LOAD  # the master stops: a respawn would fail the same way
+        if stdio:  # after the switch's own error, which is corral's
+            redirect_stdio(stdio, access_log)
         spec = WorkerSpec(
             application=app,
             settings=settings,
@@ -1054,8 +1066,9 @@ class Arbiter:
         """The application object for a preloaded pool: its predecessor's if it imports the
         same name (the master cannot forget a module: restart it for new code)."""
         app = pool.application
-        name = (app.module, app.callable)
-        old_name = (old.application.module, old.application.callable) if old else None
+        name = (app.module, app.callable, app.factory)
+        old_app = old.application if old else None
+        old_name = (old_app.module, old_app.callable, old_app.factory) if old_app else None
         if old is not None and old.loaded_app is not None and name == old_name:
             self.log.info("the preloaded application is kept: restart to load new code")
             return old.loaded_app
@@ -1409,7 +1422,7 @@ def _serve(
                 if not app.preload:
                     continue
                 try:
-                    pool.loaded_app = load_app(app.module, app.callable)
+                    pool.loaded_app = load_app(app.module, app.callable, app.factory)
                 except Exception:
                     sys.stderr.write(
                         f"corral: error: application {app.module!r} failed to load:\n"

@@ -226,6 +226,16 @@ class AccessLog:
             return sys.stdout
         return open(self._target, "a", encoding="utf-8", buffering=1)
 
+    @property
+    def writes_to_stdout(self) -> bool:
+        """Whether the log is ``-``: standard output."""
+        return self._target == "-"
+
+    def move_stdout(self, stream: TextIO) -> None:
+        """Write to `stream` (a duplicate of the master's standard output): the worker's
+        standard output is about to become the application's ``stdout`` file."""
+        self._stream = stream
+
     def __call__(self, conn: Any, exchange: Any) -> None:
         duration = time.perf_counter() - exchange.t0
         self._lines.put(self._render(conn, exchange, duration))
@@ -261,7 +271,7 @@ class AccessLog:
         self._stream.flush()
 
     def _reopen(self) -> None:
-        if self._stream is sys.stdout:
+        if self._target == "-":
             return
         try:
             stream = self._open()
