@@ -50,7 +50,7 @@ from functools import partial
 from typing import Any
 
 from corral.acceptor import DeferringAcceptor
-from corral.appload import AppLoadError, describe_load_failure, load_app
+from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.forwarded import ForwardedConnection, Forwarding
 from corral.handoff import HandoffServer
@@ -158,17 +158,18 @@ class Worker:
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         self._enable_stack_dumps()
         os.set_blocking(spec.heartbeat_fd, False)
-        app = spec.loaded_app
-        if app is None:
+        entry_points = spec.application.entry_points
+        apps = spec.loaded_app  # a callable per entry point
+        if apps is None:
             try:
                 activate_home(spec.application.home)
-                app = load_app(spec.application.module, spec.application.callable)
+                apps = load_entry_points(entry_points)
             except Exception as exc:
                 # to the error log (a file, maybe): a failed reload must say why where the
                 # operator looks, not only on a terminal; a traceback only where it explains
                 self.log.error(
                     "application %r failed to load:%s",
-                    spec.application.module,
+                    entry_points[0].module,
                     f" {exc}"
                     if isinstance(exc, AppLoadError)
                     else "\n" + traceback.format_exc().rstrip(),
@@ -198,7 +199,11 @@ class Worker:
                 self._send,
             )
         self.adapter = WsgiAdapter(
-            app,
+            apps[0],
+            prefix=entry_points[0].prefix,
+            more_targets=tuple(
+                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
+            ),
             threads=application.threads,
             body_buffer_size=settings.body_buffer_size,
             multiprocess=spec.multiprocess,
