@@ -1,9 +1,11 @@
-"""Finding the application callable from ``module:callable``."""
+"""Finding the application callable from ``module:callable``; an application's every target
+(NGINX Unit's ``targets``: one process imports them all)."""
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -37,6 +39,13 @@ def load_app(module: str, attribute: str | None, factory: bool = False) -> Any:
                 raise AppLoadError(f"{module}:{name}() returned {what}, not a WSGI application")
         return target
     raise AppLoadError(f"module {module!r} has no attribute {' or '.join(map(repr, names))}")
+
+
+def load_entry_points(entry_points: Iterable[Any], factory: bool = False) -> tuple[Any, ...]:
+    """The callable of each of an application's entry points (`Application.entry_points`),
+    in order: a request routed to target number N runs the Nth. With ``factory``, each is
+    what its callable returns."""
+    return tuple(load_app(entry.module, entry.callable, factory) for entry in entry_points)
 
 
 def describe_load_failure(exc: BaseException) -> str:

@@ -104,6 +104,8 @@ class Exchange:
     # what a trusted proxy's headers said (forwarded.ForwardedClient), on listeners with
     # `forwarded` only
     forwarded: Any = None
+    # NGINX Unit's application target (its position), set by a routed connection only
+    target = 0
 
     def __init__(self, head: RequestHead, now: float, body: Any) -> None:
         self.head = head

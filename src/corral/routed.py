@@ -9,7 +9,9 @@ share. A listener that passes straight to the worker's own application gets a pl
 
 A request's action, taken when its head is parsed:
 
-- ``ToApplication(own application)``: served as on a plain listener;
+- ``ToApplication(own application)``: served as on a plain listener, by the target the
+  action names (NGINX Unit's ``targets``: the exchange carries its position to the adapter;
+  a pass that names none, or an application without targets, is target 0);
 - ``Respond(status, location)``: answered in order with the connection's other requests, as
   Unit does: 400-599 with Unit's small HTML error page, any other status with an empty body
   and the ``Location`` when given; the request's body is read and dropped, so the connection
@@ -289,6 +291,8 @@ class RoutedConnection(HttpConnection):
                 super().on_request(head)
                 if forwarded is not None:
                     self.pipeline[-1].forwarded = forwarded
+                if action.target:  # type: ignore[attr-defined]
+                    self.pipeline[-1].target = action.target  # type: ignore[attr-defined]
                 return
             address = routing.addresses.get(name)
             if address is None:

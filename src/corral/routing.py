@@ -37,10 +37,12 @@ Semantics are Unit's (its documentation, "Configuration > Routes", and its route
 - ``source``/``destination``: ``!``, ``unix``, IPv4 and IPv6 addresses, CIDR blocks and
   ``A-B`` ranges, each with an optional ``:PORT`` or ``:LOW-HIGH`` (IPv6: ``[...]:PORT``),
   and ``*:PORT`` for any IP. An IPv4-mapped IPv6 peer is IPv6, as in Unit.
-- Actions: ``pass`` (``applications/NAME``, ``routes``, ``routes/NAME``, percent-decoded
-  segments), ``return`` (000-999, optional ``location``, percent-encoded where a URI needs
-  it), ``share`` (a :class:`Share` marker with its ``fallback``). ``proxy``, ``rewrite``,
-  ``response_headers``, upstreams and application targets are refused with a clear error.
+- Actions: ``pass`` (``applications/NAME``, ``applications/NAME/TARGET``, ``routes``,
+  ``routes/NAME``, percent-decoded segments; a target is resolved to its position in the
+  application's ``targets``, ``applications/NAME`` meaning its first), ``return`` (000-999,
+  optional ``location``, percent-encoded where a URI needs it), ``share`` (a :class:`Share`
+  marker with its ``fallback``). ``proxy``, ``rewrite``, ``response_headers`` and upstreams
+  are refused with a clear error.
 - Variables in ``pass``, ``location``, ``share``, ``chroot`` and ``match.if``: ``$uri``,
   ``$host``, ``$request_uri`` (the target as sent), ``$method``, ``$remote_addr``,
   ``$dollar``, ``$arg_NAME`` (last occurrence), ``$header_NAME`` (first; case-insensitive,
@@ -61,7 +63,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -119,12 +121,15 @@ class Action:
 
 
 class ToApplication(Action):
-    """Serve the request with the application ``name``."""
+    """Serve the request with the application ``name``, its target number ``target`` (the
+    position in its ``targets``; 0 for an application without them, and for a pass that names
+    no target, as Unit does)."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "target")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, target: int = 0) -> None:
         self.name = name
+        self.target = target
 
 
 class Respond(Action):
@@ -1032,10 +1037,25 @@ def _split_pass(target: str) -> list[str] | None:
     return decoded
 
 
+def _target_index(
+    targets: Mapping[str, Sequence[str]] | None, application: str, target: str
+) -> int | None:
+    """The position of ``target`` in ``application``'s targets; None if it has no such one (or
+    the targets are not known: a pass naming one cannot be resolved then)."""
+    names = None if targets is None else targets.get(application)
+    if not names or target not in names:
+        return None
+    return list(names).index(target)
+
+
 class _Compiler:
     def __init__(self, routes: Any, applications: Collection[str] | None, path: str) -> None:
         self.path = path
         self.applications = None if applications is None else frozenset(applications)
+        # each application's target names, in order, when ``applications`` maps them
+        self.targets: Mapping[str, Sequence[str]] | None = (
+            dict(applications) if isinstance(applications, Mapping) else None
+        )
         self.array_mode = isinstance(routes, list)
         self.routes: dict[str | None, _Route] = {}  # None: the array-mode list
         self.sources: dict[str | None, tuple[Any, str]] = {}
@@ -1073,6 +1093,7 @@ class _Compiler:
                 route.steps.append(self.step(step, f"{route_path}[{i}]"))
         self.check_loops()
         router = Router(self.routes, self.array_mode, self.applications, self.path)
+        router._targets = self.targets
         router.reached = None if self.reached is None else frozenset(self.reached)
         return router
 
@@ -1298,14 +1319,17 @@ class _Compiler:
         if head == "applications":
             if len(segments) < 2:
                 raise RouteError(path, f"invalid pass target {target!r}: 'applications/NAME'")
-            if len(segments) == 3:
-                raise RouteError(path, f"{target!r}: application targets are not supported")
             name = segments[1]
             if self.applications is not None and name not in self.applications:
                 raise RouteError(path, f"{target!r} names no application of the configuration")
+            index = 0
+            if len(segments) == 3:
+                index = _target_index(self.targets, name, segments[2])
+                if index is None:
+                    raise RouteError(path, f"{target!r} names no target of application {name!r}")
             if self.reached is not None:
                 self.reached.add(name)
-            return _FINAL, ToApplication(name)
+            return _FINAL, ToApplication(name, index)
         if head == "routes":
             name = segments[1] if len(segments) == 2 else None
             if len(segments) == 3 or name not in self.routes or (name is None) != self.array_mode:
@@ -1434,13 +1458,14 @@ class _Compiler:
 class _DynamicPass:
     """A pass with variables: expanded, split and looked up per request (unknown: 404)."""
 
-    __slots__ = ("applications", "array_mode", "cache", "routes", "template")
+    __slots__ = ("applications", "array_mode", "cache", "routes", "targets", "template")
 
     def __init__(self, template: Callable[[RouteRequest], str], compiler: _Compiler) -> None:
         self.template = template
         self.routes = compiler.routes
         self.array_mode = compiler.array_mode
         self.applications = compiler.applications
+        self.targets = compiler.targets
         # bounded by the configuration, not by requests: only known names are cached
         self.cache: dict[str, ToApplication] = {}
 
@@ -1462,6 +1487,16 @@ class _DynamicPass:
             action = self.cache.get(name)
             if action is None:
                 action = self.cache[name] = ToApplication(name)
+            return action
+        if head == "applications" and len(segments) == 3:
+            name, target = segments[1], segments[2]
+            index = _target_index(self.targets, name, target)
+            if index is None:
+                return NOT_FOUND
+            key = f"{name}/{target}"
+            action = self.cache.get(key)
+            if action is None:
+                action = self.cache[key] = ToApplication(name, index)
             return action
         if head == "routes" and len(segments) <= 2:
             name = segments[1] if len(segments) == 2 else None
@@ -1502,7 +1537,15 @@ class Router:
     """Compiled routes. ``resolve`` is the per-request entry; the rest runs at configuration
     time."""
 
-    __slots__ = ("_applications", "_array_mode", "_entries", "_path", "_routes", "reached")
+    __slots__ = (
+        "_applications",
+        "_array_mode",
+        "_entries",
+        "_path",
+        "_routes",
+        "_targets",
+        "reached",
+    )
 
     def __init__(
         self,
@@ -1516,6 +1559,7 @@ class Router:
         self._applications = applications
         self._path = path
         self._entries: dict[str, tuple[int, Any]] = {}
+        self._targets: Mapping[str, Sequence[str]] | None = None
         # the applications the routes may pass a request to (None: any, a pass is built from
         # variables); the master lets their workers accept on the listeners passing to routes
         self.reached: frozenset[str] | None = frozenset()
@@ -1536,6 +1580,7 @@ class Router:
             compiler = _Compiler(None, self._applications, self._path)
             compiler.routes = self._routes
             compiler.array_mode = self._array_mode
+            compiler.targets = self._targets
             entry = compiler.pass_action(pass_target, path)
             self._entries[pass_target] = entry
         return entry
@@ -1562,7 +1607,9 @@ def compile_routes(
 ) -> Router:
     """Validate and compile a Unit ``routes`` value (parsed JSON; ``None`` for none).
 
-    ``applications``: the names a static ``applications/NAME`` pass may use (``None``: any).
+    ``applications``: the names a static ``applications/NAME`` pass may use (``None``: any); a
+    mapping gives each one's target names too, in order (empty: no targets), which an
+    ``applications/NAME/TARGET`` pass needs.
     ``path``: where ``routes`` sits in the document, for error messages.
     Raises :class:`RouteError` naming the first invalid place.
     """

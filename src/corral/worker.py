@@ -51,7 +51,7 @@ from functools import partial
 from typing import Any
 
 from corral.acceptor import DeferringAcceptor
-from corral.appload import AppLoadError, describe_load_failure, load_app
+from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.forwarded import ForwardedConnection, Forwarding
 from corral.handoff import HandoffServer
@@ -159,18 +159,18 @@ class Worker:
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         self._enable_stack_dumps()
         os.set_blocking(spec.heartbeat_fd, False)
-        app = spec.loaded_app
-        if app is None:
+        entry_points = spec.application.entry_points
+        apps = spec.loaded_app  # a callable per entry point
+        if apps is None:
             try:
                 activate_home(spec.application.home)
-                application = spec.application
-                app = load_app(application.module, application.callable, application.factory)
+                apps = load_entry_points(entry_points, spec.application.factory)
             except Exception as exc:
                 # to the error log (a file, maybe): a failed reload must say why where the
                 # operator looks, not only on a terminal; a traceback only where it explains
                 self.log.error(
                     "application %r failed to load:%s",
-                    spec.application.module,
+                    entry_points[0].module,
                     f" {exc}"
                     if isinstance(exc, AppLoadError)
                     else "\n" + traceback.format_exc().rstrip(),
@@ -202,7 +202,11 @@ class Worker:
         if application.thread_stack_size is not None:
             threading.stack_size(application.thread_stack_size)  # before the pool's threads
         self.adapter = WsgiAdapter(
-            app,
+            apps[0],
+            prefix=entry_points[0].prefix,
+            more_targets=tuple(
+                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
+            ),
             threads=application.threads,
             body_buffer_size=settings.body_buffer_size,
             multiprocess=spec.multiprocess,

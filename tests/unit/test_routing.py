@@ -856,7 +856,10 @@ ERROR_CASES = [
         doing({"pass": "applications"}),
         "$.routes[0].action.pass: invalid pass target 'applications': 'applications/NAME'",
     ),
-    (doing({"pass": "applications/a/target"}), "application targets are not supported"),
+    (
+        doing({"pass": "applications/a/target"}),
+        "$.routes[0].action.pass: 'applications/a/target' names no target of application 'a'",
+    ),
     (doing({"pass": "upstreams/u"}), "upstreams are not supported"),
     (doing({"pass": "applications//"}), "invalid pass target 'applications//'"),
     (doing({"pass": "routes/a/b/c"}), "invalid pass target"),
@@ -1024,3 +1027,22 @@ def test_the_module_stays_out_of_asyncio_and_sockets() -> None:
     )
     env_path = str(ROOT / "src")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": env_path})
+
+
+def test_application_targets() -> None:
+    """A pass to applications/NAME/TARGET resolves to the target's position in NAME's
+    targets; applications/NAME to the first (Unit's default target); an unknown target from
+    variables is 404."""
+    routes = [
+        {"match": {"uri": "/two"}, "action": {"pass": "applications/a/t2"}},
+        {"match": {"uri": "/var/*"}, "action": {"pass": "applications/a/$arg_t"}},
+        {"action": {"pass": "applications/a"}},
+    ]
+    router = compile_routes(routes, applications={"a": ("t1", "t2"), "b": ()})
+    assert router.resolve("routes", request("/two")) == ToApplication("a", 1)
+    assert router.resolve("routes", request("/")) == ToApplication("a", 0)
+    assert router.resolve("routes", request("/var/x?t=t2")) == ToApplication("a", 1)
+    assert router.resolve("routes", request("/var/x?t=t9")).status == 404
+    assert router.resolve("applications/a/t2", request("/")) == ToApplication("a", 1)
+    with pytest.raises(RouteError, match="names no target of application 'b'"):
+        router.check_pass("applications/b/t1")

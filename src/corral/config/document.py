@@ -30,7 +30,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -83,6 +83,7 @@ class ConfigError(ValueError):
 _DOTTED = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 _MODULE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python module name")]
 _CALLABLE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python name")]
+_PREFIX = Annotated[str, Meta(pattern=r"^/", description='a path beginning with "/"')]
 # NGINX Unit's spellings of a Python 3 application: "python", "python 3", "python3.11"...
 _PYTHON = Annotated[
     str,
@@ -181,15 +182,58 @@ def _dynamic(self: Any) -> Processes | None:
     return self.processes if isinstance(self.processes, Processes) else None
 
 
+class Target(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """One of NGINX Unit's application `targets`: a callable and where it is mounted."""
+
+    module: _MODULE
+    callable: _CALLABLE | None = None
+    prefix: _PREFIX | UnsetType = UNSET
+
+
+class EntryPoint(NamedTuple):
+    """What a worker imports for one target (the application itself when it has none).
+
+    `prefix` is Unit's as matched: one trailing "/" dropped, "" for none."""
+
+    target: str  # "" for an application without targets
+    module: str
+    callable: str | None
+    prefix: str
+
+
+def _mount(prefix: Any) -> str:
+    return "" if prefix is UNSET or prefix is None else prefix.removesuffix("/")
+
+
+def _entry_points(self: Any) -> tuple[EntryPoint, ...]:
+    """The application's targets in order (one, unnamed, without `targets`): a request
+    routed to `applications/NAME/TARGET` runs the callable at TARGET's position."""
+    if self.targets is UNSET:
+        return (EntryPoint("", self.module, self.callable, _mount(self.prefix)),)
+    return tuple(
+        EntryPoint(name, t.module, t.callable, _mount(t.prefix)) for name, t in self.targets.items()
+    )
+
+
+def _target_names(self: Any) -> tuple[str, ...]:
+    return () if self.targets is UNSET else tuple(self.targets)
+
+
 Application = _scope_struct(
     "Application",
     Scope.APPLICATION,
     "One application: what to import and its process settings.",
-    {"dynamic": property(_dynamic)},
+    {
+        "dynamic": property(_dynamic),
+        "entry_points": property(_entry_points),
+        "target_names": property(_target_names),
+    },
     leading=[
         ("type", _PYTHON, "python"),
-        ("module", _MODULE),
+        ("module", _MODULE | None, None),  # None only with `targets`
         ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
+        ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME
+        ("targets", dict[str, Target] | UnsetType, UNSET),
     ],
     trailing=[("protocol", Literal["wsgi", "asgi"], "wsgi")],
 )
@@ -209,7 +253,8 @@ class Forwarded(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen
 class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """One listening address (the key in `Document.listeners`) and where its requests go."""
 
-    pass_: str = msgspec.field(name="pass")  # "applications/NAME", "routes", "routes/NAME"
+    # "applications/NAME", "applications/NAME/TARGET", "routes", "routes/NAME"
+    pass_: str = msgspec.field(name="pass")
     forwarded: Forwarded | UnsetType = UNSET
 
 
@@ -232,7 +277,7 @@ AccessLog = _NESTED["AccessLog"]
 _UNIT_ONLY: dict[type, tuple[str, ...]] = {
     Document: ("upstreams", "certificates", "js_modules"),
     Listener: ("tls", "client_ip", "backlog"),
-    Application: ("targets", "isolation", "prefix"),
+    Application: ("isolation",),
     Settings: ("js_module", "telemetry"),
     Http: ("log_route", "chunked_transform"),
     AccessLog: ("if",),
@@ -281,13 +326,18 @@ def _expects(struct: type, prefix: str = "") -> dict[str, str]:
 
 _EXPECTS: dict[type, dict[str, str]] = {
     Settings: _expects(Settings),
-    Application: {**_expects(Application), ".protocol": '"wsgi"'},
+    Application: {
+        **_expects(Application),
+        ".protocol": '"wsgi"',
+        ".module": "dotted Python module name",  # null only as a document's own encoding
+    },
     Listener: {
         **_expects(Listener),
         ".pass": '"applications/NAME", "routes" or "routes/NAME"',
         ".forwarded.source": 'address, CIDR block or "unix", or a list of them',
     },
     AccessLog: _expects(AccessLog),
+    Target: _expects(Target),
 }
 
 
@@ -329,7 +379,7 @@ def validate_document(data: Any) -> Document:
             }
         listener = _struct(raw, Listener, where)
         target = listener.pass_
-        if target.startswith("applications/") and "$" not in target:
+        if target.startswith("applications/") and "$" not in target and target.count("/") == 1:
             if target.removeprefix("applications/") not in applications:
                 names = ", ".join(f'"applications/{name}"' for name in applications) or "none"
                 raise ConfigError(
@@ -366,7 +416,20 @@ def validate_document(data: Any) -> Document:
 
 
 def _application(raw: Any, where: str) -> Any:
+    targets = raw.get("targets") if isinstance(raw, dict) else None
+    if isinstance(targets, dict):  # each on its own: an error names the target
+        for name, target in targets.items():
+            _struct(target, Target, f"{where}.targets{member(name)}")
     app = _struct(raw, Application, where)
+    if app.targets is UNSET:
+        if app.module is None:
+            raise ConfigError(f'{where}: missing required key "module" (or "targets")')
+    else:
+        for key in ("module", "callable", "prefix"):
+            if getattr(app, key) not in (None, UNSET):
+                raise ConfigError(f'{where}.{key}: not allowed with "targets" (give it per target)')
+        if not app.targets:
+            raise ConfigError(f"{where}.targets: expected at least one target, got {{}}")
     if app.protocol == "asgi":
         raise ConfigError(f'{where}.protocol: "asgi" is not supported yet (only "wsgi")')
     pool = app.dynamic
@@ -377,7 +440,7 @@ def _application(raw: Any, where: str) -> Any:
     return app
 
 
-def _router(routes: Any, applications: Iterable[str]) -> Any:
+def _router(routes: Any, applications: Mapping[str, Any]) -> Any:
     """The compiled routes (UNSET: none), to validate them and the passes that name them."""
     from corral.routing import compile_routes
 
@@ -386,7 +449,12 @@ def _router(routes: Any, applications: Iterable[str]) -> Any:
             "$.routes: expected an array of route steps or an object of named arrays, got null"
         )
     given = None if routes is UNSET else routes
-    return _route_check(lambda: compile_routes(given, applications=list(applications)))
+    return _route_check(lambda: compile_routes(given, applications=route_targets(applications)))
+
+
+def route_targets(applications: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each application's target names, as `corral.routing.compile_routes` takes them."""
+    return {name: app.target_names for name, app in applications.items()}
 
 
 def _route_check(check: Callable[[], Any]) -> Any:

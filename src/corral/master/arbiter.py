@@ -47,7 +47,7 @@ from typing import Any
 
 import msgspec
 
-from corral.appload import describe_load_failure, load_app
+from corral.appload import describe_load_failure, load_entry_points
 from corral.appstdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
@@ -232,10 +232,11 @@ class Generation:
         doc = self.doc
         router = None
         if uses_routes(doc):
+            from corral.config.document import route_targets
             from corral.routing import compile_routes
 
             routes = None if doc.routes is msgspec.UNSET else doc.routes
-            router = compile_routes(routes, applications=list(doc.applications))
+            router = compile_routes(routes, applications=route_targets(doc.applications))
         for pool in self.pools.values():
             pool.sockets = {}
         for address, sock in sockets.items():
@@ -253,7 +254,8 @@ class Generation:
             }
 
     def _served_by(self, pass_: str, router: Any) -> list[str]:
-        name = pass_.removeprefix("applications/")
+        # "applications/NAME/TARGET" is NAME's too: its workers run every target
+        name = pass_.removeprefix("applications/").partition("/")[0]
         if name in self.pools:
             return [name]
         reached = router.reached if pass_.startswith("routes") else None
@@ -1066,13 +1068,12 @@ class Arbiter:
         """The application object for a preloaded pool: its predecessor's if it imports the
         same name (the master cannot forget a module: restart it for new code)."""
         app = pool.application
-        name = (app.module, app.callable, app.factory)
-        old_app = old.application if old else None
-        old_name = (old_app.module, old_app.callable, old_app.factory) if old_app else None
-        if old is not None and old.loaded_app is not None and name == old_name:
+        names = (app.entry_points, app.factory)
+        old_names = (old.application.entry_points, old.application.factory) if old else None
+        if old is not None and old.loaded_app is not None and names == old_names:
             self.log.info("the preloaded application is kept: restart to load new code")
             return old.loaded_app
-        return load_app(*name)
+        return load_entry_points(app.entry_points, app.factory)
 
     def _commit_reload(self) -> None:
         gen = self.pending
@@ -1422,11 +1423,11 @@ def _serve(
                 if not app.preload:
                     continue
                 try:
-                    pool.loaded_app = load_app(app.module, app.callable, app.factory)
+                    pool.loaded_app = load_entry_points(app.entry_points, app.factory)
                 except Exception:
                     sys.stderr.write(
-                        f"corral: error: application {app.module!r} failed to load:\n"
-                        + traceback.format_exc()
+                        f"corral: error: application {app.entry_points[0].module!r} "
+                        "failed to load:\n" + traceback.format_exc()
                     )
                     return EXIT_APP_LOAD
             return arbiter.run()

@@ -16,6 +16,11 @@ Invariants:
   of such listeners only.
 - ``PATH_INFO`` is the percent-decoded path as a latin-1 string; ``RAW_URI`` and
   ``REQUEST_URI`` keep the target exactly as sent (``///a`` stays ``///a``).
+- ``SCRIPT_NAME`` is "" unless the application (or target) has NGINX Unit's ``prefix``: then
+  `Mounted` moves the prefix from ``PATH_INFO`` to ``SCRIPT_NAME`` when the decoded path is
+  the prefix or continues it with "/" (Unit compares the decoded path too; ``/app`` does not
+  mount ``/application``); any other path is passed whole, ``SCRIPT_NAME`` "". Without a
+  prefix the application is not wrapped: nothing runs per request (chosen at construction).
 """
 
 from __future__ import annotations
@@ -128,6 +133,28 @@ def _split_target(environ: dict[str, Any], head: RequestHead, raw: str) -> tuple
         host = url.host.decode("latin-1")
         environ["HTTP_HOST"] = f"{host}:{url.port}" if url.port else host
     return (url.path or b"/").decode("latin-1"), (url.query or b"").decode("latin-1")
+
+
+class Mounted:
+    """A WSGI application mounted at ``prefix`` (NGINX Unit's, one trailing "/" dropped).
+
+    The prefix is matched as the bytes Unit matches (its UTF-8), against ``PATH_INFO`` (the
+    decoded path as latin-1): the same form, so a prefix with non-ASCII characters works."""
+
+    __slots__ = ("app", "length", "prefix")
+
+    def __init__(self, app: Any, prefix: str) -> None:
+        self.app = app
+        self.prefix = prefix.encode("utf-8").decode("latin-1")
+        self.length = len(self.prefix)
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ["PATH_INFO"]
+        length = self.length
+        if path.startswith(self.prefix) and (len(path) == length or path[length] == "/"):
+            environ["SCRIPT_NAME"] = self.prefix
+            environ["PATH_INFO"] = path[length:]
+        return self.app(environ, start_response)
 
 
 _MISSING = object()

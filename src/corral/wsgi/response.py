@@ -69,6 +69,7 @@ class WsgiCall:
         environ: dict[str, Any],
     ) -> None:
         self.adapter = adapter
+        self.app = adapter.app
         self.environ = environ  # the connection's constant part
         self.conn = conn
         self.exchange = exchange
@@ -188,7 +189,7 @@ class WsgiCall:
         exchange = self.exchange
         try:
             environ = request_environ(self.environ, exchange.head, exchange.body)
-            result = self.adapter.app(environ, self.start_response)
+            result = self.app(environ, self.start_response)
         except _APP_ERRORS as exc:
             self.fail(exc)
             return
@@ -337,3 +338,34 @@ class ForwardedWsgiCall(WsgiCall):
         forwarded = exchange.forwarded
         if forwarded is not None:
             self.environ = forwarded_environ(environ, forwarded)
+
+
+class TargetedWsgiCall(WsgiCall):
+    """A call in an application with NGINX Unit's ``targets``: runs the target the routed
+    connection chose (``Exchange.target``, 0 on a plain listener)."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        conn: HttpConnection,
+        exchange: Exchange,
+        out: Output,
+        environ: dict[str, Any],
+    ) -> None:
+        super().__init__(adapter, conn, exchange, out, environ)
+        self.app = adapter.targets[exchange.target]
+
+
+class TargetedForwardedWsgiCall(ForwardedWsgiCall):
+    """`TargetedWsgiCall` on a trusted proxy's connection."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        conn: HttpConnection,
+        exchange: Exchange,
+        out: Output,
+        environ: dict[str, Any],
+    ) -> None:
+        super().__init__(adapter, conn, exchange, out, environ)
+        self.app = adapter.targets[exchange.target]

@@ -20,7 +20,13 @@ and calls the application through :class:`~corral.wsgi.deadline.TimedApp`; other
 application is called as it is (the choice is made once, here).
 
 With a ``pre_request`` or ``post_request`` server hook the application is wrapped
-once, at construction (:mod:`corral.wsgi.hooked`); without them nothing changes.
+once, at construction (:mod:`corral.wsgi.hooked`); without them nothing changes. So is one
+with a ``prefix`` (:class:`~corral.wsgi.environ.Mounted`, outermost: hooks see the split).
+
+NGINX Unit's ``targets``: the adapter holds one (wrapped) callable per target, ``app`` being
+the first; only then are calls made with :class:`~corral.wsgi.response.TargetedWsgiCall`,
+which runs the target the routed connection set on the exchange (``Exchange.target``). An
+application without targets keeps the plain call classes.
 """
 
 from __future__ import annotations
@@ -35,12 +41,17 @@ from typing import Any
 
 from corral.connection import Exchange, HttpConnection
 from corral.wsgi.deadline import TimedApp, Watchdog
-from corral.wsgi.environ import connection_environ
+from corral.wsgi.environ import Mounted, connection_environ
 from corral.wsgi.errors import ErrorStream
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.hooked import hooked_application
 from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
-from corral.wsgi.response import ForwardedWsgiCall, WsgiCall
+from corral.wsgi.response import (
+    ForwardedWsgiCall,
+    TargetedForwardedWsgiCall,
+    TargetedWsgiCall,
+    WsgiCall,
+)
 
 # Bytes an application thread may have posted to the loop and not yet written.
 THREAD_WRITE_HIGH_WATER = 256 * 1024
@@ -202,16 +213,18 @@ class WsgiAdapter:
         log: logging.Logger,
         watchdog: Watchdog | None = None,
         hooks: Any = None,
+        prefix: str = "",
+        more_targets: tuple[tuple[Any, str], ...] = (),
     ) -> None:
-        self.app = app
-        if hooks is not None and hooks.defines("pre_request", "post_request"):
-            # chosen once: without these hooks the request path does not change at all
-            self.app = hooked_application(
-                app, hooks.bound("pre_request"), hooks.bound("post_request")
-            )
+        """``app`` mounted at ``prefix`` ("": none) is target 0; ``more_targets`` are the
+        further ``(callable, prefix)`` of an application with NGINX Unit's ``targets``."""
         self.watchdog = watchdog
-        if watchdog is not None:  # request_timeout > 0: every application call is timed
-            self.app = TimedApp(self.app, watchdog)
+        self.targets = tuple(
+            self._wrap(target, mount, hooks, watchdog)
+            for target, mount in ((app, prefix), *more_targets)
+        )
+        self.app = self.targets[0]
+        if watchdog is not None:
             watchdog.start()
         self.threads = threads
         self.body_buffer_size = body_buffer_size
@@ -223,6 +236,15 @@ class WsgiAdapter:
         self.free = threads
         self.waiting: deque[tuple[HttpConnection, Exchange]] = deque()
         self._listener_environs: dict[Any, dict[str, Any]] = {}
+
+    @staticmethod
+    def _wrap(app: Any, prefix: str, hooks: Any, watchdog: Watchdog | None) -> Any:
+        if hooks is not None and hooks.defines("pre_request", "post_request"):
+            # chosen once: without these hooks the request path does not change at all
+            app = hooked_application(app, hooks.bound("pre_request"), hooks.bound("post_request"))
+        if watchdog is not None:  # request_timeout > 0: every application call is timed
+            app = TimedApp(app, watchdog)
+        return Mounted(app, prefix) if prefix else app
 
     # -- connection side --------------------------------------------------------
 
@@ -265,7 +287,10 @@ class WsgiAdapter:
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        call = ForwardedWsgiCall if conn.trusted else WsgiCall
+        if len(self.targets) > 1:
+            call = TargetedForwardedWsgiCall if conn.trusted else TargetedWsgiCall
+        else:
+            call = ForwardedWsgiCall if conn.trusted else WsgiCall
         state = conn.adapter_state = (environ, LoopOutput(conn), call)
         return state
 
