@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import http.client
+import json
 import signal
 import socket
 import time
@@ -373,4 +374,35 @@ def test_edited_code_is_served_after_a_restart_of_its_application_only():
             assert not load.failures, (load.summary(), load.failures[:3])
             assert {r.body.split()[0] for r in load.ok if r.start > changed} == {b"v2"}
             assert pids_of(server, "b") == b_pids
+            assert server.stop() == 0
+
+
+def test_a_saved_application_that_cannot_load_does_not_stop_the_others():
+    """Started from the state directory, a saved application whose import fails is retried
+    while the others serve, and the control API (still up) can fix it. From a command line
+    the same failure stops the server with exit code 3 (test_cli_server.py)."""
+    with short_dir() as directory:
+        state = directory / "state"
+        state.mkdir(mode=0o700)
+        doc = two_apps(directory / "b")
+        (directory / "b").mkdir()
+        doc["applications"]["b"]["module"] = "proc_import_fail"
+        (state / "conf.json").write_text(json.dumps(doc))
+        (state / "conf.json").chmod(0o600)
+        server = Server(f"--state-dir={state}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log(
+                r"application b failed to load \(RuntimeError: proc_import_fail: boom at import "
+                r"time.*\); the other applications serve, and it is retried"
+            )
+            a = At("127.0.0.1", listening_port(server, A_KEY))
+            wait_for(lambda: len(pids_of(server, "a")) == 2)
+            assert info(a)["environ"]["WHICH"] == "a"
+            control = Control.of(server)
+            assert control.get("/status/applications/b/processes/running").json == 0
+            answer = control.put("/config/applications/b/module", "proc_apps")
+            assert (answer.status, answer.json) == (200, DONE), answer.json
+            b = At("127.0.0.2", listening_port(server, B_KEY))
+            assert info(b)["environ"]["WHICH"] == "b"
+            assert server.proc.poll() is None
             assert server.stop() == 0

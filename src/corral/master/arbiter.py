@@ -16,8 +16,10 @@ Invariants:
 - A slot that is still wanted is never left empty on purpose: recycling starts a
   successor and retires the old worker only once the successor is ready.
 - At start-up, a worker that exits with :data:`~corral.worker.EXIT_APP_LOAD`
-  before any worker was ever ready stops the master with that code: an
-  application that cannot be imported is not retried in a loop. Other early
+  before start-up completed stops the master with that code: an application that
+  cannot be imported is not retried in a loop. Except when the state directory owns
+  the configuration: stopping would leave no control API to fix it through, so the
+  other applications serve and that one is retried like an early death. Other early
   deaths (before ready, or younger than ``min_worker_lifetime``) are retried
   with an exponential backoff, one log line per step.
 - Liveness comes from each worker's heartbeat pipe, written by its event loop: a
@@ -154,6 +156,7 @@ class Pool:
         self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to
         self.loaded_app: Any = None  # the preloaded application, when preload is on
         self.ever_ready = False
+        self.failed_to_load = False  # at start-up, from the state directory (see _on_exit)
 
     @property
     def workers(self) -> int:
@@ -625,8 +628,23 @@ class Arbiter:
             self.all_ready = True
             self._on_all_ready()
 
+    def _failed_at_start(self, pool: Pool, cause: str) -> None:
+        if not pool.failed_to_load:
+            pool.failed_to_load = True
+            self.log.critical(
+                "application %s failed to load (%s); the other applications serve, and it is "
+                "retried: change it through the control API",
+                pool.name,
+                cause,
+            )
+        if self._all_slots_ready():  # start-up is complete for the ones that load
+            self.all_ready = True
+            self._on_all_ready()
+
     def _all_slots_ready(self) -> bool:
         for name, pool in self.current.pools.items():
+            if pool.failed_to_load and not pool.ever_ready:
+                continue
             ready = {
                 w.slot
                 for w in self.workers.values()
@@ -730,10 +748,14 @@ class Arbiter:
             self._rollback_reload(f"worker {slot} exited ({how}) {when}", worker.failure)
             return
         if code == EXIT_APP_LOAD and not self.all_ready:
-            self.log.critical("application %s failed to load; shutting down", worker.pool.name)
-            self.exit_code = EXIT_APP_LOAD
-            self.begin_stop(graceful=False)
-            return
+            if self.origin is None or self.origin.reread is not None:
+                self.log.critical("application %s failed to load; shutting down", worker.pool.name)
+                self.exit_code = EXIT_APP_LOAD
+                self.begin_stop(graceful=False)
+                return
+            # the state directory's saved configuration: stopping would leave nothing to fix
+            # it through, so the others serve and this one is retried (below)
+            self._failed_at_start(worker.pool, worker.failure or how)
         old = worker.replaces
         if old is not None:  # a successor that did not make it: the old worker serves on
             old.successor = None
