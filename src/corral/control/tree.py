@@ -186,8 +186,8 @@ _JSON_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[("(?:[^"\\]|\\.)*")\]|\[(
 
 def api_path(text: str) -> str:
     """The API path of the JSON path that begins ``text`` (a `ConfigError`'s place):
-    ``$.applications["my.app"].workers: expected ...`` → ``/config/applications/my.app/workers``;
-    ``""`` when ``text`` does not begin with one."""
+    ``$.applications["my.app"].processes: expected ...`` →
+    ``/config/applications/my.app/processes``; ``""`` when ``text`` does not begin with one."""
     if not text.startswith("$"):
         return ""
     segments: list[str] = []

@@ -275,10 +275,6 @@ class Generation:
     def app_name(self) -> str | None:
         return next(iter(self.pools)) if len(self.pools) == 1 else None
 
-    @property
-    def workers(self) -> int:
-        return sum(pool.workers for pool in self.pools.values())
-
 
 class Arbiter:
     def __init__(self, doc: Document, log: logging.Logger, origin: Origin | None = None) -> None:
