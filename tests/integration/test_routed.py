@@ -51,7 +51,7 @@ APPS = {
 ROUTED = "127.0.0.1:0"  # the listener passing to routes
 DIRECT = "127.0.0.2:0"  # one passing straight to an application (loopback too, on Linux)
 ANSWER = re.compile(rb"app=(\w) pid=(\d+) method=(\w+) path=(\S*) len=(\d+) body=(.*)", re.S)
-HANDOFF_TIMEOUT = 3.0  # WorkerSpec.handoff_timeout: the master leaves it at its default
+HANDOFF_TIMEOUT = 3.0  # the handoff_timeout setting's default
 
 
 def unit_document(
@@ -398,13 +398,15 @@ def test_handoff_to_an_application_whose_workers_were_killed_waits_for_the_respa
 def test_handoff_to_an_application_whose_workers_cannot_start_in_time_is_503():
     """B's respawned worker takes longer than the hand-off timeout to become ready: A's worker
     answers 503 and closes that connection, serves on, and B serves again once it is ready."""
+    timeout = 1.5  # the handoff_timeout setting, shorter than its default
     with short_dir() as directory:
         slow = directory / "slow"
         env = {"ROUTED_SLOW_START": str(slow)}
-        with Routed(directory, unit_document(), env=env) as routed:
+        doc = unit_document(settings={"handoff_timeout": timeout})
+        with Routed(directory, doc, env=env) as routed:
             sock, reader = _held_by_a(routed)
             [a_pid] = routed.pids("a")
-            slow.write_text(str(HANDOFF_TIMEOUT + 2))
+            slow.write_text(str(timeout + 2))
             with sock:
                 _kill_all(routed.pids("b"))
                 started = time.monotonic()
@@ -412,7 +414,7 @@ def test_handoff_to_an_application_whose_workers_cannot_start_in_time_is_503():
                 response = reader.response()
                 waited = time.monotonic() - started
                 assert response.status == 503 and response.get("connection") == "close"
-                assert HANDOFF_TIMEOUT - 0.5 < waited < HANDOFF_TIMEOUT + 1.5, waited
+                assert timeout - 0.3 < waited < timeout + 1.0, waited
                 reader.assert_closed()
             routed.server.wait_log(r"hand-off of GET /b/1 to b failed: 503")
             with routed.connect() as sock:  # A's worker serves on

@@ -704,6 +704,13 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--graceful-timeout",), metavar="SECONDS",
     ),
     Setting(
+        "handoff_timeout", _TIMEOUTS, _S, _SECONDS, 3.0,
+        "With routes: how long a worker waits for a worker of the application a request is "
+        "routed to to take the connection (see docs/architecture.md, hand-off); then the "
+        "client is answered 503 and the connection closed. It covers a respawn after a crash.",
+        flags=("--handoff-timeout",), metavar="SECONDS",
+    ),
+    Setting(
         "drain_idle_timeout", _TIMEOUTS, _S, _SECONDS, 1.0,
         "On a graceful stop, reload or recycle, how long a draining worker keeps an idle "
         "keep-alive connection open for a request its client may already be sending (answered "

@@ -554,6 +554,7 @@ class Arbiter:
             max_requests=max_requests,
             hooks=self.hooks,
             latency_histogram=self.latency_histogram(settings),
+            handoff_timeout=settings.handoff_timeout,
         )
         return run_worker(spec)
 
