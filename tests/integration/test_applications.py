@@ -406,3 +406,35 @@ def test_a_saved_application_that_cannot_load_does_not_stop_the_others():
             assert info(b)["environ"]["WHICH"] == "b"
             assert server.proc.poll() is None
             assert server.stop() == 0
+
+
+def test_workers_keep_what_master_hooks_set_and_each_gets_its_applications_environment(tmp_path):
+    """A Gunicorn-style on_starting/post_fork hook's environment reaches the workers (they do
+    not start from a snapshot); the start-up application's environment, which the master took
+    as Gunicorn's does, is left by another application's workers."""
+    hooks = tmp_path / "hooks.py"
+    hooks.write_text(
+        "import os\n\n"
+        "def on_starting(server):\n"
+        "    os.environ['FROM_ON_STARTING'] = 'master'\n\n"
+        "def post_fork(server, worker):\n"
+        "    os.environ['FROM_POST_FORK'] = 'worker'\n"
+    )
+    with short_dir() as directory:
+        control_at = f"unix:{directory}/c.sock"
+        with Server(
+            "proc_apps", "-e", "WHICH=first", f"--hooks={hooks}", f"--control={control_at}"
+        ) as server:
+            first = http_json(server, "/info")["environ"]
+            assert first["WHICH"] == "first"
+            assert (first["FROM_ON_STARTING"], first["FROM_POST_FORK"]) == ("master", "worker")
+            control = Control.of(server)
+            doc = control.get("/config").json
+            doc["applications"]["second"] = {"module": "proc_apps"}  # no WHICH of its own
+            doc["listeners"][B_KEY] = {"pass": "applications/second"}
+            assert control.put("/config", doc).status == 200
+            second = http_json(At("127.0.0.2", listening_port(server, B_KEY)), "/info")
+            assert "WHICH" not in second["environ"]
+            assert second["environ"]["FROM_ON_STARTING"] == "master"
+            assert http_json(server, "/info")["environ"]["WHICH"] == "first"
+            assert server.stop() == 0

@@ -292,10 +292,11 @@ class Arbiter:
         self.workers: dict[int, WorkerProcess] = {}
         # the workers wanted per application (TTIN and TTOU change it between generations)
         self.counts = {name: pool.workers for name, pool in self.current.pools.items()}
-        # what a worker starts from before its application's own chdir, pythonpath and env
+        # where a worker starts from before its application's own chdir, pythonpath and env
         self.start_cwd = os.getcwd()
-        self.base_environ = dict(os.environ)
-        self.base_sys_path = list(sys.path)
+        # what the master itself took of an application's environment at start-up (with one
+        # application, as Gunicorn's master does): a worker of another one takes it back
+        self.entered = Entered()
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
         self._graceful = True
@@ -475,6 +476,7 @@ class Arbiter:
                         handoff.close()
                 if self.control is not None:
                     self.control.close_in_child()  # else a worker holds API connections open
+                self._enter(pool.application)
                 self.hooks.call("post_fork")
                 code = self._worker_main(pool, write_fd, max_requests)
             except SystemExit as exc:
@@ -498,6 +500,13 @@ class Arbiter:
         self.log.debug("%s spawned (pid %d, generation %d)", self._who(slot, pool), pid, gen.number)
         return worker
 
+    def _enter(self, app: Any) -> None:
+        """In a new worker: leave what the master took of an application's environment at
+        start-up (what hooks changed stays), then enter ``app``'s."""
+        self.entered.undo()
+        os.chdir(self.start_cwd)  # an application's relative chdir and paths start here
+        _apply_environment(app)
+
     def _who(self, slot: int, pool: Pool) -> str:
         """``worker 2``, or ``worker 2 of blog`` when the server runs several applications."""
         several = len(self.counts) > 1 or (self.pending is not None and len(self.pending.pools) > 1)
@@ -508,13 +517,6 @@ class Arbiter:
         _set_title(f"corral: worker [{pool.name if several else self.title_name}]")
         app = pool.application
         settings = pool.settings
-        # the master may have entered another application's environment (one application
-        # at start-up does, as Gunicorn's master does): start from the master's own
-        os.chdir(self.start_cwd)
-        os.environ.clear()
-        os.environ.update(self.base_environ)
-        sys.path[:] = self.base_sys_path
-        _apply_environment(app)
         access_log = None
         if pool.doc.access_logfile:  # opened before the switch, as Gunicorn does
             from corral.observe.accesslog import AccessLog
@@ -1317,15 +1319,40 @@ class Arbiter:
         )
 
 
-def _apply_environment(app: Any) -> None:
+@dataclass
+class Entered:
+    """What `_apply_environment` changed: the sys.path entries it added and, for each
+    environment variable it set, the value before (None: unset)."""
+
+    paths: list[str] = field(default_factory=list)
+    environ: dict[str, str | None] = field(default_factory=dict)
+
+    def undo(self) -> None:
+        for path in self.paths:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(path)
+        for key, before in self.environ.items():
+            if before is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = before
+
+
+def _apply_environment(app: Any) -> Entered:
+    entered = Entered()
     if app.chdir:
         os.chdir(app.chdir)
     for path in reversed(app.pythonpath or []):
         if path not in sys.path:
             sys.path.insert(0, path)
+            entered.paths.append(path)
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like gunicorn: the working directory is importable
-    os.environ.update(app.env or {})
+        entered.paths.append(os.getcwd())
+    for key, value in (app.env or {}).items():
+        entered.environ[key] = os.environ.get(key)
+        os.environ[key] = value
+    return entered
 
 
 def serve(doc: Document, origin: Origin | None = None, control: Any = None) -> int:
@@ -1397,7 +1424,7 @@ def _serve(
     arbiter.old_master = old_master
     arbiter.from_systemd = bool(activated)
     if arbiter.current.application is not None:
-        _apply_environment(arbiter.current.application)
+        arbiter.entered = _apply_environment(arbiter.current.application)
     try:
         arbiter.hooks.load(settings.hooks)
     except HookError as exc:
