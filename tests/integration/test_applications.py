@@ -312,7 +312,14 @@ def test_one_listener_routes_to_two_applications_through_the_master():
                 assert (answer.status, answer.json) == (200, DONE), answer.json
                 assert http_get(at, "/one/y")[1].startswith(b"app=b ")
                 load.wait_requests(50)
-            assert not load.failures, (load.summary(), load.failures[:3])
+            # seen once in ~80 runs under CPU stress: one new connection closed without an
+            # answer during the swap; the warnings and exits say which worker dropped it
+            notable = [
+                line
+                for line in server.stderr.splitlines()
+                if "WARNING" in line or "ERROR" in line or "exited" in line
+            ]
+            assert not load.failures, (load.summary(), load.failures[:3], notable[-30:])
             assert {r.status for r in load.ok} == {200}
             assert server.stop() == 0
 
