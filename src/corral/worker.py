@@ -471,7 +471,10 @@ class Worker:
         grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
         self.loop.call_later(grace, self._close_idle)
         self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
-        self._drain_poll()
+        # not at once: a connection accepted in this same loop iteration has its
+        # connection_made still queued (call_soon), and an empty set now would end the worker
+        # with that connection unanswered
+        self.loop.call_soon(self._drain_poll)
 
     def _close_idle(self) -> None:
         state = self.state
