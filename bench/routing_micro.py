@@ -57,9 +57,8 @@ CASES = [
 ]
 
 
-def measure(router, method: str, target: bytes, seconds: float) -> float:
-    """Seconds per resolve, median of five runs."""
-    resolve = router.resolve
+def per_call(call, seconds: float) -> float:
+    """Seconds per ``call()``, median of five runs of ``seconds`` each."""
     runs = []
     for _ in range(5):
         count = 0
@@ -67,13 +66,26 @@ def measure(router, method: str, target: bytes, seconds: float) -> float:
         deadline = start + seconds
         while True:
             for _ in range(1000):
-                resolve("routes/main", RouteRequest(method, target, HEADERS, PEER, LOCAL))
+                call()
             count += 1000
             now = time.perf_counter()
             if now >= deadline:
                 break
         runs.append((now - start) / count)
     return statistics.median(runs)
+
+
+def measure(router, method: str, target: bytes, seconds: float) -> float:
+    """Seconds per resolve (the RouteRequest built for it included)."""
+    resolve = router.resolve
+    return per_call(
+        lambda: resolve("routes/main", RouteRequest(method, target, HEADERS, PEER, LOCAL)),
+        seconds,
+    )
+
+
+def measure_request_only(seconds: float) -> float:
+    return per_call(lambda: RouteRequest("GET", b"/", HEADERS, PEER, LOCAL), seconds)
 
 
 def main() -> None:
@@ -87,23 +99,6 @@ def main() -> None:
     for label, method, target in CASES:
         per = measure(router, method, target, args.seconds)
         print(f"{label:36} {1 / per:12,.0f} {per * 1e6:11.2f}")
-
-
-def measure_request_only(seconds: float) -> float:
-    runs = []
-    for _ in range(5):
-        count = 0
-        start = time.perf_counter()
-        deadline = start + seconds
-        while True:
-            for _ in range(1000):
-                RouteRequest("GET", b"/", HEADERS, PEER, LOCAL)
-            count += 1000
-            now = time.perf_counter()
-            if now >= deadline:
-                break
-        runs.append((now - start) / count)
-    return statistics.median(runs)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 APPS = Path(__file__).parent / "apps"
+SRC = Path(__file__).resolve().parents[2] / "src"
 LISTENING = re.compile(r"listening on http://(\[[^\]]+\]|[\d.]+):(\d+)")
 READY = re.compile(r"worker (\d+(?: of \S+)?) ready")  # slot, and application when several
 
@@ -188,6 +189,25 @@ class Server:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # leave no worker behind
         self._close_pipes()
+
+
+def run_cli(*args: str, timeout: float = 20.0, argv0: list[str] | None = None):
+    """``python -m corral ARGS`` (or ``argv0 ARGS``) run to its end from the apps directory,
+    with the apps and this checkout's ``src`` first on PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(APPS), str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
+    env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.run(
+        (argv0 or [sys.executable, "-m", "corral"]) + list(args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(APPS),
+        env=env,
+        start_new_session=True,
+    )
 
 
 class Address(Protocol):

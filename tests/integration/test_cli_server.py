@@ -17,31 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.server import APPS, Server, read_all, wait_for
+from tests.integration.server import APPS, Server, read_all, run_cli, wait_for
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(APPS), str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def run_cli(*args: str, timeout: float = 20.0, argv0: list[str] | None = None):
-    command = (argv0 or [sys.executable, "-m", "corral"]) + list(args)
-    return subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(APPS),
-        env=cli_env(),
-        start_new_session=True,
-    )
 
 
 def get(

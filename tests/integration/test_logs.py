@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.integration.server import APPS, LISTENING, Server, read_all, read_response, wait_for
+from tests.integration.server import (
+    LISTENING,
+    Server,
+    read_all,
+    read_response,
+    run_cli,
+    wait_for,
+)
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -22,22 +26,6 @@ COMBINED = re.compile(
     r"^127\.0\.0\.1 - - \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "
     r'"GET /path\?q HTTP/1\.1" 200 13 "-" "ua-test/1\.0"$'
 )
-
-
-def run_cli(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(APPS), str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "corral", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(APPS),
-        env=env,
-        start_new_session=True,
-    )
 
 
 def exchange(sock: socket.socket, target: str, *headers: str) -> tuple[int, dict, bytes]:

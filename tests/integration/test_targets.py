@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 from tests.integration.control import listening_port, short_dir
-from tests.integration.server import Server, http_json
+from tests.integration.server import Server, http_json, run_cli
 from tests.integration.test_applications import At
-from tests.integration.test_cli_server import assert_one_line_error, run_cli
+from tests.integration.test_cli_server import assert_one_line_error
 from tests.integration.test_http import Reader, get
 from tests.integration.test_routed import DIRECT, ROUTED, Routed
 from tests.integration.test_unit_config import write_unit_config

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from corral import __version__
-from tests.integration.server import APPS, Server, read_all, read_response, wait_for
-from tests.integration.test_cli_server import assert_one_line_error, get, info, run_cli
+from tests.integration.server import APPS, Server, read_all, read_response, run_cli, wait_for
+from tests.integration.test_cli_server import assert_one_line_error, get, info
 
 UNIT_LOG = '$remote_addr "$request_line" $status $body_bytes_sent "$header_user_agent" $host'
 

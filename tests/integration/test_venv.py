@@ -22,7 +22,7 @@ import pytest
 import uvloop
 
 from tests.integration.control import Control, listening_port, short_dir
-from tests.integration.server import APPS, Server, http_json, wait_for
+from tests.integration.server import APPS, Server, http_json, run_cli, wait_for
 from tests.integration.venvs import (
     has_base_python,
     install_module,
@@ -80,17 +80,8 @@ class Address:
     port: int
 
 
-def run_cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(APPS), str(SRC)]))
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "venv_app", "-b", "127.0.0.1:0", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(APPS),
-        env=env,
-        start_new_session=True,
-    )
+def run_venv_app(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("venv_app", "-b", "127.0.0.1:0", *args, timeout=30.0)
 
 
 def assert_served_from(report: dict, venv: Path, version: str) -> None:
@@ -146,7 +137,7 @@ def test_a_relative_home_is_taken_from_the_start_directory_not_chdir(venvs):
 
 
 def test_a_virtualenv_of_another_python_fails_to_load_with_one_line(venvs):
-    result = run_cli("--home", str(venvs.old), "-w", "2")
+    result = run_venv_app("--home", str(venvs.old), "-w", "2")
     err = result.stderr
     assert result.returncode == 3, err
     cause = (
@@ -177,7 +168,7 @@ def test_a_virtualenv_of_another_python_fails_to_load_with_one_line(venvs):
 )
 def test_a_home_that_cannot_be_used_is_a_config_error(venvs, args, message):
     paths = {"plain": venvs.plain, "root": venvs.root, "two": venvs.two}
-    result = run_cli(*(arg.format(**paths) for arg in args))
+    result = run_venv_app(*(arg.format(**paths) for arg in args))
     assert result.returncode == 2, result.stderr
     assert result.stderr == f"corral: error: {message.format(**paths)}\n"
 

@@ -356,16 +356,5 @@ class TargetedWsgiCall(WsgiCall):
         self.app = adapter.targets[exchange.target]
 
 
-class TargetedForwardedWsgiCall(ForwardedWsgiCall):
-    """`TargetedWsgiCall` on a trusted proxy's connection."""
-
-    def __init__(
-        self,
-        adapter: Any,
-        conn: HttpConnection,
-        exchange: Exchange,
-        out: Output,
-        environ: dict[str, Any],
-    ) -> None:
-        super().__init__(adapter, conn, exchange, out, environ)
-        self.app = adapter.targets[exchange.target]
+class TargetedForwardedWsgiCall(TargetedWsgiCall, ForwardedWsgiCall):
+    """`TargetedWsgiCall` on a trusted proxy's connection (each ``__init__`` runs, in turn)."""
