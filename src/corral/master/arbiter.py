@@ -316,6 +316,8 @@ class Arbiter:
         self.control: Any = None  # the control API's server (corral.control.server), if on
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self._apply_lock = asyncio.Lock()
+        # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
+        self._accepting_changed = asyncio.Event()
         self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
 
     @property
@@ -581,6 +583,7 @@ class Arbiter:
             self._on_ready(worker)
         elif line == "closed":
             worker.stopped_accepting = True
+            self._accepting_changed.set()
         elif line.startswith("retire "):
             limit = worker.pool.application.max_requests
             worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
@@ -716,6 +719,7 @@ class Arbiter:
             self._last_words(worker)
             os.close(worker.beat_fd)
             self.gone.setdefault(worker.pool.name, Tally()).add(worker)
+            self._accepting_changed.set()
             self._on_exit(worker, status)
 
     def _last_words(self, worker: WorkerProcess) -> None:
@@ -998,10 +1002,16 @@ class Arbiter:
         accepts, and a connection opened after the API's answer would meet the old
         configuration (an old route, an old application's code)."""
         deadline = time.monotonic() + STOP_ACCEPTING_WAIT
-        while time.monotonic() < deadline and any(
+        while any(
             w.retiring and w.ready and not w.stopped_accepting for w in self.workers.values()
         ):
-            await asyncio.sleep(0.005)
+            self._accepting_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._accepting_changed.wait(), max(0.0, deadline - time.monotonic())
+                )
+            if time.monotonic() >= deadline:
+                return
 
     def _start_generation(
         self,
