@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from corral.acceptor import DeferringAcceptor
+from corral.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
 from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.connection import HttpConnection, ServerState, sweep
 from corral.forwarded import ForwardedConnection, Forwarding
@@ -102,6 +102,10 @@ class WorkerSpec:
     # the `forwarded` object (config Forwarded) of each of `sockets`, in the same order, None
     # for a listener without one; None: no listener has one
     listener_forwarded: list[Any] | None = None
+    # A pool of several threaded workers balances its connections on a board (acceptor.py):
+    # this worker's place on it is its slot
+    board: LoadBoard | None = None
+    slot: int = 0
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -264,6 +268,10 @@ class Worker:
         routing = self.routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
         forwardings = self._forwardings()
+        gate = None
+        if spec.board is not None and spec.sockets:
+            state.connections = WatchedConnections()
+            gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
         own_pass = f"applications/{spec.app_name}"
         for sock, pass_target in zip(spec.sockets, passes, strict=True):
             # chosen once per listener: a plain one never pays for routing or `forwarded`
@@ -279,15 +287,8 @@ class Worker:
                 factory = partial(
                     RoutedConnection, state, sockname, routing, pass_target, forwarding=forwarding
                 )
-            if application.threads > 1 and application.workers > 1:
-                acceptor = DeferringAcceptor(
-                    loop,
-                    sock,
-                    factory,
-                    state.connections,
-                    application.threads,
-                    self.log,
-                )
+            if gate is not None:
+                acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log)
                 acceptor.start()
                 self.servers.append(acceptor)
             else:

@@ -49,6 +49,7 @@ from typing import Any
 
 import msgspec
 
+from corral.acceptor import LoadBoard
 from corral.appload import describe_load_failure, load_entry_points
 from corral.appstdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
@@ -96,6 +97,8 @@ _HANDLED_SIGNALS = (
     signal.SIGUSR2,
     signal.SIGWINCH,
 )
+
+BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
 
 
 def _set_title(title: str) -> None:
@@ -155,6 +158,9 @@ class Pool:
         self.handoff: socket.socket | None = None  # its hand-off socket (with routes)
         self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to
         self.loaded_app: Any = None  # the preloaded application, when preload is on
+        # several threaded workers spread their connections by what each holds (acceptor.py)
+        most = max(app.workers, app.dynamic.max if app.dynamic else 1)
+        self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see _on_exit)
 
@@ -480,7 +486,7 @@ class Arbiter:
                     self.control.close_in_child()  # else a worker holds API connections open
                 self._enter(pool.application)
                 self.hooks.call("post_fork")
-                code = self._worker_main(pool, write_fd, max_requests)
+                code = self._worker_main(pool, slot, write_fd, max_requests)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
@@ -514,7 +520,7 @@ class Arbiter:
         several = len(self.counts) > 1 or (self.pending is not None and len(self.pending.pools) > 1)
         return f"worker {slot} of {pool.name}" if several else f"worker {slot}"
 
-    def _worker_main(self, pool: Pool, beat_fd: int, max_requests: int) -> int:
+    def _worker_main(self, pool: Pool, slot: int, beat_fd: int, max_requests: int) -> int:
         several = len(pool.doc.applications) > 1
         _set_title(f"corral: worker [{pool.name if several else self.title_name}]")
         app = pool.application
@@ -559,6 +565,8 @@ class Arbiter:
             hooks=self.hooks,
             latency_histogram=self.latency_histogram(settings),
             handoff_timeout=settings.handoff_timeout,
+            board=pool.board,
+            slot=slot,
         )
         return run_worker(spec)
 
@@ -720,7 +728,17 @@ class Arbiter:
             os.close(worker.beat_fd)
             self.gone.setdefault(worker.pool.name, Tally()).add(worker)
             self._accepting_changed.set()
+            self._off_the_board(worker)
             self._on_exit(worker, status)
+
+    def _off_the_board(self, worker: WorkerProcess) -> None:
+        """A dead worker's last count must not hold its siblings back (a killed one never
+        said it left); a successor already in its slot keeps its own."""
+        pool = worker.pool
+        if pool.board is not None and not any(
+            w.pool is pool and w.slot == worker.slot for w in self.workers.values()
+        ):
+            pool.board.leave(worker.slot)
 
     def _last_words(self, worker: WorkerProcess) -> None:
         """What the worker wrote just before it exited and the loop has not read yet: its
