@@ -132,7 +132,8 @@ class Config:
 
     @property
     def id(self) -> str:
-        return self.server + (f"-w{self.workers}" if self.group else "")
+        grouped = f"-w{self.workers}" + (f"-t{self.threads}" if self.threads > 1 else "")
+        return self.server + (grouped if self.group else "")
 
     @property
     def family(self) -> str:
@@ -266,7 +267,7 @@ SERVERS: dict[str, Server] = {
 
 
 def scenarios() -> list[Scenario]:
-    """The four scenarios, each with its loads and server configurations."""
+    """The five scenarios, each with its loads and server configurations."""
     counts = [1, 5, 20, 100]
     hello, sleep, drf = HELLO_APP, SLEEP_APP, DRF_APP
     a = Scenario(
@@ -319,7 +320,23 @@ def scenarios() -> list[Scenario]:
             Config(name, drf, w, 1, pin=w == 1, group=group)
             for name in [*python_peers[:1], "gunicorn-sync", *python_peers[1:]]
         ]
-    return [a, b, c, d]
+
+    e = Scenario(
+        "E",
+        "hello, 2 workers x 1 or 4 threads",
+        "Hello-world app; two worker processes with one thread or a pool of four, beside "
+        "gunicorn's gthread worker with the same counts, keep-alive and `Connection: close` at "
+        "1, 20 and 100 connections: how a pool of threaded workers accepts (corral's "
+        "load-balanced accept, acceptor.py). Servers run **unpinned**, wrk on core 1.",
+        [Load(c) for c in (1, 20, 100)] + [Load(c, keepalive=False) for c in (1, 20, 100)],
+    )
+    for t in (1, 4):
+        group = f"2 x {t} thread{'s' if t > 1 else ''}"
+        e.configs += [
+            Config(name, hello, 2, t, pin=False, group=group)
+            for name in ("corral", "gunicorn-gthread")
+        ]
+    return [a, b, c, d, e]
 
 
 # --------------------------------------------------------------------------- processes
