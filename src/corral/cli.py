@@ -12,10 +12,12 @@ configuration saved in the state directory (empty at first), to be configured th
 control API.
 """
 
+import os
 import sys
 
 from corral import __version__
 from corral.config import ConfigError, Document, dump_document, format_help, parse_command_line
+from corral.config.sources import CommandLine
 
 __all__ = ["main"]
 
@@ -45,9 +47,11 @@ def main(argv: list[str] | None = None) -> int:
                 command.control,
                 command.control_token,
                 command.state_dir,
-                command.names_an_application,
+                command.names_an_application or command.emperor is not None,
             )
-        if control is not None and control.owns_config:
+        if command.emperor is not None:
+            doc = _emperor_base(command)
+        elif control is not None and control.owns_config:
             saved = state.load(control.state_file)
             doc = command.document(base=saved if saved is not None else Document())
         else:
@@ -60,7 +64,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from corral.master.arbiter import Origin, serve
 
+    if command.emperor is not None:
+        return serve(doc, Origin(None, list(args)), control, emperor=command.emperor)
     if control is not None and control.owns_config:
         # the saved document is its own source: a reload restarts it as it runs
         return serve(doc, Origin(None, list(args)), control)
     return serve(doc, Origin(command.document, list(args), config_file=command.config), control)
+
+
+def _emperor_base(command: CommandLine) -> Document:
+    """The emperor's own document: its server-wide flags, no application (the vassals')."""
+    if command.names_an_application:
+        raise ConfigError("--emperor: the applications are the files of DIR: give no APP or -c")
+    if command.state_dir is not None:
+        raise ConfigError(
+            "--emperor: the configuration is the files of DIR, not a state directory "
+            "(--control serves the API)"
+        )
+    if not os.path.isdir(command.emperor or ""):
+        raise ConfigError(f"--emperor: {command.emperor}: not a directory")
+    return command.document(base=Document())

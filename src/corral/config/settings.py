@@ -946,6 +946,14 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--state-dir",), metavar="DIR",
         default_text="/var/lib/corral as root, else ~/.local/state/corral",
     ),
+    Setting(
+        "emperor", _CONTROL, _CMD, _NAME, None,
+        "Serve one application per config file (`.ini`, `.toml`, `.json`) in this directory, "
+        "as uWSGI's Emperor: a file added, changed, touched or removed starts, restarts or "
+        "stops its application only. Without APP and `--config`; the other flags are the "
+        "server-wide settings.",
+        flags=("--emperor",), metavar="DIR",
+    ),
     # -- Command line ---------------------------------------------------------------------------
     Setting(
         "config", _COMMAND, _CMD, _NAME, None,

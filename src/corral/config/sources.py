@@ -76,6 +76,7 @@ class CommandLine:
     control: str | None = None
     control_token: str | None = None
     state_dir: str | None = None
+    emperor: str | None = None
 
     @property
     def names_an_application(self) -> bool:

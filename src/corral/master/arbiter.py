@@ -321,6 +321,8 @@ class Arbiter:
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
         self.control: Any = None  # the control API's server (corral.control.server), if on
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
+        self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
+        self._vassal_change: asyncio.Task[None] | None = None
         self._apply_lock = asyncio.Lock()
         # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
         self._accepting_changed = asyncio.Event()
@@ -385,7 +387,9 @@ class Arbiter:
                 pool.workers,
                 pool.application.threads,
             )
-        if not gen.pools:
+        if not gen.pools and self.emperor is not None:
+            self.log.info("no application configured: waiting for files in the emperor's directory")
+        elif not gen.pools:
             self.log.info("no application configured: waiting for the control API")
         if self.settings.reload:
             self._start_source_watcher()
@@ -846,6 +850,23 @@ class Arbiter:
             touched = self.touched.changed()
             if touched is not None:
                 self.reload(f"{touched} was touched")
+            if self.emperor is not None:
+                self._look_at_vassals()
+
+    def _look_at_vassals(self) -> None:
+        """Apply what changed among the emperor's vassal files, one change at a time."""
+        if self._vassal_change is not None and not self._vassal_change.done():
+            return
+        change = self.emperor.look()
+        if change is not None:
+            assert self.loop is not None
+            self._vassal_change = self.loop.create_task(self._apply_vassals(change))
+
+    async def _apply_vassals(self, change: Any) -> None:
+        try:
+            await self.apply(change.document, change.why, restart=change.restart)
+        except ApplyFailed:  # logged where it failed; the running applications serve on
+            self.emperor.forget(change)
 
     def _scale(self, pool: Pool, now: float) -> None:
         """A dynamic pool's worker more or less (see master/scaling.py)."""
@@ -1383,17 +1404,29 @@ def _apply_environment(app: Any) -> Entered:
     return entered
 
 
-def serve(doc: Document, origin: Origin | None = None, control: Any = None) -> int:
+def serve(
+    doc: Document, origin: Origin | None = None, control: Any = None, emperor: str | None = None
+) -> int:
     """Run the server the document describes until it is stopped; returns the exit code.
 
     ``control`` (`corral.control.options.ControlOptions`, or None) turns the control API on.
+    With ``emperor`` (a directory), ``doc`` holds the server-wide settings and the
+    applications are the vassal files of that directory (master/emperor.py).
     """
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
+    vassals = None
+    if emperor is not None:
+        from corral.master.emperor import Emperor
+
+        vassals = Emperor(emperor, doc, log)
+        vassals.look()
+        doc = vassals.document()
+        origin = replace(origin or Origin(None), reread=vassals.document)
     old_master = upgrade.take_old_master()
     inherited = upgrade.take_inherited_listeners()
     if control is None:
-        return _serve(doc, origin, log, old_master, inherited, None)
+        return _serve(doc, origin, log, old_master, inherited, None, vassals)
     from corral.control.server import ControlServer
 
     control_server = ControlServer(control, log)
@@ -1404,7 +1437,7 @@ def serve(doc: Document, origin: Origin | None = None, control: Any = None) -> i
         close_all(inherited, unlink=False)
         return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_LISTEN
     try:
-        return _serve(doc, origin, log, old_master, inherited, control_server)
+        return _serve(doc, origin, log, old_master, inherited, control_server, vassals)
     finally:  # unless the arbiter ran and closed it: a start that failed
         control_server.close_socket(unlink=control_server.bound_here)
 
@@ -1416,6 +1449,7 @@ def _serve(
     old_master: int | None,
     inherited: dict[str, socket.socket],
     control_server: Any,
+    vassals: Any = None,
 ) -> int:
     settings = doc.settings
     activated = systemd.listen_fds()
@@ -1435,6 +1469,7 @@ def _serve(
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
+    arbiter.emperor = vassals
     if control_server is not None:
         control_server.arbiter = arbiter
         arbiter.control = control_server
