@@ -404,5 +404,6 @@ def test_reload_without_watchfiles_is_one_line_and_exit_2():
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr == (
-        "corral: error: --reload needs the watchfiles package: pip install 'corral[reload]'\n"
+        "corral: error: --reload needs the watchfiles package: "
+        f"{sys.executable} -m pip install watchfiles\n"
     )

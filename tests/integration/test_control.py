@@ -562,6 +562,10 @@ def test_the_state_directory_keeps_the_configuration_across_restarts():
             assert put.returncode == 0, put.stderr
             server.port = listening_port(server, "127.0.0.1:0")
             assert get(server, "/pid")[0] == 200
+            # its workers' titles name the application made through the API
+            for pid in server.worker_pids():
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    assert cmdline.read().rstrip(b"\0") == b"corral: worker [chaos_app]"
             config = Control.of(server).get("/config").json
             assert server.stop() == 0
         saved = state_dir / "conf.json"

@@ -900,8 +900,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "reload", _PROCESS, _S, bool, False,
         "Development: reload (as on HUP) when a Python source file under the working directory "
-        "or the Python path, or the config file, changes. Needs `pip install corral[reload]` "
-        "(watchfiles).",
+        "or the Python path, or the config file, changes. Needs the watchfiles package "
+        "(`pip install watchfiles`, or `pip install corral[reload]`).",
         flags=("--reload",), action=Action.FLAG,
     ),
     Setting(

@@ -525,8 +525,11 @@ class Arbiter:
         return f"worker {slot} of {pool.name}" if several else f"worker {slot}"
 
     def _worker_main(self, pool: Pool, slot: int, beat_fd: int, max_requests: int) -> int:
+        # Gunicorn's [proc_name] when one application runs, else the application's own name
+        # (also for one made through the control API, which the master's title cannot know)
+        proc_name = pool.settings.proc_name
         several = len(pool.doc.applications) > 1
-        _set_title(f"corral: worker [{pool.name if several else self.title_name}]")
+        _set_title(f"corral: worker [{proc_name if proc_name and not several else pool.name}]")
         app = pool.application
         settings = pool.settings
         access_log = None
@@ -1481,7 +1484,7 @@ def _serve(
         except ImportError:
             sys.stderr.write(
                 "corral: error: --reload needs the watchfiles package: "
-                "pip install 'corral[reload]'\n"
+                f"{sys.executable} -m pip install watchfiles\n"
             )
             return EXIT_CONFIG
     arbiter.old_master = old_master
