@@ -55,7 +55,6 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable
-from http import HTTPStatus
 from typing import Any
 
 from corral.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
@@ -69,6 +68,7 @@ from corral.handoff import (
 )
 from corral.http.errors import HttpError, error_response
 from corral.http.parser import RequestHead, RequestParser
+from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
@@ -144,13 +144,11 @@ class RoutedRequestParser(RequestParser):
         self._sink.on_message_begin()  # type: ignore[attr-defined]
 
 
-def reply(status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str):
+def reply(
+    status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
+) -> bytes:
     """The bytes of Unit's answer to a ``return`` action."""
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = ""
-    fields = [f"HTTP/1.1 {status:03d} {phrase}\r\n", prefix]
+    fields = []
     if 400 <= status <= 599:
         body = f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n"
         fields.append("Content-Type: text/html\r\n")
@@ -159,12 +157,8 @@ def reply(status: int, location: str | None, head: RequestHead, keep_alive: bool
     if location is not None:
         fields.append(f"Location: {location}\r\n")
     fields.append(f"Content-Length: {len(body)}\r\n")
-    if not keep_alive:
-        fields.append("Connection: close\r\n")
-    fields.append("\r\n")
-    if head.method != "HEAD":
-        fields.append(body)
-    return "".join(fields).encode("latin-1")
+    data = server_head(status, prefix, "".join(fields), not keep_alive)
+    return data if head.method == "HEAD" else data + body.encode("latin-1")
 
 
 class RoutedConnection(HttpConnection):
@@ -439,7 +433,7 @@ class RoutedConnection(HttpConnection):
             result,
         )
         self.server.served += 1
-        self.transport.write(error_response(result))
+        self.transport.write(error_response(result, self.server.prefix))
         self.close()
 
     def forget(self) -> None:

@@ -57,7 +57,7 @@ from corral.forwarded import ForwardedConnection, Forwarding
 from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.parser import Limits
-from corral.http.response import http_date
+from corral.http.response import server_fields
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
 from corral.routed import RoutedConnection, Routing, adopt_factory
@@ -234,8 +234,7 @@ class Worker:
             state.on_retire = self._retire
         state.loop = loop
         self.state = state
-        header = settings.server
-        self._server_header = f"Server: {header}\r\n" if header else ""
+        self._server_header = settings.server
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
@@ -317,9 +316,7 @@ class Worker:
         found: dict[Any, Forwarding] = {}
         for sock, forwarded in zip(spec.sockets, spec.listener_forwarded or (), strict=False):
             if forwarded is not None:
-                found[sock.getsockname()] = Forwarding.from_document(
-                    forwarded, discard is None or discard
-                )
+                found[sock.getsockname()] = Forwarding.from_document(forwarded, discard)
         return found
 
     def _routing(self) -> Routing | None:
@@ -351,7 +348,7 @@ class Worker:
         state = self.state
         assert state is not None and self.loop is not None
         state.now = self.loop.time()
-        state.prefix = f"Date: {http_date(time.time())}\r\n{self._server_header}"
+        state.prefix = server_fields(time.time(), self._server_header)
 
     def _schedule_tick(self) -> None:
         # aligned to the wall-clock second so the Date header turns over on time

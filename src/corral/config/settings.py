@@ -831,11 +831,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "discard_unsafe_fields", _RESPONSES, _S, bool | None, None,
-        "NGINX Unit's `discard_unsafe_fields`: `true` (and null, the default: Unit's default) "
-        "leaves out of the WSGI environ every header field whose name has a character other "
-        "than a letter, a digit or `-` (`X_Foo`, `X.Foo`), so that `X_Foo` cannot pose as "
-        "`X-Foo` (both would be `HTTP_X_FOO`); such a field is not read for `forwarded` either. "
-        "`false` keeps every name the parser accepts, `_` included (Gunicorn's "
+        "Which header fields reach the WSGI environ, by name. Null (the default, Gunicorn's "
+        "rule) leaves out every name with `_`, so that `X_Foo` cannot pose as `X-Foo` (both "
+        "would be `HTTP_X_FOO`), and keeps every other name as Gunicorn does (`X.Custom|Pipe` "
+        "is `HTTP_X.CUSTOM|PIPE`). `true` is NGINX Unit's `discard_unsafe_fields` (its "
+        "default): only letters, digits and `-`. A field left out is not read for `forwarded` "
+        "either. `false` keeps every name the parser accepts, `_` included (Gunicorn's "
         '`header_map = "dangerous"`): only behind a proxy that drops or normalizes such names.',
 
         key="http.discard_unsafe_fields",

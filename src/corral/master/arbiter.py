@@ -49,7 +49,7 @@ from typing import Any
 
 import msgspec
 
-from corral.appload import describe_load_failure, load_entry_points
+from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.appstdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
@@ -1480,10 +1480,16 @@ def _serve(
                     continue
                 try:
                     pool.loaded_app = load_entry_points(app.entry_points, app.factory)
-                except Exception:
+                except Exception as exc:
+                    # one line when it says it all (as a worker logs it), else the traceback
+                    why = (
+                        f" {exc}\n"
+                        if isinstance(exc, AppLoadError)
+                        else "\n" + traceback.format_exc()
+                    )
                     sys.stderr.write(
                         f"corral: error: application {app.entry_points[0].module!r} "
-                        "failed to load:\n" + traceback.format_exc()
+                        f"failed to load:{why}"
                     )
                     return EXIT_APP_LOAD
             return arbiter.run()
