@@ -25,6 +25,9 @@ A request's action, taken when its head is parsed:
   it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``) from
   this worker, which serves on.
 
+On a listener with the PROXY protocol (``corral/proxied.py``) the client its header named is
+the connection's peer (``given_peer``), and a hand-off carries it in the frame (``peer``).
+
 On a listener with ``forwarded`` (``forwarding``), a trusted proxy's request is routed as from
 the client and scheme its headers name (``source``, ``scheme`` and ``$remote_addr`` see them:
 Unit replaces the request's remote address before routing); a connection handed off is
@@ -165,6 +168,7 @@ class RoutedConnection(HttpConnection):
     __slots__ = (
         "begun",
         "forwarding",
+        "given_peer",
         "handoff",
         "hops",
         "in_message",
@@ -188,10 +192,14 @@ class RoutedConnection(HttpConnection):
         initial: bytes = b"",
         hops: int = 0,
         forwarding: Forwarding | None = None,
+        peer: tuple[str, int] | None = None,
     ) -> None:
         super().__init__(server, sockname)
         self.forwarding = forwarding  # the listener's `forwarded`, if it has one
         self.trusted = False
+        # the client a PROXY protocol header named (corral/proxied.py), here or in the worker
+        # that handed the connection off: the peer, instead of the socket's
+        self.given_peer = peer
         self.parser = RoutedRequestParser(self, server.limits)
         self.routing = routing
         self.pass_target = pass_target
@@ -215,6 +223,8 @@ class RoutedConnection(HttpConnection):
             # client connection once, however many workers it went through
             self.server.accepted -= 1
         self.local = transport.get_extra_info("sockname")
+        if self.given_peer is not None:
+            self.peer = self.given_peer
         if self.forwarding is not None:
             self.trusted = self.forwarding.trusts(self.peer)
         if self.initial:
@@ -403,6 +413,8 @@ class RoutedConnection(HttpConnection):
         before = exchange.index - self.raw_first
         start = message_end(self.raw, before) if before else 0
         header = {"pass": self.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
+        if self.given_peer is not None:
+            header["peer"] = self.given_peer
         frame = encode_frame(header, bytes(self.raw[start:]))
         self.raw = b""
         fd = self.transport.get_extra_info("socket").fileno()
@@ -470,6 +482,8 @@ def adopt_factory(
             return
 
         forwarding = forwardings.get(sockname) if isinstance(sockname, (tuple, str)) else None
+        peer = header.get("peer")
+        given = (str(peer[0]), int(peer[1])) if isinstance(peer, list) and len(peer) == 2 else None
 
         def factory() -> RoutedConnection:
             return RoutedConnection(
@@ -480,6 +494,7 @@ def adopt_factory(
                 payload,
                 int(header.get("hops", 1)),
                 forwarding,
+                given,
             )
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))

@@ -15,8 +15,8 @@ and the master recycles the worker. One short ``os.write`` to a pipe is atomic, 
 lines from two threads never interleave.
 
 Routed listeners and hand-offs from other applications' workers: ``routed.py``; listeners
-with NGINX Unit's ``forwarded``: ``forwarded.py`` (each listener's connection class is
-chosen once, in ``_serve``).
+with NGINX Unit's ``forwarded``: ``forwarded.py``; with the PROXY protocol: ``proxied.py``
+(each listener's connection class is chosen once, in ``_serve``).
 
 Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
 in-flight requests within ``graceful_timeout``; every response from then on says
@@ -60,6 +60,7 @@ from corral.http.parser import Limits
 from corral.http.response import server_fields
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
+from corral.proxied import ProxyPlan, proxied_factory
 from corral.routed import RoutedConnection, Routing, adopt_factory
 from corral.venv import activate as activate_home
 
@@ -102,6 +103,9 @@ class WorkerSpec:
     # the `forwarded` object (config Forwarded) of each of `sockets`, in the same order, None
     # for a listener without one; None: no listener has one
     listener_forwarded: list[Any] | None = None
+    # the PROXY protocol (proxied.proxy_choice: mode and allowed peers) of each of `sockets`,
+    # None for a listener without it; None: no listener has it
+    listener_proxy: list[Any] | None = None
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -262,10 +266,12 @@ class Worker:
         application = spec.application
         routing = self.routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
+        proxies = spec.listener_proxy or [None] * len(spec.sockets)
         forwardings = self._forwardings()
         own_pass = f"applications/{spec.app_name}"
-        for sock, pass_target in zip(spec.sockets, passes, strict=True):
-            # chosen once per listener: a plain one never pays for routing or `forwarded`
+        for sock, pass_target, proxy in zip(spec.sockets, passes, proxies, strict=True):
+            # chosen once per listener: a plain one never pays for routing, `forwarded` or
+            # the PROXY protocol
             sockname = sock.getsockname()
             forwarding = forwardings.get(sockname)
             if pass_target is None or pass_target == own_pass:
@@ -278,6 +284,8 @@ class Worker:
                 factory = partial(
                     RoutedConnection, state, sockname, routing, pass_target, forwarding=forwarding
                 )
+            if proxy is not None:
+                factory = proxied_factory(factory, ProxyPlan(*proxy, self.log))
             if application.threads > 1 and application.workers > 1:
                 acceptor = DeferringAcceptor(
                     loop,

@@ -177,6 +177,14 @@ class Pool:
             found.append(None if forwarded is msgspec.UNSET else forwarded)
         return found
 
+    @property
+    def proxy(self) -> list[Any]:
+        """The PROXY protocol of each of its listeners (`proxied.proxy_choice`, None: off), in
+        the order of `sockets`."""
+        from corral.proxied import proxy_choice
+
+        return [proxy_choice(self.doc.listeners[a], self.settings) for a in self.sockets]
+
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
         return (
@@ -186,6 +194,7 @@ class Pool:
             and self.sockets == other.sockets  # the same socket objects
             and self.passes == other.passes
             and self.forwarded == other.forwarded
+            and self.proxy == other.proxy
             and self.routes == other.routes
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
@@ -546,6 +555,7 @@ class Arbiter:
             sockets=list(pool.sockets.values()),
             listener_passes=pool.passes,
             listener_forwarded=pool.forwarded,
+            listener_proxy=pool.proxy,
             router=pool.router,
             app_name=pool.name,
             handoff_socket=pool.handoff,
