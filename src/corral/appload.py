@@ -1,9 +1,17 @@
 """Finding the application callable from ``module:callable``; an application's every target
-(NGINX Unit's ``targets``: one process imports them all)."""
+(NGINX Unit's ``targets``: one process imports them all).
+
+An ASGI application (FastAPI, Starlette, Django's ``ASGIHandler``...) is recognised here, when
+it is loaded, and refused as a load failure (one line, exit 3 at start): called as WSGI it
+would only ever answer 500. What is recognised (:func:`asgi_kind`): a coroutine function, an
+object whose ``__call__`` is ``async def``, and a class whose ``__call__`` is (its instances
+are the ASGI 2 application); a factory's result is judged, not the factory.
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -37,8 +45,32 @@ def load_app(module: str, attribute: str | None, factory: bool = False) -> Any:
             if not callable(target):
                 what = type(target).__name__
                 raise AppLoadError(f"{module}:{name}() returned {what}, not a WSGI application")
+        kind = asgi_kind(target)
+        if kind is not None:
+            made = f"{module}:{name}()" if factory else f"{module}:{name}"
+            raise AppLoadError(
+                f"{made} is an ASGI application ({kind}); corral serves WSGI applications only "
+                "for now: serve it with an ASGI server until corral's ASGI support lands"
+            )
         return target
     raise AppLoadError(f"module {module!r} has no attribute {' or '.join(map(repr, names))}")
+
+
+def asgi_kind(target: Any) -> str | None:
+    """What makes ``target`` an ASGI application rather than a WSGI one, or None."""
+    if inspect.iscoroutinefunction(target):
+        return "a coroutine function"
+    if inspect.isclass(target):
+        # the class's own __call__ (found before the metaclass's): its instances' call
+        call = inspect.getattr_static(target, "__call__", None)
+        if inspect.iscoroutinefunction(call):
+            return "a class whose __call__ is async def"
+        return None
+    if not inspect.isroutine(target) and inspect.iscoroutinefunction(
+        inspect.getattr_static(type(target), "__call__", None)
+    ):
+        return "an object whose __call__ is async def"
+    return None
 
 
 def load_entry_points(entry_points: Iterable[Any], factory: bool = False) -> tuple[Any, ...]:

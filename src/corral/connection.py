@@ -406,7 +406,7 @@ class HttpConnection(asyncio.Protocol):
 
     def _send_error(self, status: int) -> None:
         if not self.closed:
-            self.transport.write(error_response(status))
+            self.transport.write(error_response(status, self.server.prefix))
         self.close()
 
     def close(self, abort: bool = False) -> None:

@@ -24,8 +24,8 @@ Unit's rules, kept exactly (its ``nxt_http_request_forward``):
   address, and the routes' ``source`` and ``$remote_addr`` (Unit replaces the request's remote
   address before routing); ``scheme`` routes and ``wsgi.url_scheme`` see the protocol.
 
-A header whose name Unit would discard (``discard_unsafe_fields``: characters other than
-letters, digits and ``-``) is never read, as in Unit, where such a field does not exist.
+A header whose name ``discard_unsafe_fields`` drops (:mod:`corral.http.fieldnames`) is never
+read, as in Unit, where such a field does not exist.
 """
 
 from __future__ import annotations
@@ -34,17 +34,12 @@ import socket
 from typing import Any
 
 from corral.connection import HttpConnection, ServerState
+from corral.http.fieldnames import discards
 from corral.http.parser import RequestHead
 from corral.routing import address_matcher, socket_address
 
 _UNIX = (1, 0, 0)  # the matcher's (family, number, port) for a unix socket peer
-_SAFE_NAME = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 _SCHEMES = {b"http": "http", b"https": "https", b"on": "https"}
-
-
-def is_safe_name(name: bytes) -> bool:
-    """Whether Unit keeps a header field of this name with ``discard_unsafe_fields``."""
-    return bool(name) and not name.translate(None, bytes(_SAFE_NAME))
 
 
 def parse_address(text: bytes) -> tuple[str, int | None, tuple[int, int, int]] | None:
@@ -114,16 +109,17 @@ class Forwarding:
         client_ip: str | None = None,
         protocol: str | None = None,
         recursive: bool = False,
-        discard_unsafe_fields: bool = True,
+        discard_unsafe_fields: bool | None = None,
     ) -> None:
         self.trusted = address_matcher(source, "forwarded.source")
         self.recursive = recursive
+        discarded = discards(discard_unsafe_fields)
 
         def lookup(name: str | None) -> bytes | None:
             if name is None:
                 return None
             raw = name.encode("latin-1")
-            if discard_unsafe_fields and not is_safe_name(raw):
+            if discarded(raw):
                 return None  # Unit drops such a field before anything reads it
             return raw.lower()
 
@@ -131,7 +127,7 @@ class Forwarding:
         self.protocol = lookup(protocol)
 
     @classmethod
-    def from_document(cls, forwarded: Any, discard_unsafe_fields: bool) -> Forwarding:
+    def from_document(cls, forwarded: Any, discard_unsafe_fields: bool | None) -> Forwarding:
         """From the document's ``Forwarded`` (``client_ip``/``protocol`` may be UNSET)."""
         client_ip = forwarded.client_ip
         protocol = forwarded.protocol
@@ -215,6 +211,5 @@ __all__ = [
     "ForwardedClient",
     "ForwardedConnection",
     "Forwarding",
-    "is_safe_name",
     "parse_address",
 ]

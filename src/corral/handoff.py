@@ -23,7 +23,9 @@ which accepts on it from its loop. A worker whose request routes to application 
    header ``{"pass": PASS, "sockname": LISTENER_ADDRESS, "hops": N}``: the listener's pass
    target (the receiver routes the connection's later requests with it), the listener's
    address as the sender's connection knew it (for the environ), and how many hand-offs the
-   connection has had (bounds a loop between workers whose configurations disagree).
+   connection has had (bounds a loop between workers whose configurations disagree); and
+   ``"peer": [ADDRESS, PORT]`` when a PROXY protocol header named the client (the socket's
+   own peer is the proxy).
    payload: the raw bytes received on the connection from the first byte of the request
    being handed off (leading CRLFs at most before it) up to the last byte read, whatever
    they hold (the rest of its body, pipelined requests);

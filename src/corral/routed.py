@@ -25,6 +25,9 @@ A request's action, taken when its head is parsed:
   it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``) from
   this worker, which serves on.
 
+On a listener with the PROXY protocol (``corral/proxied.py``) the client its header named is
+the connection's peer (``given_peer``), and a hand-off carries it in the frame (``peer``).
+
 On a listener with ``forwarded`` (``forwarding``), a trusted proxy's request is routed as from
 the client and scheme its headers name (``source``, ``scheme`` and ``$remote_addr`` see them:
 Unit replaces the request's remote address before routing); a connection handed off is
@@ -55,7 +58,6 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable
-from http import HTTPStatus
 from typing import Any
 
 from corral.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
@@ -69,6 +71,7 @@ from corral.handoff import (
 )
 from corral.http.errors import HttpError, error_response
 from corral.http.parser import RequestHead, RequestParser
+from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
@@ -144,13 +147,11 @@ class RoutedRequestParser(RequestParser):
         self._sink.on_message_begin()  # type: ignore[attr-defined]
 
 
-def reply(status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str):
+def reply(
+    status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
+) -> bytes:
     """The bytes of Unit's answer to a ``return`` action."""
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = ""
-    fields = [f"HTTP/1.1 {status:03d} {phrase}\r\n", prefix]
+    fields = []
     if 400 <= status <= 599:
         body = f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n"
         fields.append("Content-Type: text/html\r\n")
@@ -159,18 +160,15 @@ def reply(status: int, location: str | None, head: RequestHead, keep_alive: bool
     if location is not None:
         fields.append(f"Location: {location}\r\n")
     fields.append(f"Content-Length: {len(body)}\r\n")
-    if not keep_alive:
-        fields.append("Connection: close\r\n")
-    fields.append("\r\n")
-    if head.method != "HEAD":
-        fields.append(body)
-    return "".join(fields).encode("latin-1")
+    data = server_head(status, prefix, "".join(fields), not keep_alive)
+    return data if head.method == "HEAD" else data + body.encode("latin-1")
 
 
 class RoutedConnection(HttpConnection):
     __slots__ = (
         "begun",
         "forwarding",
+        "given_peer",
         "handoff",
         "hops",
         "in_message",
@@ -194,10 +192,14 @@ class RoutedConnection(HttpConnection):
         initial: bytes = b"",
         hops: int = 0,
         forwarding: Forwarding | None = None,
+        peer: tuple[str, int] | None = None,
     ) -> None:
         super().__init__(server, sockname)
         self.forwarding = forwarding  # the listener's `forwarded`, if it has one
         self.trusted = False
+        # the client a PROXY protocol header named (corral/proxied.py), here or in the worker
+        # that handed the connection off: the peer, instead of the socket's
+        self.given_peer = peer
         self.parser = RoutedRequestParser(self, server.limits)
         self.routing = routing
         self.pass_target = pass_target
@@ -221,6 +223,8 @@ class RoutedConnection(HttpConnection):
             # client connection once, however many workers it went through
             self.server.accepted -= 1
         self.local = transport.get_extra_info("sockname")
+        if self.given_peer is not None:
+            self.peer = self.given_peer
         if self.forwarding is not None:
             self.trusted = self.forwarding.trusts(self.peer)
         if self.initial:
@@ -409,6 +413,8 @@ class RoutedConnection(HttpConnection):
         before = exchange.index - self.raw_first
         start = message_end(self.raw, before) if before else 0
         header = {"pass": self.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
+        if self.given_peer is not None:
+            header["peer"] = self.given_peer
         frame = encode_frame(header, bytes(self.raw[start:]))
         self.raw = b""
         fd = self.transport.get_extra_info("socket").fileno()
@@ -439,7 +445,7 @@ class RoutedConnection(HttpConnection):
             result,
         )
         self.server.served += 1
-        self.transport.write(error_response(result))
+        self.transport.write(error_response(result, self.server.prefix))
         self.close()
 
     def forget(self) -> None:
@@ -476,6 +482,8 @@ def adopt_factory(
             return
 
         forwarding = forwardings.get(sockname) if isinstance(sockname, (tuple, str)) else None
+        peer = header.get("peer")
+        given = (str(peer[0]), int(peer[1])) if isinstance(peer, list) and len(peer) == 2 else None
 
         def factory() -> RoutedConnection:
             return RoutedConnection(
@@ -486,6 +494,7 @@ def adopt_factory(
                 payload,
                 int(header.get("hops", 1)),
                 forwarding,
+                given,
             )
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))

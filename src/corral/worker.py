@@ -15,8 +15,8 @@ and the master recycles the worker. One short ``os.write`` to a pipe is atomic, 
 lines from two threads never interleave.
 
 Routed listeners and hand-offs from other applications' workers: ``routed.py``; listeners
-with NGINX Unit's ``forwarded``: ``forwarded.py`` (each listener's connection class is
-chosen once, in ``_serve``).
+with NGINX Unit's ``forwarded``: ``forwarded.py``; with the PROXY protocol: ``proxied.py``
+(each listener's connection class is chosen once, in ``_serve``).
 
 Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
 in-flight requests within ``graceful_timeout``; every response from then on says
@@ -57,9 +57,10 @@ from corral.forwarded import ForwardedConnection, Forwarding
 from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.parser import Limits
-from corral.http.response import http_date
+from corral.http.response import server_fields
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
+from corral.proxied import ProxyPlan, proxied_factory
 from corral.routed import RoutedConnection, Routing, adopt_factory
 from corral.venv import activate as activate_home
 
@@ -106,6 +107,9 @@ class WorkerSpec:
     # this worker's place on it is its slot
     board: LoadBoard | None = None
     slot: int = 0
+    # the PROXY protocol (proxied.proxy_choice: mode and allowed peers) of each of `sockets`,
+    # None for a listener without it; None: no listener has it
+    listener_proxy: list[Any] | None = None
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -238,8 +242,7 @@ class Worker:
             state.on_retire = self._retire
         state.loop = loop
         self.state = state
-        header = settings.server
-        self._server_header = f"Server: {header}\r\n" if header else ""
+        self._server_header = settings.server
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
@@ -267,14 +270,16 @@ class Worker:
         application = spec.application
         routing = self.routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
+        proxies = spec.listener_proxy or [None] * len(spec.sockets)
         forwardings = self._forwardings()
         gate = None
         if spec.board is not None and spec.sockets:
             state.connections = WatchedConnections()
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
         own_pass = f"applications/{spec.app_name}"
-        for sock, pass_target in zip(spec.sockets, passes, strict=True):
-            # chosen once per listener: a plain one never pays for routing or `forwarded`
+        for sock, pass_target, proxy in zip(spec.sockets, passes, proxies, strict=True):
+            # chosen once per listener: a plain one never pays for routing, `forwarded` or
+            # the PROXY protocol
             sockname = sock.getsockname()
             forwarding = forwardings.get(sockname)
             if pass_target is None or pass_target == own_pass:
@@ -287,6 +292,8 @@ class Worker:
                 factory = partial(
                     RoutedConnection, state, sockname, routing, pass_target, forwarding=forwarding
                 )
+            if proxy is not None:
+                factory = proxied_factory(factory, ProxyPlan(*proxy, self.log))
             if gate is not None:
                 acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log)
                 acceptor.start()
@@ -318,9 +325,7 @@ class Worker:
         found: dict[Any, Forwarding] = {}
         for sock, forwarded in zip(spec.sockets, spec.listener_forwarded or (), strict=False):
             if forwarded is not None:
-                found[sock.getsockname()] = Forwarding.from_document(
-                    forwarded, discard is None or discard
-                )
+                found[sock.getsockname()] = Forwarding.from_document(forwarded, discard)
         return found
 
     def _routing(self) -> Routing | None:
@@ -352,7 +357,7 @@ class Worker:
         state = self.state
         assert state is not None and self.loop is not None
         state.now = self.loop.time()
-        state.prefix = f"Date: {http_date(time.time())}\r\n{self._server_header}"
+        state.prefix = server_fields(time.time(), self._server_header)
 
     def _schedule_tick(self) -> None:
         # aligned to the wall-clock second so the Date header turns over on time

@@ -10,7 +10,9 @@ Expected results (JSON):
   body, keep_alive, content_length, chunked, expect_continue}], "upgraded": bool?}``.
   ``target``, header names and values are latin-1 strings; ``body`` is text or
   ``{"base64": ...}``; ``headers`` exclude trailers and hold values without the
-  optional whitespace around them (RFC 9110 5.5).
+  optional whitespace around them (RFC 9110 5.5). ``environ`` (optional): for each
+  request, the ``HTTP_*`` and ``CONTENT_*`` keys of its WSGI environ under the default
+  ``discard_unsafe_fields`` (exactly those: a key not listed must be absent).
 - invalid: ``{"status": int, "why": str, "limits": {...}?, "requests": int,
   "complete": int}``: the status the parser must raise, and how many requests it
   may report (``on_request``) and finish (``on_request_end``) before the error;
@@ -74,8 +76,18 @@ POST = b"POST /upload HTTP/1.1"
 VALID: dict[str, tuple[bytes, dict]] = {}
 
 
-def valid(name: str, data: bytes, *requests: dict, limits: dict | None = None, **extra) -> None:
+def valid(
+    name: str,
+    data: bytes,
+    *requests: dict,
+    limits: dict | None = None,
+    environ: list[dict] | None = None,
+    **extra,
+) -> None:
     expected: dict = {"requests": list(requests)}
+    if environ is not None:
+        assert len(environ) == len(requests), name
+        expected["environ"] = environ
     if limits:
         expected["limits"] = limits
     expected.update(extra)
@@ -293,6 +305,19 @@ valid(
     parsed("OPTIONS", "*", [HOST]),
 )
 valid(
+    "absolute_form_ipv6_host",
+    # RFC 3986 3.2.2: the brackets belong to the host; HTTP_HOST says it as Host would
+    req(b"GET http://[::1]:8080/ HTTP/1.1", b"Host: [::1]:8080"),
+    parsed("GET", "http://[::1]:8080/", [("Host", "[::1]:8080")]),
+    environ=[{"HTTP_HOST": "[::1]:8080"}],
+)
+valid(
+    "absolute_form_ipv6_host_other",
+    req(b"GET http://[2001:db8::7]/p HTTP/1.1", H),
+    parsed("GET", "http://[2001:db8::7]/p", [HOST]),
+    environ=[{"HTTP_HOST": "[2001:db8::7]"}],
+)
+valid(
     "percent_encoded_path",
     req(b"GET /a%20b/%2Fc%25/%E2%82%AC HTTP/1.1", H),
     parsed("GET", "/a%20b/%2Fc%25/%E2%82%AC", [HOST]),
@@ -358,6 +383,32 @@ valid(
     "header_token_chars",
     req(b"GET / HTTP/1.1", H, b"X-!#$%&'*+.^_`|~09az: v"),
     parsed("GET", "/", [HOST, ("X-!#$%&'*+.^_`|~09az", "v")]),
+    environ=[{"HTTP_HOST": "example.com"}],  # a name with "_": dropped by default
+)
+valid(
+    "header_name_any_token_char",
+    # RFC 9110 5.1: field-name = token; reaches WSGI as Gunicorn maps it, "-" as "_" only
+    req(b"GET / HTTP/1.1", H, b"X.Custom|Pipe: p", b"X-!#$%&'*+.^`|~09az: t", b"Content-Type: a"),
+    parsed(
+        "GET",
+        "/",
+        [HOST, ("X.Custom|Pipe", "p"), ("X-!#$%&'*+.^`|~09az", "t"), ("Content-Type", "a")],
+    ),
+    environ=[
+        {
+            "HTTP_HOST": "example.com",
+            "HTTP_X.CUSTOM|PIPE": "p",
+            "HTTP_X_!#$%&'*+.^`|~09AZ": "t",
+            "CONTENT_TYPE": "a",
+        }
+    ],
+)
+valid(
+    "header_name_underscore_dropped",
+    # X_Forwarded_For would be HTTP_X_FORWARDED_FOR, as X-Forwarded-For is: spoofing
+    req(b"GET / HTTP/1.1", H, b"X_Forwarded_For: 6.6.6.6", b"X-Forwarded-For: 1.2.3.4"),
+    parsed("GET", "/", [HOST, ("X_Forwarded_For", "6.6.6.6"), ("X-Forwarded-For", "1.2.3.4")]),
+    environ=[{"HTTP_HOST": "example.com", "HTTP_X_FORWARDED_FOR": "1.2.3.4"}],
 )
 valid(
     "ows_around_value",
@@ -502,6 +553,44 @@ def invalid(
 SMUGGLE = "RFC 9112 6.3: invalid framing is an unrecoverable error (request smuggling)"
 CHUNK = "RFC 9112 7.1: chunk-size = 1*HEXDIG, then optional extensions and CRLF"
 
+invalid(
+    "te_http10",
+    req(b"POST /upload HTTP/1.0", TE, body=b"3\r\nabc\r\n0\r\n\r\n"),
+    400,
+    "RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing",
+)
+invalid(
+    "te_http10_keep_alive",
+    req(b"POST /upload HTTP/1.0", b"Connection: keep-alive", TE, body=b"0\r\n\r\n"),
+    400,
+    "RFC 9112 6.1: Transfer-Encoding in HTTP/1.0 (the connection must close after)",
+)
+invalid(
+    "te_http10_after_a_request",
+    req(b"GET /first HTTP/1.1", H) + req(b"POST /upload HTTP/1.0", TE, body=b"0\r\n\r\n"),
+    400,
+    "RFC 9112 6.1: Transfer-Encoding in HTTP/1.0, pipelined behind a valid request",
+    requests=1,
+    complete=1,
+)
+invalid(
+    "asterisk_form_get",
+    req(b"GET * HTTP/1.1", H),
+    400,
+    "RFC 9112 3.2.4: the asterisk-form is only for a server-wide OPTIONS",
+)
+invalid(
+    "asterisk_form_post",
+    req(POST.replace(b"/upload", b"*"), H, b"Content-Length: 2", body=b"hi"),
+    400,
+    "RFC 9112 3.2.4: the asterisk-form is only for a server-wide OPTIONS",
+)
+invalid(
+    "asterisk_form_head",
+    req(b"HEAD * HTTP/1.1", H),
+    400,
+    "RFC 9112 3.2.4: the asterisk-form is only for a server-wide OPTIONS",
+)
 invalid(
     "cl_with_te",
     req(POST, H, b"Content-Length: 5", TE, body=b"0\r\n\r\nX"),

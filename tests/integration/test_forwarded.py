@@ -249,9 +249,10 @@ UNSAFE = [("X_Foo", "underscore"), ("X.Foo", "dot"), ("X-Foo", "dash"), ("X!Bar"
 @pytest.mark.parametrize(
     ("setting", "kept"),
     [
-        (True, {"HTTP_X_FOO": "dash"}),
-        (None, {"HTTP_X_FOO": "dash"}),  # corral's default is Unit's: true
-        ("absent", {"HTTP_X_FOO": "dash"}),
+        (True, {"HTTP_X_FOO": "dash"}),  # Unit's: letters, digits and "-"
+        # corral's default is Gunicorn's: only a name with "_" is left out
+        (None, {"HTTP_X_FOO": "dash", "HTTP_X.FOO": "dot", "HTTP_X!BAR": "bang"}),
+        ("absent", {"HTTP_X_FOO": "dash", "HTTP_X.FOO": "dot", "HTTP_X!BAR": "bang"}),
         (
             False,
             {"HTTP_X_FOO": "underscore, dash", "HTTP_X.FOO": "dot", "HTTP_X!BAR": "bang"},

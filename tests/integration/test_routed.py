@@ -414,6 +414,7 @@ def test_handoff_to_an_application_whose_workers_cannot_start_in_time_is_503():
                 response = reader.response()
                 waited = time.monotonic() - started
                 assert response.status == 503 and response.get("connection") == "close"
+                assert response.get("date") and response.get("server") == "corral"
                 assert timeout - 0.3 < waited < timeout + 1.0, waited
                 reader.assert_closed()
             routed.server.wait_log(r"hand-off of GET /b/1 to b failed: 503")

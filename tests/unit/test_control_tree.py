@@ -260,3 +260,18 @@ def test_decode_error_without_a_place():
         tree.decode(b"1e999")
     assert caught.value.offset is None
     assert "out of range" in caught.value.detail.lower()
+
+
+@pytest.mark.parametrize("depth", [tree.MAX_DEPTH + 1, 5000, 200_000])
+def test_decode_refuses_a_value_nested_too_deep(depth):
+    """Not a RecursionError (a 500) from the decoder or whatever walks the value later."""
+    for body in (b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth):
+        with pytest.raises(InvalidJson, match=f"nested deeper than {tree.MAX_DEPTH} levels"):
+            tree.decode(body)
+
+
+def test_decode_takes_a_value_at_the_depth_limit():
+    depth = tree.MAX_DEPTH
+    assert tree.decode(b"[" * depth + b"]" * depth) is not None
+    wide = {"a": [1, {"b": [2, 3]}], "c": {"d": {"e": "f"}}}
+    assert tree.decode(json.dumps(wide).encode()) == wide

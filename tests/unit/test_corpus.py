@@ -5,7 +5,9 @@ byte at a time; a recording sink collects what the parser reports. A valid file
 must produce exactly the requests of its ``.json``; an invalid one must raise
 the ``HttpError`` with the expected status at some point, after reporting no
 more requests than the ``.json`` allows (never the bad request, when the error
-is in its head).
+is in its head). A valid file whose ``.json`` has ``environ`` must also give, for each
+request, exactly those ``HTTP_*`` and ``CONTENT_*`` keys in its WSGI environ (the default
+``discard_unsafe_fields``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 from corral.http.errors import HttpError
 from corral.http.parser import Limits, RequestHead, RequestParser
+from corral.wsgi.environ import request_environ, set_unsafe_fields
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 MODES = ("whole", "split", "bytes")
@@ -54,6 +57,17 @@ class Outcome:
     @property
     def ended(self) -> int:
         return sum(1 for event in self.events if event[0] == "end")
+
+    def environs(self) -> list[dict]:
+        """The ``HTTP_*`` and ``CONTENT_*`` keys of each reported request's WSGI environ."""
+        set_unsafe_fields(None)
+        found = []
+        for event in self.events:
+            if event[0] == "request":
+                environ = request_environ({}, event[1], None)
+                keys = {k: v for k, v in environ.items() if k.startswith(("HTTP_", "CONTENT_"))}
+                found.append(keys)
+        return found
 
     def requests(self) -> list[dict]:
         """The reported requests in the corpus's JSON shape; checks the event order."""
@@ -204,6 +218,8 @@ def test_valid(name: str, mode: str):
             failures.append(f"{label}: parsed {got}")
         elif outcome.upgraded != expected.get("upgraded", False):
             failures.append(f"{label}: upgraded={outcome.upgraded}")
+        elif "environ" in expected and outcome.environs() != expected["environ"]:
+            failures.append(f"{label}: environ {outcome.environs()}")
     assert not failures, f"{len(failures)} failing feeds, first: {failures[0]}\nwanted: {want}"
 
 

@@ -83,10 +83,15 @@ def test_parse_address(text: str, parsed: tuple | None) -> None:
 
 
 def test_an_unsafe_header_name_is_never_read_when_unit_discards_it() -> None:
-    headers = [(b"X_Real_IP", b"192.0.2.1")]
+    headers = [(b"X_Real_IP", b"192.0.2.1"), (b"X.Real.IP", b"192.0.2.2")]
     assert Forwarding("127.0.0.1", client_ip="X_Real_IP").resolve(headers) is None
     kept = Forwarding("127.0.0.1", client_ip="X_Real_IP", discard_unsafe_fields=False)
     assert kept.resolve(headers).address == "192.0.2.1"  # type: ignore[union-attr]
+    # the default keeps a name without "_"; Unit's true does not
+    dotted = Forwarding("127.0.0.1", client_ip="X.Real.IP")
+    assert dotted.resolve(headers).address == "192.0.2.2"  # type: ignore[union-attr]
+    unit = Forwarding("127.0.0.1", client_ip="X.Real.IP", discard_unsafe_fields=True)
+    assert unit.resolve(headers) is None
 
 
 HEADERS = [(b"X_Foo", b"u"), (b"X.Foo", b"d"), (b"X-Foo", b"h"), (b"Host", b"h")]
@@ -95,8 +100,8 @@ HEADERS = [(b"X_Foo", b"u"), (b"X.Foo", b"d"), (b"X-Foo", b"h"), (b"Host", b"h")
 @pytest.mark.parametrize(
     ("discard", "expected"),
     [
-        (True, {"HTTP_X_FOO": "h"}),
-        (None, {"HTTP_X_FOO": "h"}),
+        (True, {"HTTP_X_FOO": "h"}),  # Unit's: letters, digits and "-" only
+        (None, {"HTTP_X_FOO": "h", "HTTP_X.FOO": "d"}),  # Gunicorn's: every name without "_"
         (False, {"HTTP_X_FOO": "u, h", "HTTP_X.FOO": "d"}),
     ],
 )

@@ -1,4 +1,5 @@
-"""corral.http.response: response heads built from what a WSGI application gives.
+"""corral.http.response: response heads built from what a WSGI application gives, and the
+heads of the answers the server writes itself (``server_head``, ``error_response``).
 
 The head must frame the body correctly (Content-Length, chunked, or close) for
 the request's version, keep hop-by-hop fields to the server, and never let a
@@ -12,7 +13,8 @@ import re
 
 import pytest
 
-from corral.http.response import InvalidResponse, build_head, http_date
+from corral.http.errors import error_response
+from corral.http.response import InvalidResponse, build_head, http_date, server_fields, server_head
 
 PREFIX = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: corral\r\n"
 IMF_FIXDATE = re.compile(
@@ -382,3 +384,37 @@ def test_caches_never_let_a_bad_value_through():
             head("200 OK\r\nX: 1", [], body_length=0)
         with pytest.raises(InvalidResponse):
             head("200 OK", [("X Bad", "v")], body_length=0)
+
+
+# -- the heads the server writes itself -----------------------------------------------------------
+
+
+def test_server_fields_are_the_prefix_of_every_head():
+    assert server_fields(784111777, "corral") == PREFIX
+    assert server_fields(784111777, "") == "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+
+
+def test_server_head_carries_the_prefix_and_frames_the_connection():
+    data = server_head(418, PREFIX, "Content-Length: 0\r\n", close=False)
+    assert data.startswith(b"HTTP/1.1 418 I'm a Teapot\r\n")
+    assert fields(data) == [
+        ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"),
+        ("Server", "corral"),
+        ("Content-Length", "0"),
+    ]
+    closing = server_head(299, PREFIX, "Content-Length: 0\r\n", close=True)
+    assert closing.startswith(b"HTTP/1.1 299 \r\n")  # a code without a reason phrase
+    assert fields(closing)[-1] == ("Connection", "close")
+
+
+@pytest.mark.parametrize("status", [400, 408, 413, 414, 431, 500, 502, 503, 504, 505])
+def test_error_response_has_date_server_and_its_body(status):
+    data = error_response(status, PREFIX)
+    head_bytes, _, body = data.partition(b"\r\n\r\n")
+    found = dict(fields(head_bytes + b"\r\n\r\n"))
+    assert found["Date"] == "Sun, 06 Nov 1994 08:49:37 GMT" and found["Server"] == "corral"
+    assert found["Connection"] == "close"
+    assert int(found["Content-Length"]) == len(body) and body.startswith(str(status).encode())
+    # the prefix of each second, not the first one cached
+    later = error_response(status, "Date: Mon, 07 Nov 1994 08:49:37 GMT\r\n")
+    assert b"Mon, 07 Nov 1994" in later and b"Server:" not in later

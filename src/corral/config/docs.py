@@ -51,7 +51,10 @@ corral: error: config.toml: $.workers: expected int >= 1 or "auto", got "two"
 `corral --check-config ...` prints and the control API's `GET /config` shows: `listeners`
 (`{{"ADDRESS": {{"pass": "applications/NAME"}}}}`; also `"routes"`, `"routes/NAME"`, Unit's
 older `{{"application": NAME}}`, and `forwarded`: a trusted proxy's client address and scheme,
-with Unit's rules, see architecture.md), `routes` (Unit's), `applications`
+with Unit's rules, see architecture.md; corral's own `proxy_protocol` and `proxy_allow_from`
+keys, as the settings below but for that listener alone, override the settings: `true`,
+`"v1"`, `"v2"`, `"auto"` or `false`, and a list of addresses or `"*"`), `routes` (Unit's),
+`applications`
 (`{{NAME: {{"type": "python", "module": ..., ...}}}}`), `settings` and `access_log`. The
 *Document* column says where each setting sits (`NAME` is the application's name; the command
 line names it after its module). A config file whose top level has `listeners`,
@@ -110,6 +113,8 @@ def _row(setting: Setting) -> str:
         flags = "—"
     else:
         metavar = "" if setting.action is Action.FLAG else f" {setting.metavar}"
+        if setting.action is Action.OPTIONAL:
+            metavar = f" [{setting.metavar}]"
         flags = ", ".join(f"`{flag}{metavar}`" for flag in setting.flags)
         if setting.action is Action.APPEND:
             flags += " (repeatable)"

@@ -30,6 +30,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
@@ -40,6 +41,7 @@ from corral.config.settings import (
     SETTINGS,
     Invalid,
     Processes,
+    ProxyMode,
     Scope,
     Setting,
     describe,
@@ -133,7 +135,10 @@ def _generate(
     groups: dict[str, list[tuple[tuple[str, ...], Setting]]] = {}
     for path, setting in entries:
         if len(path) == 1:
-            fields.append((path[0], setting.type, setting.document_default()))
+            default = setting.document_default()
+            if isinstance(default, list) and default:  # each struct gets its own copy
+                default = msgspec.field(default_factory=partial(list, default))
+            fields.append((path[0], setting.type, default))
         elif path[0] in groups:
             groups[path[0]].append((path[1:], setting))
         else:
@@ -256,6 +261,9 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # "applications/NAME", "applications/NAME/TARGET", "routes", "routes/NAME"
     pass_: str = msgspec.field(name="pass")
     forwarded: Forwarded | UnsetType = UNSET
+    # corral's: the PROXY protocol on this listener (corral/proxied.py); unset: the settings'
+    proxy_protocol: ProxyMode | bool | UnsetType = UNSET
+    proxy_allow_from: str | list[str] | UnsetType = UNSET
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]
@@ -390,6 +398,8 @@ def validate_document(data: Any) -> Document:
             _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))
         if listener.forwarded is not UNSET:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")
+        if listener.proxy_allow_from is not UNSET:
+            _check_proxy_allow(listener.proxy_allow_from, f"{where}.proxy_allow_from")
         listeners[address] = listener
     settings = _struct(top.get("settings", {}), Settings, "$.settings")
     access_log = top.get("access_log", {})
@@ -472,6 +482,15 @@ def _check_forwarded(forwarded: Forwarded, where: str) -> None:
     if forwarded.client_ip is UNSET and forwarded.protocol is UNSET:
         raise ConfigError(f'{where}: needs "client_ip" or "protocol" (a header name)')
     _route_check(lambda: address_matcher(forwarded.source, f"{where}.source"))
+
+
+def _check_proxy_allow(allowed: str | list[str], where: str) -> None:
+    from corral.config.settings import address_list
+
+    try:
+        address_list(allowed)
+    except Invalid as exc:
+        raise ConfigError(f"{where}{exc.at}: {exc}") from None
 
 
 def _check_access_format(fmt: str) -> None:

@@ -72,6 +72,15 @@ class LoopKind(enum.StrEnum):
     ASYNCIO = "asyncio"
 
 
+class ProxyMode(enum.StrEnum):
+    """Which PROXY protocol headers a listener takes (Gunicorn's `--proxy-protocol` modes)."""
+
+    OFF = "off"
+    V1 = "v1"  # the text header only
+    V2 = "v2"  # the binary header only
+    AUTO = "auto"  # either
+
+
 class Scope(enum.StrEnum):
     """Where a setting's value lands."""
 
@@ -88,6 +97,7 @@ class Action(enum.StrEnum):
     STORE = "store"  # --flag VALUE, the last one wins
     APPEND = "append"  # --flag VALUE, repeatable, collected into a list
     FLAG = "flag"  # --flag, no value: true
+    OPTIONAL = "optional"  # --flag [VALUE]: without a value, the setting's `const`
     POSITIONAL = "positional"  # a bare argument
 
 
@@ -423,6 +433,32 @@ def _our_access_format(value: str) -> str:
     return from_unit_format(value)
 
 
+def proxy_mode(value: ProxyMode | bool) -> ProxyMode:
+    """`proxy_protocol` as a mode: Gunicorn's older boolean is ``auto`` or ``off``."""
+    if isinstance(value, bool):
+        return ProxyMode.AUTO if value else ProxyMode.OFF
+    return ProxyMode(value)
+
+
+def address_list(value: list[str] | str) -> list[str]:
+    """`proxy_allow_from`: a list, or Gunicorn's comma-separated string; each an address, a
+    CIDR network or Unit's address pattern, ``*`` for any, checked as the listener's is."""
+    items = value.split(",") if isinstance(value, str) else value
+    found = [item.strip() for item in items if item.strip()]
+    if not found:
+        raise Invalid(message="expected at least one address, or '*'")
+    from corral.routing import RouteError, address_matcher
+
+    for index, item in enumerate(found):
+        if item != "*":
+            try:
+                address_matcher(item, "")
+            except RouteError as exc:
+                at = f"[{index}]" if not isinstance(value, str) else ""
+                raise Invalid(message=str(exc).removeprefix(": "), at=at) from None
+    return found
+
+
 def _log_level(value: str) -> LogLevel:
     try:
         return LogLevel(value.lower())
@@ -466,6 +502,7 @@ class Setting:
     default_text: str = ""  # the default as shown in --help and the docs; derived when empty
     key: str = ""  # the dotted path under the scope's object in the document; "" is `name`
     view: Callable[[Any], Any] | None = None  # the runtime's form of the document's value
+    const: Any = None  # with Action.OPTIONAL: the value of the flag given without one
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -684,6 +721,29 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--backlog",), metavar="INT",
     ),
     Setting(
+        "proxy_protocol", _LISTENING, _S, ProxyMode, ProxyMode.OFF,
+        "Gunicorn's `--proxy-protocol`: every connection to a listener starts with a PROXY "
+        "protocol header (HAProxy's, v1 text or v2 binary) naming the client, which becomes "
+        "`REMOTE_ADDR`, `REMOTE_PORT` and the access log's address. `auto` (the flag without "
+        "a value) takes either version, `v1` or `v2` only that one. Only from the "
+        "`proxy_allow_from` addresses; a connection from elsewhere, or without a valid header, "
+        "is closed unanswered. A listener's own `proxy_protocol` key overrides this "
+        "(docs/architecture.md, PROXY protocol).",
+        flags=("--proxy-protocol",), metavar="MODE", action=Action.OPTIONAL,
+        accepts=ProxyMode | bool, resolve=proxy_mode, const="auto",
+        expect='"off", "v1", "v2" or "auto" (a bool in a file)',
+    ),
+    Setting(
+        "proxy_allow_from", _LISTENING, _S, list[str], "127.0.0.1,::1",
+        "With `proxy_protocol`: the peers a PROXY header is taken from (Gunicorn's "
+        "`--proxy-allow-from`, `proxy_allow_ips` in its files): addresses, CIDR networks "
+        "(`10.0.0.0/8`) or `*` for any, comma-separated on the command line. Connections "
+        "on a unix socket are always allowed, as in Gunicorn. A listener's own "
+        "`proxy_allow_from` key overrides this.",
+        flags=("--proxy-allow-from",), metavar="ADDRESSES", accepts=list[str] | str,
+        resolve=address_list,
+    ),
+    Setting(
         "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
         'Permissions of unix sockets, as an octal string ("0660"); an integer in a file is '
         "taken as is (TOML: `0o660`).",
@@ -831,11 +891,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "discard_unsafe_fields", _RESPONSES, _S, bool | None, None,
-        "NGINX Unit's `discard_unsafe_fields`: `true` (and null, the default: Unit's default) "
-        "leaves out of the WSGI environ every header field whose name has a character other "
-        "than a letter, a digit or `-` (`X_Foo`, `X.Foo`), so that `X_Foo` cannot pose as "
-        "`X-Foo` (both would be `HTTP_X_FOO`); such a field is not read for `forwarded` either. "
-        "`false` keeps every name the parser accepts, `_` included (Gunicorn's "
+        "Which header fields reach the WSGI environ, by name. Null (the default, Gunicorn's "
+        "rule) leaves out every name with `_`, so that `X_Foo` cannot pose as `X-Foo` (both "
+        "would be `HTTP_X_FOO`), and keeps every other name as Gunicorn does (`X.Custom|Pipe` "
+        "is `HTTP_X.CUSTOM|PIPE`). `true` is NGINX Unit's `discard_unsafe_fields` (its "
+        "default): only letters, digits and `-`. A field left out is not read for `forwarded` "
+        "either. `false` keeps every name the parser accepts, `_` included (Gunicorn's "
         '`header_map = "dangerous"`): only behind a proxy that drops or normalizes such names.',
 
         key="http.discard_unsafe_fields",

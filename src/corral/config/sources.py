@@ -365,6 +365,15 @@ def _parser() -> _Parser:
                 group.add_argument(setting.name, nargs="?", metavar=setting.metavar, **common)
             elif setting.action is Action.FLAG:
                 group.add_argument(*setting.flags, dest=setting.name, action="store_true", **common)
+            elif setting.action is Action.OPTIONAL:
+                group.add_argument(
+                    *setting.flags,
+                    dest=setting.name,
+                    nargs="?",
+                    const=setting.const,
+                    metavar=setting.metavar,
+                    **common,
+                )
             else:
                 group.add_argument(
                     *setting.flags,

@@ -22,6 +22,7 @@ import logging
 import os
 import socket
 import sys
+import time
 from http import HTTPStatus
 from typing import Any
 
@@ -31,6 +32,7 @@ from corral.control import api, state
 from corral.control.options import ControlOptions
 from corral.http.errors import ContentTooLarge, HttpError
 from corral.http.parser import Limits, RequestHead, RequestParser
+from corral.http.response import server_fields, server_head
 from corral.master.listeners import bind, describe
 
 MAX_BODY = 8 << 20
@@ -52,6 +54,13 @@ class ControlServer:
         self.tasks: set[asyncio.Task[None]] = set()
         self.limits = Limits(body=MAX_BODY)
         self.token = options.token.encode() if options.token else None
+
+    def prefix(self) -> str:
+        """``Date`` and ``Server``, as the workers' answers carry them (the running document's
+        ``server_header``); built per answer: the API answers a few requests, not a stream."""
+        arbiter = self.arbiter
+        server = arbiter.settings.server if arbiter is not None else ""
+        return server_fields(time.time(), server)
 
     @property
     def inherit_key(self) -> str:
@@ -249,13 +258,12 @@ class ControlConnection(asyncio.Protocol):
             body = msgspec.json.format(msgspec.json.encode(reply.body), indent=4) + b"\n"
         else:
             body = reply.body.encode("utf-8")
-        phrase = HTTPStatus(reply.status).phrase
-        lines = [
-            f"HTTP/1.1 {reply.status} {phrase}",
-            f"Content-Type: {reply.content_type}",
-            f"Content-Length: {len(body)}",
-            "Connection: close",
-            *(f"{name}: {value}" for name, value in reply.headers),
+        fields = [
+            f"Content-Type: {reply.content_type}\r\n",
+            f"Content-Length: {len(body)}\r\n",
+            *(f"{name}: {value}\r\n" for name, value in reply.headers),
         ]
-        transport.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        transport.write(
+            server_head(reply.status, self.server.prefix(), "".join(fields), True) + body
+        )
         transport.close()

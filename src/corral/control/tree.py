@@ -11,7 +11,9 @@ knows HTTP or the server. Invariants:
   and is not allowed on anything else; DELETE needs the value to exist.
   Missing values raise `NotFound`, a method that does not apply raises `NotAllowed`;
 - `decode` accepts exactly one JSON value (a UTF-8 byte order mark is skipped) and reports a
-  failure as `InvalidJson` with the offset, line and column (1-based) of the fault.
+  failure as `InvalidJson` with the offset, line and column (1-based) of the fault; a value
+  nested deeper than `MAX_DEPTH` is refused the same way (a whole document is about 8 levels
+  deep; thousands would exhaust the recursion of the decoder or of what walks the value).
 """
 
 from __future__ import annotations
@@ -204,6 +206,24 @@ def api_path(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Bodies.
 
+MAX_DEPTH = 64  # arrays and objects inside one another in a control API body
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests arrays and objects more than `MAX_DEPTH` levels (no recursion)."""
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH):
+        level = [
+            item
+            for node in level
+            if isinstance(node, (dict, list))
+            for item in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return False
+    return any(isinstance(node, (dict, list)) for node in level)
+
+
 _AT_BYTE = re.compile(r"(?P<what>.*?) \(byte (?P<offset>\d+)\)")
 
 
@@ -211,10 +231,17 @@ def decode(body: bytes) -> Any:
     """The JSON value in ``body``; raises `InvalidJson` saying where it broke."""
     if body.startswith(b"\xef\xbb\xbf"):
         body = body[3:]
+    too_deep = InvalidJson(f"the JSON value is nested deeper than {MAX_DEPTH} levels", None)
     try:
-        return msgspec.json.decode(body)
+        value = msgspec.json.decode(body)
+    except RecursionError:
+        raise too_deep from None
     except msgspec.DecodeError as exc:
         text = str(exc)
+    else:
+        if _too_deep(value):
+            raise too_deep
+        return value
     offset: int | None
     if match := _AT_BYTE.fullmatch(text):
         text, offset = match["what"], int(match["offset"])

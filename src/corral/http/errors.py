@@ -8,7 +8,7 @@ wire can be trusted.
 
 from __future__ import annotations
 
-from http import HTTPStatus
+from corral.http.response import reason, server_head
 
 
 class HttpError(Exception):
@@ -47,25 +47,18 @@ class VersionNotSupported(HttpError):
     status = 505
 
 
-_ERROR_CACHE: dict[int, bytes] = {}
+_ERROR_BODIES: dict[int, tuple[str, bytes]] = {}
 
 
-def error_response(status: int) -> bytes:
+def error_response(status: int, prefix: str) -> bytes:
     """The complete response for a protocol error: short text body, connection closed.
 
-    It carries no Date header on purpose: the bytes are built once per status and
-    RFC 9110 lets an origin without a reliable clock omit it; these answers are
-    for broken clients, not caches.
+    ``prefix`` is the server's ``Date`` and ``Server`` fields (``ServerState.prefix``), as in
+    every other answer; the fields and body after it are built once per status.
     """
-    cached = _ERROR_CACHE.get(status)
+    cached = _ERROR_BODIES.get(status)
     if cached is None:
-        phrase = HTTPStatus(status).phrase
-        body = f"{status} {phrase}\n".encode("ascii")
-        cached = (
-            f"HTTP/1.1 {status} {phrase}\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n"
-        ).encode("ascii") + body
-        _ERROR_CACHE[status] = cached
-    return cached
+        body = f"{status} {reason(status)}\n".encode("ascii")
+        fields = f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+        cached = _ERROR_BODIES[status] = (fields, body)
+    return server_head(status, prefix, cached[0], True) + cached[1]

@@ -5,7 +5,8 @@ Invariants:
   non-decimal Content-Length, bad chunk sizes, obs-fold, bare CR/LF, CTLs in names
   and values and whitespace before the colon. Everything it rejects becomes a
   :class:`BadRequest`; what it accepts but HTTP/1.1 still forbids (missing or
-  repeated Host, versions other than 1.0/1.1) is checked here.
+  repeated Host, versions other than 1.0/1.1, Transfer-Encoding in HTTP/1.0, the
+  asterisk-form target with a method other than OPTIONS) is checked here.
 - Every limit is enforced while the bytes arrive, before memory is spent on them:
   the request line and each header as the callbacks fire, the whole head by the
   bytes fed while it is incomplete (llhttp buffers a header line before handing
@@ -275,10 +276,14 @@ class RequestParser:
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        if self._te_seen and not self._chunked:
-            raise BadRequest("Transfer-Encoding whose final coding is not chunked")
         parser = self._parser
         version = parser.get_http_version()
+        if self._te_seen:
+            if not self._chunked:
+                raise BadRequest("Transfer-Encoding whose final coding is not chunked")
+            if version == "1.0":
+                # RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing
+                raise BadRequest("Transfer-Encoding in an HTTP/1.0 request")
         if version not in _VERSIONS:
             raise VersionNotSupported(f"HTTP/{version} is not supported")
         if self._host_count != 1 and (self._host_count or version == "1.1"):
@@ -291,8 +296,11 @@ class RequestParser:
         if len(url) + len(method) + 10 > self._line_limit:
             raise UriTooLong("request line too long")
         absolute = None
-        if url[0] != 47 and url != b"*":  # not "/...": absolute-form or authority-form
-            absolute = _parse_absolute_form(url)
+        if url[0] != 47:  # not "/...": asterisk-form, absolute-form or authority-form
+            if url != b"*":
+                absolute = _parse_absolute_form(url)
+            elif method != "OPTIONS":  # RFC 9112 3.2.4: "*" is for a server-wide OPTIONS only
+                raise BadRequest("asterisk-form target with a method other than OPTIONS")
         length = self._content_length
         if length is not None and self._body_limit and length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")

@@ -1,5 +1,10 @@
 """Response heads: validated status and header fields, serialised in one buffer.
 
+Every head corral writes goes through this module (DESIGN.md, "One place for heads"):
+:func:`build_head` for the application's answers, :func:`server_head` for the answers the
+server writes itself (protocol errors, 500/504, route replies, hand-off failures, the control
+API). Both carry the same ``prefix``, :func:`server_fields`: ``Date`` and ``Server``.
+
 Invariants:
 - Nothing the application gives reaches the wire unchecked: a status must be three
   digits, a space and a reason; a header name must be a token; no value may hold
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import re
 from email.utils import formatdate
+from http import HTTPStatus
 
 # Header name kinds, from the cache below.
 _PLAIN = 0
@@ -45,6 +51,31 @@ class InvalidResponse(Exception):
 def http_date(timestamp: float) -> str:
     """IMF-fixdate, e.g. ``Sun, 06 Nov 1994 08:49:37 GMT``."""
     return formatdate(timestamp, usegmt=True)
+
+
+def server_fields(timestamp: float, server: str) -> str:
+    """The fields the server adds to every head, CRLF-terminated: ``Date`` and, unless
+    ``server`` is "", ``Server``. A worker builds it once a second (``ServerState.prefix``)."""
+    date = f"Date: {http_date(timestamp)}\r\n"
+    return f"{date}Server: {server}\r\n" if server else date
+
+
+def reason(status: int) -> str:
+    """The reason phrase of ``status`` ("" for a code without one, as Unit's ``return`` may
+    give any code from 0 to 999)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def server_head(status: int, prefix: str, fields: str, close: bool) -> bytes:
+    """The head of an answer the server writes itself: the status line, ``prefix`` (see
+    :func:`server_fields`), ``fields`` (each line CRLF-terminated, ``Content-Length``
+    included: the caller knows its body) and ``Connection: close`` when the connection
+    closes after it."""
+    end = "Connection: close\r\n\r\n" if close else "\r\n"
+    return f"HTTP/1.1 {status:03d} {reason(status)}\r\n{prefix}{fields}{end}".encode("latin-1")
 
 
 def status_line(status: str) -> tuple[str, int]:

@@ -50,7 +50,7 @@ from typing import Any
 import msgspec
 
 from corral.acceptor import LoadBoard
-from corral.appload import describe_load_failure, load_entry_points
+from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.appstdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
@@ -183,6 +183,14 @@ class Pool:
             found.append(None if forwarded is msgspec.UNSET else forwarded)
         return found
 
+    @property
+    def proxy(self) -> list[Any]:
+        """The PROXY protocol of each of its listeners (`proxied.proxy_choice`, None: off), in
+        the order of `sockets`."""
+        from corral.proxied import proxy_choice
+
+        return [proxy_choice(self.doc.listeners[a], self.settings) for a in self.sockets]
+
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
         return (
@@ -192,6 +200,7 @@ class Pool:
             and self.sockets == other.sockets  # the same socket objects
             and self.passes == other.passes
             and self.forwarded == other.forwarded
+            and self.proxy == other.proxy
             and self.routes == other.routes
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
@@ -559,6 +568,7 @@ class Arbiter:
             sockets=list(pool.sockets.values()),
             listener_passes=pool.passes,
             listener_forwarded=pool.forwarded,
+            listener_proxy=pool.proxy,
             router=pool.router,
             app_name=pool.name,
             handoff_socket=pool.handoff,
@@ -1536,10 +1546,16 @@ def _serve(
                     continue
                 try:
                     pool.loaded_app = load_entry_points(app.entry_points, app.factory)
-                except Exception:
+                except Exception as exc:
+                    # one line when it says it all (as a worker logs it), else the traceback
+                    why = (
+                        f" {exc}\n"
+                        if isinstance(exc, AppLoadError)
+                        else "\n" + traceback.format_exc()
+                    )
                     sys.stderr.write(
                         f"corral: error: application {app.entry_points[0].module!r} "
-                        "failed to load:\n" + traceback.format_exc()
+                        f"failed to load:{why}"
                     )
                     return EXIT_APP_LOAD
             return arbiter.run()

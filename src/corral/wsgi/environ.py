@@ -3,14 +3,16 @@
 Invariants:
 - Only what the client sent appears: no ``HTTP_HOST`` without a Host header, no
   ``CONTENT_TYPE``/``CONTENT_LENGTH`` without those headers.
-- Header names are filtered by NGINX Unit's ``discard_unsafe_fields`` (`set_unsafe_fields`,
-  once per worker): on (Unit's default, and corral's when the setting is null), a name with
-  any character but letters, digits and ``-`` is left out, ``_`` first among them: as a CGI
-  key it would be indistinguishable from the ``-`` spelling, a known spoofing vector behind
-  proxies (nginx and Gunicorn drop such names too). Off, every name the parser accepted is
-  kept, ``_`` included (Unit's ``false``, Gunicorn's ``header_map = "dangerous"``): ``X_Foo``
-  and ``X-Foo`` then share ``HTTP_X_FOO``, their values joined. Each name is judged once;
-  the verdict is cached with its key.
+- Header names are filtered by ``discard_unsafe_fields`` (`set_unsafe_fields`, once per
+  worker; the policies are :mod:`corral.http.fieldnames`'): by default a name with ``_`` is
+  left out (as a CGI key it would be indistinguishable from the ``-`` spelling, a known
+  spoofing vector behind proxies) and any other token name is kept as Gunicorn keeps it
+  (``X.Custom|Pipe`` is ``HTTP_X.CUSTOM|PIPE``); ``true`` keeps letters, digits and ``-``
+  only (NGINX Unit's); ``false`` keeps every name, and ``X_Foo`` and ``X-Foo`` then share
+  ``HTTP_X_FOO``, their values joined. Each name is judged once; the verdict is cached with
+  its key.
+- An absolute-form target's authority replaces ``Host``; an IPv6 host keeps its brackets
+  (``HTTP_HOST`` is ``[::1]:8080``, as the Host field would say it).
 - A trusted proxy's client and scheme (``forwarded``) replace ``REMOTE_ADDR``,
   ``REMOTE_PORT`` and ``wsgi.url_scheme`` through `forwarded_environ`, on the connections
   of such listeners only.
@@ -29,6 +31,7 @@ import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from corral.http.fieldnames import discards
 from corral.http.parser import RequestHead
 
 _KEY_CACHE_MAX = 2048
@@ -39,23 +42,21 @@ _KNOWN_KEYS: dict[bytes, str | None] = {
 }
 _header_keys = dict(_KNOWN_KEYS)
 _PROTOCOLS = {"1.1": "HTTP/1.1", "1.0": "HTTP/1.0"}
-# the characters of a name Unit keeps with discard_unsafe_fields (deleted by translate)
-_SAFE_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"
-_discard_unsafe = True
+_discarded = discards(None)
 
 
 def set_unsafe_fields(discard: bool | None) -> None:
-    """The worker's ``discard_unsafe_fields`` (None: corral's default, Unit's ``true``).
+    """The worker's ``discard_unsafe_fields`` (None: corral's default, see `discards`).
 
     Called once per process, before any request; the name cache starts afresh."""
-    global _discard_unsafe
-    _discard_unsafe = discard is None or discard
+    global _discarded
+    _discarded = discards(discard)
     _header_keys.clear()
     _header_keys.update(_KNOWN_KEYS)
 
 
 def _environ_key(name: bytes) -> str | None:
-    if _discard_unsafe and name.translate(None, _SAFE_CHARS):
+    if _discarded(name):
         key = None
     else:
         upper = name.decode("latin-1").upper().replace("-", "_")
@@ -131,6 +132,8 @@ def _split_target(environ: dict[str, Any], head: RequestHead, raw: str) -> tuple
     if url.host:
         # RFC 9112 3.2.2: the authority of an absolute-form target wins over Host
         host = url.host.decode("latin-1")
+        if ":" in host:  # an IPv6 address: the brackets are part of the authority's host
+            host = f"[{host}]"
         environ["HTTP_HOST"] = f"{host}:{url.port}" if url.port else host
     return (url.path or b"/").decode("latin-1"), (url.query or b"").decode("latin-1")
 

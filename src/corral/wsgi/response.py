@@ -10,7 +10,11 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
 - ``close()`` of the application's iterable is always called, also when the
   client went away or the application failed.
 - An exception before any byte was sent becomes a 500; after, the connection is
-  closed. Either way the traceback goes to the error log and the worker goes on.
+  closed. Either way the traceback goes to the error log and the worker goes on. An
+  invalid answer (a status or header that must not be sent, a body chunk that is not
+  bytes: ``str`` is the usual one) is one line in the log instead of a traceback.
+- A bare ``bytes`` object returned as the iterable (NGINX Unit's sample application) is
+  the whole body, as in Unit, not a sequence of ints.
 - A :class:`~corral.wsgi.deadline.RequestTimeoutExceeded` (``request_timeout``) is
   caught wherever application code runs, beside ``Exception`` (it derives from
   ``BaseException``); it becomes a 504 before any byte was sent, else the connection
@@ -98,7 +102,11 @@ class WsgiCall:
         """PEP 3333's write() callable, and the path of every body chunk."""
         if type(data) is not bytes:
             if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise TypeError(f"body chunks must be bytes, not {type(data).__name__}")
+                # one line in the log (fail), not a traceback: the fix is the same everywhere
+                raise InvalidResponse(
+                    "the response iterable must yield bytes (and write() take bytes), "
+                    f"not {type(data).__name__}"
+                )
             data = bytes(data)
         conn = self.conn
         if conn.closed or conn.transport.is_closing():
@@ -197,25 +205,32 @@ class WsgiCall:
         try:
             if type(result) is list and len(result) == 1 and self.head is None:
                 data = result[0]
-                if type(data) is bytes:
-                    # the common answer: one known chunk, head and body in one write
-                    prefix = self._head(len(data))
-                    remaining = self.remaining
-                    if self.discard_body:
-                        data = b""
-                    elif remaining is not None and remaining != len(data):
-                        self.log.error(
-                            "application's Content-Length (%d) differs from its body (%d); closing",
-                            remaining,
-                            len(data),
-                        )
-                        data = data[:remaining]
-                        self.keep_alive = False
-                    self.sent = len(data)
-                    self.exchange.response_bytes = self.sent
-                    self.result = None  # a plain list has no close()
-                    self.out.complete(prefix + data, self.keep_alive)
-                    return
+            elif type(result) is bytes:
+                # NGINX Unit's sample app returns bytes: served whole, as Unit does (iterated,
+                # they would be ints); a bytes object has no close()
+                data = result if self.head is None else None
+                result = self.result = (result,)
+            else:
+                data = None
+            if type(data) is bytes:
+                # the common answer: one known chunk, head and body in one write
+                prefix = self._head(len(data))
+                remaining = self.remaining
+                if self.discard_body:
+                    data = b""
+                elif remaining is not None and remaining != len(data):
+                    self.log.error(
+                        "application's Content-Length (%d) differs from its body (%d); closing",
+                        remaining,
+                        len(data),
+                    )
+                    data = data[:remaining]
+                    self.keep_alive = False
+                self.sent = len(data)
+                self.exchange.response_bytes = self.sent
+                self.result = None  # a plain list has no close()
+                self.out.complete(prefix + data, self.keep_alive)
+                return
             if type(result) is FileWrapper:
                 span = result.sendfile_range()
                 if span is not None and self._sendfile(*span):
@@ -317,7 +332,7 @@ class WsgiCall:
         if self.head is None and not self.conn.closed:
             status = 504 if timed_out else 500
             self.exchange.status = status
-            self.out.complete(error_response(status), False)
+            self.out.complete(error_response(status, self.conn.server.prefix), False)
         else:
             self.out.finish(False)
 
