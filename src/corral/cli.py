@@ -9,13 +9,18 @@ whatever `serve` returns.
 
 Without an APP and a config file, `--state-dir` or `--control` start the server from the
 configuration saved in the state directory (empty at first), to be configured through the
-control API.
+control API. With `daemon` (``-D``) the command detaches the server (`corral.master.daemon`)
+and exits once it serves. Warnings about what a source gives that corral ignores are one line
+each: ``corral: warning: ...`` on standard error at start-up, the error log on a reload.
 """
 
+import logging
 import sys
+from functools import partial
 
 from corral import __version__
 from corral.config import ConfigError, Document, dump_document, format_help, parse_command_line
+from corral.observe.errorlog import LOGGER_NAME
 
 __all__ = ["main"]
 
@@ -58,9 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     if command.check_config:
         print(dump_document(doc))
         return 0
+    from corral.master import daemon
     from corral.master.arbiter import Origin, serve
 
     if control is not None and control.owns_config:
         # the saved document is its own source: a reload restarts it as it runs
-        return serve(doc, Origin(None, list(args)), control)
-    return serve(doc, Origin(command.document, list(args), config_file=command.config), control)
+        origin = Origin(None, list(args))
+    else:
+        reread = partial(command.document, warn=logging.getLogger(LOGGER_NAME).warning)
+        origin = Origin(reread, list(args), config_file=command.config)
+    detached = None
+    if daemon.wanted(doc.settings):
+        outcome = daemon.detach(doc.settings.enable_stdio_inheritance)
+        if isinstance(outcome, int):  # the foreground process: the daemon served, or not
+            return outcome
+        detached = outcome
+    code = serve(doc, origin, control, started=detached.ready if detached else None)
+    if detached is not None:
+        detached.exited(code)
+    return code
