@@ -20,11 +20,12 @@ _INTRO = f"""\
 Every setting is declared once; the command-line flags, the config-file keys, the validated
 document and this page are generated from that declaration.
 
-**Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension.
+**Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension,
+or Gunicorn's Python config (`.py`, `python:MODULE`: [Gunicorn's settings](#gunicorns-settings)).
 The keys are the names in the *File key* column: the long flag without `--`, with `-` written `_`
 (`proc_name` is the exception: its flag is `-n/--name`). Unknown keys are errors. Flags given on
 the command line override the file, key by key (a `--bind` or `--env` flag replaces the file's
-whole list or table).
+whole list or table); `GUNICORN_CMD_ARGS`, read as flags, sits between the two.
 
 ```toml
 app = "myproj.wsgi:application"

@@ -675,7 +675,8 @@ SETTINGS: tuple[Setting, ...] = (
         "one more each second while every worker is busy or fewer than `spare` are idle, up "
         "to `max`; one less each second while more than `spare` are idle and one has been "
         "for `idle_timeout` seconds. A new worker takes new connections: keep-alive ones stay "
-        "with the worker that accepted them.",
+        "with the worker that accepted them. As in Gunicorn, the default is `WEB_CONCURRENCY` "
+        "when that variable is set.",
         flags=("-w", "--workers"), metavar="INT", accepts=_int(ge=1) | Literal["auto"],
         resolve=_workers, key="processes", view=_process_count,
     ),
@@ -811,7 +812,8 @@ SETTINGS: tuple[Setting, ...] = (
         "https) and its client address from `X-Forwarded-For` (`REMOTE_ADDR`, the access "
         "log): every listener the command line or a flat file makes gets NGINX Unit's "
         "`forwarded` with these sources, whose rules apply. A whole document keeps the "
-        "`forwarded` it gives (none by default).",
+        "`forwarded` it gives (none by default). As in Gunicorn, the default is "
+        "`FORWARDED_ALLOW_IPS` when that variable is set.",
         flags=("--forwarded-allow-ips",), metavar="ADDRESSES", accepts=list[str] | str,
         resolve=_allow_ips, expect="comma-separated addresses or networks (a list in a file)",
     ),
@@ -1078,10 +1080,12 @@ SETTINGS: tuple[Setting, ...] = (
         "server's events, with Gunicorn's names and signatures (`on_starting`, `when_ready`, "
         "`pre_fork`, `post_fork`, `post_worker_init`, `worker_int`, `worker_abort`, "
         "`pre_request`, `post_request`, `worker_exit`, `child_exit`, `nworkers_changed`, "
-        "`on_reload`, `pre_exec`, `on_exit`); other names in it are ignored, so a "
-        "`gunicorn.conf.py` works as it is. Imported once, in the master at start-up, like the "
-        "application (after `chdir` and `pythonpath`); a hook that raises is logged with its "
-        "traceback and the server goes on.",
+        "`on_reload`, `pre_exec`, `on_exit`); other names in it are not applied, and each of "
+        "Gunicorn's settings among them gets a warning line (`-c gunicorn.conf.py` applies "
+        "them, and makes the file the hooks file: it is run once, when the configuration is "
+        "read). Imported once, in the master at start-up, like the application (after `chdir` "
+        "and `pythonpath`); a hook that raises is logged with its traceback and the server "
+        "goes on.",
         flags=("--hooks",), metavar="FILE",
     ),
     # -- Control API ----------------------------------------------------------------------------

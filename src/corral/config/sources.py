@@ -480,7 +480,9 @@ def _parser() -> _Parser:
         epilog=(
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "
-            '(workers = 4, bind = [":8000"]); see docs/settings.md.'
+            '(workers = 4, bind = [":8000"]); see docs/settings.md. A gunicorn.conf.py is '
+            "read with Gunicorn's names, and Gunicorn's other flags and GUNICORN_CMD_ARGS are "
+            "known too."
         ),
         add_help=False,
         allow_abbrev=False,
