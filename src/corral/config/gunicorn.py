@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.config.document import ConfigError
-from corral.config.settings import Invalid, show
+from corral.config.settings import BY_NAME, Invalid, Scope, show
 
 __all__ = [
     "CORRAL_NAMES",
@@ -446,7 +446,7 @@ def read_file(path: str) -> Reading:
     if target is None:
         target = os.path.abspath(path.removeprefix("file:"))
     cwd = os.getcwd()
-    added = cwd not in sys.path  # Gunicorn runs it with its directory on the path
+    added = cwd not in sys.path  # importable from, as Gunicorn's chdir makes it
     if added:
         sys.path.insert(0, cwd)
     try:
@@ -493,8 +493,6 @@ def _take(entry: Name, value: Any, where: str, reading: Reading) -> None:
             return
         except Invalid as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    from corral.config.settings import BY_NAME, Scope
-
     if BY_NAME[entry.setting].scope is Scope.COMMAND:
         reading.warnings.append(
             f"{where}: ignored in a file: {BY_NAME[entry.setting].flags[-1]} is a "
