@@ -5,6 +5,7 @@ transport and reports the cost of one request in microseconds. Run it before
 and after a change to the hot path, in the same session:
 
     python bench/micro.py [--profile] [--request-timeout SECONDS] [--routed] [--latency]
+                          [--forwarded [--proxied]]
 """
 
 from __future__ import annotations
@@ -103,19 +104,48 @@ def routed_connection(state: ServerState) -> HttpConnection:
     return RoutedConnection(state, ("127.0.0.1", 8000), routing, "routes")
 
 
-def run(n: int, request_timeout: float = 0.0, routed: bool = False, latency: bool = False) -> float:
+def forwarded_connection(state: ServerState) -> HttpConnection:
+    """A connection on a listener with the `forwarded` the command line gives every listener
+    (Gunicorn's forwarded_allow_ips, 127.0.0.1 and ::1), from a trusted peer (127.0.0.1)."""
+    from corral.config.gunicorn import FORWARDED_FOR, FORWARDED_PROTO
+    from corral.forwarded import ForwardedConnection, Forwarding
+
+    forwarding = Forwarding(["127.0.0.1", "::1"], client_ip=FORWARDED_FOR, protocol=FORWARDED_PROTO)
+    return ForwardedConnection(state, ("127.0.0.1", 8000), forwarding)
+
+
+PROXIED_REQUEST = REQUEST.replace(
+    b"Accept: */*\r\n",
+    b"Accept: */*\r\nX-Forwarded-For: 203.0.113.9\r\nX-Forwarded-Proto: https\r\n",
+)
+
+
+def run(
+    n: int,
+    request_timeout: float = 0.0,
+    routed: bool = False,
+    latency: bool = False,
+    forwarded: bool = False,
+    proxied: bool = False,
+) -> float:
     state = make_state(request_timeout)
     if latency:
         from corral.observe.latency import LatencyHistogram
 
         state.on_finish = LatencyHistogram()
-    conn = routed_connection(state) if routed else HttpConnection(state)
+    if routed:
+        conn = routed_connection(state)
+    elif forwarded:
+        conn = forwarded_connection(state)
+    else:
+        conn = HttpConnection(state)
+    request = PROXIED_REQUEST if proxied else REQUEST
     transport = FakeTransport()
     conn.connection_made(transport)
     feed = conn.data_received
     start = time.perf_counter()
     for _ in range(n):
-        feed(REQUEST)
+        feed(request)
     elapsed = time.perf_counter() - start
     assert transport.out > 0 and state.served == n
     return elapsed / n * 1e6
@@ -132,6 +162,14 @@ def main() -> None:
         "--latency", action="store_true", help="count durations, as --latency-histogram does"
     )
     parser.add_argument(
+        "--forwarded",
+        action="store_true",
+        help="on a listener with the command line's default forwarded, from 127.0.0.1",
+    )
+    parser.add_argument(
+        "--proxied", action="store_true", help="with X-Forwarded-For and X-Forwarded-Proto"
+    )
+    parser.add_argument(
         "--request-timeout",
         type=float,
         default=0.0,
@@ -143,7 +181,7 @@ def main() -> None:
     def measure(n: int) -> float:
         if args.close:
             return run_close(n, args.request_timeout)
-        return run(n, args.request_timeout, args.routed, args.latency)
+        return run(n, args.request_timeout, args.routed, args.latency, args.forwarded, args.proxied)
 
     if args.once:
         measure(args.n)

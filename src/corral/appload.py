@@ -21,9 +21,11 @@ class AppLoadError(Exception):
     """The application could not be imported or is not callable."""
 
 
-def load_app(module: str, attribute: str | None, factory: bool = False) -> Any:
+def load_app(module: str, attribute: str | None, factory: Any = False) -> Any:
     """Import ``module`` and return its ``attribute`` (default ``application``, then ``app``);
-    with ``factory`` (NGINX Unit's), what calling it with no arguments returns.
+    with ``factory`` (NGINX Unit's), what calling it with no arguments returns, or with the
+    arguments a `corral.config.settings.FactoryCall` holds (Gunicorn's
+    ``module:factory(ARGS)``).
 
     An exception raised by the application's own import (or its factory) propagates
     unchanged (its traceback is what the user needs); a missing attribute raises
@@ -41,10 +43,13 @@ def load_app(module: str, attribute: str | None, factory: bool = False) -> Any:
         if not callable(target):
             raise AppLoadError(f"{module}:{name} is not callable")
         if factory:
-            target = target()
+            args = getattr(factory, "args", ())
+            kwargs = getattr(factory, "kwargs", {})
+            target = target(*args, **kwargs)
             if not callable(target):
                 what = type(target).__name__
-                raise AppLoadError(f"{module}:{name}() returned {what}, not a WSGI application")
+                call = f"{name}(...)" if args or kwargs else f"{name}()"
+                raise AppLoadError(f"{module}:{call} returned {what}, not a WSGI application")
         kind = asgi_kind(target)
         if kind is not None:
             made = f"{module}:{name}()" if factory else f"{module}:{name}"
@@ -73,7 +78,7 @@ def asgi_kind(target: Any) -> str | None:
     return None
 
 
-def load_entry_points(entry_points: Iterable[Any], factory: bool = False) -> tuple[Any, ...]:
+def load_entry_points(entry_points: Iterable[Any], factory: Any = False) -> tuple[Any, ...]:
     """The callable of each of an application's entry points (`Application.entry_points`),
     in order: a request routed to target number N runs the Nth. With ``factory``, each is
     what its callable returns."""

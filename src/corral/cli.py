@@ -9,15 +9,20 @@ whatever `serve` returns.
 
 Without an APP and a config file, `--state-dir` or `--control` start the server from the
 configuration saved in the state directory (empty at first), to be configured through the
-control API.
+control API. With `daemon` (``-D``) the command detaches the server (`corral.master.daemon`)
+and exits once it serves. Warnings about what a source gives that corral ignores are one line
+each: ``corral: warning: ...`` on standard error at start-up, the error log on a reload.
 """
 
+import logging
 import os
 import sys
+from functools import partial
 
 from corral import __version__
 from corral.config import ConfigError, Document, dump_document, format_help, parse_command_line
 from corral.config.sources import CommandLine
+from corral.observe.errorlog import LOGGER_NAME
 
 __all__ = ["main"]
 
@@ -62,14 +67,27 @@ def main(argv: list[str] | None = None) -> int:
     if command.check_config:
         print(dump_document(doc))
         return 0
+    from corral.master import daemon
     from corral.master.arbiter import Origin, serve
 
-    if command.emperor is not None:
-        return serve(doc, Origin(None, list(args)), control, emperor=command.emperor)
-    if control is not None and control.owns_config:
-        # the saved document is its own source: a reload restarts it as it runs
-        return serve(doc, Origin(None, list(args)), control)
-    return serve(doc, Origin(command.document, list(args), config_file=command.config), control)
+    if command.emperor is not None or (control is not None and control.owns_config):
+        # the vassal files, or the saved document, are their own source: a reload restarts
+        # them as they are
+        origin = Origin(None, list(args))
+    else:
+        reread = partial(command.document, warn=logging.getLogger(LOGGER_NAME).warning)
+        origin = Origin(reread, list(args), config_file=command.config)
+    detached = None
+    if daemon.wanted(doc.settings):
+        outcome = daemon.detach(doc.settings.enable_stdio_inheritance)
+        if isinstance(outcome, int):  # the foreground process: the daemon served, or not
+            return outcome
+        detached = outcome
+    started = detached.ready if detached else None
+    code = serve(doc, origin, control, started=started, emperor=command.emperor)
+    if detached is not None:
+        detached.exited(code)
+    return code
 
 
 def _emperor_base(command: CommandLine) -> Document:

@@ -125,6 +125,9 @@ class Forwarding:
 
         self.client_ip = lookup(client_ip)
         self.protocol = lookup(protocol)
+        # the lengths of the names read: a field of another length is passed over without
+        # lower-casing it (most requests, when the proxy sends nothing or this is no proxy)
+        self._lengths = frozenset(len(name) for name in (self.client_ip, self.protocol) if name)
 
     @classmethod
     def from_document(cls, forwarded: Any, discard_unsafe_fields: bool | None) -> Forwarding:
@@ -150,10 +153,11 @@ class Forwarding:
         """The client and scheme the headers of one request give; None if they give nothing."""
         wanted_ip = self.client_ip
         wanted_protocol = self.protocol
+        lengths = self._lengths
         values: list[bytes] = []
         protocol = None
         for name, value in headers:
-            if not value:
+            if len(name) not in lengths or not value:
                 continue
             lowered = name.lower()
             if lowered == wanted_ip:
@@ -202,7 +206,7 @@ class ForwardedConnection(HttpConnection):
         self.trusted = self.forwarding.trusts(self.peer)
 
     def on_request(self, head: RequestHead) -> None:
-        super().on_request(head)
+        HttpConnection.on_request(self, head)
         if self.trusted:
             self.pipeline[-1].forwarded = self.forwarding.resolve(head.headers)
 

@@ -4,7 +4,11 @@ Owns: importing the hooks file (``path/hooks.py``) or module (``pkg.hooks``) onc
 master at start-up, after ``chdir``, ``pythonpath`` and ``env`` (as the application is
 imported); checking that every hook it defines is callable with Gunicorn's arguments;
 calling the hooks; and the small Gunicorn-shaped objects they receive. Workers inherit the
-loaded hooks through fork.
+loaded hooks through fork. A Gunicorn config file (``-c gunicorn.conf.py``) is its own hooks
+file: `corral.config.gunicorn` runs it through `load_module` when the configuration is read,
+before ``chdir`` as Gunicorn does, and `Hooks.load` takes that module instead of running the
+file again. Gunicorn's settings in a file given as ``--hooks`` are not applied (one warning
+line each names them).
 
 Invariants:
 - A hook never takes the server down: an exception it raises is logged with its traceback
@@ -44,7 +48,7 @@ The views carry only what Gunicorn documents or common hook code reads:
   ``booted``. Setting ``alive`` does not stop a corral worker.
 - ``cfg``: every corral setting under its own name, and Gunicorn's names where they differ
   (``bind``, ``preload_app``, ``keepalive``, ``pidfile``, ``errorlog``, ``accesslog``,
-  ``access_log_format``, ``loglevel``).
+  ``access_log_format``, ``loglevel``, ``raw_env``...: `corral.config.gunicorn.CORRAL_NAMES`).
 - ``req``: ``method``, ``uri``, ``path``, ``query``, ``fragment``, ``version`` (tuple),
   ``headers`` (list of ``(NAME, value)``, names upper-cased), ``scheme``, ``remote_addr``
   and ``peer_addr``.
@@ -70,6 +74,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from corral.config.gunicorn import CORRAL_NAMES, settings_in
 from corral.config.settings import BY_NAME
 from corral.observe.errorlog import LOGGER_NAME
 
@@ -105,17 +110,10 @@ _IN_WORKER = frozenset(
 )
 # Hooks Gunicorn runs as its worker stops (it sets ``alive`` to False first).
 _STOPPING = frozenset({"worker_int", "worker_abort", "worker_exit"})
-# Gunicorn's setting names where corral's differ.
-_GUNICORN_NAMES = {
-    "preload_app": "preload",
-    "keepalive": "keep_alive",
-    "pidfile": "pid",
-    "errorlog": "error_logfile",
-    "accesslog": "access_logfile",
-    "access_log_format": "access_logformat",
-    "loglevel": "log_level",
-}
 _FILE_MODULE = "corral_hooks"  # sys.modules name of a hooks file
+# The modules `load_module` ran, by target (a file's absolute path, or a module name), and for
+# what: a config file's module is its hooks too, run once (`Hooks.load` takes it from here).
+_LOADED: dict[str, tuple[Any, str]] = {}
 
 
 class HookError(ValueError):
@@ -140,9 +138,24 @@ class Hooks:
         self._nworkers: int | None = None
 
     def load(self, target: str | None) -> None:
-        """Import ``target`` (None: no hooks) and keep its hooks; raises :class:`HookError`."""
-        if target:
-            self.functions = _hook_functions(_import(target), target)
+        """Import ``target`` (None: no hooks) and keep its hooks; raises :class:`HookError`.
+
+        A Gunicorn config file read by ``-c`` was run then: its module is taken as it is.
+        Gunicorn's settings in a file given as ``--hooks`` are not applied: one warning each.
+        """
+        if not target:
+            return
+        module, label = _LOADED.get(_key(target)) or (load_module(target), "hooks")
+        self.functions = hook_functions(module, target)
+        if label == "hooks":
+            for name in settings_in(vars(module)):
+                self.log.warning(
+                    "%s: %s is a Gunicorn setting, not applied: --hooks takes only the hooks "
+                    "from it (to apply its settings too, give it as -c %s)",
+                    _what(target),
+                    name,
+                    target,
+                )
 
     def defines(self, *names: str) -> bool:
         return any(name in self.functions for name in names)
@@ -311,7 +324,7 @@ class CfgView:
         generation = self._generation
         if name == "bind":
             return list(generation.doc.listeners)
-        key = _GUNICORN_NAMES.get(name, name)
+        key = CORRAL_NAMES.get(name, name)
         if key in BY_NAME:  # each setting is an attribute of the struct of its scope
             for source in (generation.application, generation.settings, generation.doc):
                 if hasattr(source, key):
@@ -404,41 +417,49 @@ def _where(exc: BaseException) -> str:
     return ""
 
 
-def _import(target: str) -> Any:
+def _key(target: str) -> str:
+    return os.path.abspath(target) if target.endswith(".py") else target
+
+
+def _what(target: str, label: str = "hooks") -> str:
+    return f"{label} {'file' if target.endswith('.py') else 'module'} {target!r}"
+
+
+def load_module(target: str, label: str = "hooks") -> Any:
+    """Run the file ``path/name.py`` (or import the module ``pkg.name``) and return it; for a
+    config file (``label`` "config"), keep it for `Hooks.load`. Raises :class:`HookError`."""
+    what = _what(target, label)
     if target.endswith(".py"):
         path = os.path.abspath(target)
         if not os.path.isfile(path):
-            raise HookError(f"hooks file {target!r} not found")
+            raise HookError(f"{what} not found")
         spec = importlib.util.spec_from_file_location(_FILE_MODULE, path)
         if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has one
-            raise HookError(f"hooks file {target!r} cannot be imported")
+            raise HookError(f"{what} cannot be imported")
         module = importlib.util.module_from_spec(spec)
         sys.modules[_FILE_MODULE] = module  # dataclasses and pickle look modules up there
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
             del sys.modules[_FILE_MODULE]
-            raise HookError(
-                f"hooks file {target!r} failed to import: {_where(exc)}{_describe(exc)}"
-            ) from None
-        return module
-    try:
-        return importlib.import_module(target)
-    except ModuleNotFoundError as exc:
-        if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
-            raise HookError(f"hooks module {target!r} not found ({exc})") from None
-        raise HookError(
-            f"hooks module {target!r} failed to import: {_where(exc)}{_describe(exc)}"
-        ) from None
-    except Exception as exc:
-        raise HookError(
-            f"hooks module {target!r} failed to import: {_where(exc)}{_describe(exc)}"
-        ) from None
+            raise HookError(f"{what} failed to import: {_where(exc)}{_describe(exc)}") from None
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
+                raise HookError(f"{what} not found ({exc})") from None
+            raise HookError(f"{what} failed to import: {_where(exc)}{_describe(exc)}") from None
+        except Exception as exc:
+            raise HookError(f"{what} failed to import: {_where(exc)}{_describe(exc)}") from None
+    if label == "config":
+        _LOADED[_key(target)] = (module, label)
+    return module
 
 
-def _hook_functions(module: Any, target: str) -> dict[str, Callable[..., Any]]:
+def hook_functions(module: Any, target: str, label: str = "hooks") -> dict[str, Callable[..., Any]]:
     """The hooks ``module`` defines, each checked against Gunicorn's signature."""
-    what = f"hooks {'file' if target.endswith('.py') else 'module'} {target!r}"
+    what = _what(target, label)
     functions: dict[str, Callable[..., Any]] = {}
     for name, params in SIGNATURES.items():
         function = getattr(module, name, None)

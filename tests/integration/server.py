@@ -53,8 +53,11 @@ class Server:
         python: str = sys.executable,
         cwd: str | None = None,
         pass_fds: tuple[int, ...] = (),
+        log_level: str | None = "debug",  # None: the configuration's own
     ) -> None:
-        argv = [python, "-m", "corral", app, "--log-level", "debug"]
+        argv = [python, "-m", "corral", app]
+        if log_level is not None:
+            argv += ["--log-level", log_level]
         if bind is not None:
             argv += ["-b", bind]
         if workers is not None:

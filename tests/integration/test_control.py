@@ -28,6 +28,7 @@ from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.load import Load
 from tests.integration.server import APPS, Server, read_all, wait_for
 from tests.integration.supervision import alive, events, generation_pids, get
+from tests.unit.test_config import GUNICORN_TRUST
 
 ROOT = Path(__file__).resolve().parents[2]
 DONE = {"success": "Reconfiguration done."}
@@ -160,7 +161,7 @@ def test_get_config_is_the_command_lines_document():
         assert check.returncode == 0, check.stderr
         assert control.get("/config").json == json.loads(check.stdout)
         assert control.get("/config/applications/proc_apps/processes").json == 2
-        listener = {"pass": "applications/proc_apps"}
+        listener = {"pass": "applications/proc_apps", "forwarded": GUNICORN_TRUST}
         assert control.get("/config/listeners/127.0.0.1:0").json == listener
         assert control.get("/config/listeners/127.0.0.1%3A0/").json == listener
         assert control.get("/config/settings/log_level").json == "debug"
@@ -310,7 +311,7 @@ def test_a_listener_on_a_port_in_use_is_refused_and_nothing_changes():
             before = control.get("/config").json
             pids = set(server.worker_pids())
             spawned = spawn_count(server)
-            listener = {"pass": "applications/proc_apps"}
+            listener = before["listeners"]["127.0.0.1:0"]  # the command line's
             answer = control.put(f"/config/listeners/127.0.0.1:{port}", listener)
             assert answer.status == 500
             assert answer.json == {

@@ -9,6 +9,7 @@ import pytest
 
 from corral import cli
 from corral.config import Document
+from tests.unit.test_config import GUNICORN_TRUST
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,7 +31,9 @@ def test_check_config_prints_the_document() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     doc = json.loads(result.stdout)
-    assert doc["listeners"] == {"0.0.0.0:0": {"pass": "applications/myproj.wsgi"}}
+    assert doc["listeners"] == {
+        "0.0.0.0:0": {"pass": "applications/myproj.wsgi", "forwarded": GUNICORN_TRUST}
+    }
     app = doc["applications"]["myproj.wsgi"]
     assert (app["module"], app["callable"], app["processes"]) == ("myproj.wsgi", "application", 3)
     assert doc["settings"]["log_level"] == "info"
@@ -93,8 +96,16 @@ def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
 
     served: list[tuple[Document, arbiter.Origin]] = []
 
-    def serve(doc: Document, origin: arbiter.Origin, control: object = None) -> int:
+    def serve(
+        doc: Document,
+        origin: arbiter.Origin,
+        control: object = None,
+        started: object = None,
+        emperor: object = None,
+    ) -> int:
         assert control is None  # the control API is off unless asked for
+        assert started is None  # no daemon waits for it
+        assert emperor is None  # no vassal directory
         served.append((doc, origin))
         return 7
 

@@ -28,6 +28,13 @@ from corral.config import docs as config_docs
 from corral.config.settings import SECTIONS, Action, Invalid, describe
 
 ROOT = Path(__file__).resolve().parents[2]
+# The `forwarded` every listener of the command line gets: Gunicorn's forwarded_allow_ips
+GUNICORN_TRUST = {
+    "client_ip": "X-Forwarded-For",
+    "protocol": "X-Forwarded-Proto",
+    "source": ["127.0.0.1", "::1"],
+    "recursive": False,
+}
 
 
 def error_of(argv: list[str]) -> str:
@@ -128,7 +135,7 @@ def test_describe() -> None:
     by_name = {s.name: s for s in SETTINGS}
     assert by_name["workers"].expected == 'int >= 1 or "auto"'
     assert describe(by_name["workers"].type) == "int >= 1 or object {max, spare, idle_timeout}"
-    assert by_name["limit_request_line"].expected == "int from 64 to 65536"
+    assert by_name["limit_request_line"].expected == "0 or int from 64 to 65536"
     assert by_name["header_timeout"].expected == "number > 0 and <= 86400"
     assert by_name["pid"].expected == "non-empty string"
     assert describe(LogLevel).startswith('one of "debug", "info"')
@@ -253,7 +260,7 @@ def test_last_store_flag_wins() -> None:
         (["a", "--threads", "1.5"], '--threads: expected int >= 1, got "1.5"'),
         (["a", "-t", "-1"], '--timeout: expected number from 0 to 86400, got "-1"'),
         (["a", "-t", "nan"], '--timeout: expected number from 0 to 86400, got "nan"'),
-        (["a", "--limit-request-line", "10"], "--limit-request-line: expected int from 64"),
+        (["a", "--limit-request-line", "10"], "--limit-request-line: expected 0 or int from 64"),
         (["a", "--log-level", "loud"], '--log-level: expected one of "debug", "info"'),
         (["a", "--unix-socket-mode", "0999"], "--unix-socket-mode: expected an octal mode"),
         (["a", "--server-header", "a\r\nX: y"], "--server-header: expected printable ASCII"),
@@ -267,7 +274,8 @@ def test_last_store_flag_wins() -> None:
         (["a", "--wokers", "3"], '--wokers: unknown option (did you mean "--workers"?)'),
         (["a", "--wor=3"], "--wor: unknown option"),
         (["a", "b"], 'unexpected argument "b"'),
-        (["a:b()"], 'APP: expected "module:callable" or "module"'),
+        (["a:b(x)"], "APP: b(x): the arguments must be literals"),
+        (["a:b("], 'APP: expected "module:callable", "module" or "module:factory(ARGS)"'),
         (["1abc"], 'APP: expected "module:callable"'),
         ([], "missing APP"),
         (["-w", "2"], "missing APP"),
@@ -348,7 +356,7 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
         ("c.toml", 'app = "a"\nenv = { A = 1 }\n', '$.env["A"]: expected a string without NUL'),
         ("c.toml", 'app = "a"\npreload = "yes"\n', '$.preload: expected true or false, got "yes"'),
         ("c.toml", 'app = "a"\ntimeout = "5"\n', '$.timeout: expected number from 0 to 86400'),
-        ("c.toml", "app = 3\n", '$.app: expected "module:callable" or "module", got 3'),
+        ("c.toml", "app = 3\n", '$.app: expected "module:callable", "module" or "module:'),
         ("c.toml", "workers = 2\n", "missing APP"),
         ("c.toml", "app = \n", "invalid TOML: "),
         ("c.json", '{"app": "a",}', "invalid JSON: "),
@@ -384,7 +392,9 @@ def test_document_round_trips_through_json_and_pickle() -> None:
     assert msgspec.json.decode(msgspec.json.encode(doc), type=Document) == doc
     assert validate_document(json.loads(dump_document(doc))) == doc
     assert pickle.loads(pickle.dumps(doc)) == doc
-    assert json.loads(dump_document(doc))["listeners"] == {"[::1]:0": {"pass": "applications/a"}}
+    assert json.loads(dump_document(doc))["listeners"] == {
+        "[::1]:0": {"pass": "applications/a", "forwarded": GUNICORN_TRUST}
+    }
 
 
 def test_document_is_frozen() -> None:
@@ -474,7 +484,8 @@ def test_validate_document_normalizes_listener_keys() -> None:
         ({"applications": {"main": {"module": "m", "thread_stack_size": 40000}}},
          "$.applications.main.thread_stack_size: expected a multiple of the page size"),
         ({"applications": {"main": {"module": "m", "factory": "yes"}}},
-         '$.applications.main.factory: expected true or false, got "yes"'),
+         '$.applications.main.factory: expected true or false or object {args, kwargs}, '
+         'got "yes"'),
         ({"applications": {"main": {"module": "m", "targets": {"t": {"module": "m"}}}}},
          '$.applications.main.module: not allowed with "targets" (give it per target)'),
         ({"applications": {"main": {"prefix": "/p", "targets": {"t": {"module": "m"}}}}},

@@ -6,6 +6,7 @@ fails while the committed file differs from `render()`. Nothing here is hand-wri
 
 import sys
 
+from corral.config.gunicorn import NAMES, Name
 from corral.config.settings import DEFAULT_BIND, SECTIONS, SETTINGS, Action, Setting
 
 __all__ = ["main", "render"]
@@ -19,11 +20,12 @@ _INTRO = f"""\
 Every setting is declared once; the command-line flags, the config-file keys, the validated
 document and this page are generated from that declaration.
 
-**Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension.
+**Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension,
+or Gunicorn's Python config (`.py`, `python:MODULE`: [Gunicorn's settings](#gunicorns-settings)).
 The keys are the names in the *File key* column: the long flag without `--`, with `-` written `_`
 (`proc_name` is the exception: its flag is `-n/--name`). Unknown keys are errors. Flags given on
 the command line override the file, key by key (a `--bind` or `--env` flag replaces the file's
-whole list or table).
+whole list or table); `GUNICORN_CMD_ARGS`, read as flags, sits between the two.
 
 ```toml
 app = "myproj.wsgi:application"
@@ -102,7 +104,40 @@ def render() -> str:
         parts.append("| File key | Flags | Document | Type | Default | Description |\n")
         parts.append("|---|---|---|---|---|---|\n")
         parts.extend(_row(setting) for setting in settings)
+    parts.append(_GUNICORN)
+    parts.append("| Gunicorn's name | Gunicorn's flags | corral |\n|---|---|---|\n")
+    parts.extend(_gunicorn_row(entry) for entry in NAMES.values())
     return "".join(parts)
+
+
+_GUNICORN = """
+## Gunicorn's settings
+
+`corral -c gunicorn.conf.py` (any `.py` file, or `python:MODULE`) runs the file as Gunicorn
+does, once, in the directory corral starts in, and takes its module globals named as
+Gunicorn's settings; other names (imports, helpers, `_private` ones) are ignored, as Gunicorn
+ignores them, and so are corral's own setting names (they go in a TOML file or on the command
+line). Its functions named as server hooks are the hooks: the file is the `hooks` file too
+(`--hooks FILE` takes only the hooks of a file, with one warning per Gunicorn setting in it).
+`GUNICORN_CMD_ARGS` is read as flags, applied over the file and under the command line. Each
+of Gunicorn's names and flags (Gunicorn 23 to 27) below sets the corral setting named, or has
+no counterpart: then a file that sets it to anything but Gunicorn's default gets one warning
+line saying what corral does instead (`corral: warning: gunicorn.conf.py: spew: ...`), and the
+flag stops corral with one line and exit code 2, except the flags marked *accepted* (one
+warning: nothing is lost without them). TLS is refused in a file too. `corral --check-config`
+prints what the file resolved to.
+
+"""
+
+
+def _gunicorn_row(entry: Name) -> str:
+    flags = ", ".join(f"`{flag}`" for flag in entry.flags) or "—"
+    what = entry.disposition()
+    if entry.accept:
+        what = f"*accepted*, no effect: {what}"
+    elif entry.refuse:
+        what = f"refused, in a file too: {what}"
+    return f"| `{entry.name}` | {flags} | {what.replace('|', chr(92) + '|')} |\n"
 
 
 def _row(setting: Setting) -> str:
@@ -129,8 +164,10 @@ def _row(setting: Setting) -> str:
 
 # Where the settings that shape the document without being a field of it land.
 _SOURCE_PATHS = {
-    "app": "`$.applications.NAME.module`, `.callable`",
+    "app": "`$.applications.NAME.module`, `.callable`, `.factory`",
     "bind": "`$.listeners` (its keys)",
+    "forwarded_allow_ips": "`$.listeners.ADDRESS.forwarded`",
+    "capture_output": "`$.applications.NAME.stdout`, `.stderr`",
 }
 
 

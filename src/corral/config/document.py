@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -240,7 +240,6 @@ Application = _scope_struct(
         ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME
         ("targets", dict[str, Target] | UnsetType, UNSET),
     ],
-    trailing=[("protocol", Literal["wsgi", "asgi"], "wsgi")],
 )
 Limits = _NESTED["Limits"]
 
@@ -646,8 +645,32 @@ def member(key: str) -> str:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean "x"?)`` for the closest choice, or ``""``."""
+    """`` (did you mean "x"?)`` for the closest choice of the same shape, or ``""``.
+
+    Names are compared by their words (split at ``-``, ``_`` and ``.``, leading dashes
+    dropped): a choice is offered only when it has as many words and is close letter by
+    letter, word by word, or is the same letters otherwise split (``logfile``, ``log-file``).
+    So a shared ``--`` or ``file`` makes no suggestion: ``--daemon`` is not ``--env``,
+    ``--certfile`` not ``--error-logfile``, ``--worker-class`` not ``--workers``.
+    """
     import difflib
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {show(close[0])}?)" if close else ""
+    typed = _words(word)
+    same_shape: dict[str, str] = {}
+    for choice in choices:
+        parts = _words(choice)
+        if "".join(parts) == "".join(typed) and parts != typed:
+            return f" (did you mean {show(choice)}?)"
+        if len(parts) == len(typed) and all(
+            difflib.SequenceMatcher(None, a, b).ratio() >= 0.5
+            for a, b in zip(parts, typed, strict=True)
+        ):
+            key = "-".join(parts)
+            if key not in same_shape or "_" in same_shape[key]:  # the dashed flag first
+                same_shape[key] = choice
+    close = difflib.get_close_matches("-".join(typed), list(same_shape), n=1, cutoff=0.6)
+    return f" (did you mean {show(same_shape[close[0]])}?)" if close else ""
+
+
+def _words(name: str) -> list[str]:
+    return [part for part in re.split(r"[-_.]+", name.lstrip("-").lower()) if part]

@@ -32,11 +32,13 @@ import msgspec
 from msgspec import Meta
 
 __all__ = [
+    "ANY_ADDRESS",
     "DEFAULT_BIND",
     "SECTIONS",
     "SETTINGS",
     "Action",
     "BindAddress",
+    "FactoryCall",
     "Invalid",
     "LogLevel",
     "Processes",
@@ -344,15 +346,67 @@ def _binds(value: list[str] | str) -> list[BindAddress]:
 
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_APP = rf"({_DOTTED})(?::({_DOTTED}))?"
+_APP = rf"({_DOTTED})(?::({_DOTTED})(\(.*\))?)?"
+_APP_EXPECT = '"module:callable", "module" or "module:factory(ARGS)" (dotted Python names)'
 
 
-def parse_app(value: str) -> tuple[str, str | None]:
-    """Split ``module:callable`` (or ``module``) into ``(module, callable or None)``."""
-    match = re.fullmatch(_APP, value.strip()) if isinstance(value, str) else None
+class FactoryCall(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """The literal arguments of Gunicorn's ``module:factory(ARGS)``: the factory is called with
+    them (``factory(*args, **kwargs)``) to get the WSGI application."""
+
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+
+
+def parse_app(value: str) -> tuple[str, str | None, FactoryCall | None]:
+    """Split ``module:callable`` (or ``module``) into ``(module, callable or None, None)``;
+    Gunicorn's ``module:factory(ARGS)`` gives the call's literal arguments as third item."""
+    match = re.fullmatch(_APP, value.strip(), re.DOTALL) if isinstance(value, str) else None
     if match is None:
-        raise Invalid('"module:callable" or "module" (dotted Python names)', value)
-    return match[1], match[2]
+        raise Invalid(_APP_EXPECT, value)
+    call = None if match[3] is None else _factory_call(match[2], match[3])
+    return match[1], match[2], call
+
+
+def _factory_call(name: str, text: str) -> FactoryCall:
+    """Gunicorn's rule: the arguments are Python literals (``ast.literal_eval`` of each);
+    here they must also be JSON values, since the document holds them."""
+    import ast
+
+    try:
+        call = ast.parse(f"f{text}", mode="eval").body
+    except SyntaxError:
+        raise Invalid(message=f"{name}{text}: not a call with literal arguments") from None
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        raise Invalid(message=f"{name}{text}: not a call with literal arguments")
+    try:
+        args = [ast.literal_eval(arg) for arg in call.args]
+        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
+    except ValueError:
+        raise Invalid(
+            message=f"{name}{text}: the arguments must be literals (strings, numbers, True, "
+            "False, None, lists, dicts)"
+        ) from None
+    if len(kwargs) != len(call.keywords):  # a **mapping
+        raise Invalid(message=f"{name}{text}: the arguments must be literals, not **mapping")
+    try:
+        return FactoryCall(args=_json_like(args), kwargs=_json_like(kwargs))
+    except TypeError as exc:
+        raise Invalid(
+            message=f"{name}{text}: {exc} cannot be an argument: the document keeps them as "
+            "JSON (strings, numbers, True, False, None, lists, dicts with string keys)"
+        ) from None
+
+
+def _json_like(value: Any) -> Any:
+    """`value` with tuples as lists; TypeError naming the first value JSON cannot hold."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_like(item) for item in value]
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: _json_like(item) for key, item in value.items()}
+    raise TypeError(type(value).__name__)
 
 
 def _cpu_count() -> int:
@@ -457,6 +511,53 @@ def address_list(value: list[str] | str) -> list[str]:
                 at = f"[{index}]" if not isinstance(value, str) else ""
                 raise Invalid(message=str(exc).removeprefix(": "), at=at) from None
     return found
+
+
+def _id(value: str | int | None) -> str | None:
+    """A user or group: a name, or a numeric id (Gunicorn's config files give ints)."""
+    return str(value) if isinstance(value, int) else value
+
+
+_LIMIT_ZERO = "0 (Gunicorn's unlimited) means the largest value."
+
+
+def _limit(largest: int, least: int) -> Callable[[int], int]:
+    def resolve(value: int) -> int:
+        if value == 0:
+            return largest
+        if value < least:
+            raise Invalid(f"0 or int from {least} to {largest}", value)
+        return value
+
+    return resolve
+
+
+def _worker_class(value: str) -> str:
+    from corral.config.gunicorn import worker_protocol
+
+    return worker_protocol(value)
+
+
+ANY_ADDRESS = ["0.0.0.0/0", "::/0"]
+
+
+def _allow_ips(value: list[str] | str) -> list[str]:
+    """Gunicorn's `forwarded_allow_ips` as NGINX Unit's `forwarded.source` patterns."""
+    from corral.routing import RouteError, address_matcher
+
+    items = _path_list(value)
+    if "*" in items:
+        return list(ANY_ADDRESS)
+    for index, item in enumerate(items):
+        try:
+            address_matcher(item)
+        except RouteError:
+            raise Invalid(
+                "an IP address or a CIDR network",
+                item,
+                at=f"[{index}]" if isinstance(value, list) else "",
+            ) from None
+    return items
 
 
 def _log_level(value: str) -> LogLevel:
@@ -601,7 +702,7 @@ SETTINGS: tuple[Setting, ...] = (
         "The WSGI application, `module:callable` or `module`. Without a callable, corral looks "
         "for `application`, then `app`. The application is named after its module.",
         action=Action.POSITIONAL, metavar="APP", resolve=parse_app,
-        expect='"module:callable" or "module"',
+        expect=_APP_EXPECT.removesuffix(" (dotted Python names)"),
     ),
     Setting(
         "workers", _APPLICATION, _A, _int(ge=1) | Processes, 1,
@@ -611,7 +712,8 @@ SETTINGS: tuple[Setting, ...] = (
         "one more each second while every worker is busy or fewer than `spare` are idle, up "
         "to `max`; one less each second while more than `spare` are idle and one has been "
         "for `idle_timeout` seconds. A new worker takes new connections: keep-alive ones stay "
-        "with the worker that accepted them.",
+        "with the worker that accepted them. As in Gunicorn, the default is `WEB_CONCURRENCY` "
+        "when that variable is set.",
         flags=("-w", "--workers"), metavar="INT", accepts=_int(ge=1) | Literal["auto"],
         resolve=_workers, key="processes", view=_process_count,
     ),
@@ -622,9 +724,21 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--threads",), metavar="INT",
     ),
     Setting(
-        "factory", _APPLICATION, _A, bool, False,
+        "factory", _APPLICATION, _A, bool | FactoryCall, False,
         "NGINX Unit's `factory`: the callable is an application factory, called with no "
-        "arguments in each worker (in the master with `preload`) to get the WSGI application.",
+        "arguments in each worker (in the master with `preload`) to get the WSGI application. "
+        'Or `{"args": [...], "kwargs": {...}}`: it is called with these arguments, which is '
+        "what Gunicorn's APP syntax `module:factory(ARGS)` (Python literals) sets.",
+    ),
+    Setting(
+        "worker_class", _APPLICATION, _A, Literal["wsgi", "asgi"], "sync",
+        "Gunicorn's worker class, which in the document is NGINX Unit's `protocol`: `sync` and "
+        "`gthread` (also written `gunicorn.workers.sync.SyncWorker`...) are corral's worker "
+        "(an event loop, with `threads` threads running the application), `wsgi`. ASGI "
+        "worker classes (`uvicorn.workers.UvicornWorker`, `asgi`) are not supported yet; "
+        "gevent, eventlet and tornado workers have no counterpart: use `threads`.",
+        flags=("-k", "--worker-class"), metavar="CLASS", accepts=str, resolve=_worker_class,
+        key="protocol", expect='"sync" or "gthread"', default_text='"sync"',
     ),
     Setting(
         "thread_stack_size", _APPLICATION, _A, _int(ge=32768) | None, None,
@@ -679,12 +793,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "user", _APPLICATION, _A, _NAME | None, None,
         "Run the workers as this user (name or numeric id); needs a master started as root.",
-        flags=("--user",), metavar="USER",
+        flags=("-u", "--user"), metavar="USER", accepts=_NAME | int | None, resolve=_id,
     ),
     Setting(
         "group", _APPLICATION, _A, _NAME | None, None,
         "Run the workers as this group (name or numeric id).",
-        flags=("--group",), metavar="GROUP",
+        flags=("-g", "--group"), metavar="GROUP", accepts=_NAME | int | None, resolve=_id,
     ),
     Setting(
         "stdout", _APPLICATION, _A, _NAME | None, None,
@@ -742,6 +856,26 @@ SETTINGS: tuple[Setting, ...] = (
         "`proxy_allow_from` key overrides this.",
         flags=("--proxy-allow-from",), metavar="ADDRESSES", accepts=list[str] | str,
         resolve=address_list,
+    ),
+    Setting(
+        "reuse_port", _LISTENING, _S, bool, False,
+        "Set `SO_REUSEPORT` on the TCP listening sockets, as Gunicorn's `--reuse-port`: "
+        "another process may then bind the same address and the kernel spreads new "
+        "connections between the sockets.",
+        flags=("--reuse-port",), action=Action.FLAG,
+    ),
+    Setting(
+        "forwarded_allow_ips", _LISTENING, _SRC, list[str], "127.0.0.1,::1",
+        "Gunicorn's trusted proxies: addresses or CIDR networks, comma-separated, `*` for "
+        "any; `\"\"` for none. A request from one of them (or over a unix socket, as Gunicorn "
+        "trusts those) gets its scheme from `X-Forwarded-Proto` (`https`: `wsgi.url_scheme` is "
+        "https) and its client address from `X-Forwarded-For` (`REMOTE_ADDR`, the access "
+        "log): every listener the command line or a flat file makes gets NGINX Unit's "
+        "`forwarded` with these sources, whose rules apply. A whole document keeps the "
+        "`forwarded` it gives (none by default). As in Gunicorn, the default is "
+        "`FORWARDED_ALLOW_IPS` when that variable is set.",
+        flags=("--forwarded-allow-ips",), metavar="ADDRESSES", accepts=list[str] | str,
+        resolve=_allow_ips, expect="comma-separated addresses or networks (a list in a file)",
     ),
     Setting(
         "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
@@ -819,18 +953,23 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Request limits -------------------------------------------------------------------------
     Setting(
         "limit_request_line", _LIMITS, _S, _int(ge=64, le=65536), 8190,
-        "Maximum size of the request line (method, target, version) in bytes; longer gets 414.",
-        flags=("--limit-request-line",), metavar="BYTES",
+        "Maximum size of the request line (method, target, version) in bytes; longer gets 414. "
+        f"{_LIMIT_ZERO}",
+        flags=("--limit-request-line",), metavar="BYTES", accepts=_int(ge=0, le=65536),
+        resolve=_limit(65536, 64), expect="0 or int from 64 to 65536",
     ),
     Setting(
         "limit_request_fields", _LIMITS, _S, _int(ge=1, le=32768), 100,
-        "Maximum number of header fields in a request; more gets 431.",
-        flags=("--limit-request-fields",), metavar="INT",
+        f"Maximum number of header fields in a request; more gets 431. {_LIMIT_ZERO}",
+        flags=("--limit-request-fields",), metavar="INT", accepts=_int(ge=0, le=32768),
+        resolve=_limit(32768, 1), expect="int from 0 to 32768",
     ),
     Setting(
         "limit_request_field_size", _LIMITS, _S, _int(ge=64, le=65536), 8190,
-        "Maximum size of one header field (name and value) in bytes; larger gets 431.",
+        "Maximum size of one header field (name and value) in bytes; larger gets 431. "
+        f"{_LIMIT_ZERO}",
         flags=("--limit-request-field_size", "--limit-request-field-size"), metavar="BYTES",
+        accepts=_int(ge=0, le=65536), resolve=_limit(65536, 64),
     ),
     Setting(
         "limit_request_body", _LIMITS, _S, _int(ge=0), 1073741824,
@@ -925,8 +1064,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "error_logfile", _LOGGING, _S, _NAME, "-",
-        'Error log file; "-" is standard error.',
-        flags=("--error-logfile",), metavar="FILE",
+        'Error log file; "-" is standard error. Gunicorn\'s `--log-file` (and `logfile` in '
+        "old configs) is this.",
+        flags=("--error-logfile", "--log-file"), metavar="FILE",
     ),
     Setting(
         "log_level", _LOGGING, _S, LogLevel, LogLevel.INFO,
@@ -942,11 +1082,34 @@ SETTINGS: tuple[Setting, ...] = (
         "9 % of a hello-world request's instructions.",
         flags=("--latency-histogram",), action=Action.FLAG,
     ),
+    Setting(
+        "capture_output", _LOGGING, _SRC, bool, False,
+        "Gunicorn's `--capture-output`: the workers' standard output and error (the "
+        "application's prints and tracebacks) go to the error log file, when it is a file: "
+        "each application's `stdout` and `stderr` (unless given) are set to it.",
+        flags=("--capture-output",), action=Action.FLAG,
+    ),
     # -- Process --------------------------------------------------------------------------------
     Setting(
         "pid", _PROCESS, _S, _NAME | None, None,
         "Write the master's process id to this file.",
-        flags=("--pid",), metavar="FILE",
+        flags=("-p", "--pid"), metavar="FILE",
+    ),
+    Setting(
+        "daemon", _PROCESS, _S, bool, False,
+        "Detach from the terminal, as Gunicorn's `-D`: the server forks twice and starts a "
+        "new session (`setsid`); its standard input, output and error become /dev/null "
+        "(give `--error-logfile` and `--pid`); the command exits 0 once every worker is "
+        "ready, or with the server's exit code if it stops before that. Under systemd or "
+        "another supervisor, do not use it.",
+        flags=("-D", "--daemon"), action=Action.FLAG,
+    ),
+    Setting(
+        "enable_stdio_inheritance", _PROCESS, _S, bool, False,
+        "With `daemon`, keep the standard output and error the command was started with "
+        "(a file a shell redirection opened) instead of /dev/null; standard input is "
+        "/dev/null either way.",
+        flags=("-R", "--enable-stdio-inheritance"), action=Action.FLAG,
     ),
     Setting(
         "loop", _PROCESS, _S, LoopKind, LoopKind.AUTO,
@@ -967,8 +1130,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "touch_reload", _PROCESS, _S, list[str], [],
-        "Reload (as on HUP) when this file's modification time changes; repeat for several.",
-        flags=("--touch-reload",), metavar="FILE", action=Action.APPEND,
+        "Reload (as on HUP) when this file's modification time changes; repeat for several. "
+        "Gunicorn's `--reload-extra-file` is this (and works without `--reload`).",
+        flags=("--touch-reload", "--reload-extra-file"), metavar="FILE", action=Action.APPEND,
         accepts=list[str] | str, resolve=_path_list,
     ),
     Setting(
@@ -977,10 +1141,12 @@ SETTINGS: tuple[Setting, ...] = (
         "server's events, with Gunicorn's names and signatures (`on_starting`, `when_ready`, "
         "`pre_fork`, `post_fork`, `post_worker_init`, `worker_int`, `worker_abort`, "
         "`pre_request`, `post_request`, `worker_exit`, `child_exit`, `nworkers_changed`, "
-        "`on_reload`, `pre_exec`, `on_exit`); other names in it are ignored, so a "
-        "`gunicorn.conf.py` works as it is. Imported once, in the master at start-up, like the "
-        "application (after `chdir` and `pythonpath`); a hook that raises is logged with its "
-        "traceback and the server goes on.",
+        "`on_reload`, `pre_exec`, `on_exit`); other names in it are not applied, and each of "
+        "Gunicorn's settings among them gets a warning line (`-c gunicorn.conf.py` applies "
+        "them, and makes the file the hooks file: it is run once, when the configuration is "
+        "read). Imported once, in the master at start-up, like the application (after `chdir` "
+        "and `pythonpath`); a hook that raises is logged with its traceback and the server "
+        "goes on.",
         flags=("--hooks",), metavar="FILE",
     ),
     # -- Control API ----------------------------------------------------------------------------
@@ -1018,19 +1184,21 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Command line ---------------------------------------------------------------------------
     Setting(
         "config", _COMMAND, _CMD, _NAME, None,
-        "Read settings from this TOML (.toml) or JSON (.json) file; flags given on the command "
-        "line override it.",
+        "Read settings from this TOML (.toml) or JSON (.json) file, or from Gunicorn's "
+        "Python config file (.py, or `python:MODULE`: run as Gunicorn runs it, its "
+        "settings mapped, its hook functions the hooks); flags given on the command line "
+        "override it.",
         flags=("-c", "--config"), metavar="FILE",
     ),
     Setting(
         "check_config", _COMMAND, _CMD, bool, False,
         "Validate the configuration, print the resolved document as JSON and exit.",
-        flags=("--check-config",), action=Action.FLAG,
+        flags=("--check-config", "--print-config"), action=Action.FLAG,
     ),
     Setting(
         "version", _COMMAND, _CMD, bool, False,
         "Print the version and exit.",
-        flags=("--version",), action=Action.FLAG,
+        flags=("-v", "--version"), action=Action.FLAG,
     ),
     Setting(
         "help", _COMMAND, _CMD, bool, False,

@@ -1,10 +1,18 @@
-"""Sources of the document: the command line and config files (TOML or JSON).
+"""Sources of the document: the command line and config files (TOML, JSON, Gunicorn's .py).
 
 This module owns the way from what a user typed to a validated `Document`: the argparse parser
 and the flat config-file keys, both generated from `SETTINGS`; the merge (defaults, then the
-file, then flags: a flag replaces the file's value for its key, lists and tables included); and
-the mapping of the flat settings onto the document (one application named after its module, one
-listener per bind address passing to it, each value at its setting's document path).
+file, then ``GUNICORN_CMD_ARGS``, then flags: a flag replaces the file's value for its key,
+lists and tables included); and the mapping of the flat settings onto the document (one
+application named after its module, one listener per bind address passing to it, each value at
+its setting's document path).
+
+Gunicorn's sources (`corral.config.gunicorn` maps their names): a ``.py`` config file (or
+``python:MODULE``) gives flat settings like a TOML file, ``GUNICORN_CMD_ARGS`` flags under the
+command line's, and Gunicorn's flags corral does not declare are known to the parser, hidden
+from ``--help``: those with a counterpart set it, the others are refused by name. What a source
+gives that corral ignores is a warning line, passed to the ``warn`` callback of
+`CommandLine.document` (``corral: warning: ...`` on standard error by default).
 
 A config file whose top level has a document key (``listeners``, ``routes``, ``applications``,
 ``settings``, ``access_log``) is a whole document in NGINX Unit's shape rather than flat
@@ -17,14 +25,16 @@ import `corral.config` do not pay for it.
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, NoReturn
 
 import msgspec
 
 from corral import __version__
+from corral.config import gunicorn
 from corral.config.document import (
     ConfigError,
     Document,
@@ -38,11 +48,20 @@ from corral.config.settings import (
     SECTIONS,
     SETTINGS,
     Action,
+    BindAddress,
     Invalid,
     Scope,
     Setting,
     show,
 )
+
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(line: str) -> None:
+    """A warning before the error log is set up: one line on standard error."""
+    print(f"corral: warning: {line}", file=sys.stderr)
+
 
 __all__ = [
     "CommandLine",
@@ -77,22 +96,28 @@ class CommandLine:
     control_token: str | None = None
     state_dir: str | None = None
     emperor: str | None = None
+    warnings: list[str] = field(default_factory=list)  # the flags', for each document()
+    defaults: dict[str, Given] = field(default_factory=dict)  # Gunicorn's, from variables
 
     @property
     def names_an_application(self) -> bool:
         """Whether the command line says what to serve (an APP or a config file)."""
         return "app" in self.given or self.config is not None
 
-    def document(self, base: Document | None = None) -> Document:
+    def document(self, base: Document | None = None, warn: Warn = warn_on_stderr) -> Document:
         """Read the config file if any, apply the flags over it and build the document.
 
         With `base` (a command line without APP or config file that runs the control API's
         saved configuration), the flags may only set server-wide settings, over base's. So
-        with a config file that is a whole document.
+        with a config file that is a whole document. Each warning line goes to `warn`.
         """
-        content = read_config(self.config) if self.config is not None else {}
+        for line in self.warnings:
+            warn(line)
+        content = read_config(self.config, warn) if self.config is not None else {}
         if isinstance(content, Document):
             return build_document(self.given, content, file=self.config)
+        if base is None:  # the command line's own document: a file or a flag overrides them
+            content = self.defaults | content
         content.update(self.given)
         return build_document(content, base)
 
@@ -106,8 +131,35 @@ def load(argv: Sequence[str]) -> Document:
     return parse_command_line(argv).document()
 
 
-def parse_command_line(argv: Sequence[str]) -> CommandLine:
-    """Parse and type-check the flags; the config file is read later, by `document()`."""
+def parse_command_line(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None
+) -> CommandLine:
+    """Parse and type-check the flags, those of ``GUNICORN_CMD_ARGS`` (in `environ`, default
+    `os.environ`) under them; the config file is read later, by `document()`."""
+    environ = os.environ if environ is None else environ
+    env_args = gunicorn.environment_args(environ)
+    given, options, warnings = _parse(argv)
+    if env_args:
+        prefix = f"{gunicorn.ENV_ARGS}: "
+        try:
+            env_given, env_options, env_warnings = _parse(env_args, prefix)
+        except ConfigError as exc:
+            text = str(exc)
+            raise ConfigError(text if text.startswith(prefix) else prefix + text) from None
+        given = env_given | given
+        options = env_options | options
+        warnings = env_warnings + warnings
+    defaults = {
+        item.setting: _given(BY_NAME[item.setting], item.value, item.where)
+        for item in gunicorn.environment_defaults(environ)
+    }
+    return CommandLine(given, warnings=warnings, defaults=defaults, **options)
+
+
+def _parse(
+    argv: Sequence[str], prefix: str = ""
+) -> tuple[dict[str, Given], dict[str, Any], list[str]]:
+    """One list of arguments: the settings given, the command's options, the warnings."""
     namespace, extras = _parser().parse_known_args(list(argv))
     if extras:
         raise _unexpected(extras[0])
@@ -117,14 +169,28 @@ def parse_command_line(argv: Sequence[str]) -> CommandLine:
         if not hasattr(namespace, setting.name):
             continue
         raw = getattr(namespace, setting.name)
-        where = _flag(setting)
+        where = prefix + _flag(setting)
         if setting.scope is Scope.COMMAND:
             options[setting.name] = convert(raw, setting.input_type, where, {"": setting.expected})
         else:
-            expects = {"": setting.expected}
-            value = convert(raw, setting.input_type, where, expects, strict=False, nested=False)
-            given[setting.name] = Given(value, where)
-    return CommandLine(given, **options)
+            given[setting.name] = _given(setting, raw, where)
+    found = {
+        entry.name: getattr(namespace, _hidden(entry))
+        for entry, _ in _hidden_flags()
+        if hasattr(namespace, _hidden(entry))
+    }
+    reading = gunicorn.from_flags(found, argv)
+    for item in reading.values:  # a flag of corral's own for the same setting comes first
+        if item.setting not in given:
+            given[item.setting] = _given(BY_NAME[item.setting], item.value, prefix + item.where)
+    return given, options, [prefix + line for line in reading.warnings]
+
+
+def _given(setting: Setting, raw: Any, where: str) -> Given:
+    expects = {"": setting.expected}
+    return Given(
+        convert(raw, setting.input_type, where, expects, strict=False, nested=False), where
+    )
 
 
 def format_help() -> str:
@@ -136,20 +202,26 @@ def format_help() -> str:
 DOCUMENT_KEYS = ("listeners", "routes", "applications", "settings", "access_log")
 
 
-def load_file(path: str) -> dict[str, Given]:
-    """Read and type-check a flat config file: TOML (.toml) or JSON (.json), setting keys."""
-    content = read_config(path)
+def load_file(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given]:
+    """Read and type-check a flat config file: TOML (.toml), JSON (.json), setting keys, or
+    Gunicorn's .py."""
+    content = read_config(path, warn)
     if isinstance(content, Document):
         raise ConfigError(f"{path}: a whole document where flat settings were expected")
     return content
 
 
-def read_config(path: str) -> dict[str, Given] | Document:
-    """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys), or
-    a whole document (NGINX Unit's shape), validated."""
+def read_config(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given] | Document:
+    """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys, or
+    Gunicorn's Python file with its names), or a whole document (NGINX Unit's shape),
+    validated."""
+    if gunicorn.is_python_config(path):
+        return _python_config(path, warn)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".toml", ".json"):
-        raise ConfigError(f"{path}: unsupported config file type; expected .toml or .json")
+        raise ConfigError(
+            f"{path}: unsupported config file type; expected .toml, .json or Gunicorn's .py"
+        )
     try:
         with open(path, "rb") as file:
             data = file.read()
@@ -171,6 +243,19 @@ def read_config(path: str) -> dict[str, Given] | Document:
             raise ConfigError(f"{where}: unknown key{_key_hint(key)}")
         value = convert(value, setting.input_type, where, {"": setting.expected})
         given[key] = Given(value, where, nested=True)
+    return given
+
+
+def _python_config(path: str, warn: Warn) -> dict[str, Given]:
+    reading = gunicorn.read_file(path)
+    for line in reading.warnings:
+        warn(line)
+    given: dict[str, Given] = {}
+    for item in reading.values:
+        setting = BY_NAME[item.setting]
+        expects = {"": setting.expected}
+        value = convert(item.value, setting.input_type, item.where, expects, strict=False)
+        given[item.setting] = Given(value, item.where, nested=True)
     return given
 
 
@@ -205,18 +290,41 @@ def build_document(
             "or as `app` in the config file (or start with --state-dir DIR and configure "
             "it through the control API)"
         )
-    module, callable_ = resolved.pop("app")
+    module, callable_, call = resolved.pop("app")
     binds = resolved.pop("bind", None) or BY_NAME["bind"].document_default()
+    trusted = _source("forwarded_allow_ips", resolved)
+    capture = _source("capture_output", resolved)
     application: dict[str, Any] = {"module": module, "callable": callable_}
     data: dict[str, Any] = {
-        "listeners": {str(bind): {"pass": f"applications/{module}"} for bind in binds},
+        "listeners": {str(bind): _listener(module, bind, trusted) for bind in binds},
         "applications": {module: application},
         "settings": {},
     }
     for name, value in resolved.items():
         setting = BY_NAME[name]
         _place(application if setting.scope is Scope.APPLICATION else data, setting, value)
+    if call is not None:  # Gunicorn's module:factory(ARGS)
+        application["factory"] = msgspec.to_builtins(call)
+    error_log = resolved.get("error_logfile", BY_NAME["error_logfile"].default)
+    if capture and error_log != "-":
+        application.setdefault("stdout", error_log)
+        application.setdefault("stderr", error_log)
     return validate_document(data)
+
+
+def _source(name: str, resolved: dict[str, Any]) -> Any:
+    """A setting that shapes the document without being a field: taken out of `resolved`."""
+    if name in resolved:
+        return resolved.pop(name)
+    return BY_NAME[name].document_default()
+
+
+def _listener(module: str, bind: BindAddress, trusted: list[str]) -> dict[str, Any]:
+    listener: dict[str, Any] = {"pass": f"applications/{module}"}
+    forwarded = gunicorn.forwarded(bind.kind == "unix", trusted)
+    if forwarded is not None:
+        listener["forwarded"] = forwarded
+    return listener
 
 
 def _place(data: dict[str, Any], setting: Setting, value: Any) -> None:
@@ -312,9 +420,35 @@ def _flag(setting: Setting) -> str:
 def _unexpected(arg: str) -> ConfigError:
     if arg.startswith("-") and len(arg) > 1:
         name = arg.partition("=")[0]
-        flags = [flag for setting in SETTINGS for flag in setting.flags]
-        return ConfigError(f"{name}: unknown option{did_you_mean(name, flags)}")
+        return ConfigError(f"{name}: unknown option{did_you_mean(name, _declared_flags())}")
     return ConfigError(f"unexpected argument {show(arg)}")
+
+
+def _declared_flags() -> list[str]:
+    return [flag for setting in SETTINGS for flag in setting.flags]
+
+
+def _hidden(entry: gunicorn.Name) -> str:
+    return f"gunicorn:{entry.name}"
+
+
+@cache
+def _hidden_flags() -> list[tuple[gunicorn.Name, tuple[str, ...]]]:
+    return gunicorn.hidden_flags(_declared_flags())
+
+
+def _add_hidden_flags(parser: argparse.ArgumentParser, flags: Iterable[Any]) -> None:
+    """Gunicorn's flags corral does not declare, known to the parser, hidden from --help."""
+    for entry, names in flags:
+        common: dict[str, Any] = {
+            "dest": _hidden(entry),
+            "default": argparse.SUPPRESS,
+            "help": argparse.SUPPRESS,
+        }
+        if entry.value:
+            parser.add_argument(*names, action="store", **common)
+        else:
+            parser.add_argument(*names, action="store_const", const=entry.constant, **common)
 
 
 def _help(setting: Setting) -> str:
@@ -347,7 +481,9 @@ def _parser() -> _Parser:
         epilog=(
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "
-            '(workers = 4, bind = [":8000"]); see docs/settings.md.'
+            '(workers = 4, bind = [":8000"]); see docs/settings.md. A gunicorn.conf.py is '
+            "read with Gunicorn's names, and Gunicorn's other flags and GUNICORN_CMD_ARGS are "
+            "known too."
         ),
         add_help=False,
         allow_abbrev=False,
@@ -382,4 +518,5 @@ def _parser() -> _Parser:
                     metavar=setting.metavar,
                     **common,
                 )
+    _add_hidden_flags(parser, _hidden_flags())
     return parser

@@ -324,6 +324,7 @@ class Arbiter:
         self.new_master: int | None = None  # pid of the master a USR2 started
         self.old_master: int | None = None  # pid of the master this one replaces
         self.from_systemd = False  # the listeners came from socket activation
+        self.started: Callable[[], None] | None = None  # called once start-up is complete
         self.touched = TouchedFiles(doc.settings.touch_reload)
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -683,6 +684,9 @@ class Arbiter:
 
     def _on_all_ready(self) -> None:
         """Start-up is complete: every worker of the first generation is ready."""
+        if self.started is not None:
+            self.started()
+            self.started = None
         if self.old_master is None:
             self._notify_ready()
         else:
@@ -1113,7 +1117,12 @@ class Arbiter:
         current = self.current
         sockets: dict[str, socket.socket] = {}
         new = [address for address in doc.listeners if address not in self.sockets]
-        bound = bind_all(new, backlog=doc.settings.backlog, unix_mode=doc.settings.unix_socket_mode)
+        bound = bind_all(
+            new,
+            backlog=doc.settings.backlog,
+            unix_mode=doc.settings.unix_socket_mode,
+            reuse_port=doc.settings.reuse_port,
+        )
         for address in doc.listeners:
             sockets[address] = bound.get(address) or self.sockets[address]
         self.sockets.update(bound)
@@ -1418,13 +1427,19 @@ def _apply_environment(app: Any) -> Entered:
 
 
 def serve(
-    doc: Document, origin: Origin | None = None, control: Any = None, emperor: str | None = None
+    doc: Document,
+    origin: Origin | None = None,
+    control: Any = None,
+    started: Callable[[], None] | None = None,
+    emperor: str | None = None,
 ) -> int:
     """Run the server the document describes until it is stopped; returns the exit code.
 
-    ``control`` (`corral.control.options.ControlOptions`, or None) turns the control API on.
-    With ``emperor`` (a directory), ``doc`` holds the server-wide settings and the
-    applications are the vassal files of that directory (master/emperor.py).
+    ``control`` (`corral.control.options.ControlOptions`, or None) turns the control API on;
+    ``started`` is called once every worker of the first generation is ready (a daemon's
+    foreground process is waiting for it). With ``emperor`` (a directory), ``doc`` holds the
+    server-wide settings and the applications are the vassal files of that directory
+    (master/emperor.py).
     """
     settings = doc.settings
     log = setup_error_log(settings.error_logfile, str(settings.log_level))
@@ -1439,7 +1454,7 @@ def serve(
     old_master = upgrade.take_old_master()
     inherited = upgrade.take_inherited_listeners()
     if control is None:
-        return _serve(doc, origin, log, old_master, inherited, None, vassals)
+        return _serve(doc, origin, log, old_master, inherited, None, started, vassals)
     from corral.control.server import ControlServer
 
     control_server = ControlServer(control, log)
@@ -1450,7 +1465,7 @@ def serve(
         close_all(inherited, unlink=False)
         return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_LISTEN
     try:
-        return _serve(doc, origin, log, old_master, inherited, control_server, vassals)
+        return _serve(doc, origin, log, old_master, inherited, control_server, started, vassals)
     finally:  # unless the arbiter ran and closed it: a start that failed
         control_server.close_socket(unlink=control_server.bound_here)
 
@@ -1462,6 +1477,7 @@ def _serve(
     old_master: int | None,
     inherited: dict[str, socket.socket],
     control_server: Any,
+    started: Callable[[], None] | None = None,
     vassals: Any = None,
 ) -> int:
     settings = doc.settings
@@ -1499,6 +1515,7 @@ def _serve(
             return EXIT_CONFIG
     arbiter.old_master = old_master
     arbiter.from_systemd = bool(activated)
+    arbiter.started = started
     if arbiter.current.application is not None:
         arbiter.entered = _apply_environment(arbiter.current.application)
     try:
@@ -1527,6 +1544,7 @@ def _serve(
                     [address for address in doc.listeners if address not in sockets],
                     backlog=settings.backlog,
                     unix_mode=settings.unix_socket_mode,
+                    reuse_port=settings.reuse_port,
                 )
             )
         except ListenError as exc:

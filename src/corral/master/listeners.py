@@ -15,13 +15,18 @@ class ListenError(Exception):
     """A listener could not be created; the message names the address."""
 
 
-def bind(address: BindAddress, *, backlog: int, unix_mode: int) -> socket.socket:
-    """Create, bind and listen; TCP with SO_REUSEADDR, IPv6 sockets IPv6-only."""
+def bind(
+    address: BindAddress, *, backlog: int, unix_mode: int, reuse_port: bool = False
+) -> socket.socket:
+    """Create, bind and listen; TCP with SO_REUSEADDR (and SO_REUSEPORT with `reuse_port`),
+    IPv6 sockets IPv6-only."""
     if address.kind == "unix":
         return _bind_unix(address.path or "", backlog, unix_mode)
     sock = socket.socket(address.family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if address.family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind((address.host, address.port))
@@ -61,12 +66,16 @@ def _bind_unix(path: str, backlog: int, mode: int) -> socket.socket:
     return sock
 
 
-def bind_all(addresses: list[str], *, backlog: int, unix_mode: int) -> dict[str, socket.socket]:
+def bind_all(
+    addresses: list[str], *, backlog: int, unix_mode: int, reuse_port: bool = False
+) -> dict[str, socket.socket]:
     """Bind every listener of the document; on failure close what was bound and raise."""
     bound: dict[str, socket.socket] = {}
     try:
         for text in addresses:
-            bound[text] = bind(parse_bind(text), backlog=backlog, unix_mode=unix_mode)
+            bound[text] = bind(
+                parse_bind(text), backlog=backlog, unix_mode=unix_mode, reuse_port=reuse_port
+            )
     except ListenError:
         close_all(bound)
         raise

@@ -93,6 +93,11 @@ def take_activated() -> bool:
     return os.environ.pop(ENV_ACTIVATED, "") == "1"
 
 
+def started_by_upgrade() -> bool:
+    """Whether this process is a new master an upgrade started (before `take_old_master`)."""
+    return ENV_UPGRADE_FROM in os.environ
+
+
 def take_old_master() -> int | None:
     """The pid of the master this one replaces, if it was started by an upgrade."""
     text = os.environ.pop(ENV_UPGRADE_FROM, "")

@@ -349,7 +349,7 @@ class ForwardedWsgiCall(WsgiCall):
         out: Output,
         environ: dict[str, Any],
     ) -> None:
-        super().__init__(adapter, conn, exchange, out, environ)
+        WsgiCall.__init__(self, adapter, conn, exchange, out, environ)
         forwarded = exchange.forwarded
         if forwarded is not None:
             self.environ = forwarded_environ(environ, forwarded)

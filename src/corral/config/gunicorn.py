@@ -1,0 +1,597 @@
+"""Gunicorn's configuration as corral reads it: ``gunicorn.conf.py``, its flags, its names.
+
+Owns the data: `NAMES`, every setting of Gunicorn 23 to 27 by its config-file name, with its
+flags and what corral does with it: it sets one of corral's settings (`Name.setting`, the value
+converted by `Name.convert` when Gunicorn writes it otherwise), it is a server hook, or it has
+no counterpart and `Name.instead` says what corral does instead. `Name.same` lists the values
+that ask nothing corral does not do anyway (Gunicorn's defaults, mostly): they pass without a
+word. Corral's own declarations (`corral.config.settings`) carry the flags both servers share
+(`-w`, `-u`, `--log-file`...); this table only says what to do with the others.
+
+And the readers built on it, each giving `Mapped` values (type-checked by the caller,
+`corral.config.sources`, like a TOML file's) and warning lines:
+
+- `read_file`: a Python config file (``gunicorn.conf.py``, ``python:MODULE``) is run as
+  Gunicorn runs it, once, in the process that reads it; its module globals named as Gunicorn's
+  settings are taken, other names (imports, helpers, ``_private``) are ignored as Gunicorn
+  ignores them; the file is also the hooks file: corral's hooks machinery
+  (`corral.hooks`) keeps the module it ran and takes its hook functions from it;
+- `from_flags`: Gunicorn's flags corral does not declare (registered, hidden, by the parser);
+- `environment_args`: ``GUNICORN_CMD_ARGS``, split as a shell does; `environment_defaults`:
+  the settings Gunicorn takes its default from a variable for (``WEB_CONCURRENCY``,
+  ``FORWARDED_ALLOW_IPS``).
+
+A name corral cannot honour is one warning line in a file, and one ``ConfigError`` on the
+command line (a flag asks for it now; a file is often copied whole). TLS is an error in both:
+serving plain HTTP where a certificate was configured would mislead the clients.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from corral.config.document import ConfigError
+from corral.config.settings import BY_NAME, Invalid, Scope, show
+
+__all__ = [
+    "CORRAL_NAMES",
+    "NAMES",
+    "Mapped",
+    "Name",
+    "Reading",
+    "environment_args",
+    "environment_defaults",
+    "forwarded",
+    "from_flags",
+    "hidden_flags",
+    "is_python_config",
+    "read_file",
+    "settings_in",
+    "worker_protocol",
+]
+
+ENV_ARGS = "GUNICORN_CMD_ARGS"
+
+
+class Unsupported(Exception):
+    """Raised by a `Name.convert` for a value corral has no counterpart for; its text says what
+    corral does instead (a warning in a file, an error as a flag)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """One of Gunicorn's settings, by its config-file name."""
+
+    name: str
+    flags: tuple[str, ...] = ()  # Gunicorn's command-line flags for it
+    setting: str = ""  # corral's setting it sets ("" none)
+    convert: Callable[[Any], Any] | None = None  # Gunicorn's value -> the setting's input form
+    same: tuple[Any, ...] = ()  # values that ask nothing corral does not do: taken silently
+    instead: str = ""  # no counterpart: what corral does instead; with `setting`: a note
+    hook: bool = False  # a server hook (a function); corral runs it unless `instead` says why not
+    value: bool = True  # whether the flag takes a value
+    constant: Any = True  # a flag without value: the value it sets (False for --no-sendfile)
+    accept: bool = False  # no counterpart, nothing lost: a flag is accepted with a warning
+    refuse: bool = False  # no counterpart, and a file that sets it is refused too
+
+    def disposition(self) -> str:
+        """What corral does with it, in words (docs/settings.md)."""
+        if self.hook and not self.instead:
+            return "a hook, run as Gunicorn runs it"
+        if self.setting:
+            return f"`{self.setting}`" + (f": {self.instead}" if self.instead else "")
+        if self.same and not self.instead:
+            return "accepted: what corral always does"
+        return self.instead
+
+
+@dataclass(frozen=True, slots=True)
+class Mapped:
+    """A value for one of corral's settings, from a Gunicorn name or flag."""
+
+    setting: str
+    value: Any
+    where: str
+
+
+@dataclass(slots=True)
+class Reading:
+    """What a Gunicorn source gave: values for corral's settings, and warning lines."""
+
+    values: list[Mapped]
+    warnings: list[str]
+
+
+# -- worker classes ------------------------------------------------------------------------------
+
+_WSGI_WORKERS = frozenset(
+    {
+        "sync",
+        "gthread",
+        "gunicorn.workers.sync.SyncWorker",
+        "gunicorn.workers.gthread.ThreadWorker",
+        "egg:gunicorn#sync",
+        "egg:gunicorn#gthread",
+        "wsgi",  # the document's own spelling (NGINX Unit's protocol)
+    }
+)
+_ASGI_WORKERS = frozenset(
+    {
+        "asgi",
+        "gunicorn.workers.gasgi.ASGIWorker",
+        "egg:gunicorn#asgi",
+        "uvicorn.workers.UvicornWorker",
+        "uvicorn.workers.UvicornH11Worker",
+        "uvicorn_worker.UvicornWorker",
+        "uvicorn_worker.UvicornH11Worker",
+    }
+)
+_GREEN_WORKERS = re.compile(r"(egg:gunicorn#)?(gevent|eventlet|tornado|gevent_wsgi|gevent_pywsgi)")
+
+
+def worker_protocol(value: str) -> str:
+    """The document's `protocol` for a Gunicorn worker class; `Invalid` for the others."""
+    text = value.strip()
+    if text in _WSGI_WORKERS:
+        return "wsgi"
+    if text in _ASGI_WORKERS or "uvicorn" in text.lower():
+        raise Invalid(
+            message=f"{show(text)} is an ASGI worker class: ASGI is not supported yet "
+            "(corral serves WSGI applications)"
+        )
+    if _GREEN_WORKERS.fullmatch(text) or text.startswith("gunicorn.workers.g"):
+        raise Invalid(
+            message=f"{show(text)}: corral has no gevent, eventlet or tornado workers; its "
+            "worker runs an event loop for the connections and the application on --threads N "
+            'threads: use "sync" or "gthread" with --threads'
+        )
+    raise Invalid(message=f'unknown worker class {show(text)}: corral runs "sync" or "gthread"')
+
+
+# -- value conversions ---------------------------------------------------------------------------
+
+
+def _umask(value: Any) -> int:
+    """Gunicorn's ``umask`` (an int, or a string as ``int(text, 0)`` reads it, a leading 0
+    meaning octal) as the mode of the unix sockets, where Gunicorn applies it."""
+    if isinstance(value, str):
+        text = value.strip()
+        if re.match(r"0\d", text):
+            text = "0o" + text[1:]
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise Invalid('an int or a string such as "0o007", "007" or "0x7"', value) from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0o777:
+        raise Invalid("a mask from 0 to 0o777", value)
+    return 0o777 & ~value
+
+
+def _header_map(value: Any) -> Any:
+    if value == "dangerous":
+        return False  # every name the parser accepts, underscores included
+    raise Unsupported(
+        'corral drops header fields whose names have "_" (Gunicorn\'s "drop"); "refuse" '
+        'has no counterpart: "drop" or "dangerous"'
+    )
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_ASGI = "ASGI is not supported yet (corral serves WSGI applications)"
+_TLS = "TLS is not supported yet; terminate TLS in a proxy"
+_HTTP2 = "HTTP/2 is not supported yet (corral speaks HTTP/1.1); terminate HTTP/2 in a proxy"
+_SYSLOG = (
+    "syslog is not supported: corral logs to standard error (for journald or the supervisor) "
+    "or to --error-logfile"
+)
+_STATSD = "StatsD is not supported: the control API's /metrics serves Prometheus metrics"
+_LOGCONFIG = (
+    "corral logs through Python's logging, logger `corral`: configure it with logging.config "
+    "in an on_starting hook (--error-logfile and --log-level set the defaults)"
+)
+_PASTE = "PasteDeploy is not supported: give APP as module:callable"
+_DIRTY = (
+    "Gunicorn's dirty arbiters are not supported: run such work as another application "
+    "(NGINX Unit's applications, in a document) or in a task queue"
+)
+_STRICT = "corral's HTTP/1.1 parser is strict and has no option for it: "
+_UWSGI = "the uwsgi protocol is not served on a Gunicorn-style listener"
+_SECURE_HEADERS = {
+    "X-FORWARDED-PROTOCOL": "ssl",
+    "X-FORWARDED-PROTO": "https",
+    "X-FORWARDED-SSL": "on",
+}
+
+
+def _to(name: str, setting: str, *flags: str, **extra: Any) -> Name:
+    return Name(name, flags, setting=setting, **extra)
+
+
+def _no(name: str, instead: str, *flags: str, **extra: Any) -> Name:
+    return Name(name, flags, instead=instead, **extra)
+
+
+def _hook(name: str, instead: str = "") -> Name:
+    return Name(name, hook=True, instead=instead)
+
+
+# fmt: off
+NAMES: dict[str, Name] = {n.name: n for n in (
+    # Config File
+    _to("config", "config", "-c", "--config", same=("./gunicorn.conf.py",),
+        instead="read only when given: no ./gunicorn.conf.py by default"),
+    _to("wsgi_app", "app", instead="`module:callable` or `module:factory(ARGS)`"),
+    # Server Socket
+    _to("bind", "bind", "-b", "--bind"),
+    _to("backlog", "backlog", "--backlog"),
+    # Worker Processes
+    _to("workers", "workers", "-w", "--workers",
+        instead="the default comes from WEB_CONCURRENCY when set, as in Gunicorn"),
+    _to("worker_class", "worker_class", "-k", "--worker-class",
+        instead="sync and gthread; ASGI classes: not supported yet; gevent, eventlet, tornado: "
+        "use --threads"),
+    _to("threads", "threads", "--threads"),
+    _no("worker_connections",
+        "corral does not cap a worker's connections: an idle keep-alive connection holds no "
+        "thread, and --threads bounds the requests running at once",
+        "--worker-connections", same=(1000,), accept=True),
+    _to("max_requests", "max_requests", "--max-requests"),
+    _to("max_requests_jitter", "max_requests_jitter", "--max-requests-jitter"),
+    _to("timeout", "timeout", "-t", "--timeout"),
+    _to("graceful_timeout", "graceful_timeout", "--graceful-timeout"),
+    _to("keepalive", "keep_alive", "--keep-alive", instead="corral's default is 5 s, Gunicorn's 2"),
+    _no("asgi_loop", _ASGI, "--asgi-loop", same=("auto",)),
+    _no("asgi_lifespan", _ASGI, "--asgi-lifespan", same=("auto",)),
+    _no("asgi_disconnect_grace_period", _ASGI, "--asgi-disconnect-grace-period", same=(3,)),
+    _no("http_parser", "corral parses with llhttp (httptools), strictly; there is no other "
+        "parser to choose", "--http-parser", same=("auto",)),
+    _no("websocket_max_message_size", "WebSocket is not supported yet",
+        "--websocket-max-message-size", same=(16777216,)),
+    # Security
+    _to("limit_request_line", "limit_request_line", "--limit-request-line",
+        instead="Gunicorn's 0 (unlimited) is 65536; corral's default is 8190, Gunicorn's 4094"),
+    _to("limit_request_fields", "limit_request_fields", "--limit-request-fields"),
+    _to("limit_request_field_size", "limit_request_field_size",
+        "--limit-request-field_size"),
+    # Debugging
+    _to("reload", "reload", "--reload", value=False),
+    _no("reload_engine", "corral's --reload watches with watchfiles (inotify on Linux); the "
+        "engine cannot be chosen", "--reload-engine", same=("auto",)),
+    _to("reload_extra_files", "touch_reload", "--reload-extra-file",
+        instead="works without --reload too"),
+    _no("spew", "no line tracing: call sys.settrace in a post_fork hook", "--spew",
+        value=False, same=(False,)),
+    _to("check_config", "check_config", "--check-config", value=False, same=(False,),
+        instead="it prints the resolved document too"),
+    _to("print_config", "check_config", "--print-config", value=False, same=(False,),
+        instead="the resolved document"),
+    # Server Mechanics
+    _to("preload_app", "preload", "--preload", value=False),
+    _no("sendfile", "corral always sends wsgi.file_wrapper files with sendfile() on plain "
+        "sockets", "--no-sendfile", value=False, constant=False, same=(None, True)),
+    _to("reuse_port", "reuse_port", "--reuse-port", value=False),
+    _to("chdir", "chdir", "--chdir"),
+    _to("daemon", "daemon", "-D", "--daemon", value=False,
+        instead="the command returns once the workers are ready"),
+    _to("raw_env", "env", "-e", "--env"),
+    _to("pidfile", "pid", "-p", "--pid"),
+    _no("worker_tmp_dir", "corral's workers report to the master through pipes, with no "
+        "temporary file to place", "--worker-tmp-dir", same=(None,), accept=True),
+    _to("user", "user", "-u", "--user"),
+    _to("group", "group", "-g", "--group"),
+    _to("umask", "unix_socket_mode", "-m", "--umask", convert=_umask, same=(0, "0"),
+        instead="applied where Gunicorn applies it, to the unix sockets: mode 0777 less the "
+        "mask (0, Gunicorn's default, keeps corral's 0600; --unix-socket-mode wins); read as "
+        "int(text, 0), a leading 0 meaning octal"),
+    _no("initgroups", "", "--initgroups", value=False, same=(True, False)),
+    _no("tmp_upload_dir", "corral spools request bodies larger than body_buffer_size to the "
+        "system's temporary directory (TMPDIR)", same=(None,)),
+    _no("secure_scheme_headers", "corral reads X-Forwarded-Proto (https or on) from the "
+        "forwarded_allow_ips peers, as NGINX Unit's forwarded.protocol",
+        same=(_SECURE_HEADERS, {"X-FORWARDED-PROTO": "https"})),
+    _to("forwarded_allow_ips", "forwarded_allow_ips", "--forwarded-allow-ips",
+        instead="X-Forwarded-Proto and X-Forwarded-For from those peers, through NGINX Unit's "
+        "forwarded; the default comes from FORWARDED_ALLOW_IPS when set, as in Gunicorn"),
+    _to("pythonpath", "pythonpath", "--pythonpath"),
+    _no("paste", _PASTE, "--paste", "--paster", same=(None,)),
+    _no("raw_paste_global_conf", _PASTE, "--paste-global", same=([],)),
+    _to("proxy_protocol", "proxy_protocol", "--proxy-protocol"),
+    _to("proxy_allow_ips", "proxy_allow_from", "--proxy-allow-from"),
+    _no("permit_obsolete_folding", _STRICT + "obsolete line folding gets 400",
+        "--permit-obsolete-folding", value=False, same=(False,)),
+    _no("strip_header_spaces", _STRICT + "whitespace before a field's colon gets 400 "
+        "(RFC 9112 5.1)", "--strip-header-spaces", value=False, same=(False,)),
+    _no("permit_unconventional_http_method", _STRICT + "only the registered methods are "
+        "served", "--permit-unconventional-http-method", value=False, same=(False,)),
+    _no("permit_unconventional_http_version", _STRICT + "only HTTP/1.0 and HTTP/1.1 are "
+        "served", "--permit-unconventional-http-version", value=False, same=(False,)),
+    _no("casefold_http_method", _STRICT + "methods are case-sensitive",
+        "--casefold-http-method", value=False, same=(False,)),
+    _no("forwarder_headers", "corral takes no SCRIPT_NAME or PATH_INFO from request headers; "
+        "mount the application with NGINX Unit's prefix (in a document)",
+        "--forwarder-headers", same=("SCRIPT_NAME,PATH_INFO",)),
+    _to("header_map", "discard_unsafe_fields", "--header-map", convert=_header_map,
+        same=("drop",), instead='"drop" is the default, "dangerous" false; "refuse" has no '
+        "counterpart"),
+    _no("protocol", _UWSGI, "--protocol", same=("http",)),
+    _no("uwsgi_allow_ips", _UWSGI, "--uwsgi-allow-from", same=("127.0.0.1,::1",)),
+    _no("root_path", "ASGI's root_path: " + _ASGI + "; a WSGI application's mount point is "
+        "NGINX Unit's prefix (in a document)", "--root-path", same=("",)),
+    # Logging
+    _to("accesslog", "access_logfile", "--access-logfile"),
+    _no("disable_redirect_access_to_syslog", _SYSLOG, "--disable-redirect-access-to-syslog",
+        value=False, same=(False,)),
+    _to("access_log_format", "access_logformat", "--access-logformat"),
+    _to("errorlog", "error_logfile", "--error-logfile", "--log-file"),
+    _to("logfile", "error_logfile", instead="Gunicorn's name before 19, still in blog posts"),
+    _to("loglevel", "log_level", "--log-level"),
+    _to("capture_output", "capture_output", "--capture-output", value=False,
+        instead="the workers' output and error to the error log file"),
+    _no("logger_class", _LOGCONFIG, "--logger-class",
+        same=("gunicorn.glogging.Logger", "simple")),
+    _no("logconfig", _LOGCONFIG, "--log-config", same=(None,)),
+    _no("logconfig_dict", _LOGCONFIG, same=({},)),
+    _no("logconfig_json", _LOGCONFIG, "--log-config-json", same=(None,)),
+    _no("syslog_addr", _SYSLOG, "--log-syslog-to",
+        same=("udp://localhost:514", "unix:///var/run/syslog", "unix:///dev/log")),
+    _no("syslog", _SYSLOG, "--log-syslog", value=False, same=(False,)),
+    _no("syslog_prefix", _SYSLOG, "--log-syslog-prefix", same=(None,)),
+    _no("syslog_facility", _SYSLOG, "--log-syslog-facility", same=("user",)),
+    _to("enable_stdio_inheritance", "enable_stdio_inheritance", "-R",
+        "--enable-stdio-inheritance", value=False),
+    _no("statsd_host", _STATSD, "--statsd-host", same=(None,)),
+    _no("dogstatsd_tags", _STATSD, "--dogstatsd-tags", same=("",)),
+    _no("statsd_prefix", _STATSD, "--statsd-prefix", same=("",)),
+    _no("enable_backlog_metric", _STATSD, "--enable-backlog-metric", value=False,
+        same=(False,)),
+    # Process Naming
+    _to("proc_name", "proc_name", "-n", "--name"),
+    _no("default_proc_name", "set proc_name", same=("gunicorn",)),
+    # Server Hooks
+    _hook("on_starting"), _hook("on_reload"), _hook("when_ready"), _hook("pre_fork"),
+    _hook("post_fork"), _hook("post_worker_init"), _hook("worker_int"),
+    _hook("worker_abort"), _hook("pre_exec"), _hook("pre_request"), _hook("post_request"),
+    _hook("child_exit"), _hook("worker_exit"), _hook("nworkers_changed"), _hook("on_exit"),
+    _hook("ssl_context", _TLS),
+    _hook("on_dirty_starting", _DIRTY), _hook("dirty_post_fork", _DIRTY),
+    _hook("dirty_worker_init", _DIRTY), _hook("dirty_worker_exit", _DIRTY),
+    # SSL
+    _no("keyfile", _TLS, "--keyfile", same=(None,), refuse=True),
+    _no("certfile", _TLS, "--certfile", same=(None,), refuse=True),
+    _no("ssl_version", _TLS, "--ssl-version"),
+    _no("cert_reqs", _TLS, "--cert-reqs", same=(0,)),
+    _no("ca_certs", _TLS, "--ca-certs", same=(None,)),
+    _no("suppress_ragged_eofs", _TLS, "--suppress-ragged-eofs", value=False, same=(True,)),
+    _no("do_handshake_on_connect", _TLS, "--do-handshake-on-connect", value=False,
+        same=(False,)),
+    _no("ciphers", _TLS, "--ciphers", same=(None,)),
+    # HTTP/2
+    _no("http_protocols", _HTTP2, "--http-protocols", same=("h1",)),
+    _no("http2_max_concurrent_streams", _HTTP2, "--http2-max-concurrent-streams", same=(100,)),
+    _no("http2_initial_window_size", _HTTP2, "--http2-initial-window-size", same=(65535,)),
+    _no("http2_max_frame_size", _HTTP2, "--http2-max-frame-size", same=(16384,)),
+    _no("http2_max_header_list_size", _HTTP2, "--http2-max-header-list-size", same=(65536,)),
+    _no("http2_cleartext", _HTTP2, "--http2-cleartext", same=("off",)),
+    # Dirty Arbiters
+    _no("dirty_apps", _DIRTY, "--dirty-app", same=([],)),
+    _no("dirty_workers", _DIRTY, "--dirty-workers", same=(0,)),
+    _no("dirty_timeout", _DIRTY, "--dirty-timeout", same=(300,)),
+    _no("dirty_threads", _DIRTY, "--dirty-threads", same=(1,)),
+    _no("dirty_graceful_timeout", _DIRTY, "--dirty-graceful-timeout", same=(30,)),
+    # Control
+    _no("control_socket", "Gunicorn's control socket (gunicornc) is not supported; corral's "
+        "control API is --control unix:PATH, with corral ctl", "--control-socket"),
+    _no("control_socket_mode", "Gunicorn's control socket is not supported (see "
+        "--control)", "--control-socket-mode", same=(0o600,)),
+    _no("control_socket_disable", "", "--no-control-socket", value=False,
+        same=(True, False)),
+)}
+# fmt: on
+
+# Gunicorn's names for corral's settings where they differ (hooks' `server.cfg` answers both).
+CORRAL_NAMES: dict[str, str] = {
+    n.name: n.setting
+    for n in NAMES.values()
+    if n.setting and n.setting != n.name and n.convert is None
+}
+
+
+def settings_in(names: Iterable[str]) -> list[str]:
+    """Which of `names` are Gunicorn's settings (not hooks): what a hooks file may hold that
+    `--hooks` does not apply."""
+    return [name for name in names if name in NAMES and not NAMES[name].hook]
+
+
+# -- trusted proxies ---------------------------------------------------------------------------
+
+FORWARDED_FOR = "X-Forwarded-For"
+FORWARDED_PROTO = "X-Forwarded-Proto"
+
+
+def forwarded(unix: bool, trusted: list[str]) -> dict[str, Any] | None:
+    """Gunicorn's trust in a proxy's headers (`forwarded_allow_ips`, already NGINX Unit's
+    address patterns) as a listener's Unit `forwarded`: the client from ``X-Forwarded-For``,
+    the scheme from ``X-Forwarded-Proto``, from those peers on TCP and from any peer on a unix
+    socket, which Gunicorn trusts unconditionally. None: no peer is trusted."""
+    source: str | list[str] = "unix" if unix else trusted
+    if not source:
+        return None
+    return {"client_ip": FORWARDED_FOR, "protocol": FORWARDED_PROTO, "source": source}
+
+
+# -- Python config files -------------------------------------------------------------------------
+
+
+def is_python_config(path: str) -> bool:
+    """Whether ``-c`` names a Gunicorn config: a ``.py`` file or ``python:MODULE``."""
+    return path.startswith("python:") or path.lower().endswith(".py")
+
+
+def read_file(path: str) -> Reading:
+    """Run a Gunicorn config file (``FILE.py``, ``file:FILE``, ``python:MODULE``) and map its
+    settings; its hook functions make it the `hooks` setting. `ConfigError` when it cannot
+    run, when a hook does not take Gunicorn's arguments, or for TLS."""
+    from corral import hooks
+
+    target = path.removeprefix("python:") if path.startswith("python:") else None
+    if target is None:
+        target = os.path.abspath(path.removeprefix("file:"))
+    cwd = os.getcwd()
+    added = cwd not in sys.path  # importable from, as Gunicorn's chdir makes it
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        module = hooks.load_module(target, "config")
+        functions = hooks.hook_functions(module, target, "config")
+    except hooks.HookError as exc:
+        raise ConfigError(str(exc)) from None
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    reading = Reading([], [])
+    for name, value in vars(module).items():
+        entry = NAMES.get(name)
+        if entry is None:  # not Gunicorn's: an import, a helper
+            continue
+        where = f"{path}: {name}"
+        if entry.hook:  # corral's hooks were taken above
+            if entry.instead:
+                reading.warnings.append(f"{where}: Gunicorn's hook is not run: {entry.instead}")
+            continue
+        _take(entry, _python_value(value), where, reading)
+    if functions:
+        reading.values.append(Mapped("hooks", target, path))
+    return reading
+
+
+def _python_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _take(entry: Name, value: Any, where: str, reading: Reading) -> None:
+    if _same(value, entry.same):
+        return
+    if not entry.setting:
+        _unsupported(entry, where, reading)
+        return
+    if value is None:  # Gunicorn's unset
+        return
+    if entry.convert is not None:
+        try:
+            value = entry.convert(value)
+        except Unsupported as exc:
+            reading.warnings.append(f"{where}: Gunicorn's setting is ignored: {exc}")
+            return
+        except Invalid as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    if BY_NAME[entry.setting].scope is Scope.COMMAND:
+        reading.warnings.append(
+            f"{where}: ignored in a file: {BY_NAME[entry.setting].flags[-1]} is a "
+            "command-line option"
+        )
+        return
+    reading.values.append(Mapped(entry.setting, value, where))
+
+
+def _unsupported(entry: Name, where: str, reading: Reading) -> None:
+    if entry.refuse:
+        raise ConfigError(f"{where}: {entry.instead}")
+    reading.warnings.append(f"{where}: Gunicorn's setting is ignored: {entry.instead}")
+
+
+def _same(value: Any, same: tuple[Any, ...]) -> bool:
+    # `True == 1`: a bool is only the same as a bool
+    return any(value == item and type(value) is type(item) for item in same) or any(
+        isinstance(value, dict) and isinstance(item, dict) and _upper(value) == item
+        for item in same
+    )
+
+
+def _same_text(value: Any, same: tuple[Any, ...]) -> bool:
+    """A flag's text for one of `same` (``--worker-connections 1000``)."""
+    return isinstance(value, str) and any(
+        not isinstance(item, bool) and isinstance(item, int | str) and str(item) == value
+        for item in same
+    )
+
+
+def _upper(value: dict[Any, Any]) -> dict[Any, Any]:
+    return {str(key).upper(): item for key, item in value.items()}
+
+
+# -- flags ---------------------------------------------------------------------------------------
+
+
+def hidden_flags(declared: Iterable[str]) -> list[tuple[Name, tuple[str, ...]]]:
+    """Gunicorn's flags corral does not declare (`declared`), by name: the parser knows them
+    (so that they take their value), without showing them in --help."""
+    known = set(declared)
+    found = []
+    for entry in NAMES.values():
+        flags = tuple(flag for flag in entry.flags if flag not in known)
+        if flags:
+            found.append((entry, flags))
+    return found
+
+
+def from_flags(given: Mapping[str, Any], argv: Iterable[str]) -> Reading:
+    """The values and warnings of the hidden flags found (`given`: by Gunicorn name, the
+    parsed value); `ConfigError` for the first one in `argv` order corral does not support."""
+    reading = Reading([], [])
+    refused: dict[str, str] = {}
+    typed = [arg.partition("=")[0] for arg in argv]
+    for name, value in given.items():
+        entry = NAMES[name]
+        flag = next((f for f in typed if f in entry.flags), entry.flags[-1])
+        if not flag.startswith("--"):  # named long, as corral names its own flags
+            flag = next(f for f in entry.flags if f.startswith("--"))
+        if _same(value, entry.same) or _same_text(value, entry.same):
+            continue
+        if entry.setting:
+            try:
+                converted = entry.convert(value) if entry.convert else value
+            except (Unsupported, Invalid) as exc:
+                refused[name] = f"{flag}: {exc}"
+                continue
+            reading.values.append(Mapped(entry.setting, converted, flag))
+        elif entry.accept:
+            reading.warnings.append(f"{flag}: Gunicorn's option has no effect: {entry.instead}")
+        else:
+            refused[name] = f"{flag}: Gunicorn's option is not supported: {entry.instead}"
+    if refused:
+        order = {flag: entry.name for entry in NAMES.values() for flag in entry.flags}
+        for flag in typed:
+            name = order.get(flag)
+            if name in refused:
+                raise ConfigError(refused[name])
+        raise ConfigError(next(iter(refused.values())))
+    return reading
+
+
+# Environment variables Gunicorn takes a setting's default from (a file or a flag overrides).
+ENV_DEFAULTS = {"FORWARDED_ALLOW_IPS": "forwarded_allow_ips", "WEB_CONCURRENCY": "workers"}
+
+
+def environment_defaults(environ: Mapping[str, str]) -> list[Mapped]:
+    """The defaults Gunicorn takes from the environment (`ENV_DEFAULTS`)."""
+    return [
+        Mapped(setting, environ[variable], variable)
+        for variable, setting in ENV_DEFAULTS.items()
+        if variable in environ
+    ]
+
+
+def environment_args(environ: Mapping[str, str]) -> list[str]:
+    """``GUNICORN_CMD_ARGS`` split as a shell would (Gunicorn's `shlex.split`)."""
+    text = environ.get(ENV_ARGS, "")
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_ARGS}: {exc}") from None
