@@ -78,7 +78,10 @@ def test_help_is_grouped_and_shows_defaults() -> None:
     result = run("--help")
     assert result.returncode == 0 and result.stderr == ""
     out = result.stdout
-    assert out.startswith("usage: corral [OPTIONS] APP")
+    # APP is optional (a config file, the control API or an emperor's directory may say what
+    # runs), and the control client is named
+    assert out.startswith("usage: corral [OPTIONS] [APP]\n       corral ctl COMMAND ...\n")
+    assert "`corral ctl` reads and changes a running server" in " ".join(out.split())
     for section in ("Application:", "Listening:", "Timeouts:", "Request limits:", "Logging:"):
         assert section in out
     assert "[default: 127.0.0.1:8000]" in out

@@ -476,8 +476,13 @@ class _HelpFormatter(argparse.HelpFormatter):
 def _parser() -> _Parser:
     parser = _Parser(
         prog="corral",
-        usage="%(prog)s [OPTIONS] APP",
-        description=f"corral {__version__}: serve a WSGI application.",
+        usage="%(prog)s [OPTIONS] [APP]\n       %(prog)s ctl COMMAND ...",
+        description=(
+            f"corral {__version__}: serve a WSGI application (APP, module:callable), or the "
+            "applications of a config file (-c), of the control API (--state-dir, --control) or "
+            "of a directory (--emperor). `corral ctl` reads and changes a running server through "
+            "its control API (corral ctl --help)."
+        ),
         epilog=(
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "
