@@ -375,6 +375,24 @@ def test_file_errors_name_the_file_and_the_key(
         assert error.startswith(path + ": ")
 
 
+def test_every_unknown_key_of_a_file_is_named_at_once(tmp_path: Path) -> None:
+    flat = write(tmp_path, "c.toml", 'app = "a"\nwokers = 2\nmax_request = 5\nthreads = 2\n')
+    assert error_of(["-c", flat]) == (
+        f'{flat}: $.wokers: unknown key (did you mean "workers"?); '
+        '$.max_request: unknown key (did you mean "max_requests"?)'
+    )
+    document = {
+        "listeners": {"*:8080": {"pass": "applications/a"}},
+        "applications": {"a": {"module": "m", "workers": 2, "procesess": 1}},
+    }
+    path = write(tmp_path, "unit.json", json.dumps(document))
+    assert error_of(["-c", path]) == (
+        f"{path}: "
+        '$.applications.a.workers: unknown key (the document calls it "processes", as NGINX '
+        'Unit); $.applications.a.procesess: unknown key (did you mean "processes"?)'
+    )
+
+
 def test_missing_file(tmp_path: Path) -> None:
     path = str(tmp_path / "none.toml")
     assert error_of(["-c", path]) == f"{path}: cannot read: No such file or directory"

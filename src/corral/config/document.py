@@ -547,23 +547,34 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 
 def _check_keys(value: Mapping[str, Any], struct: type, where: str) -> None:
     """Every key of `value` is a field of `struct`, and so on into nested objects; NGINX Unit's
-    keys corral lacks are named as such, others get a "did you mean"."""
+    keys corral lacks are named as such, others get a "did you mean". Every unknown key is
+    named in the one error (a document from another server often has several)."""
+    problems = _unknown_keys(value, struct, where)
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def _unknown_keys(value: Mapping[str, Any], struct: type, where: str) -> list[str]:
     fields = {f.encode_name: f for f in msgspec.structs.fields(struct)}
+    problems = []
     for key, item in value.items():
         field = fields.get(key)
         if field is None:
             if key in _UNIT_ONLY.get(struct, ()):
-                raise ConfigError(
+                problems.append(
                     f"{where}{member(key)}: NGINX Unit's {show(key)} is not supported by corral"
                 )
+                continue
             if key in _RENAMED.get(struct, {}):
                 hint = f" (the document calls it {show(_RENAMED[struct][key])}, as NGINX Unit)"
             else:
                 hint = did_you_mean(key, fields)
-            raise ConfigError(f"{where}{member(key)}: unknown key{hint}")
+            problems.append(f"{where}{member(key)}: unknown key{hint}")
+            continue
         nested = _struct_of(field.type)
         if nested is not None and isinstance(item, dict):
-            _check_keys(item, nested, f"{where}{member(key)}")
+            problems += _unknown_keys(item, nested, f"{where}{member(key)}")
+    return problems
 
 
 def _struct(value: Any, struct: type, where: str) -> Any:

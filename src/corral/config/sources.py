@@ -235,12 +235,17 @@ def read_config(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given] | Do
             return validate_document(raw)
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
+    unknown = [
+        f"${member(key)}: unknown key{_key_hint(key)}"
+        for key in raw
+        if key not in BY_NAME or not BY_NAME[key].in_file
+    ]
+    if unknown:  # all at once: a file from another server often has several
+        raise ConfigError(f"{path}: " + "; ".join(unknown))
     given: dict[str, Given] = {}
     for key, value in raw.items():
         where = f"{path}: ${member(key)}"
-        setting = BY_NAME.get(key)
-        if setting is None or not setting.in_file:
-            raise ConfigError(f"{where}: unknown key{_key_hint(key)}")
+        setting = BY_NAME[key]
         value = convert(value, setting.input_type, where, {"": setting.expected})
         given[key] = Given(value, where, nested=True)
     return given
