@@ -15,8 +15,8 @@ and the master recycles the worker. One short ``os.write`` to a pipe is atomic, 
 lines from two threads never interleave.
 
 Routed listeners and hand-offs from other applications' workers: ``routed.py``; listeners
-with NGINX Unit's ``forwarded``: ``forwarded.py`` (each listener's connection class is
-chosen once, in ``_serve``).
+with NGINX Unit's ``forwarded``: ``forwarded.py``; uwsgi listeners: ``http/uwsgi.py`` (each
+listener's connection class and parser are chosen once, in ``_serve``).
 
 Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
 in-flight requests within ``graceful_timeout``; every response from then on says
@@ -58,6 +58,7 @@ from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import http_date
+from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
 from corral.routed import RoutedConnection, Routing, adopt_factory
@@ -102,6 +103,9 @@ class WorkerSpec:
     # the `forwarded` object (config Forwarded) of each of `sockets`, in the same order, None
     # for a listener without one; None: no listener has one
     listener_forwarded: list[Any] | None = None
+    # the wire protocol of each of `sockets` ("http", or "uwsgi": http/uwsgi.py), in the same
+    # order; None: every socket speaks HTTP
+    listener_protocols: list[str] | None = None
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -219,6 +223,7 @@ class Worker:
             settings.limit_request_fields,
             settings.limit_request_field_size,
             settings.limit_request_body,
+            settings.limit_request_head,
         )
         state = ServerState(
             self.adapter,
@@ -263,13 +268,16 @@ class Worker:
         application = spec.application
         routing = self.routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
+        protocols = spec.listener_protocols or ["http"] * len(spec.sockets)
         forwardings = self._forwardings()
         own_pass = f"applications/{spec.app_name}"
-        for sock, pass_target in zip(spec.sockets, passes, strict=True):
+        for sock, pass_target, protocol in zip(spec.sockets, passes, protocols, strict=True):
             # chosen once per listener: a plain one never pays for routing or `forwarded`
             sockname = sock.getsockname()
             forwarding = forwardings.get(sockname)
-            if pass_target is None or pass_target == own_pass:
+            if protocol == "uwsgi":  # straight to this application (the document says so)
+                factory = partial(HttpConnection, state, sockname, UwsgiParser)
+            elif pass_target is None or pass_target == own_pass:
                 if forwarding is None:
                     factory: Any = partial(HttpConnection, state, sockname)
                 else:

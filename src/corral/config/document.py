@@ -51,6 +51,7 @@ __all__ = [
     "AccessLog",
     "Application",
     "ConfigError",
+    "ConfigWarning",
     "Document",
     "Forwarded",
     "Http",
@@ -75,6 +76,12 @@ class ConfigError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(message.split("\n")))
+
+
+class ConfigWarning(UserWarning):
+    """Configuration that is read but not acted on (an option corral does not support), as one
+    line naming where it is and what corral does instead. `corral.cli` prints each as
+    ``corral: warning: ...``; the server starts all the same."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,6 +263,10 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # "applications/NAME", "applications/NAME/TARGET", "routes", "routes/NAME"
     pass_: str = msgspec.field(name="pass")
     forwarded: Forwarded | UnsetType = UNSET
+    # corral's own key (NGINX Unit has no uwsgi listeners): the wire protocol, HTTP/1.1 unless
+    # "uwsgi" (nginx's uwsgi_pass, http/uwsgi.py); a uwsgi listener passes straight to one
+    # application, without `forwarded` (the packet carries the client's address and scheme)
+    protocol: Literal["http", "uwsgi"] | UnsetType = UNSET
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]
@@ -335,6 +346,7 @@ _EXPECTS: dict[type, dict[str, str]] = {
         **_expects(Listener),
         ".pass": '"applications/NAME", "routes" or "routes/NAME"',
         ".forwarded.source": 'address, CIDR block or "unix", or a list of them',
+        ".protocol": '"http" or "uwsgi"',
     },
     AccessLog: _expects(AccessLog),
     Target: _expects(Target),
@@ -390,6 +402,8 @@ def validate_document(data: Any) -> Document:
             _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))
         if listener.forwarded is not UNSET:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")
+        if listener.protocol == "uwsgi":
+            _check_uwsgi(listener, applications, where)
         listeners[address] = listener
     settings = _struct(top.get("settings", {}), Settings, "$.settings")
     access_log = top.get("access_log", {})
@@ -472,6 +486,22 @@ def _check_forwarded(forwarded: Forwarded, where: str) -> None:
     if forwarded.client_ip is UNSET and forwarded.protocol is UNSET:
         raise ConfigError(f'{where}: needs "client_ip" or "protocol" (a header name)')
     _route_check(lambda: address_matcher(forwarded.source, f"{where}.source"))
+
+
+def _check_uwsgi(listener: Listener, applications: Mapping[str, Any], where: str) -> None:
+    """A uwsgi listener's requests are served by the worker that reads them: neither routed
+    (a hand-off would carry HTTP bytes) nor read for `forwarded` (the vars name the client)."""
+    name = listener.pass_.removeprefix("applications/")
+    if not listener.pass_.startswith("applications/") or name not in applications:
+        raise ConfigError(
+            f'{where}.pass: a "uwsgi" listener passes to one application '
+            f'("applications/NAME"), got {show(listener.pass_)}'
+        )
+    if listener.forwarded is not UNSET:
+        raise ConfigError(
+            f'{where}.forwarded: not with "protocol": "uwsgi": the uwsgi packet names the '
+            "client (REMOTE_ADDR) and the scheme itself"
+        )
 
 
 def _check_access_format(fmt: str) -> None:

@@ -1,7 +1,8 @@
 """Sources of the document: the command line and config files (TOML or JSON).
 
 This module owns the way from what a user typed to a validated `Document`: the argparse parser
-and the flat config-file keys, both generated from `SETTINGS`; the merge (defaults, then the
+and the flat config-file keys, both generated from `SETTINGS` (a uWSGI ini file is read into the
+same flat keys by `corral.config.uwsgi`); the merge (defaults, then the
 file, then flags: a flag replaces the file's value for its key, lists and tables included); and
 the mapping of the flat settings onto the document (one application named after its module, one
 listener per bind address passing to it, each value at its setting's document path).
@@ -70,6 +71,7 @@ class CommandLine:
 
     given: dict[str, Given]
     config: str | None = None
+    ini: str | None = None  # FILE[:SECTION], uWSGI's --ini
     check_config: bool = False
     version: bool = False
     help: bool = False
@@ -78,9 +80,19 @@ class CommandLine:
     state_dir: str | None = None
 
     @property
+    def config_path(self) -> str | None:
+        """The config file read, if any (an ini file's path, without its section)."""
+        spec = self.ini if self.ini is not None else self.config
+        if spec is None:
+            return None
+        from corral.config.uwsgi import is_ini, split_spec
+
+        return split_spec(spec)[0] if is_ini(spec) or spec is self.ini else spec
+
+    @property
     def names_an_application(self) -> bool:
         """Whether the command line says what to serve (an APP or a config file)."""
-        return "app" in self.given or self.config is not None
+        return "app" in self.given or self.config is not None or self.ini is not None
 
     def document(self, base: Document | None = None) -> Document:
         """Read the config file if any, apply the flags over it and build the document.
@@ -89,7 +101,15 @@ class CommandLine:
         saved configuration), the flags may only set server-wide settings, over base's. So
         with a config file that is a whole document.
         """
-        content = read_config(self.config) if self.config is not None else {}
+        content: dict[str, Given] | Document = {}
+        if self.ini is not None:
+            if self.config is not None:
+                raise ConfigError("--ini: give one config file (--ini or -c), not both")
+            from corral.config.uwsgi import read_ini
+
+            content = read_ini(self.ini).given
+        elif self.config is not None:
+            content = read_config(self.config)
         if isinstance(content, Document):
             return build_document(self.given, content, file=self.config)
         content.update(self.given)
@@ -146,9 +166,15 @@ def load_file(path: str) -> dict[str, Given]:
 def read_config(path: str) -> dict[str, Given] | Document:
     """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys), or
     a whole document (NGINX Unit's shape), validated."""
+    from corral.config.uwsgi import is_ini, read_ini
+
+    if is_ini(path):  # FILE.ini or FILE.ini:SECTION, uWSGI's
+        return read_ini(path).given
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".toml", ".json"):
-        raise ConfigError(f"{path}: unsupported config file type; expected .toml or .json")
+        raise ConfigError(
+            f"{path}: unsupported config file type; expected .toml, .json or .ini (uWSGI)"
+        )
     try:
         with open(path, "rb") as file:
             data = file.read()
@@ -205,10 +231,19 @@ def build_document(
             "it through the control API)"
         )
     module, callable_ = resolved.pop("app")
-    binds = resolved.pop("bind", None) or BY_NAME["bind"].document_default()
+    uwsgi = resolved.pop("uwsgi_socket", None) or []
+    binds = resolved.pop("bind", None) or ([] if uwsgi else BY_NAME["bind"].document_default())
     application: dict[str, Any] = {"module": module, "callable": callable_}
+    listeners: dict[str, Any] = {str(bind): {"pass": f"applications/{module}"} for bind in binds}
+    for address in uwsgi:
+        if str(address) in listeners:
+            raise ConfigError(
+                f"{given['uwsgi_socket'].where}: {address} is also a bind address (HTTP); "
+                "one address speaks one protocol"
+            )
+        listeners[str(address)] = {"pass": f"applications/{module}", "protocol": "uwsgi"}
     data: dict[str, Any] = {
-        "listeners": {str(bind): {"pass": f"applications/{module}"} for bind in binds},
+        "listeners": listeners,
         "applications": {module: application},
         "settings": {},
     }
