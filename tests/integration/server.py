@@ -53,7 +53,10 @@ class Server:
         python: str = sys.executable,
         cwd: str | None = None,
         pass_fds: tuple[int, ...] = (),
+        log_file: str | Path | None = None,
     ) -> None:
+        """``log_file``: where the server's error log goes when its configuration says so (a
+        uWSGI ini's ``logto``): read as if it were standard error."""
         argv = [python, "-m", "corral", app, "--log-level", "debug"]
         if bind is not None:
             argv += ["-b", bind]
@@ -69,6 +72,7 @@ class Server:
         if env:
             full_env.update(env)
         self.argv = argv
+        self.log_file = Path(log_file) if log_file is not None else None
         self.proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -101,7 +105,11 @@ class Server:
     @property
     def stderr(self) -> str:
         with self._lock:
-            return "".join(self._err)
+            text = "".join(self._err)
+        if self.log_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                text = self.log_file.read_text(errors="replace") + text
+        return text
 
     @property
     def stdout(self) -> str:
