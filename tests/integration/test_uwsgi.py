@@ -291,7 +291,7 @@ def test_check_config_of_an_ini_file(tmp_path: Path):
     [("[uwsgi]\nmodule = uwsgi_apps\nprocesses = many\n",
       ':3: processes: expected a whole number, got "many"'),
      ("[uwsgi]\nemperor = /etc/uwsgi/vassals\n", ":2: emperor: Emperor mode is not supported"),
-     ("[web]\nmodule = uwsgi_apps\n", ": no [uwsgi] section in ")],
+     ("[web]\nmodule = uwsgi_apps\n", "bad.ini: no [uwsgi] section")],
 )  # fmt: skip
 def test_a_bad_ini_file_is_one_error_line_and_exit_2(tmp_path: Path, text, message):
     ini = tmp_path / "bad.ini"

@@ -135,7 +135,16 @@ def test_sections_and_the_default(tmp_path):
     assert app_of(doc_of(path)).module == "a"
     other = doc_of(f"{path}:other")
     assert (app_of(other).module, app_of(other).threads) == ("b", 3)  # both [other] blocks
-    assert error_of(f"{path}:nope") == f"{path}: no [nope] section in {path}"
+    assert error_of(f"{path}:nope") == f"{path}: no [nope] section"
+    assert (
+        error_of(tmp_path / "none.ini")
+        == f"{tmp_path}/none.ini: cannot read: No such file or directory"
+    )
+    include = write(tmp_path, "[uwsgi]\nmodule = app\nini = other.ini:x\n", "inc.ini")
+    assert (
+        error_of(include)
+        == f"{include}:3: ini: cannot read {tmp_path}/other.ini: No such file or directory"
+    )
 
 
 def test_comments_whitespace_and_values_kept_whole(tmp_path):

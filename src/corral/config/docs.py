@@ -116,13 +116,13 @@ where it is a list, magic variables (`%d` the file's directory with its `/`, `%n
 without extension, `%p` its path, `%s` its file name, `%e`, `%c`, `%x`, `%0`..`%9`, `%h`, `%k`,
 `%u`, `%U`, `%g`, `%G`, `%t`, `%T`, `%v`, `%o`, `%%`), then `$(ENV)` (`$(ENV:-DEFAULT)`,
 `$(ENV-DEFAULT)`), `@(FILE)` and `%(name)` placeholders (the first option of that name: any key
-of the file, or `set-placeholder = name=value`); `ini = FILE[:SECTION]` and `ini = :SECTION`
-include others in place. Flags given on the command line override the file, as with `-c`.
-Booleans are `true`, `yes`, `on`, `1` or `false`, `no`, `off`, `0`. An option below that corral
-does not support, and an unknown one no placeholder refers to, is one warning line each
-(`corral: warning: app.ini:12: stats: not supported: ...`) and the server starts; a value that
-does not fit is an error naming the file, the line and the option. uWSGI's config logic
-(`if-env`, `for`...) is refused.
+of the file, or `set-placeholder = name=value`); `ini = FILE[:SECTION]` (relative to the
+including file) and `ini = :SECTION` include others in place. Flags given on the command line
+override the file, as with `-c`. Booleans are `true`, `yes`, `on`, `1` or `false`, `no`, `off`,
+`0`. An option below that corral does not support, and an unknown one no placeholder refers to,
+is one warning line each (`corral: warning: app.ini:12: stats: not supported: ...`) and the
+server starts; a value that does not fit is an error naming the file, the line and the option.
+uWSGI's config logic (`if-env`, `for`...) is refused.
 
 ```ini
 [uwsgi]

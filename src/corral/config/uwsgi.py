@@ -10,8 +10,8 @@ uWSGI's rules kept here (its "Configuring uWSGI" and "How uWSGI parses config fi
   starting with ``;`` or ``#`` are comments (a ``;`` later in a line is part of the value, as
   in uWSGI); a key alone on its line is a boolean set to true. The default section is
   ``uwsgi``; ``FILE:SECTION`` picks another. ``ini = FILE[:SECTION]`` (and ``include``)
-  inserts another ini file's options at that place; ``ini = :SECTION`` another section of
-  the same file.
+  inserts another ini file's options at that place (a relative path from the including file's
+  directory); ``ini = :SECTION`` another section of the same file.
 - Options are kept in file order; one given several times accumulates where it is a list
   (``socket``, ``env``, ``pythonpath``, ``touch-reload``...), else the last one wins.
 - Magic variables are expanded as each line is read, from the file it is in: ``%d`` (its
@@ -69,7 +69,7 @@ _START = time.time()  # uWSGI's %t and %T: when the instance started
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f")
 _PYTHON_PLUGIN = re.compile(r"python[0-9.]*\Z")
-_LOGIC = re.compile(r"(if|if-not)-[a-z-]+|if|endif|else|for|for-[a-z-]+|endfor|end[a-z-]*\Z")
+_LOGIC = re.compile(r"(if-not|if)-[a-z-]+|for(-[a-z]+)?|endif|endfor|else")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 
 
@@ -127,7 +127,9 @@ class _Reader:
                 lines = stream.read().splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise ConfigError(f"{where or path}: cannot read {path}: {why}") from None
+            raise ConfigError(
+                f"{where}: cannot read {path}: {why}" if where else f"{path}: cannot read: {why}"
+            ) from None
         self._open.append((absolute, section))
         magic = _magic_table(absolute, given_as, section)
         entries: list[_Entry] = []
@@ -160,7 +162,11 @@ class _Reader:
             entries.append(_Entry(key, text, at))
         self._open.pop()
         if not found:
-            raise ConfigError(f"{where or path}: no [{section}] section in {path}")
+            raise ConfigError(
+                f"{where}: no [{section}] section in {path}"
+                if where
+                else f"{path}: no [{section}] section"
+            )
         return entries
 
     def _include(self, spec: str, path: str, section: str, where: str) -> list[_Entry]:
