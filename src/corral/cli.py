@@ -15,6 +15,7 @@ control API.
 
 import sys
 import warnings
+from typing import TextIO
 
 from corral import __version__
 from corral.config import (
@@ -81,12 +82,22 @@ def _show_config_warnings() -> None:
     """A `ConfigWarning` is one line on stderr, each time the configuration is read (a reload
     reads it again); other warnings keep Python's own form."""
     shown = warnings.showwarning
+    if getattr(shown, "corral", False):
+        return
 
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         if issubclass(category, ConfigWarning):
             sys.stderr.write(f"corral: warning: {message}\n")
         else:
             shown(message, category, filename, lineno, file, line)
 
+    show.corral = True  # type: ignore[attr-defined]
     warnings.showwarning = show
     warnings.simplefilter("always", ConfigWarning)

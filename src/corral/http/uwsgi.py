@@ -37,7 +37,7 @@ from corral.http.errors import BadRequest, ContentTooLarge, HeaderFieldsTooLarge
 from corral.http.parser import Limits, RequestHead, RequestSink
 
 HEADER_SIZE = 4
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _SCHEMES = {"http": "http", "https": "https"}
 _TRUE = ("on", "1", "true", "yes")
 
@@ -148,61 +148,63 @@ class UwsgiParser:
         return rest
 
     def _request(self, block: bytes) -> UwsgiHead:
+        # One pass over the block, decoded once: a var is sliced from the text (the names and
+        # values the environ gets) at the offsets its lengths give in the bytes.
+        text = block.decode("latin-1")
         variables: dict[str, str] = {}
         headers: list[tuple[bytes, bytes]] = []
-        raw: dict[str, bytes] = {}
+        fields, field_size = self._fields, self._field_size
         size = len(block)
         position = 0
         while position < size:
-            key, position = _item(block, position, size, "key")
-            value, position = _item(block, position, size, "value")
-            if not key:
+            start = position + 2
+            if start > size:
+                raise BadRequest("uwsgi vars block ends inside a key's length")
+            middle = start + (block[position] | block[position + 1] << 8)  # the key's end
+            if middle + 2 > size:
+                raise BadRequest("uwsgi var key, or its value's length, runs past the block")
+            if middle == start:
                 raise BadRequest("uwsgi var with an empty name")
-            name = key.decode("latin-1")
-            text = value.decode("latin-1")
-            if key.startswith(b"HTTP_"):
-                if len(headers) >= self._fields:
+            position = middle + 2 + (block[middle] | block[middle + 1] << 8)
+            if position > size:
+                raise BadRequest("uwsgi var value runs past the vars block")
+            name = text[start:middle]
+            value = text[middle + 2 : position]
+            if name.startswith("HTTP_"):
+                if len(headers) >= fields:
                     raise HeaderFieldsTooLarge("too many header fields")
-                if len(key) - 5 + len(value) > self._field_size:
+                if position - start - 7 > field_size:  # the field's name and value
                     raise HeaderFieldsTooLarge("header field too large")
-                headers.append((key[5:].replace(b"_", b"-").lower(), value))
-            elif name in ("REQUEST_METHOD", "REQUEST_URI", "CONTENT_LENGTH"):
-                raw[name] = value
+                headers.append(
+                    (
+                        block[start + 5 : middle].replace(b"_", b"-").lower(),
+                        block[middle + 2 : position],
+                    )
+                )
             if name in variables:
                 separator = "; " if name == "HTTP_COOKIE" else ", "
-                variables[name] = variables[name] + separator + text
+                variables[name] = variables[name] + separator + value
             else:
-                variables[name] = text
-        method = raw.get("REQUEST_METHOD", b"")
-        if not _TOKEN.match(method):
+                variables[name] = value
+        method = variables.get("REQUEST_METHOD", "")
+        if not _TOKEN.match(method):  # also a REQUEST_METHOD given twice ("GET, POST")
             raise BadRequest("uwsgi request without a valid REQUEST_METHOD")
-        target = raw.get("REQUEST_URI")
-        if target is None:
+        uri = variables.get("REQUEST_URI")
+        if uri is None:
             path = variables.get("PATH_INFO", "") or "/"
             query = variables.get("QUERY_STRING", "")
-            target = (path + "?" + query if query else path).encode("latin-1")
-        if len(target) + len(method) + 10 > self._line_limit:
+            uri = path + "?" + query if query else path
+        if len(uri) + len(method) + 10 > self._line_limit:
             raise UriTooLong("REQUEST_URI too long")
         length: int | None = None
-        declared = raw.get("CONTENT_LENGTH", b"")
+        declared = variables.get("CONTENT_LENGTH")
         if declared:
             if not (declared.isdigit() and declared.isascii()):
                 raise BadRequest("uwsgi CONTENT_LENGTH is not a number")
             length = int(declared)
             if self._body_limit and length > self._body_limit:
                 raise ContentTooLarge("declared body larger than limit_request_body")
-        return UwsgiHead(variables, method.decode("ascii"), target, headers, length)
-
-
-def _item(block: bytes, position: int, size: int, what: str) -> tuple[bytes, int]:
-    """One length-prefixed string of the vars block at ``position``, and the next position."""
-    if position + 2 > size:
-        raise BadRequest(f"uwsgi vars block ends inside a {what}'s length")
-    start = position + 2
-    end = start + (block[position] | block[position + 1] << 8)
-    if end > size:
-        raise BadRequest(f"uwsgi var {what} runs past the vars block")
-    return block[start:end], end
+        return UwsgiHead(variables, method, uri.encode("latin-1"), headers, length)
 
 
 def packet(variables: Any, body: bytes = b"", modifier1: int = 0, modifier2: int = 0) -> bytes:
