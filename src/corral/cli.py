@@ -6,26 +6,21 @@ server actually starts), the control API's client in `corral.control.ctl` (``cor
 Exit codes: 0 for --help, --version and a valid --check-config; 2 for any configuration
 error, reported as one line on stderr (``corral: error: ...``), never a traceback; otherwise
 whatever `serve` returns. What is read but not acted on (a uWSGI option corral lacks) is one
-``corral: warning: ...`` line each, and the command goes on.
+warning line each, and the command goes on: ``corral: warning: ...`` on standard error at
+start-up, the error log on a reload.
 
 Without an APP and a config file, `--state-dir` or `--control` start the server from the
 configuration saved in the state directory (empty at first), to be configured through the
 control API.
 """
 
+import logging
 import sys
-import warnings
-from typing import TextIO
+from functools import partial
 
 from corral import __version__
-from corral.config import (
-    ConfigError,
-    ConfigWarning,
-    Document,
-    dump_document,
-    format_help,
-    parse_command_line,
-)
+from corral.config import ConfigError, Document, dump_document, format_help, parse_command_line
+from corral.observe.errorlog import LOGGER_NAME
 
 __all__ = ["main"]
 
@@ -35,7 +30,6 @@ EXIT_CONFIG_ERROR = 2
 def main(argv: list[str] | None = None) -> int:
     """Run the command with `argv` (default: ``sys.argv[1:]``) and return the exit code."""
     args = sys.argv[1:] if argv is None else argv
-    _show_config_warnings()
     if args[:1] == ["ctl"]:
         from corral.control.ctl import main as ctl_main
 
@@ -74,30 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     if control is not None and control.owns_config:
         # the saved document is its own source: a reload restarts it as it runs
         return serve(doc, Origin(None, list(args)), control)
-    origin = Origin(command.document, list(args), config_file=command.config_path)
-    return serve(doc, origin, control)
-
-
-def _show_config_warnings() -> None:
-    """A `ConfigWarning` is one line on stderr, each time the configuration is read (a reload
-    reads it again); other warnings keep Python's own form."""
-    shown = warnings.showwarning
-    if getattr(shown, "corral", False):
-        return
-
-    def show(
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        if issubclass(category, ConfigWarning):
-            sys.stderr.write(f"corral: warning: {message}\n")
-        else:
-            shown(message, category, filename, lineno, file, line)
-
-    show.corral = True  # type: ignore[attr-defined]
-    warnings.showwarning = show
-    warnings.simplefilter("always", ConfigWarning)
+    # a reload reads the file again: its warnings go to the error log then
+    reread = partial(command.document, warn=logging.getLogger(LOGGER_NAME).warning)
+    return serve(doc, Origin(reread, list(args), config_file=command.config_path), control)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import stat
 import time
@@ -270,6 +271,9 @@ def test_an_ini_file_serves_with_one_warning_line_per_unsupported_option(tmp_pat
             "/status reports each worker",
         ]
         assert f"listening on unix:{sock} (uwsgi)" in server.stderr
+        server.send(signal.SIGHUP)  # read again: the warnings go to the error log this time
+        server.wait_log(rf"\[WARNING\] {re.escape(str(ini))}:9: stats: not supported", 20)
+        server.wait_log(r"\[WARNING\] .*:10: memory-report: not supported", 20)
         assert server.stop() == 0
     assert not sock.exists()  # vacuum: corral removes its unix sockets
 

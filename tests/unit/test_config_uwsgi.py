@@ -4,13 +4,12 @@ of its options onto corral's document, and one warning line per option corral do
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import pytest
 from msgspec import UNSET
 
-from corral.config import ConfigError, ConfigWarning, load
+from corral.config import ConfigError, load, parse_command_line
 from corral.config.settings import Processes
 from corral.config.uwsgi import ACCEPTED, MAPPED, UNSUPPORTED, read_ini, uwsgi_address
 
@@ -21,11 +20,12 @@ def write(tmp_path: Path, text: str, name: str = "site.ini") -> Path:
     return path
 
 
-def doc_of(path: Path | str, *flags: str):
+def doc_of(path: Path | str, *flags: str, flag: str = "--ini"):
     """The document, failing on any warning (each test says which it expects)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConfigWarning)
-        return load(["--ini", str(path), *flags])
+    seen: list[str] = []
+    doc = parse_command_line([flag, str(path), *flags]).document(warn=seen.append)
+    assert seen == []
+    return doc
 
 
 def app_of(doc):
@@ -41,11 +41,9 @@ def error_of(path: Path | str, *flags: str) -> str:
 
 
 def warnings_of(path: Path | str, *flags: str) -> list[str]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        load(["--ini", str(path), *flags])
-    assert all(issubclass(w.category, ConfigWarning) for w in caught), caught
-    return [str(w.message) for w in caught]
+    seen: list[str] = []
+    parse_command_line(["--ini", str(path), *flags]).document(warn=seen.append)
+    return seen
 
 
 # -- the classic Django-on-nginx file ---------------------------------------------------------
@@ -107,9 +105,7 @@ vacuum          = true
 
 def test_the_same_file_through_c_and_the_single_dash_spelling(tmp_path):
     path = write(tmp_path, "[uwsgi]\nmodule = app\nhttp-socket = 127.0.0.1:9090\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        docs = [load([flag, str(path)]) for flag in ("--ini", "-ini", "-c", "--config")]
+    docs = [doc_of(path, flag=flag) for flag in ("--ini", "-ini", "-c", "--config")]
     assert all(doc == docs[0] for doc in docs)
     assert list(docs[0].listeners) == ["127.0.0.1:9090"]
     assert docs[0].listeners["127.0.0.1:9090"].protocol is UNSET  # HTTP
@@ -445,6 +441,9 @@ def test_emperor_is_kept_and_refused_alone(tmp_path):
     assert error_of(path).endswith("Emperor mode is not supported yet; give each vassal's file "
                                    "to its own corral (--ini FILE)")  # fmt: skip
     path = write(tmp_path, "[uwsgi]\nmodule = app\nemperor = %d/vassals\n")
-    with pytest.warns(ConfigWarning, match="Emperor mode is not supported yet"):
-        ini = read_ini(str(path))
+    ini = read_ini(str(path))
     assert ini.emperor == f"{tmp_path}//vassals"
+    assert ini.warnings == [
+        f"{path}:3: emperor: Emperor mode is not supported yet; this file's application is "
+        "served, the vassals are not"
+    ]

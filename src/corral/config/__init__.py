@@ -7,7 +7,6 @@ Public surface (import from here, not from the submodules):
 - `validate_document(data) -> Document`: validate a whole document given as parsed JSON;
 - `dump_document(doc) -> str`: indented JSON;
 - `parse_bind(text) -> BindAddress`; `LogLevel`; `ConfigError` (one-line message);
-  `ConfigWarning` (read, not acted on: one line, via `warnings`);
 - `SETTINGS`, `Setting`, `Scope`: the declarations everything else is generated from.
 
 Importing this package costs msgspec and the stdlib only: the command-line machinery
@@ -20,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from corral.config.document import (
     Application,
     ConfigError,
-    ConfigWarning,
     Document,
     Listener,
     Settings,
@@ -47,7 +45,6 @@ __all__ = [
     "BindAddress",
     "CommandLine",
     "ConfigError",
-    "ConfigWarning",
     "Document",
     "Listener",
     "LogLevel",

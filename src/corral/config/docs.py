@@ -120,9 +120,9 @@ of the file, or `set-placeholder = name=value`); `ini = FILE[:SECTION]` (relativ
 including file) and `ini = :SECTION` include others in place. Flags given on the command line
 override the file, as with `-c`. Booleans are `true`, `yes`, `on`, `1` or `false`, `no`, `off`,
 `0`. An option below that corral does not support, and an unknown one no placeholder refers to,
-is one warning line each (`corral: warning: app.ini:12: stats: not supported: ...`) and the
-server starts; a value that does not fit is an error naming the file, the line and the option.
-uWSGI's config logic (`if-env`, `for`...) is refused.
+is one warning line each (`corral: warning: app.ini:12: stats: not supported: ...`; the error
+log's on a reload) and the server starts; a value that does not fit is an error naming the file,
+the line and the option. uWSGI's config logic (`if-env`, `for`...) is refused.
 
 ```ini
 [uwsgi]

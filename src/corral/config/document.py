@@ -51,7 +51,6 @@ __all__ = [
     "AccessLog",
     "Application",
     "ConfigError",
-    "ConfigWarning",
     "Document",
     "Forwarded",
     "Http",
@@ -76,12 +75,6 @@ class ConfigError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(message.split("\n")))
-
-
-class ConfigWarning(UserWarning):
-    """Configuration that is read but not acted on (an option corral does not support), as one
-    line naming where it is and what corral does instead. `corral.cli` prints each as
-    ``corral: warning: ...``; the server starts all the same."""
 
 
 # ---------------------------------------------------------------------------------------------

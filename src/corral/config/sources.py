@@ -7,6 +7,10 @@ file, then flags: a flag replaces the file's value for its key, lists and tables
 the mapping of the flat settings onto the document (one application named after its module, one
 listener per bind address passing to it, each value at its setting's document path).
 
+What a source gives that corral ignores (a uWSGI option it lacks) is a warning line, passed to
+the ``warn`` callback of `CommandLine.document` (``corral: warning: ...`` on standard error by
+default).
+
 A config file whose top level has a document key (``listeners``, ``routes``, ``applications``,
 ``settings``, ``access_log``) is a whole document in NGINX Unit's shape rather than flat
 settings: it is validated as such, and only server-wide flags may be given with it.
@@ -18,7 +22,8 @@ import `corral.config` do not pay for it.
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, NoReturn
@@ -44,6 +49,14 @@ from corral.config.settings import (
     Setting,
     show,
 )
+
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(line: str) -> None:
+    """A warning before the error log is set up: one line on standard error."""
+    print(f"corral: warning: {line}", file=sys.stderr)
+
 
 __all__ = [
     "CommandLine",
@@ -94,22 +107,20 @@ class CommandLine:
         """Whether the command line says what to serve (an APP or a config file)."""
         return "app" in self.given or self.config is not None or self.ini is not None
 
-    def document(self, base: Document | None = None) -> Document:
+    def document(self, base: Document | None = None, warn: Warn = warn_on_stderr) -> Document:
         """Read the config file if any, apply the flags over it and build the document.
 
         With `base` (a command line without APP or config file that runs the control API's
         saved configuration), the flags may only set server-wide settings, over base's. So
-        with a config file that is a whole document.
+        with a config file that is a whole document. Each warning line goes to `warn`.
         """
         content: dict[str, Given] | Document = {}
         if self.ini is not None:
             if self.config is not None:
                 raise ConfigError("--ini: give one config file (--ini or -c), not both")
-            from corral.config.uwsgi import read_ini
-
-            content = read_ini(self.ini).given
+            content = _ini_config(self.ini, warn)
         elif self.config is not None:
-            content = read_config(self.config)
+            content = read_config(self.config, warn)
         if isinstance(content, Document):
             return build_document(self.given, content, file=self.config)
         content.update(self.given)
@@ -155,21 +166,21 @@ def format_help() -> str:
 DOCUMENT_KEYS = ("listeners", "routes", "applications", "settings", "access_log")
 
 
-def load_file(path: str) -> dict[str, Given]:
+def load_file(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given]:
     """Read and type-check a flat config file: TOML (.toml) or JSON (.json), setting keys."""
-    content = read_config(path)
+    content = read_config(path, warn)
     if isinstance(content, Document):
         raise ConfigError(f"{path}: a whole document where flat settings were expected")
     return content
 
 
-def read_config(path: str) -> dict[str, Given] | Document:
-    """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys), or
-    a whole document (NGINX Unit's shape), validated."""
-    from corral.config.uwsgi import is_ini, read_ini
+def read_config(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given] | Document:
+    """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys, or
+    a uWSGI ini file's options), or a whole document (NGINX Unit's shape), validated."""
+    from corral.config.uwsgi import is_ini
 
     if is_ini(path):  # FILE.ini or FILE.ini:SECTION, uWSGI's
-        return read_ini(path).given
+        return _ini_config(path, warn)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(
@@ -287,6 +298,16 @@ def _over_base(
 
 # ---------------------------------------------------------------------------------------------
 # Files.
+
+
+def _ini_config(spec: str, warn: Warn) -> dict[str, Given]:
+    """A uWSGI ini file's settings (``FILE[:SECTION]``); its warning lines go to `warn`."""
+    from corral.config.uwsgi import read_ini
+
+    ini = read_ini(spec)
+    for line in ini.warnings:
+        warn(line)
+    return ini.given
 
 
 def _parse_toml(path: str, data: bytes) -> Any:

@@ -30,7 +30,8 @@ uWSGI's rules kept here (its "Configuring uWSGI" and "How uWSGI parses config fi
 Mapping: `MAPPED` (each option and the setting it sets), `ACCEPTED` (options whose behaviour
 corral always has) and `UNSUPPORTED` (options corral lacks, each with what it does instead) are
 data, rendered into docs/settings.md. An unsupported option, and an unknown one that no
-placeholder refers to, is one `ConfigWarning` line each; a value that does not fit is a
+placeholder refers to, is one warning line each (`IniFile.warnings`, which the command line
+prints as ``corral: warning: ...``); a value that does not fit is a
 `ConfigError` naming the file, line and option. uWSGI's config logic (``if-env``, ``for``...)
 is refused: applying what it guards unconditionally would be wrong.
 
@@ -43,13 +44,12 @@ import os
 import re
 import socket
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from corral import __version__
-from corral.config.document import ConfigError, ConfigWarning, convert, did_you_mean
+from corral.config.document import ConfigError, convert, did_you_mean
 from corral.config.settings import BY_NAME, Invalid, Processes, parse_app, parse_bind, show
 from corral.config.sources import Given
 
@@ -78,6 +78,7 @@ class IniFile:
     """What one ini section says: corral's settings, and ``emperor`` for later."""
 
     given: dict[str, Given]  # by setting name, as a TOML file's
+    warnings: list[str]  # one line per option corral does not act on ("FILE:LINE: key: ...")
     emperor: str | None = None  # `emperor = DIR`, for Emperor mode (not supported yet)
 
 
@@ -97,7 +98,7 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def read_ini(spec: str) -> IniFile:
-    """Read ``FILE[:SECTION]`` and map its options; raises `ConfigError`, warns `ConfigWarning`."""
+    """Read ``FILE[:SECTION]`` and map its options; raises `ConfigError`."""
     path, section = split_spec(spec)
     entries = _Reader().read(path, section, path)
     return _Mapper(path, entries).run()
@@ -358,6 +359,7 @@ class _Mapper:
         self.emperor: str | None = None
         self.logto_where = self.emperor_where = ""
         self.warned: set[str] = set()
+        self.warnings: list[str] = []
 
     def run(self) -> IniFile:
         expander = _Expander(self.entries)
@@ -369,7 +371,7 @@ class _Mapper:
         for entry, value in values:
             self._judge(entry, value, expander.referenced)
         self._finish()
-        return IniFile(self.given, self.emperor)
+        return IniFile(self.given, self.warnings, self.emperor)
 
     def _judge(self, entry: _Entry, value: str | None, referenced: set[str]) -> None:
         """One warning per option corral does not act on (but the ones it always does)."""
@@ -394,7 +396,7 @@ class _Mapper:
             known = [*MAPPED, *ACCEPTED, *UNSUPPORTED]
             message = f"unknown uWSGI option, ignored{did_you_mean(key, known)}"
         self.warned.add(key)
-        warnings.warn(ConfigWarning(f"{entry.where}: {message}"), stacklevel=1)
+        self.warnings.append(f"{entry.where}: {message}")
 
     # -- collecting, for the rules --------------------------------------------------------------
 
@@ -434,12 +436,9 @@ class _Mapper:
                 "file to its own corral (--ini FILE)"
             )
         if self.emperor is not None:
-            warnings.warn(
-                ConfigWarning(
-                    f"{self.emperor_where}: Emperor mode is not supported yet; this file's "
-                    "application is served, the vassals are not"
-                ),
-                stacklevel=1,
+            self.warnings.append(
+                f"{self.emperor_where}: Emperor mode is not supported yet; this file's "
+                "application is served, the vassals are not"
             )
 
     def _app(self, spec: str, where: str) -> None:
