@@ -296,7 +296,7 @@ def test_did_you_mean_only_for_a_close_name_of_the_same_shape(word, choices, hin
 
 
 def test_unknown_flags_get_no_misleading_suggestion(capsys):
-    for flag in ("--ini", "--env-file", "--ssl-cert"):
+    for flag in ("--env-file", "--ssl-cert"):
         code, _, err = run(capsys, "basic", flag, "x")
         assert code == 2 and err == f"corral: error: {flag}: unknown option\n"
 

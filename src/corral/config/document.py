@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -263,6 +263,10 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # corral's: the PROXY protocol on this listener (corral/proxied.py); unset: the settings'
     proxy_protocol: ProxyMode | bool | UnsetType = UNSET
     proxy_allow_from: str | list[str] | UnsetType = UNSET
+    # corral's own key (NGINX Unit has no uwsgi listeners): the wire protocol, HTTP/1.1 unless
+    # "uwsgi" (nginx's uwsgi_pass, http/uwsgi.py); a uwsgi listener passes straight to one
+    # application, without `forwarded` (the packet carries the client's address and scheme)
+    protocol: Literal["http", "uwsgi"] | UnsetType = UNSET
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]
@@ -342,6 +346,7 @@ _EXPECTS: dict[type, dict[str, str]] = {
         **_expects(Listener),
         ".pass": '"applications/NAME", "routes" or "routes/NAME"',
         ".forwarded.source": 'address, CIDR block or "unix", or a list of them',
+        ".protocol": '"http" or "uwsgi"',
     },
     AccessLog: _expects(AccessLog),
     Target: _expects(Target),
@@ -399,6 +404,8 @@ def validate_document(data: Any) -> Document:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")
         if listener.proxy_allow_from is not UNSET:
             _check_proxy_allow(listener.proxy_allow_from, f"{where}.proxy_allow_from")
+        if listener.protocol == "uwsgi":
+            _check_uwsgi(listener, applications, where)
         listeners[address] = listener
     settings = _struct(top.get("settings", {}), Settings, "$.settings")
     access_log = top.get("access_log", {})
@@ -490,6 +497,22 @@ def _check_proxy_allow(allowed: str | list[str], where: str) -> None:
         address_list(allowed)
     except Invalid as exc:
         raise ConfigError(f"{where}{exc.at}: {exc}") from None
+
+
+def _check_uwsgi(listener: Listener, applications: Mapping[str, Any], where: str) -> None:
+    """A uwsgi listener's requests are served by the worker that reads them: neither routed
+    (a hand-off would carry HTTP bytes) nor read for `forwarded` (the vars name the client)."""
+    name = listener.pass_.removeprefix("applications/")
+    if not listener.pass_.startswith("applications/") or name not in applications:
+        raise ConfigError(
+            f'{where}.pass: a "uwsgi" listener passes to one application '
+            f'("applications/NAME"), got {show(listener.pass_)}'
+        )
+    if listener.forwarded is not UNSET:
+        raise ConfigError(
+            f'{where}.forwarded: not with "protocol": "uwsgi": the uwsgi packet names the '
+            "client (REMOTE_ADDR) and the scheme itself"
+        )
 
 
 def _check_access_format(fmt: str) -> None:
