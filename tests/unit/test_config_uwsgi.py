@@ -438,14 +438,13 @@ def test_values_corral_cannot_honour_warn(tmp_path, line, says):
     assert len(found) == 1 and says in found[0] and found[0].startswith(f"{tmp_path}/site.ini:3:")
 
 
-def test_emperor_is_kept_and_refused_alone(tmp_path):
-    path = write(tmp_path, "[uwsgi]\nemperor = /etc/uwsgi/vassals\n")
-    assert error_of(path).endswith("Emperor mode is not supported yet; give each vassal's file "
-                                   "to its own corral (--ini FILE)")  # fmt: skip
-    path = write(tmp_path, "[uwsgi]\nmodule = app\nemperor = %d/vassals\n")
+def test_emperor_is_kept_for_emperor_mode_and_not_beside_an_application(tmp_path):
+    path = write(tmp_path, "[uwsgi]\nemperor = %d/vassals\nmaster = true\n")
     ini = read_ini(str(path))
     assert ini.emperor == f"{tmp_path}//vassals"
-    assert ini.warnings == [
-        f"{path}:3: emperor: Emperor mode is not supported yet; this file's application is "
-        "served, the vassals are not"
-    ]
+    assert ini.warnings == []
+    path = write(tmp_path, "[uwsgi]\nmodule = app\nemperor = /etc/uwsgi/vassals\n")
+    assert error_of(path).endswith(
+        "an emperor's file serves its vassals, not an application of its own: move the "
+        "application to a vassal file"
+    )
