@@ -40,7 +40,6 @@ from tests.integration.test_privileges import (
     GROUP,
     USER,
     proc_ids,
-    sandbox,  # noqa: F401  (the fixture)
 )
 
 
@@ -194,7 +193,7 @@ def cmdline(pid: int) -> str:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="user/group need a master started as root")
-def test_the_seed_config_of_the_classic_posts(sandbox):  # noqa: F811
+def test_the_seed_config_of_the_classic_posts(sandbox):
     logs = sandbox.root / "seed"
     logs.mkdir(exist_ok=True)
     log, pid_file = logs / "gunicorn.log", logs / "gunicorn.pid"

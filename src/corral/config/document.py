@@ -46,6 +46,7 @@ from corral.config.settings import (
     Setting,
     describe,
     parse_bind,
+    parse_mode,
     show,
 )
 
@@ -407,7 +408,7 @@ def validate_document(data: Any) -> Document:
         if listener.protocol == "uwsgi":
             _check_uwsgi(listener, applications, where)
         listeners[address] = listener
-    settings = _struct(top.get("settings", {}), Settings, "$.settings")
+    settings = _struct(_octal_modes(top.get("settings", {})), Settings, "$.settings")
     access_log = top.get("access_log", {})
     if isinstance(access_log, str):  # NGINX Unit's short form: the path alone
         access_log = {"path": access_log}
@@ -557,9 +558,40 @@ def _check_stack_size(app: Any, where: str) -> None:
         )
 
 
+# Settings that are file modes: shown as users write them ("0600"), taken as such or as ints.
+_MODE_SETTINGS = ("unix_socket_mode",)
+
+
+def document_builtins(doc: Document) -> dict[str, Any]:
+    """The document as builtins to show (``--check-config``, the control API's GET): file
+    modes in octal, as users write them."""
+    data: dict[str, Any] = msgspec.to_builtins(doc)
+    settings = data.get("settings", {})
+    for name in _MODE_SETTINGS:
+        if isinstance(settings.get(name), int):
+            settings[name] = f"{settings[name]:04o}"
+    return data
+
+
+def _octal_modes(settings: Any) -> Any:
+    """``settings`` with its octal mode strings as the ints the document holds."""
+    if not isinstance(settings, dict) or not any(
+        isinstance(settings.get(name), str) for name in _MODE_SETTINGS
+    ):
+        return settings
+    settings = dict(settings)
+    for name in _MODE_SETTINGS:
+        if isinstance(settings.get(name), str):
+            try:
+                settings[name] = parse_mode(settings[name])
+            except Invalid as exc:
+                raise ConfigError(f"$.settings.{name}: {exc}") from None
+    return settings
+
+
 def dump_document(doc: Document) -> str:
     """The document as indented JSON text (what ``--check-config`` prints)."""
-    return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+    return msgspec.json.format(msgspec.json.encode(document_builtins(doc)), indent=2).decode()
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:

@@ -427,7 +427,8 @@ def _uwsgi_binds(value: list[str] | str) -> list[BindAddress]:
     return _binds(value) if value else []
 
 
-def _mode(value: int | str) -> int:
+def parse_mode(value: int | str) -> int:
+    """A file mode as users write it: ``"0660"``, ``"660"``, ``"0o660"``, or an int."""
     if isinstance(value, int):
         return value
     match = re.fullmatch(r"(?:0o?)?([0-7]{1,3})", value.strip())
@@ -898,7 +899,7 @@ SETTINGS: tuple[Setting, ...] = (
         "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
         'Permissions of unix sockets, as an octal string ("0660"); an integer in a file is '
         "taken as is (TOML: `0o660`).",
-        flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=_mode,
+        flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=parse_mode,
         expect='an octal mode such as "0660"', default_text='"0600"',
     ),
     # -- Timeouts -------------------------------------------------------------------------------
