@@ -103,5 +103,6 @@ def _emperor_base(command: CommandLine, directory: str) -> Document:
     if command.ini is None and command.config is not None and command.emperor is not None:
         raise ConfigError("--emperor: the applications are the vassal files: give no -c")
     if not os.path.isdir(directory):
-        raise ConfigError(f"--emperor: {directory}: not a directory")
+        where = "--emperor" if command.emperor is not None else f"{command.config_path}: emperor"
+        raise ConfigError(f"{where}: {directory}: not a directory")
     return command.emperor_document()

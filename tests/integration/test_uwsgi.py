@@ -294,7 +294,8 @@ def test_check_config_of_an_ini_file(tmp_path: Path):
     ("text", "message"),
     [("[uwsgi]\nmodule = uwsgi_apps\nprocesses = many\n",
       ':3: processes: expected a whole number, got "many"'),
-     ("[uwsgi]\nemperor = /etc/uwsgi/vassals\n", ":2: emperor: Emperor mode is not supported"),
+     ("[uwsgi]\nemperor = /etc/uwsgi/vassals\n",
+      "bad.ini: emperor: /etc/uwsgi/vassals: not a directory"),
      ("[web]\nmodule = uwsgi_apps\n", "bad.ini: no [uwsgi] section")],
 )  # fmt: skip
 def test_a_bad_ini_file_is_one_error_line_and_exit_2(tmp_path: Path, text, message):
