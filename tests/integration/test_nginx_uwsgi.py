@@ -20,65 +20,25 @@ import json
 import os
 import pwd
 import re
-import shutil
-import signal
-import socket
 import stat
-import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.integration.nginx import UWSGI_PARAMS, running_nginx
 from tests.integration.server import APPS, Server, wait_for
 from tests.integration.venvs import make_demo_venv, readable, readable_dir
 
 USER, GROUP = "nobody", "nogroup"
-UWSGI_PARAMS = Path("/etc/nginx/uwsgi_params")
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="uid/gid need a master started as root (CI runs as root)"
 )
 
 
-def nginx_binary() -> str:
-    found = shutil.which("nginx") or next(
-        (path for path in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(path, os.X_OK)),
-        None,
-    )
-    if found is None or not UWSGI_PARAMS.is_file():
-        pytest.fail(
-            "nginx is not installed: this test runs a real nginx in front of corral "
-            "(apt-get install -y nginx-light; .ci/run does it)"
-        )
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-NGINX_CONF = """\
-user {user} {group};
-worker_processes 1;
-daemon off;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log info;
-events {{ worker_connections 64; }}
-http {{
-    access_log {prefix}/access.log;
-    client_body_temp_path {prefix}/client_body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        server_name localhost;
+LOCATIONS = """\
         location / {{
             include {params};
             uwsgi_pass unix:{socket};
@@ -87,56 +47,14 @@ http {{
             include {params};
             uwsgi_param HTTPS on;
             uwsgi_pass unix:{socket};
-        }}
-    }}
-}}
-"""
+        }}"""
 
 
-@contextlib.contextmanager
-def nginx(prefix: Path, sock: Path) -> Iterator[int]:
-    """nginx in the foreground on a free loopback port, passing to ``sock``; yields the port."""
-    binary = nginx_binary()
+def nginx(prefix: Path, sock: Path) -> contextlib.AbstractContextManager[int]:
+    """nginx passing to ``sock`` over uwsgi, its workers as nobody; yields its port."""
     readable_dir(prefix)
-    for attempt in range(5):
-        port = free_port()
-        conf = prefix / "nginx.conf"
-        conf.write_text(
-            NGINX_CONF.format(
-                user=USER, group=GROUP, prefix=prefix, port=port, params=UWSGI_PARAMS, socket=sock
-            )
-        )
-        proc = subprocess.Popen(
-            [binary, "-p", str(prefix), "-c", str(conf)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-
-        def listening(proc: subprocess.Popen = proc, port: int = port) -> bool:
-            if proc.poll() is not None:
-                return True
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                return True
-            return False
-
-        wait_for(listening, 15)
-        if proc.poll() is None:
-            break
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if "Address already in use" not in err or attempt == 4:
-            raise AssertionError(f"nginx exited {proc.returncode}: {err}")
-    try:
-        yield port
-    finally:
-        proc.send_signal(signal.SIGQUIT)  # graceful: our own process, by its id
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    locations = LOCATIONS.format(params=UWSGI_PARAMS, socket=sock)
+    return running_nginx(prefix, locations, user=f"{USER} {GROUP}")
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None, headers=()) -> tuple:
