@@ -310,27 +310,10 @@ def render() -> dict[str, bytes]:
 
 
 def main(argv: list[str]) -> int:
-    files = render()
-    check = "--check" in argv
-    stale = []
-    for relative, data in files.items():
-        path = HERE / relative
-        if path.exists() and path.read_bytes() == data:
-            continue
-        stale.append(relative)
-        if not check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-    for kind in ("valid", "invalid"):
-        for path in sorted((HERE / kind).glob("*")):
-            relative = f"{kind}/{path.name}"
-            if relative not in files:
-                stale.append(relative)
-                if not check:
-                    path.unlink()
-    for relative in stale:
-        print(("stale: " if check else "wrote: ") + relative)
-    return 1 if check and stale else 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from make_corpus import sync
+
+    return sync(HERE, render(), "--check" in argv)
 
 
 if __name__ == "__main__":
