@@ -6,6 +6,7 @@ and after a change to the hot path, in the same session:
 
     python bench/micro.py [--profile] [--request-timeout SECONDS] [--routed] [--latency]
                           [--forwarded [--proxied]]
+    python bench/micro.py --uwsgi   # one uwsgi packet per connection, as nginx's uwsgi_pass
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import cProfile
 import pstats
 import time
+from functools import partial
 
 from corral.connection import HttpConnection, ServerState
 from corral.http.parser import Limits
@@ -75,14 +77,47 @@ def make_state(request_timeout: float) -> ServerState:
     return state
 
 
-def run_close(n: int, request_timeout: float = 0.0) -> float:
-    """One connection per request: accept-side setup, the request, the close."""
+def uwsgi_packet() -> bytes:
+    """The request as nginx's stock uwsgi_params sends it."""
+    from corral.http.uwsgi import packet
+
+    return packet(
+        {
+            "QUERY_STRING": "x=1",
+            "REQUEST_METHOD": "GET",
+            "CONTENT_TYPE": "",
+            "CONTENT_LENGTH": "",
+            "REQUEST_URI": "/plaintext?x=1",
+            "PATH_INFO": "/plaintext",
+            "DOCUMENT_ROOT": "/usr/share/nginx/html",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REQUEST_SCHEME": "http",
+            "REMOTE_ADDR": "127.0.0.1",
+            "REMOTE_PORT": "50000",
+            "SERVER_PORT": "80",
+            "SERVER_NAME": "localhost",
+            "HTTP_HOST": "127.0.0.1:8000",
+            "HTTP_USER_AGENT": "wrk",
+            "HTTP_ACCEPT": "*/*",
+        }
+    )
+
+
+def run_close(n: int, request_timeout: float = 0.0, uwsgi: bool = False) -> float:
+    """One connection per request: accept-side setup, the request, the close (``uwsgi``: the
+    request as a uwsgi packet, on a uwsgi listener's connection)."""
     state = make_state(request_timeout)
+    if uwsgi:
+        from corral.http.uwsgi import UwsgiParser
+
+        make, request = partial(HttpConnection, state, None, UwsgiParser), uwsgi_packet()
+    else:
+        make, request = partial(HttpConnection, state), CLOSE_REQUEST
     start = time.perf_counter()
     for _ in range(n):
-        conn = HttpConnection(state)
+        conn = make()
         conn.connection_made(FakeTransport())
-        conn.data_received(CLOSE_REQUEST)
+        conn.data_received(request)
         conn.connection_lost(None)
     elapsed = time.perf_counter() - start
     assert state.served == n
@@ -159,6 +194,9 @@ def main() -> None:
     parser.add_argument("--close", action="store_true", help="a new connection per request")
     parser.add_argument("--routed", action="store_true", help="on a listener passing to routes")
     parser.add_argument(
+        "--uwsgi", action="store_true", help="a uwsgi packet per connection (as --close)"
+    )
+    parser.add_argument(
         "--latency", action="store_true", help="count durations, as --latency-histogram does"
     )
     parser.add_argument(
@@ -179,8 +217,8 @@ def main() -> None:
     args = parser.parse_args()
 
     def measure(n: int) -> float:
-        if args.close:
-            return run_close(n, args.request_timeout)
+        if args.close or args.uwsgi:
+            return run_close(n, args.request_timeout, args.uwsgi)
         return run(n, args.request_timeout, args.routed, args.latency, args.forwarded, args.proxied)
 
     if args.once:

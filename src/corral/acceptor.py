@@ -110,12 +110,14 @@ def _nothing() -> None:
 class AcceptGate:
     """One worker's place on its pool's board, shared by its acceptors (one per listener)."""
 
-    def __init__(self, board: LoadBoard, slot: int, share: int, connections: WatchedConnections):
+    def __init__(
+        self, board: LoadBoard, slot: int, share: int, connections: WatchedConnections
+    ) -> None:
         self.board = board
         self.slot = slot
         self.share = share
         self.connections = connections
-        self.pending = 0  # accepted, their protocol not yet made (a task sets it up)
+        self.pending = 0  # accepted, their transport and protocol still being set up
         self.acceptors: list[BalancedAcceptor] = []
         self.open = True
         connections.on_change = self.publish
@@ -150,7 +152,7 @@ class AcceptGate:
     def _left(self) -> None:
         self.publish()
         for acceptor in self.acceptors:
-            acceptor.start()  # room may have appeared
+            acceptor.start()  # room may have appeared (or a descriptor, after EMFILE)
 
 
 class BalancedAcceptor:

@@ -5,7 +5,9 @@ validation live in `corral.config`, serving in `corral.master.arbiter` (imported
 server actually starts), the control API's client in `corral.control.ctl` (``corral ctl ...``).
 Exit codes: 0 for --help, --version and a valid --check-config; 2 for any configuration
 error, reported as one line on stderr (``corral: error: ...``), never a traceback; otherwise
-whatever `serve` returns.
+whatever `serve` returns. What is read but not acted on (a uWSGI option corral lacks) is one
+warning line each, and the command goes on: ``corral: warning: ...`` on standard error at
+start-up, the error log on a reload.
 
 Without an APP and a config file, `--state-dir` or `--control` start the server from the
 configuration saved in the state directory (empty at first), to be configured through the
@@ -52,10 +54,11 @@ def main(argv: list[str] | None = None) -> int:
                 command.control,
                 command.control_token,
                 command.state_dir,
-                command.names_an_application or command.emperor is not None,
+                command.names_an_application or command.emperor_directory() is not None,
             )
-        if command.emperor is not None:
-            doc = _emperor_base(command)
+        emperor = command.emperor_directory()
+        if emperor is not None:
+            doc = _emperor_base(command, emperor)
         elif control is not None and control.owns_config:
             saved = state.load(control.state_file)
             doc = command.document(base=saved if saved is not None else Document())
@@ -70,13 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     from corral.master import daemon
     from corral.master.arbiter import Origin, serve
 
-    if command.emperor is not None or (control is not None and control.owns_config):
+    if emperor is not None or (control is not None and control.owns_config):
         # the vassal files, or the saved document, are their own source: a reload restarts
         # them as they are
         origin = Origin(None, list(args))
     else:
         reread = partial(command.document, warn=logging.getLogger(LOGGER_NAME).warning)
-        origin = Origin(reread, list(args), config_file=command.config)
+        origin = Origin(reread, list(args), config_file=command.config_path)
     detached = None
     if daemon.wanted(doc.settings):
         outcome = daemon.detach(doc.settings.enable_stdio_inheritance)
@@ -84,21 +87,22 @@ def main(argv: list[str] | None = None) -> int:
             return outcome
         detached = outcome
     started = detached.ready if detached else None
-    code = serve(doc, origin, control, started=started, emperor=command.emperor)
+    code = serve(doc, origin, control, started=started, emperor=emperor)
     if detached is not None:
         detached.exited(code)
     return code
 
 
-def _emperor_base(command: CommandLine) -> Document:
-    """The emperor's own document: its server-wide flags, no application (the vassals')."""
-    if command.names_an_application:
-        raise ConfigError("--emperor: the applications are the files of DIR: give no APP or -c")
+def _emperor_base(command: CommandLine, directory: str) -> Document:
+    """The emperor's own document: its server-wide flags and file options, no application."""
     if command.state_dir is not None:
         raise ConfigError(
             "--emperor: the configuration is the files of DIR, not a state directory "
             "(--control serves the API)"
         )
-    if not os.path.isdir(command.emperor or ""):
-        raise ConfigError(f"--emperor: {command.emperor}: not a directory")
-    return command.document(base=Document())
+    if command.ini is None and command.config is not None and command.emperor is not None:
+        raise ConfigError("--emperor: the applications are the vassal files: give no -c")
+    if not os.path.isdir(directory):
+        where = "--emperor" if command.emperor is not None else f"{command.config_path}: emperor"
+        raise ConfigError(f"{where}: {directory}: not a directory")
+    return command.emperor_document()

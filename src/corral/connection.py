@@ -1,5 +1,9 @@
 """One asyncio protocol per client connection: the HTTP/1.1 exchange over a transport.
 
+The parser is the listener's choice, made once: HTTP/1.1 (`RequestParser`) or uwsgi packets
+from a proxy (`corral.http.uwsgi.UwsgiParser`, one request per connection); both report the
+same events, so the rest is one code path.
+
 Owns: the parser, the pipeline (requests answered strictly in order), the
 connection's single deadline (header, body, keep-alive), read and write flow
 control, ``100 Continue``, sendfile, and the error answers of the protocol layer.
@@ -140,12 +144,16 @@ class HttpConnection(asyncio.Protocol):
     # listeners with `forwarded` (forwarded.py, routed.py) have it as a slot
     trusted = False
 
-    def __init__(self, server: ServerState, sockname: Any = None) -> None:
+    def __init__(
+        self, server: ServerState, sockname: Any = None, parser: Callable[..., Any] = RequestParser
+    ) -> None:
         self.server = server
         self.loop = server.loop
         self.sockname = sockname  # the listener's address, known once per listener
         self.transport: Any = None
-        self.parser = RequestParser(self, server.limits)
+        # the listener's wire protocol: HTTP/1.1, or uwsgi packets (http/uwsgi.py), which
+        # report the same events; everything else here is the same for both
+        self.parser = parser(self, server.limits)
         self.pipeline: deque[Exchange] = deque()
         self.active: Exchange | None = None
         self.receiving: Exchange | None = None

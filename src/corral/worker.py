@@ -15,8 +15,9 @@ and the master recycles the worker. One short ``os.write`` to a pipe is atomic, 
 lines from two threads never interleave.
 
 Routed listeners and hand-offs from other applications' workers: ``routed.py``; listeners
-with NGINX Unit's ``forwarded``: ``forwarded.py``; with the PROXY protocol: ``proxied.py``
-(each listener's connection class is chosen once, in ``_serve``).
+with NGINX Unit's ``forwarded``: ``forwarded.py``; with the PROXY protocol: ``proxied.py``;
+uwsgi listeners: ``http/uwsgi.py`` (each listener's connection class and parser are
+chosen once, in ``_serve``).
 
 Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
 in-flight requests within ``graceful_timeout``; every response from then on says
@@ -58,6 +59,7 @@ from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.parser import Limits
 from corral.http.response import server_fields
+from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
 from corral.proxied import ProxyPlan, proxied_factory
@@ -110,6 +112,9 @@ class WorkerSpec:
     # the PROXY protocol (proxied.proxy_choice: mode and allowed peers) of each of `sockets`,
     # None for a listener without it; None: no listener has it
     listener_proxy: list[Any] | None = None
+    # the wire protocol of each of `sockets` ("http", or "uwsgi": http/uwsgi.py), in the same
+    # order; None: every socket speaks HTTP
+    listener_protocols: list[str] | None = None
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -227,6 +232,7 @@ class Worker:
             settings.limit_request_fields,
             settings.limit_request_field_size,
             settings.limit_request_body,
+            settings.limit_request_head,
         )
         state = ServerState(
             self.adapter,
@@ -271,20 +277,25 @@ class Worker:
         routing = self.routing = self._routing()
         passes = spec.listener_passes or [None] * len(spec.sockets)
         proxies = spec.listener_proxy or [None] * len(spec.sockets)
+        protocols = spec.listener_protocols or ["http"] * len(spec.sockets)
         forwardings = self._forwardings()
         gate = None
         if spec.board is not None and spec.sockets:
             state.connections = WatchedConnections()
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
         own_pass = f"applications/{spec.app_name}"
-        for sock, pass_target, proxy in zip(spec.sockets, passes, proxies, strict=True):
-            # chosen once per listener: a plain one never pays for routing, `forwarded` or
-            # the PROXY protocol
+        for sock, pass_target, proxy, protocol in zip(
+            spec.sockets, passes, proxies, protocols, strict=True
+        ):
+            # chosen once per listener: a plain one never pays for routing, `forwarded`,
+            # the PROXY protocol or another wire protocol
             sockname = sock.getsockname()
             forwarding = forwardings.get(sockname)
-            if pass_target is None or pass_target == own_pass:
+            if protocol == "uwsgi":  # straight to this application (the document says so)
+                factory: Any = partial(HttpConnection, state, sockname, UwsgiParser)
+            elif pass_target is None or pass_target == own_pass:
                 if forwarding is None:
-                    factory: Any = partial(HttpConnection, state, sockname)
+                    factory = partial(HttpConnection, state, sockname)
                 else:
                     factory = partial(ForwardedConnection, state, sockname, forwarding)
             else:

@@ -1125,29 +1125,33 @@ def render() -> dict[str, bytes]:
     return files
 
 
-def main(argv: list[str]) -> int:
-    files = render()
-    check = "--check" in argv
+def sync(here: Path, files: dict[str, bytes], check: bool) -> int:
+    """Write ``files`` (paths relative to ``here``) and remove what else is under its valid/
+    and invalid/; with ``check``, only say what is stale (exit 1). Shared with
+    make_uwsgi_corpus.py."""
     stale = []
     for relative, data in files.items():
-        path = HERE / relative
+        path = here / relative
         if path.exists() and path.read_bytes() == data:
             continue
         stale.append(relative)
         if not check:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-    wanted = set(files)
     for kind in ("valid", "invalid"):
-        for path in sorted((HERE / kind).glob("*")):
+        for path in sorted((here / kind).glob("*")):
             relative = f"{kind}/{path.name}"
-            if relative not in wanted:
+            if relative not in files:
                 stale.append(relative)
                 if not check:
                     path.unlink()
     for relative in stale:
         print(("stale: " if check else "wrote: ") + relative)
     return 1 if check and stale else 0
+
+
+def main(argv: list[str]) -> int:
+    return sync(HERE, render(), "--check" in argv)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,10 @@ class Server:
         cwd: str | None = None,
         pass_fds: tuple[int, ...] = (),
         log_level: str | None = "debug",  # None: the configuration's own
+        log_file: str | Path | None = None,
     ) -> None:
+        """``log_file``: where the server's error log goes when its configuration says so (a
+        uWSGI ini's ``logto``): read as if it were standard error."""
         argv = [python, "-m", "corral", app]
         if log_level is not None:
             argv += ["--log-level", log_level]
@@ -72,6 +75,7 @@ class Server:
         if env:
             full_env.update(env)
         self.argv = argv
+        self.log_file = Path(log_file) if log_file is not None else None
         self.proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -104,7 +108,11 @@ class Server:
     @property
     def stderr(self) -> str:
         with self._lock:
-            return "".join(self._err)
+            text = "".join(self._err)
+        if self.log_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                text = self.log_file.read_text(errors="replace") + text
+        return text
 
     @property
     def stdout(self) -> str:

@@ -68,7 +68,7 @@ def test_files_added_changed_touched_removed_and_broken_change_only_their_applic
                 server.wait_log("emperor: b.json removed")
                 server.wait_log("reload complete: generation 4")
                 wait_for(lambda: refused(b))
-                load.wait_requests(len(load.requests) + 50)
+                load.wait_requests(50)
             assert load.failures == [], load.summary()
             assert pids_of(server, "a") == a_pids
             assert "generation 5" not in server.stderr
@@ -113,3 +113,28 @@ def test_an_empty_directory_waits_and_bad_command_lines_are_one_line(tmp_path):
         vassal(tmp_path, "a.toml", "127.0.0.1")
         server.wait_log(r"worker 0 (of a )?ready")
         assert server.stop() == 0
+
+
+def test_a_uwsgi_emperor_file_and_ini_vassals():
+    # uWSGI's habit: `uwsgi --ini emperor.ini` whose `emperor = DIR` holds the vassals' inis
+    with short_dir() as directory:
+        vassals = directory / "vassals"
+        vassals.mkdir()
+        (directory / "emperor.ini").write_text(
+            "[uwsgi]\nemperor = %d/vassals\nmaster = true\nenv = A=1\n"
+        )
+        (vassals / "shop.ini").write_text(
+            "[uwsgi]\nmodule = chaos_app:application\nhttp-socket = 127.0.0.1:0\n"
+            "processes = 2\nstats = 127.0.0.1:9191\n"
+        )
+        server = Server(f"--ini={directory / 'emperor.ini'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log(r"worker \d+ (of shop )?ready")
+            wait_for(lambda: len(pids_of(server, "shop")) == 2)
+            shop = At("127.0.0.1", listening_port(server, "127.0.0.1:0"))
+            assert http_get(shop)[0] == 200
+            # env is a vassal's option: the emperor says so and goes on
+            assert "env: not for the emperor" in server.stderr
+            # a vassal's unsupported option is one warning in the log, not a failure
+            server.wait_log("emperor: .*shop.ini.*stats")
+            assert server.stop() == 0

@@ -14,7 +14,6 @@ import json
 import os
 import pwd
 import re
-import shutil
 import signal
 import socket
 import stat
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.nginx import running_nginx
 from tests.integration.server import (
     APPS,
     LISTENING,
@@ -35,26 +35,18 @@ from tests.integration.server import (
     run_cli,
     wait_for,
 )
+from tests.integration.supervision import alive
 from tests.integration.test_hooks import GUNICORN_STYLE
 from tests.integration.test_privileges import (
     GROUP,
     USER,
     proc_ids,
-    sandbox,  # noqa: F401  (the fixture)
 )
 
 
 class Port:
     def __init__(self, port: int, host: str = "127.0.0.1") -> None:
         self.host, self.port = host, port
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stream:
-            return stream.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def log_port(log: Path, timeout: float = 20.0) -> int:
@@ -194,7 +186,7 @@ def cmdline(pid: int) -> str:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="user/group need a master started as root")
-def test_the_seed_config_of_the_classic_posts(sandbox):  # noqa: F811
+def test_the_seed_config_of_the_classic_posts(sandbox):
     logs = sandbox.root / "seed"
     logs.mkdir(exist_ok=True)
     log, pid_file = logs / "gunicorn.log", logs / "gunicorn.pid"
@@ -361,73 +353,28 @@ def test_forwarded_allow_ips_empty_or_a_unit_document_trust_no_one(tmp_path):
         assert server.stop() == 0
 
 
-NGINX_CONF = """\
-daemon off;
-master_process off;
-worker_processes 1;
-error_log {prefix}/error.log;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
+PROXY_LOCATION = """\
         location / {{
             proxy_pass http://127.0.0.1:{upstream};
             proxy_set_header Host $host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Forwarded-Proto https;
-        }}
-    }}
-}}
-"""
+        }}"""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.mark.skipif(shutil.which("nginx") is None, reason="needs nginx (apt: nginx-light)")
 def test_behind_a_real_nginx_the_app_sees_https(tmp_path):
     with Server("gunicorn_apps:links") as server:
-        port = free_port()
-        conf = tmp_path / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(prefix=tmp_path, port=port, upstream=server.port))
-        nginx = subprocess.Popen(
-            ["nginx", "-c", str(conf), "-p", str(tmp_path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,  # its error_log is in tmp_path
-        )
-        try:
-            wait_for(lambda: _connects(port), 10)
+        with running_nginx(tmp_path, PROXY_LOCATION.format(upstream=server.port)) as port:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             connection.request("GET", "/api/items/1", headers={"Host": "shop.example.org"})
             answer = json.loads(connection.getresponse().read())
             connection.close()
-        finally:
-            nginx.terminate()
-            nginx.wait(10)
         assert answer == {
             "url": "https://shop.example.org/api/items/1",
             "scheme": "https",
             "remote_addr": "127.0.0.1",  # the client nginx saw, from X-Forwarded-For
         }
         assert server.stop() == 0
-
-
-def _connects(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 # -- APP as module:factory(ARGS), --reuse-port, --capture-output, -m ------------------------------

@@ -3,7 +3,8 @@
 The default interpreter of this machine lives under /root (pyenv), which an unprivileged worker
 cannot read, so these tests serve from a virtualenv made with Debian's /usr/bin/python3.11 in a
 world-readable directory under /tmp, with corral installed into it (not editable) and the
-application copied next to it. They need a root master and are skipped otherwise.
+application copied next to it (the `sandbox` fixture, conftest.py and venvs.py). They need a
+root master and are skipped otherwise.
 """
 
 from __future__ import annotations
@@ -17,85 +18,20 @@ import re
 import shutil
 import socket
 import stat
-import subprocess
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.integration.server import APPS, Server, http_json, read_response, wait_for
-from tests.integration.venvs import make_demo_venv, readable
+from tests.integration.venvs import Sandbox, make_demo_venv, readable
+from tests.integration.venvs import readable_dir as _readable_dir
 
-REPO = Path(__file__).resolve().parents[2]
-BASE_PYTHON = "/usr/bin/python3.11"
 USER = "nobody"
 GROUP = "nogroup"
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="--user/--group need a master started as root (CI runs as root)"
 )
-
-
-@dataclass
-class Sandbox:
-    root: Path  # 0755, under /tmp
-    python: str  # the virtualenv's interpreter, with corral installed in it
-    site: Path  # where corral is installed
-    apps: Path  # 0755, holds a copy of priv_app.py; PYTHONPATH and cwd of the server
-
-
-def _readable_dir(path: Path) -> Path:
-    path.mkdir(exist_ok=True)
-    path.chmod(0o755)
-    return path
-
-
-@pytest.fixture(scope="session")
-def sandbox():
-    if not os.access(BASE_PYTHON, os.X_OK):
-        pytest.fail(f"{BASE_PYTHON} is needed for a virtualenv an unprivileged worker can read")
-    root = Path(tempfile.mkdtemp(prefix="corral-priv-", dir="/tmp"))
-    try:
-        root.chmod(0o755)
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        venv = root / "venv"
-        subprocess.run([BASE_PYTHON, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
-        # Install from a copy: an in-tree build would leave build/ in the shared checkout.
-        source = root / "source"
-        shutil.copytree(
-            REPO / "src" / "corral",
-            source / "src" / "corral",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy(REPO / name, source / name)
-        python = str(venv / "bin" / "python")
-        pip = subprocess.run(
-            [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=180,
-        )
-        assert pip.returncode == 0, f"pip install failed:\n{pip.stdout}\n{pip.stderr}"
-        site = Path(
-            subprocess.run(
-                [python, "-c", "import corral, os; print(os.path.dirname(corral.__file__))"],
-                capture_output=True,
-                text=True,
-                check=True,
-                env=env,
-                cwd=root,
-            ).stdout.strip()
-        )
-        assert site.is_relative_to(venv), site
-        apps = _readable_dir(root / "apps")
-        shutil.copy(APPS / "priv_app.py", apps / "priv_app.py")
-        (apps / "priv_app.py").chmod(0o644)
-        yield Sandbox(root=root, python=python, site=site, apps=apps)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def serve(sandbox: Sandbox, *args: str, **kwargs) -> Server:

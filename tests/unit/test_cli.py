@@ -78,7 +78,10 @@ def test_help_is_grouped_and_shows_defaults() -> None:
     result = run("--help")
     assert result.returncode == 0 and result.stderr == ""
     out = result.stdout
-    assert out.startswith("usage: corral [OPTIONS] APP")
+    # APP is optional (a config file, the control API or an emperor's directory may say what
+    # runs), and the control client is named
+    assert out.startswith("usage: corral [OPTIONS] [APP]\n       corral ctl COMMAND ...\n")
+    assert "`corral ctl` reads and changes a running server" in " ".join(out.split())
     for section in ("Application:", "Listening:", "Timeouts:", "Request limits:", "Logging:"):
         assert section in out
     assert "[default: 127.0.0.1:8000]" in out
@@ -129,3 +132,15 @@ def test_help_and_version_win_over_a_missing_app(capsys: pytest.CaptureFixture[s
     assert cli.main(["--version"]) == 0
     assert cli.main(["-h"]) == 0
     assert "usage: corral" in capsys.readouterr().out
+
+
+def test_a_config_warning_is_one_line_and_the_command_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "site.ini"
+    path.write_text("[uwsgi]\nmodule = site\nstats = :9191\nmaster = true\n")
+    result = run("--ini", str(path), "--check-config")
+    assert result.returncode == 0
+    assert result.stderr == (
+        f"corral: warning: {path}:3: stats: not supported: the control API's /status and "
+        "/metrics (--control unix:PATH)\n"
+    )
+    assert json.loads(result.stdout)["applications"]["site"]["module"] == "site"

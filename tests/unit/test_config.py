@@ -19,6 +19,7 @@ from corral.config import (
     Document,
     LogLevel,
     Scope,
+    document_builtins,
     dump_document,
     load,
     parse_bind,
@@ -375,6 +376,24 @@ def test_file_errors_name_the_file_and_the_key(
         assert error.startswith(path + ": ")
 
 
+def test_every_unknown_key_of_a_file_is_named_at_once(tmp_path: Path) -> None:
+    flat = write(tmp_path, "c.toml", 'app = "a"\nwokers = 2\nmax_request = 5\nthreads = 2\n')
+    assert error_of(["-c", flat]) == (
+        f'{flat}: $.wokers: unknown key (did you mean "workers"?); '
+        '$.max_request: unknown key (did you mean "max_requests"?)'
+    )
+    document = {
+        "listeners": {"*:8080": {"pass": "applications/a"}},
+        "applications": {"a": {"module": "m", "workers": 2, "procesess": 1}},
+    }
+    path = write(tmp_path, "unit.json", json.dumps(document))
+    assert error_of(["-c", path]) == (
+        f"{path}: "
+        '$.applications.a.workers: unknown key (the document calls it "processes", as NGINX '
+        'Unit); $.applications.a.procesess: unknown key (did you mean "processes"?)'
+    )
+
+
 def test_missing_file(tmp_path: Path) -> None:
     path = str(tmp_path / "none.toml")
     assert error_of(["-c", path]) == f"{path}: cannot read: No such file or directory"
@@ -395,6 +414,19 @@ def test_document_round_trips_through_json_and_pickle() -> None:
     assert json.loads(dump_document(doc))["listeners"] == {
         "[::1]:0": {"pass": "applications/a", "forwarded": GUNICORN_TRUST}
     }
+
+
+def test_file_modes_are_shown_in_octal_and_taken_back() -> None:
+    doc = load(["a:b", "-b", "unix:/tmp/a.sock", "--unix-socket-mode", "660"])
+    assert doc.settings.unix_socket_mode == 0o660
+    shown = json.loads(dump_document(doc))
+    assert shown["settings"]["unix_socket_mode"] == "0660"
+    assert validate_document(shown) == doc  # what --check-config prints runs as it is
+    shown["settings"]["unix_socket_mode"] = 0o640  # an int (TOML's 0o640) is taken as is
+    assert validate_document(shown).settings.unix_socket_mode == 0o640
+    shown["settings"]["unix_socket_mode"] = "0999"
+    with pytest.raises(ConfigError, match=r"^\$\.settings\.unix_socket_mode: expected an octal"):
+        validate_document(shown)
 
 
 def test_document_is_frozen() -> None:
@@ -692,7 +724,7 @@ def test_a_real_unit_config_validates_and_prints_back_in_the_canonical_shape() -
     doc = validate_document(printed)
     assert validate_document(given) == doc
     assert msgspec.json.decode(msgspec.json.encode(doc), type=Document) == doc
-    assert msgspec.to_builtins(doc) == printed
+    assert document_builtins(doc) == printed  # what --check-config prints (modes in octal)
     # the runtime's names over Unit's keys
     app = doc.applications["blog"]
     assert (app.workers, app.dynamic.max, app.chdir, app.pythonpath) == (

@@ -5,7 +5,8 @@ Public surface (import from here, not from the submodules):
 - `load(argv) -> Document`: the document a command line describes (flags, -c FILE);
 - `Document`, `Listener`, `Application`, `Settings`: the validated document (frozen structs);
 - `validate_document(data) -> Document`: validate a whole document given as parsed JSON;
-- `dump_document(doc) -> str`: indented JSON;
+- `dump_document(doc) -> str`: indented JSON; `document_builtins(doc)`: the builtins it shows
+  (file modes in octal);
 - `parse_bind(text) -> BindAddress`; `LogLevel`; `ConfigError` (one-line message);
 - `SETTINGS`, `Setting`, `Scope`: the declarations everything else is generated from.
 
@@ -22,6 +23,7 @@ from corral.config.document import (
     Document,
     Listener,
     Settings,
+    document_builtins,
     dump_document,
     validate_document,
 )
@@ -51,6 +53,7 @@ __all__ = [
     "Scope",
     "Setting",
     "Settings",
+    "document_builtins",
     "dump_document",
     "format_help",
     "load",

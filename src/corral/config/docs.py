@@ -21,7 +21,8 @@ Every setting is declared once; the command-line flags, the config-file keys, th
 document and this page are generated from that declaration.
 
 **Config file.** `corral -c FILE` reads TOML (`.toml`) or JSON (`.json`), chosen by extension,
-or Gunicorn's Python config (`.py`, `python:MODULE`: [Gunicorn's settings](#gunicorns-settings)).
+Gunicorn's Python config (`.py`, `python:MODULE`: [Gunicorn's settings](#gunicorns-settings)),
+or a uWSGI ini file (`.ini`: see [uWSGI ini files](#uwsgi-ini-files) at the end).
 The keys are the names in the *File key* column: the long flag without `--`, with `-` written `_`
 (`proc_name` is the exception: its flag is `-n/--name`). Unknown keys are errors. Flags given on
 the command line override the file, key by key (a `--bind` or `--env` flag replaces the file's
@@ -55,8 +56,9 @@ corral: error: config.toml: $.workers: expected int >= 1 or "auto", got "two"
 older `{{"application": NAME}}`, and `forwarded`: a trusted proxy's client address and scheme,
 with Unit's rules, see architecture.md; corral's own `proxy_protocol` and `proxy_allow_from`
 keys, as the settings below but for that listener alone, override the settings: `true`,
-`"v1"`, `"v2"`, `"auto"` or `false`, and a list of addresses or `"*"`), `routes` (Unit's),
-`applications`
+`"v1"`, `"v2"`, `"auto"` or `false`, and a list of addresses or `"*"`; and corral's own
+`"protocol": "uwsgi"`, a listener of the uwsgi binary protocol for nginx's `uwsgi_pass`, which
+passes straight to one application), `routes` (Unit's), `applications`
 (`{{NAME: {{"type": "python", "module": ..., ...}}}}`), `settings` and `access_log`. The
 *Document* column says where each setting sits (`NAME` is the application's name; the command
 line names it after its module). A config file whose top level has `listeners`,
@@ -107,6 +109,7 @@ def render() -> str:
     parts.append(_GUNICORN)
     parts.append("| Gunicorn's name | Gunicorn's flags | corral |\n|---|---|---|\n")
     parts.extend(_gunicorn_row(entry) for entry in NAMES.values())
+    parts.append(_uwsgi_section())
     return "".join(parts)
 
 
@@ -140,6 +143,70 @@ def _gunicorn_row(entry: Name) -> str:
     return f"| `{entry.name}` | {flags} | {what.replace('|', chr(92) + '|')} |\n"
 
 
+_UWSGI_INTRO = """
+## uWSGI ini files
+
+`corral --ini FILE[:SECTION]` (also uWSGI's `-ini FILE`, and `-c FILE.ini`) reads the `[uwsgi]`
+section (or SECTION) of a uWSGI ini file with uWSGI's rules: `key = value` lines (a key alone is
+a boolean set to true; `;` and `#` start comments), an option given several times accumulates
+where it is a list, magic variables (`%d` the file's directory with its `/`, `%n` its name
+without extension, `%p` its path, `%s` its file name, `%e`, `%c`, `%x`, `%0`..`%9`, `%h`, `%k`,
+`%u`, `%U`, `%g`, `%G`, `%t`, `%T`, `%v`, `%o`, `%%`), then `$(ENV)` (`$(ENV:-DEFAULT)`,
+`$(ENV-DEFAULT)`), `@(FILE)` and `%(name)` placeholders (the first option of that name: any key
+of the file, or `set-placeholder = name=value`); `ini = FILE[:SECTION]` (relative to the
+including file) and `ini = :SECTION` include others in place. Flags given on the command line
+override the file, as with `-c`. Booleans are `true`, `yes`, `on`, `1` or `false`, `no`, `off`,
+`0`. An option below that corral does not support, and an unknown one no placeholder refers to,
+is one warning line each (`corral: warning: app.ini:12: stats: not supported: ...`; the error
+log's on a reload) and the server starts; a value that does not fit is an error naming the file,
+the line and the option. uWSGI's config logic (`if-env`, `for`...) is refused.
+
+```ini
+[uwsgi]
+chdir = /srv/mysite
+module = mysite.wsgi:application
+home = /srv/mysite/venv
+env = DJANGO_SETTINGS_MODULE=mysite.settings
+master = true
+processes = 4
+socket = /run/mysite/%n.sock
+chmod-socket = 660
+harakiri = 30
+```
+
+```nginx
+location / {
+    include uwsgi_params;
+    uwsgi_pass unix:/run/mysite/mysite.sock;
+}
+```
+
+A uwsgi listener serves one request per connection (what `uwsgi_pass` sends without upstream
+keepalive), answers it as a plain HTTP/1.x response (never chunked), then closes. The environ
+is the packet's variables as nginx sent them (`include uwsgi_params`: its client's
+`REMOTE_ADDR`, its `SERVER_NAME`...; `wsgi.url_scheme` from `UWSGI_SCHEME`, `HTTPS` or
+`REQUEST_SCHEME`), the body `CONTENT_LENGTH` bytes. The limits are HTTP's: the vars block
+against `limit_request_head` (`buffer-size`), the `HTTP_*` vars as header fields, the body
+against `limit_request_body` (413), the header, body and send timeouts; a packet whose
+modifier1 is not 0 (WSGI) or whose vars run past their block is answered 400.
+
+| uWSGI option | corral |
+|---|---|
+"""
+
+
+def _uwsgi_section() -> str:
+    from corral.config.uwsgi import ACCEPTED, MAPPED, UNSUPPORTED
+
+    rows = [f"| `{key}` | {rule.doc} |\n" for key, rule in MAPPED.items()]
+    rows += [f"| `{key}` | accepted: {why.doc} |\n" for key, why in ACCEPTED.items()]
+    rows.append("| `plugin`, `plugins` | accepted when they name Python (`python3`) |\n")
+    rows += [
+        f"| `{key}` | not supported (a warning): {what} |\n" for key, what in UNSUPPORTED.items()
+    ]
+    return _UWSGI_INTRO + "".join(rows)
+
+
 def _row(setting: Setting) -> str:
     key = "—" if not setting.in_file else f"`{setting.name}`"
     if setting.action is Action.POSITIONAL:
@@ -168,6 +235,8 @@ _SOURCE_PATHS = {
     "bind": "`$.listeners` (its keys)",
     "forwarded_allow_ips": "`$.listeners.ADDRESS.forwarded`",
     "capture_output": "`$.applications.NAME.stdout`, `.stderr`",
+    "uwsgi_socket": '`$.listeners` (its keys, with `"protocol": "uwsgi"`)',
+    "ini": "—",
 }
 
 

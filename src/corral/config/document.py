@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -46,6 +46,7 @@ from corral.config.settings import (
     Setting,
     describe,
     parse_bind,
+    parse_mode,
     show,
 )
 
@@ -263,6 +264,10 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # corral's: the PROXY protocol on this listener (corral/proxied.py); unset: the settings'
     proxy_protocol: ProxyMode | bool | UnsetType = UNSET
     proxy_allow_from: str | list[str] | UnsetType = UNSET
+    # corral's own key (NGINX Unit has no uwsgi listeners): the wire protocol, HTTP/1.1 unless
+    # "uwsgi" (nginx's uwsgi_pass, http/uwsgi.py); a uwsgi listener passes straight to one
+    # application, without `forwarded` (the packet carries the client's address and scheme)
+    protocol: Literal["http", "uwsgi"] | UnsetType = UNSET
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]
@@ -342,6 +347,7 @@ _EXPECTS: dict[type, dict[str, str]] = {
         **_expects(Listener),
         ".pass": '"applications/NAME", "routes" or "routes/NAME"',
         ".forwarded.source": 'address, CIDR block or "unix", or a list of them',
+        ".protocol": '"http" or "uwsgi"',
     },
     AccessLog: _expects(AccessLog),
     Target: _expects(Target),
@@ -399,8 +405,10 @@ def validate_document(data: Any) -> Document:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")
         if listener.proxy_allow_from is not UNSET:
             _check_proxy_allow(listener.proxy_allow_from, f"{where}.proxy_allow_from")
+        if listener.protocol == "uwsgi":
+            _check_uwsgi(listener, applications, where)
         listeners[address] = listener
-    settings = _struct(top.get("settings", {}), Settings, "$.settings")
+    settings = _struct(_octal_modes(top.get("settings", {})), Settings, "$.settings")
     access_log = top.get("access_log", {})
     if isinstance(access_log, str):  # NGINX Unit's short form: the path alone
         access_log = {"path": access_log}
@@ -492,6 +500,22 @@ def _check_proxy_allow(allowed: str | list[str], where: str) -> None:
         raise ConfigError(f"{where}{exc.at}: {exc}") from None
 
 
+def _check_uwsgi(listener: Listener, applications: Mapping[str, Any], where: str) -> None:
+    """A uwsgi listener's requests are served by the worker that reads them: neither routed
+    (a hand-off would carry HTTP bytes) nor read for `forwarded` (the vars name the client)."""
+    name = listener.pass_.removeprefix("applications/")
+    if not listener.pass_.startswith("applications/") or name not in applications:
+        raise ConfigError(
+            f'{where}.pass: a "uwsgi" listener passes to one application '
+            f'("applications/NAME"), got {show(listener.pass_)}'
+        )
+    if listener.forwarded is not UNSET:
+        raise ConfigError(
+            f'{where}.forwarded: not with "protocol": "uwsgi": the uwsgi packet names the '
+            "client (REMOTE_ADDR) and the scheme itself"
+        )
+
+
 def _check_access_format(fmt: str) -> None:
     from corral.observe.accesslog import FormatError, compile_format, from_unit_format
 
@@ -534,9 +558,40 @@ def _check_stack_size(app: Any, where: str) -> None:
         )
 
 
+# Settings that are file modes: shown as users write them ("0600"), taken as such or as ints.
+_MODE_SETTINGS = ("unix_socket_mode",)
+
+
+def document_builtins(doc: Document) -> dict[str, Any]:
+    """The document as builtins to show (``--check-config``, the control API's GET): file
+    modes in octal, as users write them."""
+    data: dict[str, Any] = msgspec.to_builtins(doc)
+    settings = data.get("settings", {})
+    for name in _MODE_SETTINGS:
+        if isinstance(settings.get(name), int):
+            settings[name] = f"{settings[name]:04o}"
+    return data
+
+
+def _octal_modes(settings: Any) -> Any:
+    """``settings`` with its octal mode strings as the ints the document holds."""
+    if not isinstance(settings, dict) or not any(
+        isinstance(settings.get(name), str) for name in _MODE_SETTINGS
+    ):
+        return settings
+    settings = dict(settings)
+    for name in _MODE_SETTINGS:
+        if isinstance(settings.get(name), str):
+            try:
+                settings[name] = parse_mode(settings[name])
+            except Invalid as exc:
+                raise ConfigError(f"$.settings.{name}: {exc}") from None
+    return settings
+
+
 def dump_document(doc: Document) -> str:
     """The document as indented JSON text (what ``--check-config`` prints)."""
-    return msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()
+    return msgspec.json.format(msgspec.json.encode(document_builtins(doc)), indent=2).decode()
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -547,23 +602,34 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 
 def _check_keys(value: Mapping[str, Any], struct: type, where: str) -> None:
     """Every key of `value` is a field of `struct`, and so on into nested objects; NGINX Unit's
-    keys corral lacks are named as such, others get a "did you mean"."""
+    keys corral lacks are named as such, others get a "did you mean". Every unknown key is
+    named in the one error (a document from another server often has several)."""
+    problems = _unknown_keys(value, struct, where)
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def _unknown_keys(value: Mapping[str, Any], struct: type, where: str) -> list[str]:
     fields = {f.encode_name: f for f in msgspec.structs.fields(struct)}
+    problems = []
     for key, item in value.items():
         field = fields.get(key)
         if field is None:
             if key in _UNIT_ONLY.get(struct, ()):
-                raise ConfigError(
+                problems.append(
                     f"{where}{member(key)}: NGINX Unit's {show(key)} is not supported by corral"
                 )
+                continue
             if key in _RENAMED.get(struct, {}):
                 hint = f" (the document calls it {show(_RENAMED[struct][key])}, as NGINX Unit)"
             else:
                 hint = did_you_mean(key, fields)
-            raise ConfigError(f"{where}{member(key)}: unknown key{hint}")
+            problems.append(f"{where}{member(key)}: unknown key{hint}")
+            continue
         nested = _struct_of(field.type)
         if nested is not None and isinstance(item, dict):
-            _check_keys(item, nested, f"{where}{member(key)}")
+            problems += _unknown_keys(item, nested, f"{where}{member(key)}")
+    return problems
 
 
 def _struct(value: Any, struct: type, where: str) -> Any:

@@ -416,11 +416,19 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _workers(value: int | str) -> int:
+def _workers(value: int | str | Processes) -> int | Processes:
+    if isinstance(value, Processes):  # a dynamic pool, from a source that makes one (uwsgi.py)
+        return value
     return _cpu_count() if value == "auto" else int(value)
 
 
-def _mode(value: int | str) -> int:
+def _uwsgi_binds(value: list[str] | str) -> list[BindAddress]:
+    """`uwsgi_socket`: like `bind`, but none at all is the default."""
+    return _binds(value) if value else []
+
+
+def parse_mode(value: int | str) -> int:
+    """A file mode as users write it: ``"0660"``, ``"660"``, ``"0o660"``, or an int."""
     if isinstance(value, int):
         return value
     match = re.fullmatch(r"(?:0o?)?([0-7]{1,3})", value.strip())
@@ -830,6 +838,16 @@ SETTINGS: tuple[Setting, ...] = (
         default_text=DEFAULT_BIND,
     ),
     Setting(
+        "uwsgi_socket", _LISTENING, _SRC, list[str], [],
+        "Address to listen on for the uwsgi binary protocol (what nginx's `uwsgi_pass` "
+        "sends, uWSGI's `socket`), the same forms as `bind`; repeat for several. Each becomes "
+        'a listener with corral\'s `"protocol": "uwsgi"`: one request per connection, '
+        "answered as HTTP/1.x then closed, under the same limits and timeouts. Without "
+        "`bind`, given alone, nothing listens for HTTP.",
+        flags=("--uwsgi-socket",), metavar="ADDRESS", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_uwsgi_binds, expect=f"{_BIND_EXPECT} (a list in a file)",
+    ),
+    Setting(
         "backlog", _LISTENING, _S, _int(ge=1, le=65535), 2048,
         "Maximum number of pending connections per listening socket (the kernel may cap it).",
         flags=("--backlog",), metavar="INT",
@@ -881,7 +899,7 @@ SETTINGS: tuple[Setting, ...] = (
         "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
         'Permissions of unix sockets, as an octal string ("0660"); an integer in a file is '
         "taken as is (TOML: `0o660`).",
-        flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=_mode,
+        flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=parse_mode,
         expect='an octal mode such as "0660"', default_text='"0600"',
     ),
     # -- Timeouts -------------------------------------------------------------------------------
@@ -970,6 +988,14 @@ SETTINGS: tuple[Setting, ...] = (
         f"{_LIMIT_ZERO}",
         flags=("--limit-request-field_size", "--limit-request-field-size"), metavar="BYTES",
         accepts=_int(ge=0, le=65536), resolve=_limit(65536, 64),
+    ),
+    Setting(
+        "limit_request_head", _LIMITS, _S, _int(ge=0, le=1 << 24), 0,
+        "Maximum size of a whole request head in bytes (uWSGI's `buffer-size`): the request "
+        "line and header fields over HTTP, the vars block over the uwsgi protocol (at most "
+        "65535 bytes there, the format's own limit); larger gets 431. 0: what the three "
+        "limits above allow together.",
+        flags=("--limit-request-head",), metavar="BYTES",
     ),
     Setting(
         "limit_request_body", _LIMITS, _S, _int(ge=0), 1073741824,
@@ -1184,11 +1210,18 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Command line ---------------------------------------------------------------------------
     Setting(
         "config", _COMMAND, _CMD, _NAME, None,
-        "Read settings from this TOML (.toml) or JSON (.json) file, or from Gunicorn's "
-        "Python config file (.py, or `python:MODULE`: run as Gunicorn runs it, its "
+        "Read settings from this TOML (.toml), JSON (.json) or uWSGI ini (.ini) file, or from "
+        "Gunicorn's Python config file (.py, or `python:MODULE`: run as Gunicorn runs it, its "
         "settings mapped, its hook functions the hooks); flags given on the command line "
         "override it.",
         flags=("-c", "--config"), metavar="FILE",
+    ),
+    Setting(
+        "ini", _COMMAND, _CMD, _NAME, None,
+        "Read settings from the `[uwsgi]` section (or SECTION) of a uWSGI ini file, with "
+        "uWSGI's meaning for its keys (docs/settings.md, uWSGI ini files); `-c FILE.ini` "
+        "does the same. Flags given on the command line override it.",
+        flags=("--ini", "-ini"), metavar="FILE[:SECTION]",
     ),
     Setting(
         "check_config", _COMMAND, _CMD, bool, False,

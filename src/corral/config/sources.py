@@ -1,11 +1,12 @@
 """Sources of the document: the command line and config files (TOML, JSON, Gunicorn's .py).
 
 This module owns the way from what a user typed to a validated `Document`: the argparse parser
-and the flat config-file keys, both generated from `SETTINGS`; the merge (defaults, then the
-file, then ``GUNICORN_CMD_ARGS``, then flags: a flag replaces the file's value for its key,
-lists and tables included); and the mapping of the flat settings onto the document (one
-application named after its module, one listener per bind address passing to it, each value at
-its setting's document path).
+and the flat config-file keys, both generated from `SETTINGS` (a uWSGI ini file is read into the
+same flat keys by `corral.config.uwsgi`); the merge (defaults, then the file, then
+``GUNICORN_CMD_ARGS``, then flags: a flag replaces the file's value for its key, lists and tables
+included); and the mapping of the flat settings onto the document (one application named after
+its module, one listener per bind address passing to it, each value at its setting's document
+path).
 
 Gunicorn's sources (`corral.config.gunicorn` maps their names): a ``.py`` config file (or
 ``python:MODULE``) gives flat settings like a TOML file, ``GUNICORN_CMD_ARGS`` flags under the
@@ -13,6 +14,10 @@ command line's, and Gunicorn's flags corral does not declare are known to the pa
 from ``--help``: those with a counterpart set it, the others are refused by name. What a source
 gives that corral ignores is a warning line, passed to the ``warn`` callback of
 `CommandLine.document` (``corral: warning: ...`` on standard error by default).
+
+What a source gives that corral ignores (a uWSGI option it lacks) is a warning line, passed to
+the ``warn`` callback of `CommandLine.document` (``corral: warning: ...`` on standard error by
+default).
 
 A config file whose top level has a document key (``listeners``, ``routes``, ``applications``,
 ``settings``, ``access_log``) is a whole document in NGINX Unit's shape rather than flat
@@ -89,6 +94,7 @@ class CommandLine:
 
     given: dict[str, Given]
     config: str | None = None
+    ini: str | None = None  # FILE[:SECTION], uWSGI's --ini
     check_config: bool = False
     version: bool = False
     help: bool = False
@@ -100,9 +106,43 @@ class CommandLine:
     defaults: dict[str, Given] = field(default_factory=dict)  # Gunicorn's, from variables
 
     @property
+    def config_path(self) -> str | None:
+        """The config file read, if any (an ini file's path, without its section)."""
+        spec = self.ini if self.ini is not None else self.config
+        if spec is None:
+            return None
+        from corral.config.uwsgi import is_ini, split_spec
+
+        return split_spec(spec)[0] if is_ini(spec) or spec is self.ini else spec
+
+    def emperor_directory(self) -> str | None:
+        """Emperor mode's directory: ``--emperor DIR``, or an ini file's ``emperor = DIR``."""
+        if self.emperor is not None:
+            return self.emperor
+        spec = self.ini if self.ini is not None else self.config
+        from corral.config.uwsgi import is_ini, read_ini
+
+        if spec is not None and is_ini(spec):
+            return read_ini(spec).emperor
+        return None
+
+    def emperor_document(self, warn: Warn = warn_on_stderr) -> Document:
+        """The emperor's own document: the server-wide settings of its flags and of its ini
+        file, if any (uWSGI's emperor file); the rest of that file would be the vassals'."""
+        if "app" in self.given:
+            raise ConfigError("--emperor: the applications are the vassal files: give no APP")
+        spec = self.ini if self.ini is not None else self.config
+        given = dict(_ini_config(spec, warn)) if spec is not None else {}
+        for name in list(given):
+            if BY_NAME[name].scope not in (Scope.SERVER, Scope.DOCUMENT):
+                warn(f"{given.pop(name).where}: not for the emperor: give it in each vassal file")
+        given.update(self.given)
+        return build_document(given, Document())
+
+    @property
     def names_an_application(self) -> bool:
         """Whether the command line says what to serve (an APP or a config file)."""
-        return "app" in self.given or self.config is not None
+        return "app" in self.given or self.config is not None or self.ini is not None
 
     def document(self, base: Document | None = None, warn: Warn = warn_on_stderr) -> Document:
         """Read the config file if any, apply the flags over it and build the document.
@@ -113,7 +153,13 @@ class CommandLine:
         """
         for line in self.warnings:
             warn(line)
-        content = read_config(self.config, warn) if self.config is not None else {}
+        content: dict[str, Given] | Document = {}
+        if self.ini is not None:
+            if self.config is not None:
+                raise ConfigError("--ini: give one config file (--ini or -c), not both")
+            content = _ini_config(self.ini, warn)
+        elif self.config is not None:
+            content = read_config(self.config, warn)
         if isinstance(content, Document):
             return build_document(self.given, content, file=self.config)
         if base is None:  # the command line's own document: a file or a flag overrides them
@@ -203,8 +249,8 @@ DOCUMENT_KEYS = ("listeners", "routes", "applications", "settings", "access_log"
 
 
 def load_file(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given]:
-    """Read and type-check a flat config file: TOML (.toml), JSON (.json), setting keys, or
-    Gunicorn's .py."""
+    """Read and type-check a flat config file: TOML (.toml), JSON (.json), setting keys,
+    Gunicorn's .py or a uWSGI .ini."""
     content = read_config(path, warn)
     if isinstance(content, Document):
         raise ConfigError(f"{path}: a whole document where flat settings were expected")
@@ -213,14 +259,19 @@ def load_file(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given]:
 
 def read_config(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given] | Document:
     """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys, or
-    Gunicorn's Python file with its names), or a whole document (NGINX Unit's shape),
-    validated."""
+    Gunicorn's Python file with its names, a uWSGI ini file's options), or a whole document
+    (NGINX Unit's shape), validated."""
+    from corral.config.uwsgi import is_ini
+
     if gunicorn.is_python_config(path):
         return _python_config(path, warn)
+    if is_ini(path):  # FILE.ini or FILE.ini:SECTION, uWSGI's
+        return _ini_config(path, warn)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(
-            f"{path}: unsupported config file type; expected .toml, .json or Gunicorn's .py"
+            f"{path}: unsupported config file type; expected .toml, .json, Gunicorn's .py or "
+            "uWSGI's .ini"
         )
     try:
         with open(path, "rb") as file:
@@ -235,12 +286,17 @@ def read_config(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given] | Do
             return validate_document(raw)
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
+    unknown = [
+        f"${member(key)}: unknown key{_key_hint(key)}"
+        for key in raw
+        if key not in BY_NAME or not BY_NAME[key].in_file
+    ]
+    if unknown:  # all at once: a file from another server often has several
+        raise ConfigError(f"{path}: " + "; ".join(unknown))
     given: dict[str, Given] = {}
     for key, value in raw.items():
         where = f"{path}: ${member(key)}"
-        setting = BY_NAME.get(key)
-        if setting is None or not setting.in_file:
-            raise ConfigError(f"{where}: unknown key{_key_hint(key)}")
+        setting = BY_NAME[key]
         value = convert(value, setting.input_type, where, {"": setting.expected})
         given[key] = Given(value, where, nested=True)
     return given
@@ -291,12 +347,21 @@ def build_document(
             "it through the control API)"
         )
     module, callable_, call = resolved.pop("app")
-    binds = resolved.pop("bind", None) or BY_NAME["bind"].document_default()
+    uwsgi = resolved.pop("uwsgi_socket", None) or []
+    binds = resolved.pop("bind", None) or ([] if uwsgi else BY_NAME["bind"].document_default())
     trusted = _source("forwarded_allow_ips", resolved)
     capture = _source("capture_output", resolved)
     application: dict[str, Any] = {"module": module, "callable": callable_}
+    listeners = {str(bind): _listener(module, bind, trusted) for bind in binds}
+    for address in uwsgi:
+        if str(address) in listeners:
+            raise ConfigError(
+                f"{given['uwsgi_socket'].where}: {address} is also a bind address (HTTP); "
+                "one address speaks one protocol"
+            )
+        listeners[str(address)] = {"pass": f"applications/{module}", "protocol": "uwsgi"}
     data: dict[str, Any] = {
-        "listeners": {str(bind): _listener(module, bind, trusted) for bind in binds},
+        "listeners": listeners,
         "applications": {module: application},
         "settings": {},
     }
@@ -361,6 +426,16 @@ def _over_base(
 
 # ---------------------------------------------------------------------------------------------
 # Files.
+
+
+def _ini_config(spec: str, warn: Warn) -> dict[str, Given]:
+    """A uWSGI ini file's settings (``FILE[:SECTION]``); its warning lines go to `warn`."""
+    from corral.config.uwsgi import read_ini
+
+    ini = read_ini(spec)
+    for line in ini.warnings:
+        warn(line)
+    return ini.given
 
 
 def _parse_toml(path: str, data: bytes) -> Any:
@@ -476,8 +551,13 @@ class _HelpFormatter(argparse.HelpFormatter):
 def _parser() -> _Parser:
     parser = _Parser(
         prog="corral",
-        usage="%(prog)s [OPTIONS] APP",
-        description=f"corral {__version__}: serve a WSGI application.",
+        usage="%(prog)s [OPTIONS] [APP]\n       %(prog)s ctl COMMAND ...",
+        description=(
+            f"corral {__version__}: serve a WSGI application (APP, module:callable), or the "
+            "applications of a config file (-c), of the control API (--state-dir, --control) or "
+            "of a directory (--emperor). `corral ctl` reads and changes a running server through "
+            "its control API (corral ctl --help)."
+        ),
         epilog=(
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "

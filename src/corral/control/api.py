@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import msgspec
-
-from corral.config import ConfigError, Document, validate_document
+from corral.config import ConfigError, Document, document_builtins, validate_document
 from corral.control import tree
 from corral.master.arbiter import ApplyFailed, Arbiter
 from corral.observe import latency
@@ -104,7 +102,7 @@ async def handle(arbiter: Arbiter, method: str, target: str, body: bytes) -> Rep
 
 
 def _tree(doc: Document) -> Any:
-    return msgspec.to_builtins(doc)
+    return document_builtins(doc)
 
 
 async def _config(

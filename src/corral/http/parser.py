@@ -33,7 +33,7 @@ from corral.http.errors import (
 class Limits:
     """The request-side limits; one instance per worker, shared by its connections."""
 
-    __slots__ = ("body", "field_size", "fields", "head", "request_line")
+    __slots__ = ("body", "field_size", "fields", "head", "request_line", "small_head")
 
     def __init__(
         self,
@@ -41,18 +41,33 @@ class Limits:
         fields: int = 100,
         field_size: int = 8190,
         body: int = 1 << 30,
+        head: int = 0,
     ) -> None:
         self.request_line = request_line
         self.fields = fields
         self.field_size = field_size
         self.body = body  # 0 = unlimited
-        # The most bytes a legal head can take; llhttp buffers partial header
-        # lines internally, so this bounds what it may hold before we see them.
-        self.head = request_line + fields * (field_size + 4) + 4
+        # The most bytes a legal head can take (`head`, uWSGI's buffer-size, when it is lower
+        # than what the other limits allow; 0: those); llhttp buffers partial header lines
+        # internally, so this bounds what it may hold before we see them.
+        most = request_line + fields * (field_size + 4) + 4
+        self.head = min(head, most) if head else most
+        # Below this many head bytes no field can exceed field_size, nor can there be more
+        # than `fields` fields (each takes at least 4 bytes), nor the head its limit.
+        self.small_head = min(field_size, 4 * fields, self.head)
 
 
 class RequestHead:
-    """One parsed request line and header block."""
+    """One parsed request line and header block.
+
+    `version` is the HTTP version the exchange is framed in ("1.1" or "1.0"): the answer
+    follows it (chunked only for 1.1). `protocol` is the request's own, for logs; `client`
+    the client address a proxy named in the request itself (the uwsgi protocol's
+    ``REMOTE_ADDR``), None over HTTP: class attributes here, slots of `UwsgiHead`
+    (http/uwsgi.py), so an HTTP head pays nothing for them.
+    """
+
+    client: str | None = None
 
     __slots__ = (
         "absolute",
@@ -87,6 +102,10 @@ class RequestHead:
         self.chunked = chunked
         self.expect_continue = expect_continue
         self.absolute = absolute  # the parsed URL of an absolute-form target, else None
+
+    @property
+    def protocol(self) -> str:
+        return "HTTP/" + self.version
 
 
 class RequestSink(Protocol):
@@ -166,9 +185,7 @@ class RequestParser:
         self._field_size = limits.field_size
         self._body_limit = limits.body
         self._head_limit = limits.head
-        # Below this many head bytes no field can exceed field_size, nor can
-        # there be more than `fields` fields (each takes at least 4 bytes).
-        self._small_head = min(limits.field_size, 4 * limits.fields)
+        self._small_head = limits.small_head
         self._parser = httptools.HttpRequestParser(self)
         self.ended = False
         self._reset()
@@ -195,8 +212,6 @@ class RequestParser:
         over = False
         if self._in_head:
             head_bytes = self.head_bytes = self.head_bytes + len(data)
-            # Parsed all the same, so that an overlong request line still gets its
-            # 414; llhttp holds at most this one read beyond the limit.
             over = head_bytes > self._head_limit
             # No field of a head this small can break a field limit: skip the checks.
             self._check_fields = head_bytes > self._small_head
@@ -220,7 +235,11 @@ class RequestParser:
             if detail == "Invalid HTTP version":
                 raise VersionNotSupported(detail) from None
             raise BadRequest(detail) from None
-        if over and self._in_head:
+        # A head still incomplete past the limit (parsed all the same, so that an overlong
+        # request line still gets its 414; llhttp holds at most this one read beyond the
+        # limit). A message that ended in this read reset the count: the bytes were its
+        # body or the next head's, not this head's.
+        if over and self._in_head and self.head_bytes > self._head_limit:
             raise HeaderFieldsTooLarge("request head too large")
 
     # -- llhttp callbacks -------------------------------------------------------
@@ -295,6 +314,14 @@ class RequestParser:
         url = self._url
         if len(url) + len(method) + 10 > self._line_limit:
             raise UriTooLong("request line too long")
+        if (
+            self._check_fields  # False for every small head: one test per request
+            and self.head_bytes > self._head_limit
+            and self._head_size(method) > self._head_limit
+        ):
+            # a head that ended in the read that took the count past the limit: measured
+            # (only then) as its request line and fields would be written
+            raise HeaderFieldsTooLarge("request head too large")
         absolute = None
         if url[0] != 47:  # not "/...": asterisk-form, absolute-form or authority-form
             if url != b"*":
@@ -318,6 +345,12 @@ class RequestParser:
                 absolute,
             )
         )
+
+    def _head_size(self, method: str) -> int:
+        """The head's size without optional whitespace: ``METHOD TARGET HTTP/1.x``, each
+        ``name: value`` and the CRLFs."""
+        fields = sum(len(name) + len(value) + 4 for name, value in self._headers)
+        return len(method) + len(self._url) + 12 + fields + 2
 
     def on_body(self, chunk: bytes) -> None:
         if self._chunked:

@@ -191,6 +191,12 @@ class Pool:
 
         return [proxy_choice(self.doc.listeners[a], self.settings) for a in self.sockets]
 
+    @property
+    def protocols(self) -> list[str]:
+        """The wire protocol of each of its listeners ("http", "uwsgi"), in the order of
+        `sockets`."""
+        return [_protocol(self.doc, address) for address in self.sockets]
+
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
         return (
@@ -201,11 +207,19 @@ class Pool:
             and self.passes == other.passes
             and self.forwarded == other.forwarded
             and self.proxy == other.proxy
+            and self.protocols == other.protocols
             and self.routes == other.routes
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
             and (not self.application.preload or self.loaded_app is other.loaded_app)
         )
+
+
+def _protocol(doc: Document, address: str) -> str:
+    """A listener's wire protocol: corral's `protocol` key, HTTP when absent."""
+    listener = doc.listeners.get(address)
+    protocol = listener.protocol if listener is not None else msgspec.UNSET
+    return "http" if protocol is msgspec.UNSET else protocol
 
 
 def uses_routes(doc: Document) -> bool:
@@ -385,7 +399,8 @@ class Arbiter:
         gen = self.current
         for address, sock in gen.sockets.items():
             origin = "from systemd" if self.from_systemd else address
-            self.log.info("listening on %s (%s)", describe(sock), origin)
+            protocol = _protocol(gen.doc, address)
+            self.log.info("listening on %s (%s)", describe(sock, protocol), origin)
         loop = self.loop
         assert loop is not None
         if self.control is not None:
@@ -570,6 +585,7 @@ class Arbiter:
             listener_passes=pool.passes,
             listener_forwarded=pool.forwarded,
             listener_proxy=pool.proxy,
+            listener_protocols=pool.protocols,
             router=pool.router,
             app_name=pool.name,
             handoff_socket=pool.handoff,
@@ -1127,7 +1143,7 @@ class Arbiter:
             sockets[address] = bound.get(address) or self.sockets[address]
         self.sockets.update(bound)
         for address, sock in bound.items():
-            self.log.info("listening on %s (%s)", describe(sock), address)
+            self.log.info("listening on %s (%s)", describe(sock, _protocol(doc, address)), address)
         try:
             handoffs = self._bind_handoffs(doc)
             gen = Generation(self.generation_number + 1, doc, sockets, handoffs)

@@ -133,7 +133,7 @@ class Emperor:
         return _Vassal(signature, listeners, applications)
 
     def _parts(self, name: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        content = read_config(path)
+        content = read_config(path, lambda line: self.log.warning("emperor: %s", line))
         doc = content if isinstance(content, Document) else build_document(content)
         data = msgspec.to_builtins(doc)
         if data.get("routes"):

@@ -91,14 +91,16 @@ def close_all(sockets: dict[str, socket.socket], *, unlink: bool = True) -> None
                 os.unlink(text[5:])
 
 
-def describe(sock: socket.socket) -> str:
-    """The address a socket actually listens on (the real port when 0 was asked)."""
+def describe(sock: socket.socket, protocol: str = "http") -> str:
+    """The address a socket actually listens on (the real port when 0 was asked), as a URL of
+    its protocol (``http://``, ``uwsgi://``); a unix socket's says ``unix:PATH`` and, for
+    uwsgi, `` (uwsgi)``."""
     name = sock.getsockname()
     if sock.family == socket.AF_UNIX:
-        return f"unix:{name}"
+        return f"unix:{name}" if protocol == "http" else f"unix:{name} ({protocol})"
     if sock.family == socket.AF_INET6:
-        return f"http://[{name[0]}]:{name[1]}"
-    return f"http://{name[0]}:{name[1]}"
+        return f"{protocol}://[{name[0]}]:{name[1]}"
+    return f"{protocol}://{name[0]}:{name[1]}"
 
 
 def handoff_address(master_pid: int, application: str) -> str:

@@ -57,10 +57,14 @@ def _response_header(name: str) -> Callable[[Any, Any, float], str]:
 
 
 def _peer(conn: Any, exchange: Any, duration: float) -> str:
-    """The client: a trusted proxy's forwarded one (Unit's ``$remote_addr``), else the peer."""
+    """The client: a trusted proxy's forwarded one (Unit's ``$remote_addr``), or the one a
+    uwsgi packet names (its ``REMOTE_ADDR``), else the peer."""
     forwarded = exchange.forwarded
     if forwarded is not None and forwarded.address is not None:
         return forwarded.address
+    client = exchange.head.client
+    if client is not None:
+        return client
     peer = conn.peer
     return str(peer[0]) if isinstance(peer, tuple) else "-"
 
@@ -99,11 +103,11 @@ _SIMPLE: dict[str, Callable[[Any, Any, float], str]] = {
     "l": lambda c, e, d: "-",
     "u": lambda c, e, d: "-",
     "t": _now,
-    "r": lambda c, e, d: f"{e.head.method} {e.head.target.decode('latin-1')} HTTP/{e.head.version}",
+    "r": lambda c, e, d: f"{e.head.method} {e.head.target.decode('latin-1')} {e.head.protocol}",
     "m": lambda c, e, d: e.head.method,
     "U": lambda c, e, d: _path(e),
     "q": lambda c, e, d: e.head.target.partition(b"?")[2].decode("latin-1"),
-    "H": lambda c, e, d: f"HTTP/{e.head.version}",
+    "H": lambda c, e, d: e.head.protocol,
     "s": lambda c, e, d: str(e.status),
     "b": lambda c, e, d: str(e.response_bytes) if e.response_bytes else "-",
     "B": lambda c, e, d: str(e.response_bytes),

@@ -18,6 +18,13 @@ Invariants:
   of such listeners only.
 - ``PATH_INFO`` is the percent-decoded path as a latin-1 string; ``RAW_URI`` and
   ``REQUEST_URI`` keep the target exactly as sent (``///a`` stays ``///a``).
+- Over the uwsgi protocol (`uwsgi_environ`) the environ is the proxy's CGI variables as it sent
+  them (nginx's ``uwsgi_params``: its client's address, its ``SERVER_NAME``...), over the
+  connection's constant part; the ``wsgi.*`` keys stay the server's, ``wsgi.url_scheme`` is
+  the packet's (``UWSGI_SCHEME``, ``HTTPS``, ``REQUEST_SCHEME``), and ``CONTENT_TYPE`` and
+  ``CONTENT_LENGTH`` are left out when empty (nginx sends both for every request), as they
+  would be over HTTP without those headers, and so are nginx's ``HTTP_CONTENT_TYPE`` and
+  ``HTTP_CONTENT_LENGTH`` copies.
 - ``SCRIPT_NAME`` is "" unless the application (or target) has NGINX Unit's ``prefix``: then
   `Mounted` moves the prefix from ``PATH_INFO`` to ``SCRIPT_NAME`` when the decoded path is
   the prefix or continues it with "/" (Unit compares the decoded path too; ``/app`` does not
@@ -99,6 +106,48 @@ def connection_environ(
         environ["REMOTE_PORT"] = str(peer[1])
     else:
         environ["REMOTE_ADDR"] = ""  # unix socket: no address; the key is required by many apps
+    return environ
+
+
+# the keys of connection_environ that are the server's own: a proxy's var cannot replace them
+_SERVER_KEYS = (
+    "wsgi.version",
+    "wsgi.errors",
+    "wsgi.multithread",
+    "wsgi.multiprocess",
+    "wsgi.run_once",
+    "wsgi.input_terminated",
+    "wsgi.file_wrapper",
+)
+
+
+def uwsgi_environ(base: dict[str, Any], head: Any, body: Any) -> dict[str, Any]:
+    """A fresh environ for one request read from a uwsgi packet (a ``UwsgiHead``)."""
+    environ = base.copy()
+    environ.update(head.vars)
+    for key in _SERVER_KEYS:
+        environ[key] = base[key]
+    # nginx also sends the fields as HTTP_CONTENT_TYPE and HTTP_CONTENT_LENGTH, which an HTTP
+    # request's environ never has; the body's length is the CONTENT_LENGTH var's, the parser's
+    content_type = environ.pop("HTTP_CONTENT_TYPE", None)
+    environ.pop("HTTP_CONTENT_LENGTH", None)
+    if not environ.get("CONTENT_LENGTH"):
+        environ.pop("CONTENT_LENGTH", None)
+    if not environ.get("CONTENT_TYPE"):
+        if content_type:
+            environ["CONTENT_TYPE"] = content_type
+        else:
+            environ.pop("CONTENT_TYPE", None)
+    raw = head.target.decode("latin-1")
+    if "PATH_INFO" not in environ:  # a proxy without nginx's uwsgi_params: from the target
+        path = raw.partition("?")[0]
+        environ["PATH_INFO"] = _decode_path(path) if "%" in path else path
+    environ.setdefault("QUERY_STRING", raw.partition("?")[2])
+    environ.setdefault("REQUEST_URI", raw)
+    environ["RAW_URI"] = environ["REQUEST_URI"]
+    environ.setdefault("SERVER_PROTOCOL", head.protocol)
+    environ["wsgi.url_scheme"] = head.scheme
+    environ["wsgi.input"] = body
     return environ
 
 

@@ -31,7 +31,7 @@ from corral.connection import Exchange, HttpConnection
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head
 from corral.wsgi.deadline import RequestTimeoutExceeded
-from corral.wsgi.environ import forwarded_environ, request_environ
+from corral.wsgi.environ import forwarded_environ, request_environ, uwsgi_environ
 from corral.wsgi.filewrapper import FileWrapper
 from corral.wsgi.input import ClientDisconnected
 
@@ -193,10 +193,12 @@ class WsgiCall:
         finally:
             _set_running_loop(self.conn.loop)
 
-    def _run(self) -> None:
+    def _run(self, make_environ: Any = request_environ) -> None:
+        # `make_environ`: the request's environ from the connection's constant part, the head
+        # and the body; a default argument, so that HTTP's costs no lookup per request
         exchange = self.exchange
         try:
-            environ = request_environ(self.environ, exchange.head, exchange.body)
+            environ = make_environ(self.environ, exchange.head, exchange.body)
             result = self.app(environ, self.start_response)
         except _APP_ERRORS as exc:
             self.fail(exc)
@@ -373,3 +375,11 @@ class TargetedWsgiCall(WsgiCall):
 
 class TargetedForwardedWsgiCall(TargetedWsgiCall, ForwardedWsgiCall):
     """`TargetedWsgiCall` on a trusted proxy's connection (each ``__init__`` runs, in turn)."""
+
+
+class UwsgiWsgiCall(WsgiCall):
+    """A call for a request read from a uwsgi packet: its environ is the packet's vars
+    (`uwsgi_environ`); the answer is the same HTTP/1.x response, framed as its head says."""
+
+    def _run(self, make_environ: Any = uwsgi_environ) -> None:
+        super()._run(make_environ)

@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any
 
 from corral.connection import Exchange, HttpConnection
+from corral.http.uwsgi import UwsgiParser
 from corral.wsgi.deadline import TimedApp, Watchdog
 from corral.wsgi.environ import Mounted, connection_environ
 from corral.wsgi.errors import ErrorStream
@@ -50,6 +51,7 @@ from corral.wsgi.response import (
     ForwardedWsgiCall,
     TargetedForwardedWsgiCall,
     TargetedWsgiCall,
+    UwsgiWsgiCall,
     WsgiCall,
 )
 
@@ -269,7 +271,9 @@ class WsgiAdapter:
         """The per-connection environ part, output and call class, made on its first request.
 
         The call class is chosen here, once per connection: a trusted proxy's connection gets
-        the one that applies each request's forwarded client and scheme."""
+        the one that applies each request's forwarded client and scheme; a uwsgi listener's
+        (never routed, never `forwarded`: the document refuses both) the one whose environ
+        is the packet's vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
         base = self._listener_environs.get(key)
@@ -287,7 +291,9 @@ class WsgiAdapter:
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        if len(self.targets) > 1:
+        if type(conn.parser) is UwsgiParser:
+            call: type[WsgiCall] = UwsgiWsgiCall
+        elif len(self.targets) > 1:
             call = TargetedForwardedWsgiCall if conn.trusted else TargetedWsgiCall
         else:
             call = ForwardedWsgiCall if conn.trusted else WsgiCall
