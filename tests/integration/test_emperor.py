@@ -8,6 +8,7 @@ the listeners have distinct document keys.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -73,6 +74,8 @@ def test_files_added_changed_touched_removed_and_broken_change_only_their_applic
             assert pids_of(server, "a") == a_pids
             assert "generation 5" not in server.stderr
             assert server.stderr.count("it changes nothing") == 2
+            # with several applications, a worker's exit names its application
+            assert re.search(r"worker 0 of b \(pid \d+\) exited: exit code 0", server.stderr)
             assert server.stop() == 0
 
 

@@ -795,10 +795,10 @@ class Arbiter:
         how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         slot, pid = worker.slot, worker.pid
         if self.stopping:
-            self.log.debug("worker %d (pid %d) exited: %s", slot, pid, how)
+            self.log.debug("%s (pid %d) exited: %s", self._who(slot, worker.pool), pid, how)
             return
         if worker.retiring:
-            self.log.info("worker %d (pid %d) exited: %s", slot, pid, how)
+            self.log.info("%s (pid %d) exited: %s", self._who(slot, worker.pool), pid, how)
             return
         gen = worker.generation
         if gen is self.pending:  # ready or not: the new generation is not whole
@@ -833,7 +833,7 @@ class Arbiter:
             return
         lived = worker.age
         if worker.timed_out:
-            self.log.info("worker %d (pid %d) exited: %s", slot, pid, how)
+            self.log.info("%s (pid %d) exited: %s", self._who(slot, worker.pool), pid, how)
         else:
             self.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, lived)
         successor = worker.successor
