@@ -69,9 +69,6 @@ class LoadBoard:
     def leave(self, slot: int) -> None:
         self.publish(slot, ABSENT)
 
-    def count(self, slot: int) -> int:
-        return self._counts[slot] if slot < self.slots else ABSENT
-
     def least_besides(self, slot: int) -> int | None:
         """The fewest connections a sibling of ``slot`` that accepts holds; None: none does."""
         least = None
