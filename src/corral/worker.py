@@ -66,6 +66,12 @@ from corral.proxied import ProxyPlan, proxied_factory
 from corral.routed import RoutedConnection, Routing, adopt_factory
 from corral.venv import activate as activate_home
 
+# imported here, by the master too, not after the fork: a worker that switched to another user
+# may not be able to read the interpreter's own files (ctypes) to import them then
+from corral.wsgi.deadline import Watchdog
+from corral.wsgi.environ import set_unsafe_fields
+from corral.wsgi.runner import WsgiAdapter
+
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
 EXIT_ABORTED = 6  # killed by the master's ABRT after a timeout
@@ -193,10 +199,6 @@ class Worker:
                 self._send(f"failed {cause}")
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
-        from corral.wsgi.deadline import Watchdog
-        from corral.wsgi.environ import set_unsafe_fields
-        from corral.wsgi.runner import WsgiAdapter
-
         set_unsafe_fields(settings.discard_unsafe_fields)
 
         loop = new_event_loop(getattr(settings, "loop", "auto"))

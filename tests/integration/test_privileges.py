@@ -18,11 +18,12 @@ import re
 import shutil
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.integration.server import APPS, Server, http_json, read_response, wait_for
+from tests.integration.server import APPS, SRC, Server, http_json, read_response, wait_for
 from tests.integration.venvs import Sandbox, make_demo_venv, readable
 from tests.integration.venvs import readable_dir as _readable_dir
 
@@ -222,3 +223,32 @@ def test_each_application_runs_as_its_own_user(sandbox):
         assert proc_ids(server.proc.pid)[0] == [0, 0, 0, 0]
         assert "Traceback" not in server.stderr
         assert server.stop() == 0
+
+
+def test_workers_switched_to_a_user_who_cannot_read_the_interpreter_still_serve():
+    # The tests' own interpreter (root's pyenv here, and in CI): after the switch a worker
+    # cannot read its standard library, so everything it needs is imported before the fork
+    # (a worker that imported ctypes after the switch died and was respawned, forever).
+    # Where the interpreter is readable by everyone this passes without testing that.
+    root = Path(tempfile.mkdtemp(prefix="corral-unreadable-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        shutil.copytree(Path(SRC) / "corral", root / "corral")
+        shutil.copy(APPS / "priv_app.py", root / "priv_app.py")
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        with Server(
+            "priv_app",
+            "--user",
+            USER,
+            "--group",
+            GROUP,
+            cwd=str(root),
+            env={"PYTHONPATH": str(root)},
+        ) as server:
+            info = http_json(server, "/")
+            assert info["serving"]["uid"] == pwd.getpwnam(USER).pw_uid
+            assert "exited" not in server.stderr and "Traceback" not in server.stderr
+            assert server.stop() == 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -518,6 +518,12 @@ class Arbiter:
                 code = self._worker_main(pool, slot, write_fd, max_requests)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
+            except ImportError as exc:
+                # corral's or the loop's own import, after the application's (which says
+                # itself why it failed): a respawn would fail the same way, so it stops as
+                # an application that cannot load does, in one line
+                sys.stderr.write(f"corral: error: {_import_failure(exc, pool.identity)}\n")
+                code = EXIT_APP_LOAD
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -1440,6 +1446,17 @@ def _apply_environment(app: Any) -> Entered:
         entered.environ[key] = os.environ.get(key)
         os.environ[key] = value
     return entered
+
+
+def _import_failure(exc: ImportError, identity: Identity) -> str:
+    """One line for a worker that could not import a module it needs."""
+    line = f"a worker could not import {exc.name or 'a module'}: {exc}"
+    if identity.uid is not None or identity.gid is not None:
+        line += (
+            f" (the worker runs as another user: {sys.base_prefix} must be readable by it; "
+            "use a virtualenv made from a Python every user can read, such as /usr/bin/python3)"
+        )
+    return line
 
 
 def serve(
