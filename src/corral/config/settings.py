@@ -505,20 +505,28 @@ def proxy_mode(value: ProxyMode | bool) -> ProxyMode:
 def address_list(value: list[str] | str) -> list[str]:
     """`proxy_allow_from`: a list, or Gunicorn's comma-separated string; each an address, a
     CIDR network or Unit's address pattern, ``*`` for any, checked as the listener's is."""
-    items = value.split(",") if isinstance(value, str) else value
-    found = [item.strip() for item in items if item.strip()]
+    found = _path_list(value)
     if not found:
         raise Invalid(message="expected at least one address, or '*'")
+    _check_addresses(value, found, unit_message=True)
+    return found
+
+
+def _check_addresses(value: list[str] | str, items: list[str], *, unit_message: bool) -> None:
+    """Each of ``items`` (``value`` split) is an address pattern, or ``*``; the error names the
+    item's place in a list, with Unit's own message or Gunicorn's kind of value."""
     from corral.routing import RouteError, address_matcher
 
-    for index, item in enumerate(found):
-        if item != "*":
-            try:
-                address_matcher(item, "")
-            except RouteError as exc:
-                at = f"[{index}]" if not isinstance(value, str) else ""
+    for index, item in enumerate(items):
+        if item == "*":
+            continue
+        try:
+            address_matcher(item, "")
+        except RouteError as exc:
+            at = f"[{index}]" if isinstance(value, list) else ""
+            if unit_message:
                 raise Invalid(message=str(exc).removeprefix(": "), at=at) from None
-    return found
+            raise Invalid("an IP address or a CIDR network", item, at=at) from None
 
 
 def _id(value: str | int | None) -> str | None:
@@ -551,20 +559,10 @@ ANY_ADDRESS = ["0.0.0.0/0", "::/0"]
 
 def _allow_ips(value: list[str] | str) -> list[str]:
     """Gunicorn's `forwarded_allow_ips` as NGINX Unit's `forwarded.source` patterns."""
-    from corral.routing import RouteError, address_matcher
-
     items = _path_list(value)
     if "*" in items:
         return list(ANY_ADDRESS)
-    for index, item in enumerate(items):
-        try:
-            address_matcher(item)
-        except RouteError:
-            raise Invalid(
-                "an IP address or a CIDR network",
-                item,
-                at=f"[{index}]" if isinstance(value, list) else "",
-            ) from None
+    _check_addresses(value, items, unit_message=False)
     return items
 
 
