@@ -159,17 +159,23 @@ def load(kind: str, name: str) -> tuple[bytes, dict]:
 # -- the corpus itself ----------------------------------------------------------------------------
 
 
-def test_corpus_files_are_what_the_generator_writes():
-    spec = importlib.util.spec_from_file_location("make_corpus", CORPUS / "make_corpus.py")
+def generated_and_on_disk(script: Path, directory: Path) -> tuple[dict, dict]:
+    """What a corpus generator's ``render()`` writes, and what ``directory`` holds, by path
+    relative to it (shared with the uwsgi corpus's test)."""
+    spec = importlib.util.spec_from_file_location(script.stem, script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    files = module.render()
     on_disk = {
         f"{kind}/{path.name}": path.read_bytes()
         for kind in ("valid", "invalid")
-        for path in (CORPUS / kind).iterdir()
+        for path in (directory / kind).iterdir()
     }
+    return module.render(), on_disk
+
+
+def test_corpus_files_are_what_the_generator_writes():
+    files, on_disk = generated_and_on_disk(CORPUS / "make_corpus.py", CORPUS)
     assert sorted(on_disk) == sorted(files), "run python tests/corpus/make_corpus.py"
     stale = [name for name, data in files.items() if on_disk[name] != data]
     assert not stale, f"stale corpus files (run make_corpus.py): {stale}"

@@ -8,7 +8,6 @@ ever leaves `feed`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from corral.http.errors import HttpError
 from corral.http.parser import Limits
 from corral.http.uwsgi import UwsgiHead, UwsgiParser, packet
 from corral.wsgi.environ import connection_environ, uwsgi_environ
-from tests.unit.test_corpus import MODES, Recorder, feeds
+from tests.unit.test_corpus import MODES, Recorder, feeds, generated_and_on_disk
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 UWSGI = CORPUS / "uwsgi"
@@ -68,16 +67,7 @@ def described(recorder: Recorder) -> dict:
 
 
 def test_corpus_files_are_what_the_generator_writes():
-    spec = importlib.util.spec_from_file_location("make_uwsgi", CORPUS / "make_uwsgi_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    files = module.render()
-    on_disk = {
-        f"{kind}/{path.name}": path.read_bytes()
-        for kind in ("valid", "invalid")
-        for path in (UWSGI / kind).iterdir()
-    }
+    files, on_disk = generated_and_on_disk(CORPUS / "make_uwsgi_corpus.py", UWSGI)
     assert sorted(on_disk) == sorted(files), "run python tests/corpus/make_uwsgi_corpus.py"
     assert [name for name, data in files.items() if on_disk[name] != data] == []
 
