@@ -9,27 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 
 from tests.integration.control import listening_port, short_dir
 from tests.integration.load import Load
 from tests.integration.server import Server, http_get, wait_for
-from tests.integration.test_applications import At, pids_of
+from tests.integration.test_applications import At, pids_of, refused
 
 
 def vassal(directory: Path, name: str, host: str, workers: int = 1) -> None:
     (directory / name).write_text(
         f'app = "chaos_app:application"\nbind = ["{host}:0"]\nworkers = {workers}\n'
     )
-
-
-def refused(at: At) -> bool:
-    try:
-        socket.create_connection((at.host, at.port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    return False
 
 
 def test_files_added_changed_touched_removed_and_broken_change_only_their_application():
