@@ -152,10 +152,9 @@ class Emperor:
                 if other_name != name and address in other.listeners:
                     raise ConfigError(f"{path}: listener {address} is {other_name}'s already")
             listeners[address] = listener
+        emperors = msgspec.to_builtins(self.base.settings)
         ignored = sorted(
-            key
-            for key, value in data.get("settings", {}).items()
-            if value != msgspec.to_builtins(self.base.settings).get(key)
+            key for key, value in data.get("settings", {}).items() if value != emperors.get(key)
         )
         if ignored:
             self.log.warning(
