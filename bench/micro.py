@@ -7,6 +7,8 @@ and after a change to the hot path, in the same session:
     python bench/micro.py [--profile] [--request-timeout SECONDS] [--routed] [--latency]
                           [--forwarded [--proxied]]
     python bench/micro.py --uwsgi   # one uwsgi packet per connection, as nginx's uwsgi_pass
+    python bench/micro.py --llhttp  # with the llhttp parser corral had before its own
+    CORRAL_NO_EXTENSIONS=1 python bench/micro.py   # the pure-Python core
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import sys
 import time
 from functools import partial
+from pathlib import Path
 
 from corral.connection import HttpConnection, ServerState
-from corral.http.parser import Limits
+from corral.core import NAME
+from corral.http.head import Limits
 from corral.observe.errorlog import setup_error_log
 from corral.wsgi.deadline import Watchdog
 from corral.wsgi.runner import WsgiAdapter
@@ -50,6 +55,8 @@ class FakeTransport:
     def get_write_buffer_size(self) -> int:
         return 0
 
+
+PARSER = None  # the connection's default unless --llhttp
 
 CLOSE_REQUEST = REQUEST.replace(b"Accept: */*\r\n", b"Accept: */*\r\nConnection: close\r\n")
 
@@ -172,6 +179,8 @@ def run(
         conn = routed_connection(state)
     elif forwarded:
         conn = forwarded_connection(state)
+    elif PARSER is not None:
+        conn = HttpConnection(state, parser=PARSER)
     else:
         conn = HttpConnection(state)
     request = PROXIED_REQUEST if proxied else REQUEST
@@ -214,7 +223,18 @@ def main() -> None:
         metavar="SECONDS",
         help="time the application's calls, as --request-timeout does (0: off, the default)",
     )
+    parser.add_argument(
+        "--llhttp",
+        action="store_true",
+        help="parse with the llhttp parser corral had before its own (tests/llhttp_oracle.py)",
+    )
     args = parser.parse_args()
+    if args.llhttp:
+        global PARSER
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.llhttp_oracle import RequestParser
+
+        PARSER = RequestParser
 
     def measure(n: int) -> float:
         if args.close or args.uwsgi:
@@ -231,7 +251,8 @@ def main() -> None:
         pstats.Stats("/tmp/micro.prof").sort_stats("tottime").print_stats(15)
         return
     results = sorted(measure(args.n) for _ in range(5))
-    print(f"per request: median {results[2]:.2f} us (min {results[0]:.2f})")
+    core = "llhttp parser" if args.llhttp else NAME
+    print(f"per request: median {results[2]:.2f} us (min {results[0]:.2f}), {core}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import os
 import sys
 from functools import partial
 
-from corral import __version__
+from corral import __version__, core
 from corral.config import ConfigError, Document, dump_document, format_help, parse_command_line
 from corral.config.sources import CommandLine
 from corral.observe.errorlog import LOGGER_NAME
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(format_help())
             return 0
         if command.version:
-            print(f"corral {__version__}")
+            print(f"corral {__version__} ({core.NAME})")
             return 0
         control = None
         if command.control is not None or command.state_dir is not None:

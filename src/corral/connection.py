@@ -29,8 +29,9 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Protocol
 
+from corral.core import RequestParser
 from corral.http.errors import HttpError, RequestTimeout, error_response
-from corral.http.parser import Limits, RequestHead, RequestParser
+from corral.http.head import Limits, RequestHead
 
 IDLE = 0  # between requests: the keep-alive deadline runs
 HEAD = 1  # receiving a request head: the header deadline runs

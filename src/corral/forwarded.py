@@ -35,7 +35,7 @@ from typing import Any
 
 from corral.connection import HttpConnection, ServerState
 from corral.http.fieldnames import discards
-from corral.http.parser import RequestHead
+from corral.http.head import RequestHead
 from corral.routing import address_matcher, socket_address
 
 _UNIX = (1, 0, 0)  # the matcher's (family, number, port) for a unix socket peer

@@ -34,7 +34,7 @@ Unit replaces the request's remote address before routing); a connection handed 
 adopted with its listener's ``forwarding`` and read again by the receiver. Without it, a
 routed request pays one attribute test (``trusted``).
 
-Where a request starts in the bytes received (llhttp gives no offsets). The connection keeps
+Where a request starts in the bytes received (the parser gives no offsets). The connection keeps
 ``raw``: the bytes received from the start of request number ``raw_first`` (counting the
 requests the parser began on this connection), or nothing when that start is lost
 (``raw_first`` None). The boundary rule:
@@ -70,7 +70,7 @@ from corral.handoff import (
     message_end,
 )
 from corral.http.errors import HttpError, error_response
-from corral.http.parser import RequestHead, RequestParser
+from corral.http.head import RequestHead
 from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
 
@@ -138,15 +138,6 @@ class _HandOff(Exchange):
         self.address = address
 
 
-class RoutedRequestParser(RequestParser):
-    """The request parser, also reporting where each request begins."""
-
-    __slots__ = ()
-
-    def on_message_begin(self) -> None:
-        self._sink.on_message_begin()  # type: ignore[attr-defined]
-
-
 def reply(
     status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
 ) -> bytes:
@@ -200,7 +191,6 @@ class RoutedConnection(HttpConnection):
         # the client a PROXY protocol header named (corral/proxied.py), here or in the worker
         # that handed the connection off: the peer, instead of the socket's
         self.given_peer = peer
-        self.parser = RoutedRequestParser(self, server.limits)
         self.routing = routing
         self.pass_target = pass_target
         self.initial = initial  # bytes a hand-off brought, parsed before the socket's

@@ -57,7 +57,7 @@ from corral.connection import HttpConnection, ServerState, sweep
 from corral.forwarded import ForwardedConnection, Forwarding
 from corral.handoff import HandoffServer
 from corral.hooks import Hooks
-from corral.http.parser import Limits
+from corral.http.head import Limits
 from corral.http.response import server_fields
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log

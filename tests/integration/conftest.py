@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cores import CORES, request_parser
 from tests.integration.server import APPS
 from tests.integration.venvs import BASE_PYTHON, Sandbox, make_sandbox
 
@@ -25,3 +26,17 @@ def sandbox() -> Iterator[Sandbox]:
         yield make_sandbox(root, [APPS / "priv_app.py"])
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", params=CORES)
+def each_core(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The servers a module starts run the compiled core, then (the module again) the Python
+    one. A module opts in with ``pytestmark = pytest.mark.usefixtures("each_core")``; its
+    module-scoped server fixtures take ``each_core`` too, so that they start once per core."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "python":
+            patch.setenv("CORRAL_NO_EXTENSIONS", "1")
+        else:
+            request_parser("compiled")  # fails when it is not built
+            patch.delenv("CORRAL_NO_EXTENSIONS", raising=False)
+        yield request.param

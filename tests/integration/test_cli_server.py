@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from corral import core
 from tests.integration.server import APPS, Server, read_all, run_cli, wait_for
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -70,7 +71,7 @@ def assert_one_line_error(stderr: str, *needles: str) -> None:
 def test_version():
     result = run_cli("--version")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "corral 0.1.0"
+    assert result.stdout.strip() == f"corral 0.1.0 ({core.NAME})"
     assert result.stderr == ""
 
 

@@ -23,6 +23,9 @@ from hypothesis import strategies as st
 
 from tests.integration.server import Server, read_all
 
+# every request here is answered by each core in turn
+pytestmark = pytest.mark.usefixtures("each_core")
+
 # When a @given test fails, hypothesis's pytest plugin imports its patch writer, which
 # imports libcst, which warns (mypy_extensions.TypedDict is deprecated); with
 # filterwarnings=error that becomes an INTERNALERROR that hides the failure. Import
@@ -174,7 +177,7 @@ def serves_normally(server: Server) -> None:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def server(each_core: str) -> Iterator[Server]:
     # a connection given up on below may stay open (see DECLARES_BODY): stop quickly anyway
     with Server("http_apps", "--graceful-timeout", "1") as running:
         yield running

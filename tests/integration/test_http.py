@@ -20,6 +20,9 @@ import pytest
 
 from tests.integration.server import Server, read_all, wait_for
 
+# every request here is answered by each core in turn
+pytestmark = pytest.mark.usefixtures("each_core")
+
 IMF_FIXDATE = re.compile(
     r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
     r"\d{4} \d\d:\d\d:\d\d GMT\Z"
@@ -151,7 +154,7 @@ def get(path: str, *lines: str, version: str = "1.1", method: str = "GET") -> by
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def server(each_core: str) -> Iterator[Server]:
     with Server("http_apps") as running:
         yield running
         assert running.proc.poll() is None, "the server died during the tests"
@@ -159,7 +162,7 @@ def server() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def limited() -> Iterator[Server]:
+def limited(each_core: str) -> Iterator[Server]:
     with Server("http_apps", *LIMIT_FLAGS) as running:
         yield running
         assert running.proc.poll() is None, "the server died during the tests"
@@ -167,7 +170,7 @@ def limited() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def targets() -> Iterator[Server]:
+def targets(each_core: str) -> Iterator[Server]:
     """For odd request-targets; its error log is not checked (a 500 logs a traceback)."""
     with Server("http_apps") as running:
         yield running

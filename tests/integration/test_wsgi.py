@@ -26,6 +26,9 @@ import pytest
 from tests.integration.apps.wsgi_apps import apply_ops  # the app's own, run on BytesIO
 from tests.integration.server import Server, read_all, read_response, wait_for
 
+# every request here is answered by each core in turn
+pytestmark = pytest.mark.usefixtures("each_core")
+
 MODES = ["1", "4"]
 INJECTED = b"INJECTED-by-the-app"
 FILE_SIZE = 5 * 1024 * 1024
@@ -45,7 +48,7 @@ def test_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module", params=MODES, ids=["threads1", "threads4"])
-def server(request, test_dir):
+def server(request, test_dir, each_core):
     with Server(
         "wsgi_apps", "--threads", request.param, "-e", f"WSGI_TEST_DIR={test_dir}"
     ) as running:

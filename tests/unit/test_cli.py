@@ -1,20 +1,25 @@
 """corral.cli.main: what the command prints and its exit codes (in-process and as a subprocess)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from corral import cli
+from corral import cli, core
 from corral.config import Document
 from tests.unit.test_config import GUNICORN_TRUST
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "corral", *args], capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "corral", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **env} if env else None,
     )
 
 
@@ -23,7 +28,13 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_version() -> None:
     result = run("--version")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "corral 0.1.0\n", "")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        f"corral 0.1.0 ({core.NAME})\n",
+        "",
+    )
+    result = run("--version", env={"CORRAL_NO_EXTENSIONS": "1"})
+    assert result.stdout == "corral 0.1.0 (Python core: CORRAL_NO_EXTENSIONS=1)\n"
 
 
 def test_check_config_prints_the_document() -> None:

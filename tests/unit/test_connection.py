@@ -14,7 +14,7 @@ import re
 import pytest
 
 from corral.connection import BODY, BUSY, HEAD, IDLE, NEVER, HttpConnection, ServerState, sweep
-from corral.http.parser import Limits
+from corral.http.head import Limits
 from corral.wsgi.runner import WsgiAdapter
 
 

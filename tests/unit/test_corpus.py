@@ -1,4 +1,4 @@
-"""The raw-request corpus (tests/corpus) replayed through the sans-IO parser.
+"""The raw-request corpus (tests/corpus) replayed through both builds of the parser.
 
 Each ``.http`` file is fed whole, split in two at every byte boundary, and one
 byte at a time; a recording sink collects what the parser reports. A valid file
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from corral.http.errors import HttpError
-from corral.http.parser import Limits, RequestHead, RequestParser
+from corral.http.head import Limits, RequestHead
+from corral.http.parser import RequestParser
 from corral.wsgi.environ import request_environ, set_unsafe_fields
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -105,10 +106,13 @@ class Outcome:
         return result
 
 
-def replay(data: bytes, pieces: Iterator[bytes], limits: Limits) -> Outcome:
-    """Feed ``pieces`` (which join to ``data``) until an error or an upgrade."""
+def replay(
+    data: bytes, pieces: Iterator[bytes], limits: Limits, parser_class: type = RequestParser
+) -> Outcome:
+    """Feed ``pieces`` (which join to ``data``) to a ``parser_class`` until an error or an
+    upgrade."""
     recorder = Recorder()
-    parser = RequestParser(recorder, limits)
+    parser = parser_class(recorder, limits)
     for piece in pieces:
         if parser.ended:
             break  # the connection stops feeding HTTP bytes after an upgrade
@@ -209,13 +213,13 @@ def test_replay_detects_a_wrong_expectation():
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", cases("valid"))
-def test_valid(name: str, mode: str):
+def test_valid(name: str, mode: str, parser_class: type):
     data, expected = load("valid", name)
     limits = make_limits(expected.get("limits"))
     want = expected_requests(expected)
     failures = []
     for label, pieces in feeds(data, mode):
-        outcome = replay(data, iter(pieces), limits)
+        outcome = replay(data, iter(pieces), limits, parser_class)
         if outcome.error is not None:
             failures.append(f"{label}: {outcome.error.status} {outcome.error}")
             continue
@@ -231,12 +235,12 @@ def test_valid(name: str, mode: str):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", cases("invalid"))
-def test_invalid(name: str, mode: str):
+def test_invalid(name: str, mode: str, parser_class: type):
     data, expected = load("invalid", name)
     limits = make_limits(expected.get("limits"))
     failures = []
     for label, pieces in feeds(data, mode):
-        outcome = replay(data, iter(pieces), limits)
+        outcome = replay(data, iter(pieces), limits, parser_class)
         if outcome.error is None:
             failures.append(f"{label}: no error; events {outcome.events}")
         elif outcome.error.status != expected["status"]:

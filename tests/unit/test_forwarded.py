@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from corral.forwarded import Forwarding, parse_address
-from corral.http.parser import RequestHead
+from corral.http.head import RequestHead
 from corral.wsgi.environ import request_environ, set_unsafe_fields
 
 XFF = b"X-Forwarded-For"

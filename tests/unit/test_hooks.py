@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from corral.hooks import HookError, Hooks, RequestView
-from corral.http.parser import RequestHead
+from corral.http.head import RequestHead
 
 
 def load(tmp_path: Path, source: str) -> Hooks:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import pytest
 
 from corral.http.errors import HttpError
-from corral.http.parser import Limits, RequestParser
+from corral.http.head import Limits
 from tests.unit.test_corpus import Recorder
 
 HEAD = b"POST /upload HTTP/1.1\r\nHost: example.com\r\nContent-Length: 2000\r\n\r\n"
 
 
-def feed(data: bytes, limits: Limits, cut: int = 0) -> Recorder:
+def feed(data: bytes, limits: Limits, parser_class: type, cut: int = 0) -> Recorder:
     recorder = Recorder()
-    parser = RequestParser(recorder, limits)
+    parser = parser_class(recorder, limits)
     for piece in [data[:cut], data[cut:]] if cut else [data]:
         parser.feed(piece)
     return recorder
@@ -32,22 +32,22 @@ def test_the_limit_is_the_lower_of_head_and_what_the_other_limits_allow():
 
 
 @pytest.mark.parametrize("cut", [0, 10, len(HEAD) - 1, len(HEAD)])
-def test_a_body_in_the_same_read_is_not_head(cut):
-    recorder = feed(HEAD + b"x" * 2000, Limits(head=len(HEAD) + 10), cut)
+def test_a_body_in_the_same_read_is_not_head(cut, parser_class):
+    recorder = feed(HEAD + b"x" * 2000, Limits(head=len(HEAD) + 10), parser_class, cut)
     assert recorder.events[0][0] == "request"
     assert recorder.events[-1] == ("end",)
 
 
-def test_pipelined_requests_in_one_read_each_count_alone():
+def test_pipelined_requests_in_one_read_each_count_alone(parser_class):
     one = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
-    recorder = feed(one * 50, Limits(head=len(one) + 5))
+    recorder = feed(one * 50, Limits(head=len(one) + 5), parser_class)
     assert sum(1 for event in recorder.events if event[0] == "request") == 50
 
 
 @pytest.mark.parametrize("cut", [0, 5, 40])
-def test_a_head_over_the_limit_is_431_even_when_it_ends_in_one_read(cut):
+def test_a_head_over_the_limit_is_431_even_when_it_ends_in_one_read(cut, parser_class):
     head = b"GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + b"y" * 300 + b"\r\n\r\n"
     with pytest.raises(HttpError) as error:
-        feed(head, Limits(head=200), cut)
+        feed(head, Limits(head=200), parser_class, cut)
     assert error.value.status == 431
-    feed(head, Limits(head=len(head)), cut)  # at the limit: served
+    feed(head, Limits(head=len(head)), parser_class, cut)  # at the limit: served

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.http.parser import Limits, RequestParser
+from corral.http.head import Limits
+from corral.http.parser import RequestParser
 from corral.routing import (
     BAD_REQUEST,
     MAX_HOPS,

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corral.http.errors import HttpError
-from corral.http.parser import Limits
+from corral.http.head import Limits
 from corral.http.uwsgi import UwsgiHead, UwsgiParser, packet
 from corral.wsgi.environ import connection_environ, uwsgi_environ
 from tests.unit.test_corpus import MODES, Recorder, feeds, generated_and_on_disk

@@ -250,8 +250,8 @@ NAMES: dict[str, Name] = {n.name: n for n in (
     _no("asgi_loop", _ASGI, "--asgi-loop", same=("auto",)),
     _no("asgi_lifespan", _ASGI, "--asgi-lifespan", same=("auto",)),
     _no("asgi_disconnect_grace_period", _ASGI, "--asgi-disconnect-grace-period", same=(3,)),
-    _no("http_parser", "corral parses with llhttp (httptools), strictly; there is no other "
-        "parser to choose", "--http-parser", same=("auto",)),
+    _no("http_parser", "corral parses with its own strict parser (compiled, or its Python "
+        "twin); there is no other parser to choose", "--http-parser", same=("auto",)),
     _no("websocket_max_message_size", "WebSocket is not supported yet",
         "--websocket-max-message-size", same=(16777216,)),
     # Security

@@ -30,8 +30,9 @@ import msgspec
 
 from corral.control import api, state
 from corral.control.options import ControlOptions
+from corral.core import RequestParser
 from corral.http.errors import ContentTooLarge, HttpError
-from corral.http.parser import Limits, RequestHead, RequestParser
+from corral.http.head import Limits, RequestHead
 from corral.http.response import server_fields, server_head
 from corral.master.listeners import bind, describe
 

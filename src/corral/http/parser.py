@@ -1,24 +1,43 @@
-"""The httptools (llhttp) adaptor: framing, limits and the request head.
+"""The request parser, pure Python: the twin of the compiled `corral.http._parser`.
 
-Invariants:
-- llhttp runs strict (no leniency flags): it rejects CL with TE, duplicate or
-  non-decimal Content-Length, bad chunk sizes, obs-fold, bare CR/LF, CTLs in names
-  and values and whitespace before the colon. Everything it rejects becomes a
-  :class:`BadRequest`; what it accepts but HTTP/1.1 still forbids (missing or
-  repeated Host, versions other than 1.0/1.1, Transfer-Encoding in HTTP/1.0, the
-  asterisk-form target with a method other than OPTIONS) is checked here.
-- Every limit is enforced while the bytes arrive, before memory is spent on them:
-  the request line and each header as the callbacks fire, the whole head by the
-  bytes fed while it is incomplete (llhttp buffers a header line before handing
-  it over), the body by its declared length or by the chunk bytes counted.
-- The parser never raises across the sink: errors leave :meth:`RequestParser.feed`.
+Both builds implement one algorithm and must behave identically: the same requests reported,
+the same error statuses, at the same byte (tests/unit/test_parser_parity.py feeds both the
+corpus and generated input). Keep them in step: a change here is a change there.
+
+The algorithm. The bytes are taken one line at a time while a head (or a chunk-size line, or
+trailers) is read, and as they come while a body is. Every check runs on a line as soon as it
+is complete, in the order of the bytes, and an incomplete line is checked only against the
+limits on its length; so an input gives the same outcome however it is split into reads.
+
+What is refused, and why (RFC 9112 unless said):
+- A request line other than ``token SP target SP HTTP/d.d`` (3): one space exactly, a target
+  of visible ASCII; a version other than 1.0 and 1.1 is 505, and so is HTTP/0.9's GET
+  without a version. Empty lines before it are skipped (2.2).
+- A field line other than ``token ":" OWS value OWS`` (5): whitespace before the colon and
+  obs-fold (a line beginning with whitespace) are 400; a value may hold HTAB, SP, visible
+  ASCII and obs-text, never another control byte (RFC 9110 5.5). Lines end in CRLF; a bare LF
+  or CR is 400.
+- Content-Length that is not one run of digits, repeated, above 2^64 - 1, or beside
+  Transfer-Encoding (6.3); Transfer-Encoding that is empty, whose final coding is not chunked,
+  that names a coding after chunked, or that comes in HTTP/1.0 (6.1); a chunk-size line other than
+  ``HEXDIG+ *( ";" token [ "=" ( token / quoted-string ) ] ) CRLF`` (7.1); chunk data not
+  followed by CRLF.
+- Host missing in HTTP/1.1 or repeated (3.2); an ``Expect`` other than 100-continue (417,
+  RFC 9110 10.1.1); CONNECT (405); ``*`` with a method other than OPTIONS (3.2.4); an
+  absolute-form target without a scheme and a host (3.2.2).
+- Limits: the request line (414), a field line and the number of fields (431, trailers
+  included), the whole head (431), the body by its declared length or chunk sizes (413).
+
+After a request that does not keep the connection alive, bytes other than CR and LF end
+parsing (``ended``): the request is answered and the connection closes. After an upgrade
+(``Connection: upgrade`` with ``Upgrade``) parsing ends too: what follows is another
+protocol, and the request is reported without a body.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
-import httptools
+import re
+from typing import Any
 
 from corral.http.errors import (
     BadRequest,
@@ -28,154 +47,99 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
+from corral.http.head import Limits, RequestHead, RequestSink, parse_absolute_form
 
+_TCHAR = rb"!#$%&'*+\-.^_`|~0-9A-Za-z"
+_TOKEN = re.compile(rb"[%s]+" % _TCHAR)
+# without a version: HTTP/0.9's GET, refused with 505 like the other versions
+_REQUEST_LINE = re.compile(rb"([%s]+) ([\x21-\x7e]+)(?: HTTP/([0-9])\.([0-9]))?" % _TCHAR)
+_BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+# field lines with their CRLFs, every one well formed: the syntax of a whole head in one match
+_FIELD_BLOCK = re.compile(rb"(?:[%s]+:[\t\x20-\x7e\x80-\xff]*\r\n)*" % _TCHAR)
+_CHUNK_SIZE_LINE = re.compile(
+    rb'([0-9A-Fa-f]+)(?:;[%s]+(?:=(?:[%s]+|"(?:[\t !#-\[\]-~\x80-\xff]|\\[\t -~\x80-\xff])*"))?)*'
+    % (_TCHAR, _TCHAR)
+)
+_MAX_LENGTH = (1 << 64) - 1
+_CHUNK_LINE_MAX = 4096  # a chunk-size line with its extensions, CRLF excluded
 
-class Limits:
-    """The request-side limits; one instance per worker, shared by its connections."""
+# states
+_START = 0  # before a request line: empty lines are skipped
+_LINE = 1  # the request line
+_FIELDS = 2  # the header fields
+_LENGTH = 3  # a body of known length
+_CHUNK_SIZE = 4
+_CHUNK_DATA = 5
+_CHUNK_END = 6  # the CRLF after chunk data
+_TRAILERS = 7
+_CLOSED = 8  # after a request that closes the connection
 
-    __slots__ = ("body", "field_size", "fields", "head", "request_line", "small_head")
-
-    def __init__(
-        self,
-        request_line: int = 8190,
-        fields: int = 100,
-        field_size: int = 8190,
-        body: int = 1 << 30,
-        head: int = 0,
-    ) -> None:
-        self.request_line = request_line
-        self.fields = fields
-        self.field_size = field_size
-        self.body = body  # 0 = unlimited
-        # The most bytes a legal head can take (`head`, uWSGI's buffer-size, when it is lower
-        # than what the other limits allow; 0: those); llhttp buffers partial header lines
-        # internally, so this bounds what it may hold before we see them.
-        most = request_line + fields * (field_size + 4) + 4
-        self.head = min(head, most) if head else most
-        # Below this many head bytes no field can exceed field_size, nor can there be more
-        # than `fields` fields (each takes at least 4 bytes), nor the head its limit.
-        self.small_head = min(field_size, 4 * fields, self.head)
-
-
-class RequestHead:
-    """One parsed request line and header block.
-
-    `version` is the HTTP version the exchange is framed in ("1.1" or "1.0"): the answer
-    follows it (chunked only for 1.1). `protocol` is the request's own, for logs; `client`
-    the client address a proxy named in the request itself (the uwsgi protocol's
-    ``REMOTE_ADDR``), None over HTTP: class attributes here, slots of `UwsgiHead`
-    (http/uwsgi.py), so an HTTP head pays nothing for them.
-    """
-
-    client: str | None = None
-
-    __slots__ = (
-        "absolute",
-        "chunked",
-        "content_length",
-        "expect_continue",
-        "headers",
-        "keep_alive",
-        "method",
-        "target",
-        "version",
-    )
-
-    def __init__(
-        self,
-        method: str,
-        target: bytes,
-        version: str,
-        headers: list[tuple[bytes, bytes]],
-        keep_alive: bool,
-        content_length: int | None,
-        chunked: bool,
-        expect_continue: bool,
-        absolute: Any = None,
-    ) -> None:
-        self.method = method
-        self.target = target
-        self.version = version  # "1.1" or "1.0"
-        self.headers = headers  # as received, trailers excluded
-        self.keep_alive = keep_alive
-        self.content_length = content_length
-        self.chunked = chunked
-        self.expect_continue = expect_continue
-        self.absolute = absolute  # the parsed URL of an absolute-form target, else None
-
-    @property
-    def protocol(self) -> str:
-        return "HTTP/" + self.version
-
-
-class RequestSink(Protocol):
-    """What the parser reports to (the connection implements it)."""
-
-    def on_request(self, head: RequestHead) -> None: ...
-    def on_body(self, chunk: bytes) -> None: ...
-    def on_request_end(self) -> None: ...
-
-
-_VERSIONS = {"1.1", "1.0"}
-# The fields that frame a request, by kind; every other name is kind 0. Names
-# are classified once and cached exactly as received (bounded).
-_PLAIN, _HOST, _CONTENT_LENGTH, _TRANSFER_ENCODING, _EXPECT = range(5)
+# the fields that frame a request, by kind (their names lower-cased); others are 0
+_PLAIN, _HOST, _CONTENT_LENGTH, _TRANSFER_ENCODING, _EXPECT, _CONNECTION, _UPGRADE = range(7)
 _FRAMING = {
     b"host": _HOST,
     b"content-length": _CONTENT_LENGTH,
     b"transfer-encoding": _TRANSFER_ENCODING,
     b"expect": _EXPECT,
+    b"connection": _CONNECTION,
+    b"upgrade": _UPGRADE,
 }
-_FIELD_KINDS_MAX = 1024
-_field_kinds: dict[bytes, int] = {}
+_KINDS_MAX = 1024
+_kinds: dict[bytes, int] = {}  # names as received -> kind (bounded)
+_METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
+_VERSIONS = {(b"1", b"1"): "1.1", (b"1", b"0"): "1.0"}
 
 
-def _field_kind(name: bytes) -> int:
-    kind = _FRAMING.get(name.lower(), _PLAIN)
-    if len(_field_kinds) < _FIELD_KINDS_MAX:
-        _field_kinds[name] = kind
+def _too_long(state: int) -> HttpError:
+    if state == _LINE:
+        return UriTooLong("request line too long")
+    if state == _CHUNK_SIZE:
+        return BadRequest("chunk-size line too long")
+    return HeaderFieldsTooLarge("header field too large")
+
+
+def _kind(name: bytes) -> int:
+    kind = _kinds.get(name)
+    if kind is None:
+        kind = _FRAMING.get(name.lower(), _PLAIN)
+        if len(_kinds) < _KINDS_MAX:
+            _kinds[name] = kind
     return kind
 
 
-_METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
-
-
-def _parse_absolute_form(url: bytes) -> Any:
-    """RFC 9112 3.2.2: an absolute-form target must be a URI with a host."""
-    try:
-        parsed = httptools.parse_url(url)
-    except httptools.HttpParserInvalidURLError:
-        raise BadRequest("invalid request target") from None
-    if not parsed.schema or not parsed.host:
-        raise BadRequest("request target without scheme or host")
-    return parsed
-
-
 class RequestParser:
-    """Feeds bytes to llhttp and reports heads, body chunks and ends to a sink."""
+    """Parses requests from the bytes fed to it and reports them to a sink."""
 
     __slots__ = (
+        "_begin",
         "_body_limit",
         "_body_seen",
-        "_check_fields",
         "_chunked",
+        "_close",
+        "_connection_upgrade",
         "_content_length",
         "_expect",
         "_field_size",
         "_fields",
+        "_head_done",
         "_head_limit",
         "_headers",
         "_host_count",
-        "_in_head",
+        "_keep_alive",
         "_line_limit",
-        "_parser",
+        "_method",
+        "_partial",
+        "_remaining",
         "_sink",
-        "_small_head",
-        "_te_seen",
+        "_state",
+        "_target",
+        "_te",
         "_trailers",
-        "_url",
+        "_upgrade",
+        "_upgrading",
+        "_version",
         "ended",  # no further request will be parsed on this connection
-        "head_bytes",
+        "head_bytes",  # bytes of the head being received (0 between requests)
     )
 
     def __init__(self, sink: RequestSink, limits: Limits) -> None:
@@ -185,181 +149,332 @@ class RequestParser:
         self._field_size = limits.field_size
         self._body_limit = limits.body
         self._head_limit = limits.head
-        self._small_head = limits.small_head
-        self._parser = httptools.HttpRequestParser(self)
+        # a sink that wants to know where each request begins (routed connections)
+        self._begin = getattr(sink, "on_message_begin", None)
         self.ended = False
+        self._state = _START
+        self._partial = b""
+        self._upgrading = False
+        self._keep_alive = True
         self._reset()
 
     def _reset(self) -> None:
-        # Per-request state is reset at the end of a message (and at the start),
-        # which spares llhttp an on_message_begin callback per request.
-        self._in_head = True
         self.head_bytes = 0
-        self._url = b""
+        self._head_done = 0  # bytes of the head's complete lines
+        self._method = ""
+        self._target = b""
+        self._version = ""
         self._headers: list[tuple[bytes, bytes]] = []
         self._host_count = 0
         self._content_length: int | None = None
+        self._te = False
         self._chunked = False
         self._expect = False
+        self._close = False
+        self._keep_alive = False  # the keep-alive token (HTTP/1.0)
+        self._connection_upgrade = False
+        self._upgrade = False
         self._body_seen = 0
+        self._remaining = 0
         self._trailers = 0
-        self._te_seen = False
-        # the rest of the current read may hold a pipelined head of any size
-        self._check_fields = True
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
-        over = False
-        if self._in_head:
-            head_bytes = self.head_bytes = self.head_bytes + len(data)
-            over = head_bytes > self._head_limit
-            # No field of a head this small can break a field limit: skip the checks.
-            self._check_fields = head_bytes > self._small_head
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserCallbackError as exc:
-            cause = exc.__context__
-            if isinstance(cause, HttpError):
-                raise cause from None
-            raise
-        except httptools.HttpParserUpgrade:
-            # The request before the upgrade was parsed and reported; what follows
-            # is another protocol, which a WSGI server does not speak.
-            self.ended = True
-        except httptools.HttpParserError as exc:
-            detail = str(exc)
-            if detail.startswith("Data after `Connection: close`"):
-                # the request before it is answered, then the connection closes
-                self.ended = True
-                return
-            if detail == "Invalid HTTP version":
-                raise VersionNotSupported(detail) from None
-            raise BadRequest(detail) from None
-        # A head still incomplete past the limit (parsed all the same, so that an overlong
-        # request line still gets its 414; llhttp holds at most this one read beyond the
-        # limit). A message that ended in this read reset the count: the bytes were its
-        # body or the next head's, not this head's.
-        if over and self._in_head and self.head_bytes > self._head_limit:
-            raise HeaderFieldsTooLarge("request head too large")
+        if self._partial:
+            data = self._partial + data
+            self._partial = b""
+        pos = 0
+        end = len(data)
+        while pos < end and not self.ended:
+            state = self._state
+            if state in (_START, _CLOSED):
+                while pos < end and (data[pos] == 13 or data[pos] == 10):
+                    pos += 1
+                if pos == end:
+                    break
+                if state == _CLOSED:
+                    self.ended = True  # data after a request that closes: left unread
+                    break
+                self._state = _LINE
+                if self._begin is not None:
+                    self._begin()
+            elif state in (_LENGTH, _CHUNK_DATA):
+                take = min(self._remaining, end - pos)
+                chunk = data if take == end and pos == 0 else data[pos : pos + take]
+                pos += take
+                self._remaining -= take
+                self._sink.on_body(chunk)
+                if not self._remaining:
+                    if state == _LENGTH:
+                        self._message_end()
+                    else:
+                        self._state = _CHUNK_END
+            elif state == _CHUNK_END:
+                have = data[pos : pos + 2]
+                if have != b"\r\n"[: len(have)]:
+                    raise BadRequest("chunk data not followed by CRLF")
+                if len(have) < 2:
+                    self._partial = have
+                    break
+                pos += 2
+                self._state = _CHUNK_SIZE
+            else:
+                pos = self._lines(data, pos, end)
 
-    # -- llhttp callbacks -------------------------------------------------------
+    def _lines(self, data: bytes, pos: int, end: int) -> int:
+        """Take the complete lines of a head, a chunk-size line or trailers."""
+        if self._state == _LINE:
+            whole = self._whole_head(data, pos)
+            if whole:
+                return whole
+        while pos < end and not self.ended:
+            state = self._state
+            if state == _LINE:
+                limit = self._line_limit
+            elif state == _CHUNK_SIZE:
+                limit = _CHUNK_LINE_MAX
+            elif state in (_FIELDS, _TRAILERS):
+                limit = self._field_size + 2
+            else:
+                return pos
+            in_head = state <= _FIELDS
+            eol = data.find(b"\n", pos)
+            if eol < 0:
+                length = end - pos
+                if data[end - 1] == 13:
+                    length -= 1  # the CR of the CRLF, perhaps
+                if length > limit:
+                    raise _too_long(state)
+                if in_head:
+                    self.head_bytes = self._head_done + end - pos
+                    if self.head_bytes > self._head_limit:
+                        raise HeaderFieldsTooLarge("request head too large")
+                self._partial = data[pos:]
+                return end
+            cr = eol > pos and data[eol - 1] == 13
+            if (eol - pos - cr) > limit:
+                raise _too_long(state)
+            if in_head:
+                self.head_bytes = self._head_done = self._head_done + eol + 1 - pos
+                if self.head_bytes > self._head_limit:
+                    raise HeaderFieldsTooLarge("request head too large")
+            if not cr:
+                raise BadRequest("line ending in a bare LF")
+            line = data[pos : eol - 1]
+            pos = eol + 1
+            if state == _LINE:
+                self._request_line(line)
+            elif state == _CHUNK_SIZE:
+                self._chunk_size(line)
+                return pos
+            elif line:
+                if state == _FIELDS:
+                    self._field(line)
+                else:
+                    self._fields_of((line,), 0, trailers=True)
+            elif state == _FIELDS:
+                self._head_end()
+                return pos
+            else:
+                self._message_end()
+                return pos
+        return pos
 
-    def on_url(self, url: bytes) -> None:
-        if self._url:
-            url = self._url + url
-        self._url = url
-        if len(url) > self._line_limit:
+    def _whole_head(self, data: bytes, pos: int) -> int:
+        """The common case, faster: a whole head from ``pos``, within the head limit and
+        without a bare LF, taken in one split (the checks of `_lines`, in its order). 0 when
+        the head is not like that: `_lines` takes it then."""
+        stop = data.find(b"\r\n\r\n", pos)
+        if (
+            stop < 0
+            or stop + 4 - pos > self._head_limit
+            or data.count(b"\n", pos, stop) != data.count(b"\r\n", pos, stop)
+        ):
+            return 0
+        first = data.find(b"\r\n", pos)
+        if first < stop and _FIELD_BLOCK.fullmatch(data, first + 2, stop + 2) is None:
+            return 0  # a bad field line: `_lines` finds which, and what comes before it
+        lines = data[pos:stop].split(b"\r\n")
+        line = lines[0]
+        if len(line) > self._line_limit:
             raise UriTooLong("request line too long")
+        self._request_line(line)
+        self._fields_of(lines, 1, checked=True)
+        self.head_bytes = stop + 4 - pos
+        self._head_end()
+        return stop + 4
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._in_head:
-            if self._check_fields:
-                self._check_field(name, value)
-            # RFC 9112 5: trailing whitespace is not part of the value (llhttp keeps it)
-            self._headers.append((name, value.rstrip(b" \t")))
-            kind = _field_kinds.get(name)
+    def _request_line(self, line: bytes) -> None:
+        match = _REQUEST_LINE.fullmatch(line)
+        if match is None:
+            raise BadRequest("invalid request line")
+        method, target, major, minor = match.groups()
+        if major is None:  # HTTP/0.9's simple request is a GET: anything else is no request
+            if method != b"GET":
+                raise BadRequest("invalid request line")
+            raise VersionNotSupported("HTTP/0.9 is not supported")
+        version = _VERSIONS.get((major, minor))
+        if version is None:
+            raise VersionNotSupported(f"HTTP/{major.decode()}.{minor.decode()} is not supported")
+        self._method = _METHODS.get(method) or method.decode("ascii")
+        self._target = target
+        self._version = version
+        self._state = _FIELDS
+
+    def _field(self, line: bytes) -> None:
+        self._fields_of((line,), 0)
+
+    def _fields_of(
+        self, lines: Any, first: int, trailers: bool = False, checked: bool = False
+    ) -> None:
+        """The field lines ``lines[first:]``, in order: the head's, or ``trailers`` (checked
+        and counted as fields, never shown to the app). One loop for a whole head, since a
+        call per field would cost as much as its checks; ``checked``: their syntax is known
+        to be good (`_FIELD_BLOCK`)."""
+        headers = self._headers
+        most = self._fields
+        size = self._field_size
+        limit = size + 2
+        token = _TOKEN.fullmatch
+        bad = _BAD_VALUE.search
+        for index in range(first, len(lines)):
+            line = lines[index]
+            if len(line) > limit:  # `_lines` checked it already; `_whole_head` did not
+                raise HeaderFieldsTooLarge("header field too large")
+            name, colon, value = line.partition(b":")
+            value = value.strip(b" \t")
+            if not checked:
+                if not colon or token(name) is None:
+                    raise BadRequest("invalid header field name")
+                if bad(value) is not None:
+                    raise BadRequest("invalid character in a header field value")
+            if len(name) + len(value) > size:
+                raise HeaderFieldsTooLarge("header field too large")
+            if trailers:
+                self._trailers += 1
+                if self._trailers > most:
+                    raise HeaderFieldsTooLarge("too many trailer fields")
+                continue
+            if len(headers) >= most:
+                raise HeaderFieldsTooLarge("too many header fields")
+            headers.append((name, value))
+            kind = _kinds.get(name)
             if kind is None:
-                kind = _field_kind(name)
-            if kind == _HOST:  # in every request: counted here, not in a call
+                kind = _kind(name)
+            if kind == _HOST:
                 self._host_count += 1
             elif kind:
-                self._framing_header(kind, value)
-        else:
-            self._check_field(name, value)
-            self._trailer()
+                self._framing_field(kind, value)
 
-    def _check_field(self, name: bytes, value: bytes) -> None:
-        if len(name) + len(value) > self._field_size:
-            raise HeaderFieldsTooLarge("header field too large")
-        if len(self._headers) >= self._fields:
-            raise HeaderFieldsTooLarge("too many header fields")
-
-    def _framing_header(self, kind: int, value: bytes) -> None:
+    def _framing_field(self, kind: int, value: bytes) -> None:
         if kind == _CONTENT_LENGTH:
-            self._content_length = int(value)  # llhttp let only plain digits through
+            if self._content_length is not None:
+                raise BadRequest("repeated Content-Length")
+            if self._te:
+                raise BadRequest("Content-Length with Transfer-Encoding")
+            if not value.isdigit() or not value.isascii():
+                raise BadRequest("invalid Content-Length")
+            length = int(value)
+            if length > _MAX_LENGTH:
+                raise BadRequest("Content-Length overflow")
+            self._content_length = length
         elif kind == _TRANSFER_ENCODING:
-            # llhttp checks the list, but reports a final coding other than chunked
-            # only after the head; refuse it here, before the request is reported
-            self._chunked = value.rpartition(b",")[2].strip().lower() == b"chunked"
-            self._te_seen = True
-        elif value.lower().strip() != b"100-continue":  # Expect
-            raise HttpError("unsupported expectation", 417)
-        else:
+            if self._content_length is not None:
+                raise BadRequest("Transfer-Encoding with Content-Length")
+            if not value:  # no coding at all: no framing a proxy would agree on
+                raise BadRequest("empty Transfer-Encoding")
+            self._te = True
+            for coding in value.split(b","):
+                if self._chunked:
+                    raise BadRequest("a transfer coding after chunked")
+                self._chunked = coding.strip(b" \t").lower() == b"chunked"
+        elif kind == _EXPECT:
+            if value.lower() != b"100-continue":
+                raise HttpError("unsupported expectation", 417)
             self._expect = True
+        elif kind == _CONNECTION:
+            for option in value.split(b","):
+                option = option.strip(b" \t").lower()
+                if option == b"close":
+                    self._close = True
+                elif option == b"keep-alive":
+                    self._keep_alive = True
+                elif option == b"upgrade":
+                    self._connection_upgrade = True
+        else:  # Upgrade
+            self._upgrade = True
 
-    def _trailer(self) -> None:
-        """A trailer field: never shown to the app, but limited all the same."""
-        self._trailers += 1
-        if self._trailers > self._fields:
-            raise HeaderFieldsTooLarge("too many trailer fields")
-
-    def on_headers_complete(self) -> None:
-        self._in_head = False
-        parser = self._parser
-        version = parser.get_http_version()
-        if self._te_seen:
+    def _head_end(self) -> None:
+        version = self._version
+        if self._te:
             if not self._chunked:
                 raise BadRequest("Transfer-Encoding whose final coding is not chunked")
             if version == "1.0":
-                # RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing
                 raise BadRequest("Transfer-Encoding in an HTTP/1.0 request")
-        if version not in _VERSIONS:
-            raise VersionNotSupported(f"HTTP/{version} is not supported")
         if self._host_count != 1 and (self._host_count or version == "1.1"):
             raise BadRequest("missing Host header" if not self._host_count else "repeated Host")
-        raw_method = parser.get_method()
-        method = _METHODS.get(raw_method) or raw_method.decode("ascii")
+        method = self._method
         if method == "CONNECT":
             raise HttpError("CONNECT is not supported", 405)
-        url = self._url
-        if len(url) + len(method) + 10 > self._line_limit:
-            raise UriTooLong("request line too long")
-        if (
-            self._check_fields  # False for every small head: one test per request
-            and self.head_bytes > self._head_limit
-            and self._head_size(method) > self._head_limit
-        ):
-            # a head that ended in the read that took the count past the limit: measured
-            # (only then) as its request line and fields would be written
-            raise HeaderFieldsTooLarge("request head too large")
+        target = self._target
         absolute = None
-        if url[0] != 47:  # not "/...": asterisk-form, absolute-form or authority-form
-            if url != b"*":
-                absolute = _parse_absolute_form(url)
-            elif method != "OPTIONS":  # RFC 9112 3.2.4: "*" is for a server-wide OPTIONS only
+        if target[0] != 47:  # not "/...": asterisk-form or absolute-form
+            if target != b"*":
+                absolute = parse_absolute_form(target)
+            elif method != "OPTIONS":
                 raise BadRequest("asterisk-form target with a method other than OPTIONS")
         length = self._content_length
         if length is not None and self._body_limit and length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")
+        keep_alive = not self._close and (version == "1.1" or self._keep_alive)
+        chunked = self._chunked
+        self._upgrading = upgrading = self._upgrade and self._connection_upgrade
+        self._keep_alive = keep_alive
+        self.head_bytes = self._head_done = 0
         self._sink.on_request(
             RequestHead(
                 method,
-                url,
+                target,
                 version,
                 self._headers,
-                parser.should_keep_alive(),
+                keep_alive,
                 length,
-                self._chunked,
+                chunked,
                 # RFC 9110 10.1.1: an HTTP/1.0 expectation is ignored
-                self._expect and version == "1.1" and (self._chunked or bool(length)),
+                self._expect and version == "1.1" and (chunked or bool(length)),
                 absolute,
             )
         )
+        if upgrading or not (chunked or length):
+            self._message_end()  # an upgrade's bytes are the other protocol's
+        elif chunked:
+            self._state = _CHUNK_SIZE
+        else:
+            self._remaining = length  # type: ignore[assignment]
+            self._state = _LENGTH
 
-    def _head_size(self, method: str) -> int:
-        """The head's size without optional whitespace: ``METHOD TARGET HTTP/1.x``, each
-        ``name: value`` and the CRLFs."""
-        fields = sum(len(name) + len(value) + 4 for name, value in self._headers)
-        return len(method) + len(self._url) + 12 + fields + 2
+    def _chunk_size(self, line: bytes) -> None:
+        match = _CHUNK_SIZE_LINE.fullmatch(line)
+        if match is None:
+            raise BadRequest("invalid chunk-size line")
+        size = int(match.group(1), 16)
+        if size > _MAX_LENGTH:
+            raise BadRequest("chunk size overflow")
+        if not size:
+            self._state = _TRAILERS
+            return
+        seen = self._body_seen = self._body_seen + size
+        if self._body_limit and seen > self._body_limit:
+            raise ContentTooLarge("chunked body larger than limit_request_body")
+        self._remaining = size
+        self._state = _CHUNK_DATA
 
-    def on_body(self, chunk: bytes) -> None:
-        if self._chunked:
-            self._body_seen += len(chunk)
-            limit = self._body_limit
-            if limit and self._body_seen > limit:
-                raise ContentTooLarge("chunked body larger than limit_request_body")
-        self._sink.on_body(chunk)
-
-    def on_message_complete(self) -> None:
+    def _message_end(self) -> None:
+        keep_alive = self._keep_alive
+        upgrading = self._upgrading
         self._reset()
+        self._upgrading = False
+        if upgrading:
+            self.ended = True
+        self._state = _START if keep_alive else _CLOSED
         self._sink.on_request_end()

@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from corral.http.errors import BadRequest, ContentTooLarge, HeaderFieldsTooLarge, UriTooLong
-from corral.http.parser import Limits, RequestHead, RequestSink
+from corral.http.head import Limits, RequestHead, RequestSink
 
 HEADER_SIZE = 4
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")

@@ -49,6 +49,7 @@ from typing import Any
 
 import msgspec
 
+from corral import __version__, core
 from corral.acceptor import LoadBoard
 from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.appstdio import StdioError, open_stdio, redirect_stdio
@@ -397,6 +398,7 @@ class Arbiter:
 
     async def main(self) -> None:
         gen = self.current
+        self.log.info("corral %s, %s", __version__, core.NAME)
         for address, sock in gen.sockets.items():
             origin = "from systemd" if self.from_systemd else address
             protocol = _protocol(gen.doc, address)

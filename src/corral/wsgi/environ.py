@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from corral.http.fieldnames import discards
-from corral.http.parser import RequestHead
+from corral.http.head import RequestHead
 
 _KEY_CACHE_MAX = 2048
 _KNOWN_KEYS: dict[bytes, str | None] = {

@@ -1,0 +1,54 @@
+"""Builds corral's compiled core (Cython); everything else is in pyproject.toml.
+
+``CORRAL_NO_EXTENSIONS=1`` builds the pure-Python core only. Without a C compiler or the
+Python headers the build stops with one line saying what to install, or how to ask for the
+pure-Python build, instead of a compiler's error.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+MODULES = ["corral.http._parser"]
+
+
+def _missing_tools() -> str | None:
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"a C compiler ({compiler})"
+    headers = sysconfig.get_paths()["include"]
+    if not os.path.exists(os.path.join(headers, "Python.h")):
+        return f"the Python headers ({headers}/Python.h)"
+    return None
+
+
+class BuildCore(build_ext):
+    def run(self) -> None:
+        missing = _missing_tools()
+        if missing is not None:
+            sys.exit(
+                f"corral: building the compiled core needs {missing}: on Debian or Ubuntu "
+                "`apt-get install gcc python3-dev`; or build the pure-Python core with "
+                "CORRAL_NO_EXTENSIONS=1"
+            )
+        super().run()
+
+
+def _extensions() -> list[Extension]:
+    if os.environ.get("CORRAL_NO_EXTENSIONS", "") not in ("", "0"):
+        return []
+    from Cython.Build import cythonize
+
+    sources = [
+        Extension(name, [os.path.join("src", *name.split(".")) + ".pyx"]) for name in MODULES
+    ]
+    return cythonize(sources, compiler_directives={"language_level": "3"}, quiet=True)
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildCore})

@@ -1,0 +1,109 @@
+"""What both request parsers share: the limits, the parsed head, the sink they report to.
+
+The parser itself has two builds that behave identically (DESIGN.md, "The native core"):
+`corral.http._parser`, compiled, and `corral.http.parser`, its pure-Python twin;
+`corral.core` picks one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import httptools
+
+from corral.http.errors import BadRequest
+
+
+class Limits:
+    """The request-side limits; one instance per worker, shared by its connections."""
+
+    __slots__ = ("body", "field_size", "fields", "head", "request_line")
+
+    def __init__(
+        self,
+        request_line: int = 8190,
+        fields: int = 100,
+        field_size: int = 8190,
+        body: int = 1 << 30,
+        head: int = 0,
+    ) -> None:
+        self.request_line = request_line  # the request line's bytes, CRLF excluded
+        self.fields = fields
+        # a field's name and value (without the whitespace around the value); its line may
+        # take two bytes more (": "), CRLF excluded
+        self.field_size = field_size
+        self.body = body  # 0 = unlimited
+        # The whole head, the empty line included: `head` (uWSGI's buffer-size) when it is
+        # lower than what the other limits allow (0: those), which it is by default.
+        most = request_line + 2 + fields * (field_size + 4) + 2
+        self.head = min(head, most) if head else most
+
+
+class RequestHead:
+    """One parsed request line and header block.
+
+    `version` is the HTTP version the exchange is framed in ("1.1" or "1.0"): the answer
+    follows it (chunked only for 1.1). `protocol` is the request's own, for logs; `client`
+    the client address a proxy named in the request itself (the uwsgi protocol's
+    ``REMOTE_ADDR``), None over HTTP: class attributes here, slots of `UwsgiHead`
+    (http/uwsgi.py), so an HTTP head pays nothing for them.
+    """
+
+    client: str | None = None
+
+    __slots__ = (
+        "absolute",
+        "chunked",
+        "content_length",
+        "expect_continue",
+        "headers",
+        "keep_alive",
+        "method",
+        "target",
+        "version",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        target: bytes,
+        version: str,
+        headers: list[tuple[bytes, bytes]],
+        keep_alive: bool,
+        content_length: int | None,
+        chunked: bool,
+        expect_continue: bool,
+        absolute: Any = None,
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.version = version  # "1.1" or "1.0"
+        self.headers = headers  # as received, trailers excluded
+        self.keep_alive = keep_alive
+        self.content_length = content_length
+        self.chunked = chunked
+        self.expect_continue = expect_continue
+        self.absolute = absolute  # the parsed URL of an absolute-form target, else None
+
+    @property
+    def protocol(self) -> str:
+        return "HTTP/" + self.version
+
+
+class RequestSink(Protocol):
+    """What the parser reports to (the connection implements it)."""
+
+    def on_request(self, head: RequestHead) -> None: ...
+    def on_body(self, chunk: bytes) -> None: ...
+    def on_request_end(self) -> None: ...
+
+
+def parse_absolute_form(url: bytes) -> Any:
+    """RFC 9112 3.2.2: an absolute-form target must be a URI with a host."""
+    try:
+        parsed = httptools.parse_url(url)
+    except httptools.HttpParserInvalidURLError:
+        raise BadRequest("invalid request target") from None
+    if not parsed.schema or not parsed.host:
+        raise BadRequest("request target without scheme or host")
+    return parsed

@@ -1,0 +1,29 @@
+"""The two builds of the request core, for tests that run against both.
+
+The compiled core is built by ``pip install`` (setup.py); a checkout installed with
+``CORRAL_NO_EXTENSIONS=1`` has only the Python one, and its compiled cases are skipped with
+that reason. Anywhere else a missing compiled core fails: it is the one that serves.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+from corral.http import parser as python_parser
+
+CORES = ("python", "compiled")
+
+
+def request_parser(core: str) -> type:
+    """The ``RequestParser`` class of ``core``."""
+    if core == "python":
+        return python_parser.RequestParser
+    try:
+        return importlib.import_module("corral.http._parser").RequestParser
+    except ImportError:
+        if os.environ.get("CORRAL_NO_EXTENSIONS", "") not in ("", "0"):
+            pytest.skip("CORRAL_NO_EXTENSIONS=1: the compiled core is not built")
+        pytest.fail("the compiled core is not built: pip install -e . (with gcc and python3-dev)")
