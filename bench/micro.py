@@ -25,6 +25,7 @@ from pathlib import Path
 from corral.connection import HttpConnection, ServerState
 from corral.core import NAME
 from corral.http.head import Limits
+from corral.listener import ListenerPlan
 from corral.observe.errorlog import setup_error_log
 from corral.wsgi.deadline import Watchdog
 from corral.wsgi.runner import WsgiAdapter
@@ -117,7 +118,8 @@ def run_close(n: int, request_timeout: float = 0.0, uwsgi: bool = False) -> floa
     if uwsgi:
         from corral.http.uwsgi import UwsgiParser
 
-        make, request = partial(HttpConnection, state, None, UwsgiParser), uwsgi_packet()
+        make = partial(HttpConnection, state, ListenerPlan(parser=UwsgiParser))
+        request = uwsgi_packet()
     else:
         make, request = partial(HttpConnection, state), CLOSE_REQUEST
     start = time.perf_counter()
@@ -143,17 +145,18 @@ def routed_connection(state: ServerState) -> HttpConnection:
         [{"match": {"uri": "/plaintext"}, "action": {"pass": "applications/main"}}]
     )
     routing = Routing(router, "main", {}, timeout=3.0, log=logging.getLogger("bench"))
-    return RoutedConnection(state, ("127.0.0.1", 8000), routing, "routes")
+    plan = ListenerPlan(("127.0.0.1", 8000), routing=routing, pass_target="routes")
+    return RoutedConnection(state, plan)
 
 
 def forwarded_connection(state: ServerState) -> HttpConnection:
     """A connection on a listener with the `forwarded` the command line gives every listener
     (Gunicorn's forwarded_allow_ips, 127.0.0.1 and ::1), from a trusted peer (127.0.0.1)."""
     from corral.config.gunicorn import FORWARDED_FOR, FORWARDED_PROTO
-    from corral.forwarded import ForwardedConnection, Forwarding
+    from corral.forwarded import Forwarding
 
     forwarding = Forwarding(["127.0.0.1", "::1"], client_ip=FORWARDED_FOR, protocol=FORWARDED_PROTO)
-    return ForwardedConnection(state, ("127.0.0.1", 8000), forwarding)
+    return HttpConnection(state, ListenerPlan(("127.0.0.1", 8000), forwarding=forwarding))
 
 
 PROXIED_REQUEST = REQUEST.replace(
@@ -180,7 +183,7 @@ def run(
     elif forwarded:
         conn = forwarded_connection(state)
     elif PARSER is not None:
-        conn = HttpConnection(state, parser=PARSER)
+        conn = HttpConnection(state, ListenerPlan(parser=PARSER))
     else:
         conn = HttpConnection(state)
     request = PROXIED_REQUEST if proxied else REQUEST

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from corral.handoff import message_end
 from corral.http.errors import HttpError
 from corral.http.head import Limits
 
@@ -411,8 +412,7 @@ _LLHTTP_METHODS = {
     b"SOURCE",
     b"QUERY",
 }
-_SPACED_LINE = re.compile(rb"(?m)^\r*[!-~]+(?: [!-~]+)*(?:  |\t)")
-_OTHER_PROTOCOL = re.compile(rb"(?m)^\r*[!-~]+ [!-~]+ (?:RTSP|ICE)/")
+_BARE_CR_FIRST = re.compile(rb"(?:\r?\n)*\r(?!\n)")
 _EMPTY_EXTENSION = re.compile(rb"(?m)^[0-9A-Fa-f]+(?:;[^\r\n]*)?(?:;=|=;|=\r|;;|;\r)")
 
 
@@ -464,12 +464,17 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
         if finished[1] is not None:
             return "llhttp refuses later in the request, and the input stops before"
     if ours_refused:
-        if _EMPTY_EXTENSION.search(data):
-            return "RFC 9112 7.1.1: a chunk-ext-name is a token, its value a token or quoted-string"
-        if _SPACED_LINE.search(data):
+        # the bytes of the request corral refused: after the ones both parsed (llhttp's count)
+        segment = data[message_end(data, index) :] if index else data
+        line = segment.lstrip(b"\r\n").split(b"\n", 1)[0].rstrip(b"\r")
+        if _BARE_CR_FIRST.match(segment):
+            return "RFC 9112 2.2: empty lines before a request are skipped, a bare CR is not one"
+        if b"  " in line or b"\t" in line:
             return "RFC 9112 3: request-line elements are separated by one SP"
-        if _OTHER_PROTOCOL.search(data):
+        if line.split(b" ")[2:3] and line.split(b" ")[2].startswith((b"RTSP/", b"ICE/")):
             return "RFC 9112 2.3: HTTP-name is HTTP"
+        if _EMPTY_EXTENSION.search(segment):
+            return "RFC 9112 7.1.1: a chunk-ext-name is a token, its value a token or quoted-string"
         return "unexplained: corral refuses"
     reported = ours[0]
     if index < len(reported) and reported[index][0].encode() not in _LLHTTP_METHODS:

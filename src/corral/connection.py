@@ -1,8 +1,12 @@
 """One asyncio protocol per client connection: the HTTP/1.1 exchange over a transport.
 
-The parser is the listener's choice, made once: HTTP/1.1 (`RequestParser`) or uwsgi packets
-from a proxy (`corral.http.uwsgi.UwsgiParser`, one request per connection); both report the
-same events, so the rest is one code path.
+Every connection runs its listener's plan (`corral.listener.ListenerPlan`, made once per
+listener): the parser (HTTP/1.1, or uwsgi packets from a proxy: `corral.http.uwsgi`, one
+request per connection; both report the same events, so the rest is one code path), a
+PROXY header read before anything else (`corral.proxied`: the peer allowed, the client it
+names taken as the peer; a bad one closes the connection unanswered), and a trusted
+proxy's ``forwarded`` headers read for each request (`corral.forwarded`). Routed
+listeners' connections add routing (`corral.routed.RoutedConnection`).
 
 Owns: the parser, the pipeline (requests answered strictly in order), the
 connection's single deadline (header, body, keep-alive), read and write flow
@@ -29,9 +33,10 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Protocol
 
-from corral.core import RequestParser
 from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead
+from corral.listener import PLAIN, ListenerPlan
+from corral.proxyheader import ProxyHeaderError
 
 IDLE = 0  # between requests: the keep-alive deadline runs
 HEAD = 1  # receiving a request head: the header deadline runs
@@ -119,6 +124,8 @@ class Exchange:
 
 
 class HttpConnection(asyncio.Protocol):
+    """One client connection, running its listener's plan (corral/listener.py)."""
+
     __slots__ = (
         "_dispatching",
         "_pending_error",
@@ -131,6 +138,8 @@ class HttpConnection(asyncio.Protocol):
         "parser",
         "peer",
         "pipeline",
+        "plan",
+        "reader",
         "reading_paused",
         "receiving",
         "sendfile_job",
@@ -138,23 +147,24 @@ class HttpConnection(asyncio.Protocol):
         "sockname",
         "state",
         "transport",
+        "trusted",
         "write_paused",
     )
 
-    # whether the peer is a proxy whose `forwarded` headers count; only the connections of
-    # listeners with `forwarded` (forwarded.py, routed.py) have it as a slot
-    trusted = False
-
-    def __init__(
-        self, server: ServerState, sockname: Any = None, parser: Callable[..., Any] = RequestParser
-    ) -> None:
+    def __init__(self, server: ServerState, plan: ListenerPlan = PLAIN) -> None:
         self.server = server
         self.loop = server.loop
-        self.sockname = sockname  # the listener's address, known once per listener
+        self.plan = plan
+        self.sockname = plan.sockname
         self.transport: Any = None
         # the listener's wire protocol: HTTP/1.1, or uwsgi packets (http/uwsgi.py), which
         # report the same events; everything else here is the same for both
-        self.parser = parser(self, server.limits)
+        self.parser = plan.parser(self, server.limits)
+        # the PROXY header's parser until the header is complete (listeners with the PROXY
+        # protocol only: one attribute test per read after that)
+        self.reader: Any = None
+        # whether the peer is a proxy whose `forwarded` headers count (listeners with it only)
+        self.trusted = False
         self.pipeline: deque[Exchange] = deque()
         self.active: Exchange | None = None
         self.receiving: Exchange | None = None
@@ -184,6 +194,11 @@ class HttpConnection(asyncio.Protocol):
         # request, if it sends one, is answered with "Connection: close"); if it stays idle,
         # the worker's drain closes it with the other idle ones
         self.deadline = server.now + server.header_timeout
+        plan = self.plan
+        if plan.forwarding is not None:
+            self.trusted = plan.forwarding.trusts(self.peer)
+        if plan.proxy is not None:
+            self._expect_proxy_header(plan.proxy)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -199,6 +214,10 @@ class HttpConnection(asyncio.Protocol):
             callback()
 
     def data_received(self, data: bytes) -> None:
+        if self.reader is not None:
+            data = self._proxy_header(data)
+            if not data:
+                return
         if self.state == IDLE:
             self.state = HEAD
             self.deadline = self.server.now + self.server.header_timeout
@@ -237,9 +256,55 @@ class HttpConnection(asyncio.Protocol):
             callback, self.on_writable = self.on_writable, None
             callback()
 
+    # -- the PROXY protocol (corral/proxied.py) ------------------------------------
+
+    def _expect_proxy_header(self, proxy: Any) -> None:
+        if self.closed:
+            return
+        if not proxy.allows(self.peer):
+            proxy.log.warning(
+                "PROXY protocol: connection from %s refused: not in proxy_allow_from",
+                describe_peer(self.peer),
+            )
+            self.close()
+            return
+        self.reader = proxy.parser()
+
+    def _proxy_header(self, data: bytes) -> bytes:
+        """Feed the PROXY header's parser; what follows the header (b"": nothing yet)."""
+        reader = self.reader
+        try:
+            rest = reader.feed(data)
+        except ProxyHeaderError as exc:
+            self.plan.proxy.log.warning(
+                "PROXY protocol: connection from %s closed: %s", describe_peer(self.peer), exc
+            )
+            self.reader = None
+            self.close()
+            return b""
+        if rest is None:
+            return b""
+        self.reader = None
+        if reader.client is not None:
+            self.take_client(reader.client)
+        return rest
+
+    def take_client(self, client: tuple[str, int]) -> None:
+        """The PROXY header named the client: it is the peer from now on."""
+        self.peer = client
+        forwarding = self.plan.forwarding
+        if forwarding is not None:  # a `forwarded` listener trusts, or not, this peer
+            self.trusted = forwarding.trusts(client)
+
     # -- parser sink ------------------------------------------------------------
 
     def on_request(self, head: RequestHead) -> None:
+        exchange = self._enqueue(head)
+        if self.trusted:
+            exchange.forwarded = self.plan.forwarding.resolve(head.headers)
+
+    def _enqueue(self, head: RequestHead) -> Exchange:
+        """The request joins the pipeline; its body (if any) is read from now on."""
         server = self.server
         exchange = Exchange(head, server.now, server.adapter.empty_body)
         if server.on_finish is not None:
@@ -257,6 +322,7 @@ class HttpConnection(asyncio.Protocol):
         self.receiving = exchange
         if len(self.pipeline) > 1:
             self.pause_reading()  # parse no further ahead than one read while answers wait
+        return exchange
 
     def on_body(self, chunk: bytes) -> None:
         self.deadline = self.server.now + self.server.body_timeout
@@ -447,6 +513,10 @@ class HttpConnection(asyncio.Protocol):
     def idle(self) -> bool:
         """No request in progress or queued: safe to close when draining."""
         return self.active is None and not self.pipeline
+
+
+def describe_peer(peer: Any) -> str:
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a unix socket"
 
 
 def sweep(connections: set[HttpConnection], now: float) -> None:

@@ -1,9 +1,10 @@
 """NGINX Unit's listener ``forwarded``: the client address and scheme a trusted proxy reports.
 
 Owns: :class:`Forwarding` (one listener's ``forwarded`` object, compiled once per worker),
-:class:`ForwardedClient` (what it found in one request) and :class:`ForwardedConnection` (an
-:class:`HttpConnection` on a listener with ``forwarded``). A listener without it gets a plain
-:class:`HttpConnection`: the choice is made once per listener, and nothing here runs for it.
+:class:`ForwardedClient` (what it found in one request). A listener's plan holds its
+`Forwarding` (`corral.listener.ListenerPlan.forwarding`): the connection decides once whether
+its peer is trusted, and reads each request's headers only then. A listener without it pays
+one attribute test per request.
 
 Unit's rules, kept exactly (its ``nxt_http_request_forward``):
 
@@ -33,9 +34,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from corral.connection import HttpConnection, ServerState
 from corral.http.fieldnames import discards
-from corral.http.head import RequestHead
 from corral.routing import address_matcher, socket_address
 
 _UNIX = (1, 0, 0)  # the matcher's (family, number, port) for a unix socket peer
@@ -190,30 +189,8 @@ class Forwarding:
         return previous
 
 
-class ForwardedConnection(HttpConnection):
-    """A connection on a listener with ``forwarded``: the peer's trust is decided once, and
-    each request's headers are read only when it is trusted."""
-
-    __slots__ = ("forwarding", "trusted")
-
-    def __init__(self, server: ServerState, sockname: Any, forwarding: Forwarding) -> None:
-        super().__init__(server, sockname)
-        self.forwarding = forwarding
-        self.trusted = False
-
-    def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)
-        self.trusted = self.forwarding.trusts(self.peer)
-
-    def on_request(self, head: RequestHead) -> None:
-        HttpConnection.on_request(self, head)
-        if self.trusted:
-            self.pipeline[-1].forwarded = self.forwarding.resolve(head.headers)
-
-
 __all__ = [
     "ForwardedClient",
-    "ForwardedConnection",
     "Forwarding",
     "parse_address",
 ]

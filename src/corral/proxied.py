@@ -1,14 +1,13 @@
-"""Listeners with the PROXY protocol (``proxy_protocol``, ``proxy_allow_from``): the plan and
-the connections.
+"""Listeners with the PROXY protocol (``proxy_protocol``, ``proxy_allow_from``).
 
-Owns: :class:`ProxyPlan` (one listener's choice: the header versions it takes and the peers
-it takes them from, compiled once when the worker starts) and :func:`proxied_factory` (the
-connection class of such a listener: a plain, ``forwarded`` or routed connection that reads the
-header first). A listener without it keeps its plain class: the choice is made once per
-listener, and nothing here runs for it. The header itself is parsed by
-:mod:`corral.proxyheader`.
+Owns: :func:`proxy_choice` (in the master: a listener's mode and allowed peers) and
+:class:`ProxyPlan` (one listener's choice, compiled once when the worker starts: the header
+versions it takes and the peers it takes them from), which a listener's plan
+(`corral.listener.ListenerPlan.proxy`) holds; the connection (`HttpConnection`) reads the
+header before anything else when its plan has one. A listener without it pays one attribute
+test per connection. The header itself is parsed by :mod:`corral.proxyheader`.
 
-What a proxied connection does:
+What a connection of such a listener does:
 
 - its peer is checked against ``proxy_allow_from`` in ``connection_made``; a connection on a
   unix socket is always allowed (Gunicorn's rule: it has no address to check);
@@ -34,16 +33,12 @@ the client in the hand-off frame (``peer``): the receiver adopts it with that pe
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import Any
 
 import msgspec
 
 from corral.config.settings import ProxyMode, address_list, proxy_mode
-from corral.connection import HttpConnection
-from corral.forwarded import ForwardedConnection
-from corral.proxyheader import ProxyHeaderError, ProxyHeaderParser
-from corral.routed import RoutedConnection
+from corral.proxyheader import ProxyHeaderParser
 from corral.routing import address_matcher, socket_address
 
 
@@ -84,96 +79,4 @@ class ProxyPlan:
         return ProxyHeaderParser(self.v1, self.v2)
 
 
-class _Proxied:
-    """Mixin: read the PROXY header before the connection's own ``data_received``; built with
-    the plan first, then the arguments of the connection class it is mixed into. ``reader``
-    is the header's parser until the header is complete (one attribute test per read after
-    that)."""
-
-    __slots__ = ()
-
-    def __init__(self, plan: ProxyPlan, *args: Any, **kwargs: Any) -> None:
-        self.proxy = plan
-        self.reader: ProxyHeaderParser | None = None
-        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
-
-    def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
-        if self.closed:  # type: ignore[attr-defined]
-            return
-        plan = self.proxy  # type: ignore[attr-defined]
-        if not plan.allows(self.peer):  # type: ignore[attr-defined]
-            plan.log.warning(
-                "PROXY protocol: connection from %s refused: not in proxy_allow_from",
-                _describe(self.peer),  # type: ignore[attr-defined]
-            )
-            self.close()  # type: ignore[attr-defined]
-            return
-        self.reader = plan.parser()
-
-    def data_received(self, data: bytes) -> None:
-        reader = self.reader  # type: ignore[attr-defined]
-        if reader is None:
-            super().data_received(data)  # type: ignore[misc]
-            return
-        try:
-            rest = reader.feed(data)
-        except ProxyHeaderError as exc:
-            self.proxy.log.warning(  # type: ignore[attr-defined]
-                "PROXY protocol: connection from %s closed: %s",
-                _describe(self.peer),  # type: ignore[attr-defined]
-                exc,
-            )
-            self.reader = None
-            self.close()  # type: ignore[attr-defined]
-            return
-        if rest is None:
-            return
-        self.reader = None
-        if reader.client is not None:
-            self.take_client(reader.client)
-        if rest:
-            super().data_received(rest)  # type: ignore[misc]
-
-    def take_client(self, client: tuple[str, int]) -> None:
-        """The header named the client: it is the peer from now on."""
-        self.peer = client  # type: ignore[attr-defined]
-        forwarding = getattr(self, "forwarding", None)
-        if forwarding is not None:  # a `forwarded` listener trusts, or not, this peer
-            self.trusted = forwarding.trusts(client)  # type: ignore[attr-defined]
-
-
-def _describe(peer: Any) -> str:
-    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a unix socket"
-
-
-class ProxiedConnection(_Proxied, HttpConnection):
-    __slots__ = ("proxy", "reader")
-
-
-class ProxiedForwardedConnection(_Proxied, ForwardedConnection):
-    __slots__ = ("proxy", "reader")
-
-
-class ProxiedRoutedConnection(_Proxied, RoutedConnection):
-    __slots__ = ("proxy", "reader")
-
-    def take_client(self, client: tuple[str, int]) -> None:
-        super().take_client(client)
-        self.given_peer = client  # a hand-off carries it to the receiving worker
-
-
-_PROXIED = {
-    HttpConnection: ProxiedConnection,
-    ForwardedConnection: ProxiedForwardedConnection,
-    RoutedConnection: ProxiedRoutedConnection,
-}
-
-
-def proxied_factory(base: partial[Any], plan: ProxyPlan) -> partial[Any]:
-    """The connection factory of a proxied listener, from the plain one it would have had
-    (``partial(CLASS, *args, **kwargs)``, as the worker builds it)."""
-    return partial(_PROXIED[base.func], plan, *base.args, **base.keywords)
-
-
-__all__ = ["ProxyPlan", "proxied_factory", "proxy_choice"]
+__all__ = ["ProxyPlan", "proxy_choice"]

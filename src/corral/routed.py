@@ -72,6 +72,7 @@ from corral.handoff import (
 from corral.http.errors import HttpError, error_response
 from corral.http.head import RequestHead
 from corral.http.response import server_head
+from corral.listener import ListenerPlan
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
@@ -156,43 +157,34 @@ def reply(
 
 
 class RoutedConnection(HttpConnection):
+    """A connection on a listener whose plan has ``routing``: each head routed."""
+
     __slots__ = (
         "begun",
-        "forwarding",
         "given_peer",
         "handoff",
         "hops",
         "in_message",
         "initial",
         "local",
-        "pass_target",
         "raw",
         "raw_first",
         "routed",
-        "routing",
         "sender",
-        "trusted",
     )
 
     def __init__(
         self,
         server: ServerState,
-        sockname: Any,
-        routing: Routing,
-        pass_target: str,
+        plan: ListenerPlan,
         initial: bytes = b"",
         hops: int = 0,
-        forwarding: Forwarding | None = None,
         peer: tuple[str, int] | None = None,
     ) -> None:
-        super().__init__(server, sockname)
-        self.forwarding = forwarding  # the listener's `forwarded`, if it has one
-        self.trusted = False
+        super().__init__(server, plan)
         # the client a PROXY protocol header named (corral/proxied.py), here or in the worker
         # that handed the connection off: the peer, instead of the socket's
         self.given_peer = peer
-        self.routing = routing
-        self.pass_target = pass_target
         self.initial = initial  # bytes a hand-off brought, parsed before the socket's
         self.hops = hops  # hand-offs the connection's first request has had
         self.local: Any = None
@@ -215,11 +207,15 @@ class RoutedConnection(HttpConnection):
         self.local = transport.get_extra_info("sockname")
         if self.given_peer is not None:
             self.peer = self.given_peer
-        if self.forwarding is not None:
-            self.trusted = self.forwarding.trusts(self.peer)
+            if self.plan.forwarding is not None:
+                self.trusted = self.plan.forwarding.trusts(self.peer)
         if self.initial:
             data, self.initial = self.initial, b""
             self.data_received(data)
+
+    def take_client(self, client: tuple[str, int]) -> None:
+        super().take_client(client)
+        self.given_peer = client  # a hand-off carries it to the receiving worker
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -260,21 +256,21 @@ class RoutedConnection(HttpConnection):
             return
         index = self.begun - 1
         self.routed = self.begun
-        routing = self.routing
+        routing = self.plan.routing
         peer = self.peer
         scheme = "http"
         forwarded = None
         if self.trusted:
             # a trusted proxy's request is routed as from the client and scheme it names:
             # Unit replaces the request's remote address before routing
-            forwarded = self.forwarding.resolve(head.headers)  # type: ignore[union-attr]
+            forwarded = self.plan.forwarding.resolve(head.headers)
             if forwarded is not None:
                 if forwarded.address is not None:
                     peer = (forwarded.address, forwarded.port or 0)
                 if forwarded.scheme is not None:
                     scheme = forwarded.scheme
         action = routing.router.resolve(
-            self.pass_target,
+            self.plan.pass_target,
             RouteRequest(
                 head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
             ),
@@ -282,11 +278,10 @@ class RoutedConnection(HttpConnection):
         if action.__class__ is ToApplication:
             name = action.name  # type: ignore[attr-defined]
             if name == routing.application:
-                super().on_request(head)
-                if forwarded is not None:
-                    self.pipeline[-1].forwarded = forwarded
+                exchange = self._enqueue(head)
+                exchange.forwarded = forwarded
                 if action.target:  # type: ignore[attr-defined]
-                    self.pipeline[-1].target = action.target  # type: ignore[attr-defined]
+                    exchange.target = action.target  # type: ignore[attr-defined]
                 return
             address = routing.addresses.get(name)
             if address is None:
@@ -402,7 +397,7 @@ class RoutedConnection(HttpConnection):
         assert exchange is not None and self.raw_first is not None
         before = exchange.index - self.raw_first
         start = message_end(self.raw, before) if before else 0
-        header = {"pass": self.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
+        header = {"pass": self.plan.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
         if self.given_peer is not None:
             header["peer"] = self.given_peer
         frame = encode_frame(header, bytes(self.raw[start:]))
@@ -414,7 +409,7 @@ class RoutedConnection(HttpConnection):
             fd,
             frame,
             self._handed,
-            self.routing.timeout,
+            self.plan.routing.timeout,
         )
         self.sender.start()
 
@@ -427,7 +422,7 @@ class RoutedConnection(HttpConnection):
             return
         exchange = self.handoff
         assert exchange is not None
-        self.routing.log.warning(
+        self.plan.routing.log.warning(
             "hand-off of %s %s to %s failed: %d",
             exchange.head.method,
             exchange.head.target.decode("latin-1"),
@@ -475,17 +470,12 @@ def adopt_factory(
         peer = header.get("peer")
         given = (str(peer[0]), int(peer[1])) if isinstance(peer, list) and len(peer) == 2 else None
 
+        plan = ListenerPlan(
+            sockname, forwarding=forwarding, routing=routing, pass_target=pass_target
+        )
+
         def factory() -> RoutedConnection:
-            return RoutedConnection(
-                server,
-                sockname,
-                routing,
-                pass_target,
-                payload,
-                int(header.get("hops", 1)),
-                forwarding,
-                given,
-            )
+            return RoutedConnection(server, plan, payload, int(header.get("hops", 1)), given)
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))
         routing.adopting.add(task)

@@ -54,15 +54,16 @@ from typing import Any
 from corral.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
 from corral.appload import AppLoadError, describe_load_failure, load_entry_points
 from corral.connection import HttpConnection, ServerState, sweep
-from corral.forwarded import ForwardedConnection, Forwarding
+from corral.forwarded import Forwarding
 from corral.handoff import HandoffServer
 from corral.hooks import Hooks
 from corral.http.head import Limits
 from corral.http.response import server_fields
 from corral.http.uwsgi import UwsgiParser
+from corral.listener import ListenerPlan, ListenerSpec
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
-from corral.proxied import ProxyPlan, proxied_factory
+from corral.proxied import ProxyPlan
 from corral.routed import RoutedConnection, Routing, adopt_factory
 from corral.venv import activate as activate_home
 
@@ -85,7 +86,8 @@ class WorkerSpec:
 
     application: Any  # config Application
     settings: Any  # config Settings
-    sockets: list[socket.socket]
+    # the pool's listening sockets, each with what its document listener says
+    listeners: list[ListenerSpec]
     heartbeat_fd: int
     loaded_app: Any = None  # set when the master preloaded the application
     multiprocess: bool = True
@@ -93,11 +95,8 @@ class WorkerSpec:
     max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
     hooks: Hooks | None = None  # the server hooks, as the master loaded them
     latency_histogram: bool = False  # count request durations (see Arbiter.latency_histogram)
-    # Routes (see routed.py and handoff.py). With the defaults, every socket passes to this
-    # worker's application and nothing below is used.
-    # The pass target of each of `sockets`, in the same order ("applications/NAME",
-    # "routes", "routes/NAME"); None: every socket passes to this worker's application.
-    listener_passes: list[str] | None = None
+    # Routes (see routed.py and handoff.py). When every listener passes to this worker's
+    # application, nothing below is used.
     router: Any = None  # the compiled routes (routing.Router), needed by a "routes" pass
     app_name: str = ""  # this worker's application, as routes and passes name it
     # this application's hand-off socket: AF_UNIX, SOCK_STREAM, bound and listening (by the
@@ -108,19 +107,10 @@ class WorkerSpec:
     # the hand-off socket path of every other application a route may pass to
     handoff_addresses: dict[str, str] = field(default_factory=dict)
     handoff_timeout: float = 3.0  # connect and greeting from the other application's worker
-    # the `forwarded` object (config Forwarded) of each of `sockets`, in the same order, None
-    # for a listener without one; None: no listener has one
-    listener_forwarded: list[Any] | None = None
     # A pool of several threaded workers balances its connections on a board (acceptor.py):
     # this worker's place on it is its slot
     board: LoadBoard | None = None
     slot: int = 0
-    # the PROXY protocol (proxied.proxy_choice: mode and allowed peers) of each of `sockets`,
-    # None for a listener without it; None: no listener has it
-    listener_proxy: list[Any] | None = None
-    # the wire protocol of each of `sockets` ("http", or "uwsgi": http/uwsgi.py), in the same
-    # order; None: every socket speaks HTTP
-    listener_protocols: list[str] | None = None
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -277,36 +267,16 @@ class Worker:
         backlog = spec.settings.backlog
         application = spec.application
         routing = self.routing = self._routing()
-        passes = spec.listener_passes or [None] * len(spec.sockets)
-        proxies = spec.listener_proxy or [None] * len(spec.sockets)
-        protocols = spec.listener_protocols or ["http"] * len(spec.sockets)
         forwardings = self._forwardings()
         gate = None
-        if spec.board is not None and spec.sockets:
+        if spec.board is not None and spec.listeners:
             state.connections = WatchedConnections()
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
-        own_pass = f"applications/{spec.app_name}"
-        for sock, pass_target, proxy, protocol in zip(
-            spec.sockets, passes, proxies, protocols, strict=True
-        ):
-            # chosen once per listener: a plain one never pays for routing, `forwarded`,
-            # the PROXY protocol or another wire protocol
-            sockname = sock.getsockname()
-            forwarding = forwardings.get(sockname)
-            if protocol == "uwsgi":  # straight to this application (the document says so)
-                factory: Any = partial(HttpConnection, state, sockname, UwsgiParser)
-            elif pass_target is None or pass_target == own_pass:
-                if forwarding is None:
-                    factory = partial(HttpConnection, state, sockname)
-                else:
-                    factory = partial(ForwardedConnection, state, sockname, forwarding)
-            else:
-                assert routing is not None
-                factory = partial(
-                    RoutedConnection, state, sockname, routing, pass_target, forwarding=forwarding
-                )
-            if proxy is not None:
-                factory = proxied_factory(factory, ProxyPlan(*proxy, self.log))
+        for listener in spec.listeners:
+            sock = listener.socket
+            plan = self._plan(listener, forwardings, routing)
+            connection = HttpConnection if plan.routing is None else RoutedConnection
+            factory = partial(connection, state, plan)
             if gate is not None:
                 acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log)
                 acceptor.start()
@@ -331,21 +301,42 @@ class Worker:
         self._schedule_tick()
         await self._done
 
+    def _plan(
+        self, listener: ListenerSpec, forwardings: dict[Any, Forwarding], routing: Routing | None
+    ) -> ListenerPlan:
+        """What one listener's connections do, decided once: a plain one never pays for
+        routing, `forwarded`, the PROXY protocol or another wire protocol."""
+        sockname = listener.socket.getsockname()
+        proxy = ProxyPlan(*listener.proxy, self.log) if listener.proxy is not None else None
+        if listener.protocol == "uwsgi":  # straight to this application (the document says so)
+            return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy)
+        forwarding = forwardings.get(sockname)
+        if listener.pass_target in (None, f"applications/{self.spec.app_name}"):
+            return ListenerPlan(sockname, forwarding=forwarding, proxy=proxy)
+        assert routing is not None
+        return ListenerPlan(
+            sockname,
+            forwarding=forwarding,
+            proxy=proxy,
+            routing=routing,
+            pass_target=listener.pass_target,
+        )
+
     def _forwardings(self) -> dict[Any, Forwarding]:
         """The compiled `forwarded` of each listener that has one, by its socket address."""
-        spec = self.spec
-        discard = spec.settings.discard_unsafe_fields
-        found: dict[Any, Forwarding] = {}
-        for sock, forwarded in zip(spec.sockets, spec.listener_forwarded or (), strict=False):
-            if forwarded is not None:
-                found[sock.getsockname()] = Forwarding.from_document(forwarded, discard)
-        return found
+        discard = self.spec.settings.discard_unsafe_fields
+        return {
+            listener.socket.getsockname(): Forwarding.from_document(listener.forwarded, discard)
+            for listener in self.spec.listeners
+            if listener.forwarded is not None
+        }
 
     def _routing(self) -> Routing | None:
         """What routed connections share; None when no listener routes and no hand-off comes."""
         spec = self.spec
         own_pass = f"applications/{spec.app_name}"
-        routed = any(p is not None and p != own_pass for p in spec.listener_passes or ())
+        passes = [listener.pass_target for listener in spec.listeners]
+        routed = any(p is not None and p != own_pass for p in passes)
         if not routed and spec.handoff_socket is None:
             return None
         router = spec.router
@@ -353,7 +344,7 @@ class Worker:
             from corral.routing import compile_routes
 
             router = compile_routes(None)  # passes straight to applications only
-        for pass_target in spec.listener_passes or ():
+        for pass_target in passes:
             if pass_target is not None and pass_target != own_pass:
                 router.check_pass(pass_target)  # RouteError now, not at the first request
         return Routing(

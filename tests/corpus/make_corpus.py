@@ -480,6 +480,11 @@ valid(
     parsed("GET", "/", [HOST]),
 )
 valid(
+    "leading_empty_lines_crlf_and_lf",
+    CRLF + b"\n" + CRLF + req(b"GET / HTTP/1.1", H),
+    parsed("GET", "/", [HOST]),
+)
+valid(
     "upgrade_websocket",
     req(b"GET /ws HTTP/1.1", H, b"Connection: Upgrade", b"Upgrade: websocket") + b"\x81\x05hello",
     parsed("GET", "/ws", [HOST, ("Connection", "Upgrade"), ("Upgrade", "websocket")]),
@@ -781,6 +786,20 @@ invalid(
     b"GET / HTTP/1.1\r\nHost: example.com\rX-A: b\r\n\r\n",
     400,
     "RFC 9112 2.2: a bare CR as a line ending",
+)
+invalid(
+    "bare_cr_before_request_line",
+    b"\rGET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    400,
+    "RFC 9112 2.2: empty lines before a request line are skipped; a bare CR is not one",
+)
+invalid(
+    "bare_cr_between_requests",
+    req(b"GET / HTTP/1.1", H) + b"\r\n\rGET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    400,
+    "RFC 9112 2.2: a bare CR among the empty lines before the second request line",
+    requests=1,
+    complete=1,
 )
 invalid(
     "bare_cr_request_line",

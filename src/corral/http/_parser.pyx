@@ -222,17 +222,30 @@ cdef class RequestParser:
         cdef int state
         while pos < end and not self.ended:
             state = self._state
-            if state == START or state == CLOSED:
-                while pos < end and (p[pos] == 13 or p[pos] == 10):
-                    pos += 1
+            if state == START:
+                while pos < end:
+                    if p[pos] == 10:
+                        pos += 1
+                    elif p[pos] != 13:
+                        break
+                    elif pos + 1 == end:
+                        self._partial = b"\r"
+                        return
+                    elif p[pos + 1] == 10:
+                        pos += 2
+                    else:
+                        raise BadRequest("a bare CR before the request line")
                 if pos == end:
-                    break
-                if state == CLOSED:
-                    self.ended = True  # data after a request that closes: left unread
                     break
                 self._state = LINE
                 if self._begin is not None:
                     self._begin()
+            elif state == CLOSED:
+                while pos < end and (p[pos] == 13 or p[pos] == 10):
+                    pos += 1
+                if pos < end:
+                    self.ended = True  # data after a request that closes: left unread
+                break
             elif state == LENGTH or state == CHUNK_DATA:
                 take = end - pos
                 if <uint64_t>take > self._remaining:

@@ -12,7 +12,8 @@ limits on its length; so an input gives the same outcome however it is split int
 What is refused, and why (RFC 9112 unless said):
 - A request line other than ``token SP target SP HTTP/d.d`` (3): one space exactly, a target
   of visible ASCII; a version other than 1.0 and 1.1 is 505, and so is HTTP/0.9's GET
-  without a version. Empty lines before it are skipped (2.2).
+  without a version. Empty lines before it are skipped (2.2: CRLF, or a bare LF); a bare CR
+  there is 400.
 - A field line other than ``token ":" OWS value OWS`` (5): whitespace before the colon and
   obs-fold (a line beginning with whitespace) are 400; a value may hold HTAB, SP, visible
   ASCII and obs-text, never another control byte (RFC 9110 5.5). Lines end in CRLF; a bare LF
@@ -187,17 +188,33 @@ class RequestParser:
         end = len(data)
         while pos < end and not self.ended:
             state = self._state
-            if state in (_START, _CLOSED):
-                while pos < end and (data[pos] == 13 or data[pos] == 10):
-                    pos += 1
+            if state == _START:
+                # empty lines before a request line are skipped (CRLF, or a bare LF); a CR
+                # that is not the start of one is refused, as it would be in the line
+                while pos < end:
+                    byte = data[pos]
+                    if byte == 10:
+                        pos += 1
+                    elif byte != 13:
+                        break
+                    elif pos + 1 == end:
+                        self._partial = b"\r"
+                        return
+                    elif data[pos + 1] == 10:
+                        pos += 2
+                    else:
+                        raise BadRequest("a bare CR before the request line")
                 if pos == end:
-                    break
-                if state == _CLOSED:
-                    self.ended = True  # data after a request that closes: left unread
                     break
                 self._state = _LINE
                 if self._begin is not None:
                     self._begin()
+            elif state == _CLOSED:
+                while pos < end and (data[pos] == 13 or data[pos] == 10):
+                    pos += 1
+                if pos < end:
+                    self.ended = True  # data after a request that closes: left unread
+                break
             elif state in (_LENGTH, _CHUNK_DATA):
                 take = min(self._remaining, end - pos)
                 chunk = data if take == end and pos == 0 else data[pos : pos + take]

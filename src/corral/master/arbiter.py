@@ -55,6 +55,7 @@ from corral.appload import AppLoadError, describe_load_failure, load_entry_point
 from corral.appstdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
+from corral.listener import ListenerSpec
 from corral.master import scaling, systemd, upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import (
@@ -170,33 +171,24 @@ class Pool:
         return int(self.application.workers)
 
     @property
-    def passes(self) -> list[str]:
-        """The pass of each of its listeners, in the order of `sockets`."""
-        return [self.doc.listeners[address].pass_ for address in self.sockets]
-
-    @property
-    def forwarded(self) -> list[Any]:
-        """The `forwarded` of each of its listeners (None without one), in the order of
-        `sockets`."""
-        found = []
-        for address in self.sockets:
-            forwarded = self.doc.listeners[address].forwarded
-            found.append(None if forwarded is msgspec.UNSET else forwarded)
-        return found
-
-    @property
-    def proxy(self) -> list[Any]:
-        """The PROXY protocol of each of its listeners (`proxied.proxy_choice`, None: off), in
-        the order of `sockets`."""
+    def listeners(self) -> list[ListenerSpec]:
+        """Each of its listening sockets with what its document listener says."""
         from corral.proxied import proxy_choice
 
-        return [proxy_choice(self.doc.listeners[a], self.settings) for a in self.sockets]
-
-    @property
-    def protocols(self) -> list[str]:
-        """The wire protocol of each of its listeners ("http", "uwsgi"), in the order of
-        `sockets`."""
-        return [_protocol(self.doc, address) for address in self.sockets]
+        found = []
+        for address, sock in self.sockets.items():
+            listener = self.doc.listeners[address]
+            forwarded = listener.forwarded
+            found.append(
+                ListenerSpec(
+                    sock,
+                    listener.pass_,
+                    None if forwarded is msgspec.UNSET else forwarded,
+                    proxy_choice(listener, self.settings),
+                    _protocol(self.doc, address),
+                )
+            )
+        return found
 
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
@@ -204,11 +196,7 @@ class Pool:
             self.application == other.application
             and self.settings == other.settings
             and self.access_log == other.access_log
-            and self.sockets == other.sockets  # the same socket objects
-            and self.passes == other.passes
-            and self.forwarded == other.forwarded
-            and self.proxy == other.proxy
-            and self.protocols == other.protocols
+            and self.listeners == other.listeners  # the same socket objects, the same keys
             and self.routes == other.routes
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
@@ -589,11 +577,7 @@ class Arbiter:
         spec = WorkerSpec(
             application=app,
             settings=settings,
-            sockets=list(pool.sockets.values()),
-            listener_passes=pool.passes,
-            listener_forwarded=pool.forwarded,
-            listener_proxy=pool.proxy,
-            listener_protocols=pool.protocols,
+            listeners=pool.listeners,
             router=pool.router,
             app_name=pool.name,
             handoff_socket=pool.handoff,
