@@ -22,13 +22,13 @@ import time
 from functools import partial
 from pathlib import Path
 
-from corral.connection import HttpConnection, ServerState
+from corral.apps.deadline import Watchdog
+from corral.apps.wsgi.runner import WsgiAdapter
 from corral.core import NAME
 from corral.http.head import Limits
-from corral.listener import ListenerPlan
 from corral.observe.errorlog import setup_error_log
-from corral.wsgi.deadline import Watchdog
-from corral.wsgi.runner import WsgiAdapter
+from corral.server.connection import HttpConnection, ServerState
+from corral.server.plan import ListenerPlan
 
 REQUEST = (
     b"GET /plaintext?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n"
@@ -138,8 +138,8 @@ def routed_connection(state: ServerState) -> HttpConnection:
     own application (what routing adds to a request served here)."""
     import logging
 
-    from corral.routed import RoutedConnection, Routing
     from corral.routing import compile_routes
+    from corral.server.routed import RoutedConnection, Routing
 
     router = compile_routes(
         [{"match": {"uri": "/plaintext"}, "action": {"pass": "applications/main"}}]
@@ -153,7 +153,7 @@ def forwarded_connection(state: ServerState) -> HttpConnection:
     """A connection on a listener with the `forwarded` the command line gives every listener
     (Gunicorn's forwarded_allow_ips, 127.0.0.1 and ::1), from a trusted peer (127.0.0.1)."""
     from corral.config.gunicorn import FORWARDED_FOR, FORWARDED_PROTO
-    from corral.forwarded import Forwarding
+    from corral.filters.forwarded import Forwarding
 
     forwarding = Forwarding(["127.0.0.1", "::1"], client_ip=FORWARDED_FOR, protocol=FORWARDED_PROTO)
     return HttpConnection(state, ListenerPlan(("127.0.0.1", 8000), forwarding=forwarding))

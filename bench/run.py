@@ -195,6 +195,11 @@ def corral(app: App, workers: int, threads: int, port: int) -> list[str]:
     return cmd(Path(PY), flags)
 
 
+def corral_python(app: App, workers: int, threads: int, port: int) -> list[str]:
+    """corral's pure-Python core (CORRAL_NO_EXTENSIONS=1), beside the compiled one."""
+    return ["env", "CORRAL_NO_EXTENSIONS=1", *corral(app, workers, threads, port)]
+
+
 def gunicorn_sync(app: App, workers: int, threads: int, port: int) -> list[str]:
     return cmd(VENV_BIN / "gunicorn", f"-w {workers} -k sync -b {HOST}:{port} {app.target}")
 
@@ -252,6 +257,7 @@ def bare(app: App, workers: int, threads: int, port: int) -> list[str]:
 
 SERVERS: dict[str, Server] = {
     "corral": Server("corral", "corral", corral),
+    "corral-python": Server("corral", "corral, Python core", corral_python),
     "gunicorn-sync": Server("gunicorn", "gunicorn sync", gunicorn_sync),
     "gunicorn-gthread": Server("gunicorn", "gunicorn gthread", gunicorn_gthread),
     "uwsgi": Server("uwsgi", "uWSGI", uwsgi),

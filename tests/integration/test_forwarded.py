@@ -3,7 +3,7 @@ servers started from Unit configuration files.
 
 The client's own address decides trust: the tests connect from 127.0.0.1 (in `source`) or
 bind their socket to another loopback address first (127.0.0.5, not in it), so an untrusted
-peer is a real one. The expected values follow Unit's own rules (see corral/forwarded.py).
+peer is a real one. The expected values follow Unit's own rules (see corral/filters/forwarded.py).
 """
 
 from __future__ import annotations

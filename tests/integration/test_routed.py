@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from corral.handoff import encode_frame
 from corral.master.listeners import handoff_address
+from corral.server.handoff import encode_frame
 from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.load import Load
 from tests.integration.server import Server, wait_for

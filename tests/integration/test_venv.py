@@ -210,7 +210,7 @@ def test_activation_under_debians_own_interpreter(venvs):
     `activate` uses the virtualenv's layout instead."""
     script = (
         "import json, sys\n"
-        "from corral.venv import activate\n"
+        "from corral.apps.venv import activate\n"
         "activate(sys.argv[1])\n"
         "import corral_demo_pkg\n"
         "print(json.dumps({'version': corral_demo_pkg.__version__, 'path': sys.path}))\n"

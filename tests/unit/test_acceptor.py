@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from corral.acceptor import BATCH, AcceptGate, LoadBoard, WatchedConnections
+from corral.server.acceptor import BATCH, AcceptGate, LoadBoard, WatchedConnections
 
 SHARE = 4
 

@@ -1,4 +1,4 @@
-"""corral.appload.asgi_kind: an ASGI application is told from a WSGI one when it is loaded
+"""corral.apps.loader.asgi_kind: an ASGI application is told from a WSGI one when it is loaded
 (the integration tests show the refusal: test_conformance.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import functools
 
 import pytest
 
-from corral.appload import asgi_kind
+from corral.apps.loader import asgi_kind
 
 
 async def coroutine(scope, receive, send):

@@ -13,9 +13,18 @@ import re
 
 import pytest
 
-from corral.connection import BODY, BUSY, HEAD, IDLE, NEVER, HttpConnection, ServerState, sweep
+from corral.apps.wsgi.runner import WsgiAdapter
 from corral.http.head import Limits
-from corral.wsgi.runner import WsgiAdapter
+from corral.server.connection import (
+    BODY,
+    BUSY,
+    HEAD,
+    IDLE,
+    NEVER,
+    HttpConnection,
+    ServerState,
+    sweep,
+)
 
 
 class RecordingTransport:

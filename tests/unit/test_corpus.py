@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from corral.apps.wsgi.environ import request_environ, set_unsafe_fields
 from corral.http.errors import HttpError
 from corral.http.head import Limits, RequestHead
 from corral.http.parser import RequestParser
-from corral.wsgi.environ import request_environ, set_unsafe_fields
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 MODES = ("whole", "split", "bytes")

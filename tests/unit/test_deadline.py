@@ -1,4 +1,4 @@
-"""corral.wsgi.deadline without sockets: the watchdog against real threads.
+"""corral.apps.deadline without sockets: the watchdog against real threads.
 
 The segments run on helper threads (the pytest thread is the "main" one the watchdog would
 signal); the SIGALRM handler the watchdog installs is restored after each test.
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from corral.wsgi.deadline import RequestClock, RequestTimeoutExceeded, Watchdog
+from corral.apps.deadline import RequestClock, RequestTimeoutExceeded, Watchdog
 
 
 class Records(logging.Handler):

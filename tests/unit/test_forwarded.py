@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from corral.forwarded import Forwarding, parse_address
+from corral.apps.wsgi.environ import request_environ, set_unsafe_fields
+from corral.filters.forwarded import Forwarding, parse_address
 from corral.http.head import RequestHead
-from corral.wsgi.environ import request_environ, set_unsafe_fields
 
 XFF = b"X-Forwarded-For"
 

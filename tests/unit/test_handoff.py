@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corral.handoff import decode_frame, encode_frame, message_end
+from corral.server.handoff import decode_frame, encode_frame, message_end
 
 
 def test_frame_round_trip_and_short_reads():

@@ -11,7 +11,7 @@ import pytest
 from corral.config import ConfigError, load, validate_document
 from corral.config.settings import ProxyMode
 from corral.config.sources import format_help
-from corral.proxied import ProxyPlan, proxy_choice
+from corral.server.proxied import ProxyPlan, proxy_choice
 
 GUNICORN_DEFAULT = ["127.0.0.1", "::1"]
 

@@ -1,4 +1,4 @@
-"""corral.proxyheader: PROXY protocol headers (v1 text, v2 binary) parsed sans I/O.
+"""corral.http.proxyheader: PROXY protocol headers (v1 text, v2 binary) parsed sans I/O.
 
 Every header is fed whole, split in two at every byte, and one byte at a time; what follows
 the header must come back untouched, and a refusal must come at some feed whatever the split.
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from corral.proxyheader import V1_MAX, V2_SIGNATURE, ProxyHeaderError, ProxyHeaderParser
+from corral.http.proxyheader import V1_MAX, V2_SIGNATURE, ProxyHeaderError, ProxyHeaderParser
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corral.apps.wsgi.environ import connection_environ, uwsgi_environ
 from corral.http.errors import HttpError
 from corral.http.head import Limits
 from corral.http.uwsgi import UwsgiHead, UwsgiParser, packet
-from corral.wsgi.environ import connection_environ, uwsgi_environ
 from tests.unit.test_corpus import MODES, Recorder, feeds, generated_and_on_disk
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -1,11 +1,11 @@
-"""`corral.venv`'s reading of pyvenv.cfg, and `home` in the document."""
+"""`corral.apps.venv`'s reading of pyvenv.cfg, and `home` in the document."""
 
 from __future__ import annotations
 
 import pytest
 
+from corral.apps.venv import recorded_version
 from corral.config.document import ConfigError, validate_document
-from corral.venv import recorded_version
 
 
 @pytest.mark.parametrize(

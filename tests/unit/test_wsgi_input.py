@@ -1,4 +1,4 @@
-"""``wsgi.input`` streams (corral.wsgi.input) against io.BytesIO as the reference.
+"""``wsgi.input`` streams (corral.apps.wsgi.input) against io.BytesIO as the reference.
 
 No sockets: the streams are fed directly, from the test thread or from a real
 feeder thread, the way the connection feeds them.
@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
+from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 
 
 def apply_ops(stream, ops: str) -> list:

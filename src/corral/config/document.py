@@ -247,7 +247,7 @@ Limits = _NESTED["Limits"]
 
 class Forwarded(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """NGINX Unit's `forwarded`: which headers tell a trusted proxy's client and scheme
-    (applied in the workers, see corral/forwarded.py)."""
+    (applied in the workers, see corral/filters/forwarded.py)."""
 
     client_ip: _HEADER_NAME | UnsetType = UNSET
     protocol: _HEADER_NAME | UnsetType = UNSET
@@ -261,7 +261,7 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # "applications/NAME", "applications/NAME/TARGET", "routes", "routes/NAME"
     pass_: str = msgspec.field(name="pass")
     forwarded: Forwarded | UnsetType = UNSET
-    # corral's: the PROXY protocol on this listener (corral/proxied.py); unset: the settings'
+    # corral's: the PROXY protocol on this listener (corral/server/proxied.py); unset: the settings'
     proxy_protocol: ProxyMode | bool | UnsetType = UNSET
     proxy_allow_from: str | list[str] | UnsetType = UNSET
     # corral's own key (NGINX Unit has no uwsgi listeners): the wire protocol, HTTP/1.1 unless

@@ -448,7 +448,7 @@ _ABSOLUTE_PATH = Annotated[str, Meta(pattern=r"^/", description="absolute path")
 def _home(value: str) -> str:
     """`home` made absolute against the directory the configuration is read in (where corral
     started; a reload reads it there again), and checked to be a virtualenv. The worker checks
-    the rest (the Python version, site-packages) as it activates it: `corral.venv`."""
+    the rest (the Python version, site-packages) as it activates it: `corral.apps.venv`."""
     if "\0" in value:
         raise Invalid("a path without NUL", value)
     path = os.path.abspath(value)

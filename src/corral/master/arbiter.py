@@ -15,7 +15,7 @@ Invariants:
   its generation has no worker, and is committed at once.
 - A slot that is still wanted is never left empty on purpose: recycling starts a
   successor and retires the old worker only once the successor is ready.
-- At start-up, a worker that exits with :data:`~corral.worker.EXIT_APP_LOAD`
+- At start-up, a worker that exits with :data:`~corral.server.worker.EXIT_APP_LOAD`
   before start-up completed stops the master with that code: an application that
   cannot be imported is not retried in a loop. Except when the state directory owns
   the configuration: stopping would leave no control API to fix it through, so the
@@ -50,12 +50,10 @@ from typing import Any
 import msgspec
 
 from corral import __version__, core
-from corral.acceptor import LoadBoard
-from corral.appload import AppLoadError, describe_load_failure, load_entry_points
-from corral.appstdio import StdioError, open_stdio, redirect_stdio
+from corral.apps.loader import AppLoadError, describe_load_failure, load_entry_points
+from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
-from corral.listener import ListenerSpec
 from corral.master import scaling, systemd, upgrade
 from corral.master.identity import Identity
 from corral.master.listeners import (
@@ -71,7 +69,9 @@ from corral.master.process import Tally, WorkerProcess, request_of
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import reopen_error_log, setup_error_log
-from corral.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
+from corral.server.acceptor import LoadBoard
+from corral.server.plan import ListenerSpec
+from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
@@ -173,7 +173,7 @@ class Pool:
     @property
     def listeners(self) -> list[ListenerSpec]:
         """Each of its listening sockets with what its document listener says."""
-        from corral.proxied import proxy_choice
+        from corral.server.proxied import proxy_choice
 
         found = []
         for address, sock in self.sockets.items():

@@ -2,7 +2,7 @@
 
 Owns: :class:`Forwarding` (one listener's ``forwarded`` object, compiled once per worker),
 :class:`ForwardedClient` (what it found in one request). A listener's plan holds its
-`Forwarding` (`corral.listener.ListenerPlan.forwarding`): the connection decides once whether
+`Forwarding` (`corral.server.plan.ListenerPlan.forwarding`): the connection decides once whether
 its peer is trusted, and reads each request's headers only then. A listener without it pays
 one attribute test per request.
 

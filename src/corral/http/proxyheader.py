@@ -23,7 +23,7 @@ haproxy.org/download/2.9/doc/proxy-protocol.txt):
   listener name its own address.
 
 Every refusal is a :class:`ProxyHeaderError`; the caller closes the connection without an
-answer (see ``corral.proxied``). Memory is bounded by the protocol: 107 bytes for version 1,
+answer (see ``corral.server.proxied``). Memory is bounded by the protocol: 107 bytes for version 1,
 16 + 65535 for version 2 (its length field).
 """
 

@@ -25,7 +25,7 @@ A request's action, taken when its head is parsed:
   it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``) from
   this worker, which serves on.
 
-On a listener with the PROXY protocol (``corral/proxied.py``) the client its header named is
+On a listener with the PROXY protocol (``corral/server/proxied.py``) the client its header named is
 the connection's peer (``given_peer``), and a hand-off carries it in the frame (``peer``).
 
 On a listener with ``forwarded`` (``forwarding``), a trusted proxy's request is routed as from
@@ -43,7 +43,7 @@ requests the parser began on this connection), or nothing when that start is los
   its first byte (after CRLFs at most). This is every request on a keep-alive connection
   whose client waits for each answer, so the common hand-off costs no search at all;
 - a read that finishes a request and begins the next (pipelining) is appended; when the
-  later request is handed off, :func:`corral.handoff.message_end` finds its start by
+  later request is handed off, :func:`corral.server.handoff.message_end` finds its start by
   re-parsing ``raw`` (a bisection with llhttp as the measure), only then;
 - bytes of a request already routed to this worker are kept only up to ``KEEP_MAX`` (a large
   body is not held twice): beyond, the start is lost until the next read that arrives
@@ -60,20 +60,20 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from corral.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
-from corral.forwarded import Forwarding
-from corral.handoff import (
+from corral.filters.forwarded import Forwarding
+from corral.http.errors import HttpError, error_response
+from corral.http.head import RequestHead
+from corral.http.response import server_head
+from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
+from corral.server.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
+from corral.server.handoff import (
     HANDED,
     HandoffSender,
     HandoffServer,
     encode_frame,
     message_end,
 )
-from corral.http.errors import HttpError, error_response
-from corral.http.head import RequestHead
-from corral.http.response import server_head
-from corral.listener import ListenerPlan
-from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
+from corral.server.plan import ListenerPlan
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
 MAX_HANDOFFS = 4  # hand-offs of one request: more means the workers disagree on the routes
@@ -182,7 +182,7 @@ class RoutedConnection(HttpConnection):
         peer: tuple[str, int] | None = None,
     ) -> None:
         super().__init__(server, plan)
-        # the client a PROXY protocol header named (corral/proxied.py), here or in the worker
+        # the client a PROXY protocol header named (corral/server/proxied.py), here or in the worker
         # that handed the connection off: the peer, instead of the socket's
         self.given_peer = peer
         self.initial = initial  # bytes a hand-off brought, parsed before the socket's
@@ -224,6 +224,10 @@ class RoutedConnection(HttpConnection):
             self.sender = None
 
     def data_received(self, data: bytes) -> None:
+        if self.reader is not None:  # the PROXY header is this worker's, never handed off
+            data = self._proxy_header(data)
+            if not data:
+                return
         if self.handoff is not None:
             # read before the pause took effect: it goes with the hand-off
             self.raw = bytes(self.raw) + data

@@ -57,7 +57,7 @@ from threading import get_ident
 from time import monotonic
 from typing import Any
 
-from corral.wsgi.filewrapper import FileWrapper
+from corral.apps.wsgi.filewrapper import FileWrapper
 
 # Sent to the main thread with the exception, so that a blocking system call returns.
 WAKE_SIGNAL = signal.SIGALRM

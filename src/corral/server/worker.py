@@ -51,27 +51,26 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from corral.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
-from corral.appload import AppLoadError, describe_load_failure, load_entry_points
-from corral.connection import HttpConnection, ServerState, sweep
-from corral.forwarded import Forwarding
-from corral.handoff import HandoffServer
+# imported here, by the master too, not after the fork: a worker that switched to another user
+# may not be able to read the interpreter's own files (ctypes) to import them then
+from corral.apps.deadline import Watchdog
+from corral.apps.loader import AppLoadError, describe_load_failure, load_entry_points
+from corral.apps.venv import activate as activate_home
+from corral.apps.wsgi.environ import set_unsafe_fields
+from corral.apps.wsgi.runner import WsgiAdapter
+from corral.filters.forwarded import Forwarding
 from corral.hooks import Hooks
 from corral.http.head import Limits
 from corral.http.response import server_fields
 from corral.http.uwsgi import UwsgiParser
-from corral.listener import ListenerPlan, ListenerSpec
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
-from corral.proxied import ProxyPlan
-from corral.routed import RoutedConnection, Routing, adopt_factory
-from corral.venv import activate as activate_home
-
-# imported here, by the master too, not after the fork: a worker that switched to another user
-# may not be able to read the interpreter's own files (ctypes) to import them then
-from corral.wsgi.deadline import Watchdog
-from corral.wsgi.environ import set_unsafe_fields
-from corral.wsgi.runner import WsgiAdapter
+from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
+from corral.server.connection import HttpConnection, ServerState, sweep
+from corral.server.handoff import HandoffServer
+from corral.server.plan import ListenerPlan, ListenerSpec
+from corral.server.proxied import ProxyPlan
+from corral.server.routed import RoutedConnection, Routing, adopt_factory
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning

@@ -42,7 +42,7 @@ import site
 import sys
 import sysconfig
 
-from corral.appload import AppLoadError
+from corral.apps.loader import AppLoadError
 
 __all__ = ["HomeError", "activate", "recorded_version"]
 

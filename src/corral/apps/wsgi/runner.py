@@ -15,16 +15,16 @@ holds more than one request per connection, and a connection whose request
 waits reads nothing more (new connections are still accepted: their first
 request joins the queue).
 
-With ``request_timeout`` > 0 the adapter is given a :class:`~corral.wsgi.deadline.Watchdog`
-and calls the application through :class:`~corral.wsgi.deadline.TimedApp`; otherwise the
+With ``request_timeout`` > 0 the adapter is given a :class:`~corral.apps.deadline.Watchdog`
+and calls the application through :class:`~corral.apps.deadline.TimedApp`; otherwise the
 application is called as it is (the choice is made once, here).
 
 With a ``pre_request`` or ``post_request`` server hook the application is wrapped
-once, at construction (:mod:`corral.wsgi.hooked`); without them nothing changes. So is one
-with a ``prefix`` (:class:`~corral.wsgi.environ.Mounted`, outermost: hooks see the split).
+once, at construction (:mod:`corral.apps.wsgi.hooked`); without them nothing changes. So is one
+with a ``prefix`` (:class:`~corral.apps.wsgi.environ.Mounted`, outermost: hooks see the split).
 
 NGINX Unit's ``targets``: the adapter holds one (wrapped) callable per target, ``app`` being
-the first; only then are calls made with :class:`~corral.wsgi.response.TargetedWsgiCall`,
+the first; only then are calls made with :class:`~corral.apps.wsgi.response.TargetedWsgiCall`,
 which runs the target the routed connection set on the exchange (``Exchange.target``). An
 application without targets keeps the plain call classes.
 """
@@ -39,21 +39,21 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from corral.connection import Exchange, HttpConnection
-from corral.http.uwsgi import UwsgiParser
-from corral.wsgi.deadline import TimedApp, Watchdog
-from corral.wsgi.environ import Mounted, connection_environ
-from corral.wsgi.errors import ErrorStream
-from corral.wsgi.filewrapper import FileWrapper
-from corral.wsgi.hooked import hooked_application
-from corral.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
-from corral.wsgi.response import (
+from corral.apps.deadline import TimedApp, Watchdog
+from corral.apps.wsgi.environ import Mounted, connection_environ
+from corral.apps.wsgi.errors import ErrorStream
+from corral.apps.wsgi.filewrapper import FileWrapper
+from corral.apps.wsgi.hooked import hooked_application
+from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
+from corral.apps.wsgi.response import (
     ForwardedWsgiCall,
     TargetedForwardedWsgiCall,
     TargetedWsgiCall,
     UwsgiWsgiCall,
     WsgiCall,
 )
+from corral.http.uwsgi import UwsgiParser
+from corral.server.connection import Exchange, HttpConnection
 
 # Bytes an application thread may have posted to the loop and not yet written.
 THREAD_WRITE_HIGH_WATER = 256 * 1024

@@ -3,9 +3,9 @@
 Owns: :func:`proxy_choice` (in the master: a listener's mode and allowed peers) and
 :class:`ProxyPlan` (one listener's choice, compiled once when the worker starts: the header
 versions it takes and the peers it takes them from), which a listener's plan
-(`corral.listener.ListenerPlan.proxy`) holds; the connection (`HttpConnection`) reads the
+(`corral.server.plan.ListenerPlan.proxy`) holds; the connection (`HttpConnection`) reads the
 header before anything else when its plan has one. A listener without it pays one attribute
-test per connection. The header itself is parsed by :mod:`corral.proxyheader`.
+test per connection. The header itself is parsed by :mod:`corral.http.proxyheader`.
 
 What a connection of such a listener does:
 
@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 
 from corral.config.settings import ProxyMode, address_list, proxy_mode
-from corral.proxyheader import ProxyHeaderParser
+from corral.http.proxyheader import ProxyHeaderParser
 from corral.routing import address_matcher, socket_address
 
 

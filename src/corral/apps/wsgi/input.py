@@ -112,7 +112,7 @@ class StreamingInput(_ReadLines):
     ``on_first_read`` runs (on the reading thread) before the first read waits;
     ``on_drained`` when the buffer falls below ``low_water`` after the loop was told
     to stop reading. Both must be thread-safe callables supplied by the connection.
-    ``watchdog`` (a :class:`~corral.wsgi.deadline.Watchdog`, when ``request_timeout``
+    ``watchdog`` (a :class:`~corral.apps.deadline.Watchdog`, when ``request_timeout``
     is on) is told when a read waits for the client: that is not the application's time.
     """
 

@@ -2,7 +2,7 @@
 
 :func:`hooked_application` wraps the application once, when the adapter is built, and only
 when one of the two hooks is defined: a server without them runs the very same request path.
-:class:`~corral.wsgi.response.WsgiCall` calls the application with its own bound
+:class:`~corral.apps.wsgi.response.WsgiCall` calls the application with its own bound
 ``start_response``; the wrapper finds the call through it.
 
 Rules kept here:
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from corral.apps.wsgi.input import ClientDisconnected
+from corral.apps.wsgi.response import Output, WsgiCall
 from corral.hooks import RequestView, ResponseView
-from corral.wsgi.input import ClientDisconnected
-from corral.wsgi.response import Output, WsgiCall
 
 
 def hooked_application(

@@ -1,12 +1,12 @@
 """One asyncio protocol per client connection: the HTTP/1.1 exchange over a transport.
 
-Every connection runs its listener's plan (`corral.listener.ListenerPlan`, made once per
+Every connection runs its listener's plan (`corral.server.plan.ListenerPlan`, made once per
 listener): the parser (HTTP/1.1, or uwsgi packets from a proxy: `corral.http.uwsgi`, one
 request per connection; both report the same events, so the rest is one code path), a
-PROXY header read before anything else (`corral.proxied`: the peer allowed, the client it
+PROXY header read before anything else (`corral.server.proxied`: the peer allowed, the client it
 names taken as the peer; a bad one closes the connection unanswered), and a trusted
-proxy's ``forwarded`` headers read for each request (`corral.forwarded`). Routed
-listeners' connections add routing (`corral.routed.RoutedConnection`).
+proxy's ``forwarded`` headers read for each request (`corral.filters.forwarded`). Routed
+listeners' connections add routing (`corral.server.routed.RoutedConnection`).
 
 Owns: the parser, the pipeline (requests answered strictly in order), the
 connection's single deadline (header, body, keep-alive), read and write flow
@@ -35,8 +35,8 @@ from typing import Any, Protocol
 
 from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead
-from corral.listener import PLAIN, ListenerPlan
-from corral.proxyheader import ProxyHeaderError
+from corral.http.proxyheader import ProxyHeaderError
+from corral.server.plan import PLAIN, ListenerPlan
 
 IDLE = 0  # between requests: the keep-alive deadline runs
 HEAD = 1  # receiving a request head: the header deadline runs
@@ -124,7 +124,7 @@ class Exchange:
 
 
 class HttpConnection(asyncio.Protocol):
-    """One client connection, running its listener's plan (corral/listener.py)."""
+    """One client connection, running its listener's plan (corral/server/plan.py)."""
 
     __slots__ = (
         "_dispatching",
@@ -256,7 +256,7 @@ class HttpConnection(asyncio.Protocol):
             callback, self.on_writable = self.on_writable, None
             callback()
 
-    # -- the PROXY protocol (corral/proxied.py) ------------------------------------
+    # -- the PROXY protocol (corral/server/proxied.py) ------------------------------------
 
     def _expect_proxy_header(self, proxy: Any) -> None:
         if self.closed:

@@ -15,7 +15,7 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
   bytes: ``str`` is the usual one) is one line in the log instead of a traceback.
 - A bare ``bytes`` object returned as the iterable (NGINX Unit's sample application) is
   the whole body, as in Unit, not a sequence of ints.
-- A :class:`~corral.wsgi.deadline.RequestTimeoutExceeded` (``request_timeout``) is
+- A :class:`~corral.apps.deadline.RequestTimeoutExceeded` (``request_timeout``) is
   caught wherever application code runs, beside ``Exception`` (it derives from
   ``BaseException``); it becomes a 504 before any byte was sent, else the connection
   is closed. The watchdog has logged it; ``fail`` adds no traceback.
@@ -27,13 +27,13 @@ import logging
 from asyncio import _set_running_loop
 from typing import Any, Protocol
 
-from corral.connection import Exchange, HttpConnection
+from corral.apps.deadline import RequestTimeoutExceeded
+from corral.apps.wsgi.environ import forwarded_environ, request_environ, uwsgi_environ
+from corral.apps.wsgi.filewrapper import FileWrapper
+from corral.apps.wsgi.input import ClientDisconnected
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head
-from corral.wsgi.deadline import RequestTimeoutExceeded
-from corral.wsgi.environ import forwarded_environ, request_environ, uwsgi_environ
-from corral.wsgi.filewrapper import FileWrapper
-from corral.wsgi.input import ClientDisconnected
+from corral.server.connection import Exchange, HttpConnection
 
 _CHUNK_END = b"0\r\n\r\n"
 # What application code may raise into the server: its errors, and the request timeout.
