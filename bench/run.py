@@ -1085,7 +1085,9 @@ def _render_ratios(
             for load in loads:
                 a, b = medians.get((own["id"], load["key"])), medians.get((peer["id"], load["key"]))
                 cells.append(f"{a / b:.2f}" if a is not None and b else "—")
-            out.append(f"| {peer['label']} | " + " | ".join(cells) + " |")
+            # with several corral configurations, each row says whose ratio it is
+            who = f"{own['label']} vs " if len(mine) > 1 else ""
+            out.append(f"| {who}{peer['label']} | " + " | ".join(cells) + " |")
     return [*out, ""]
 
 
