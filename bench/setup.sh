@@ -77,7 +77,7 @@ install_venv() {
     log "installing peers"
     # uwsgi builds from source (needs a C compiler and Python headers).
     "${pip[@]}" install --quiet --upgrade \
-        gunicorn uwsgi granian waitress \
+        gunicorn uwsgi granian waitress matplotlib \
         django djangorestframework \
         uvloop httptools
     log "installing corral (editable) from $REPO_DIR"
