@@ -788,6 +788,20 @@ invalid(
     "RFC 9112 2.2: a bare CR as a line ending",
 )
 invalid(
+    "content_length_in_trailers",
+    req(b"POST /upload HTTP/1.1", H, TE, body=b"3\r\nabc\r\n0\r\nContent-Length: 3\r\n\r\n"),
+    400,
+    "RFC 9110 6.5.1: framing fields are not for trailers (a proxy merging them would reframe)",
+    requests=1,
+)
+invalid(
+    "transfer_encoding_in_trailers",
+    req(b"POST /upload HTTP/1.1", H, TE, body=b"0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+    400,
+    "RFC 9110 6.5.1: framing fields are not for trailers (a proxy merging them would reframe)",
+    requests=1,
+)
+invalid(
     "bare_cr_before_request_line",
     b"\rGET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
     400,

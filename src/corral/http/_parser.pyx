@@ -495,6 +495,9 @@ cdef class RequestParser:
         self._trailers += 1
         if self._trailers > self._fields:
             raise HeaderFieldsTooLarge("too many trailer fields")
+        cdef int kind = _kind(p, name_end)
+        if kind == CONTENT_LENGTH or kind == TRANSFER_ENCODING:
+            raise BadRequest("a framing field in the trailers")
         return 0
 
     cdef int _head_end(self) except -1:

@@ -23,6 +23,7 @@ What is refused, and why (RFC 9112 unless said):
   that names a coding after chunked, or that comes in HTTP/1.0 (6.1); a chunk-size line other than
   ``HEXDIG+ *( ";" token [ "=" ( token / quoted-string ) ] ) CRLF`` (7.1); chunk data not
   followed by CRLF.
+- Content-Length or Transfer-Encoding among the trailer fields (RFC 9110 6.5.1).
 - Host missing in HTTP/1.1 or repeated (3.2); an ``Expect`` other than 100-continue (417,
   RFC 9110 10.1.1); CONNECT (405); ``*`` with a method other than OPTIONS (3.2.4); an
   absolute-form target without a scheme and a host (3.2.2).
@@ -371,6 +372,10 @@ class RequestParser:
                 self._trailers += 1
                 if self._trailers > most:
                     raise HeaderFieldsTooLarge("too many trailer fields")
+                if _kind(name) in (_CONTENT_LENGTH, _TRANSFER_ENCODING):
+                    # RFC 9110 6.5.1: framing is not for trailers; a proxy merging them into
+                    # the head would frame the message otherwise than corral did
+                    raise BadRequest("a framing field in the trailers")
                 continue
             if len(headers) >= most:
                 raise HeaderFieldsTooLarge("too many header fields")
