@@ -177,6 +177,7 @@ CHUNK_EXTS = (
     b";=b",
     b';a="\x01"',
     b";a=b;c",
+    b";" + b"x" * 70,  # longer than the differential's field size
 )
 
 
@@ -414,6 +415,7 @@ _LLHTTP_METHODS = {
     b"SOURCE",
     b"QUERY",
 }
+_CHUNK_LINE = re.compile(rb"[0-9A-Fa-f]+;")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BARE_CR_FIRST = re.compile(rb"(?:\r?\n)*\r(?!\n)")
 _EMPTY_EXTENSION = re.compile(rb"(?m)^[0-9A-Fa-f]+(?:;[^\r\n]*)?(?:;=|=;|=\r|;;|;\r)")
@@ -478,6 +480,11 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
             return "RFC 9112 3: request-line elements are separated by one SP"
         if line.split(b" ")[2:3] and line.split(b" ")[2].startswith((b"RTSP/", b"ICE/")):
             return "RFC 9112 2.3: HTTP-name is HTTP"
+        if any(
+            len(line.rstrip(b"\r")) > LIMITS.field_size and _CHUNK_LINE.match(line)
+            for line in segment.split(b"\n")
+        ):
+            return "RFC 9112 7.1.1: chunk extensions are limited (as a field is, by corral)"
         if _EMPTY_EXTENSION.search(segment):
             return "RFC 9112 7.1.1: a chunk-ext-name is a token, its value a token or quoted-string"
         return "unexplained: corral refuses"

@@ -788,6 +788,20 @@ invalid(
     "RFC 9112 2.2: a bare CR as a line ending",
 )
 invalid(
+    "chunk_extensions_too_long",
+    req(b"POST /upload HTTP/1.1", H, TE, body=b"3;" + b"x" * 120 + b"\r\nabc\r\n0\r\n\r\n"),
+    400,
+    "RFC 9112 7.1.1: chunk extensions are limited (here as a field: limit_request_field_size)",
+    limits={"field_size": 100},
+    requests=1,
+)
+valid(
+    "chunk_extensions_at_the_limit",
+    req(b"POST /upload HTTP/1.1", H, TE, body=b"3;" + b"x" * 97 + b"\r\nabc\r\n0\r\n\r\n"),
+    parsed("POST", "/upload", [HOST, ("Transfer-Encoding", "chunked")], body=b"abc", chunked=True),
+    limits={"field_size": 100},
+)
+invalid(
     "content_length_in_trailers",
     req(b"POST /upload HTTP/1.1", H, TE, body=b"3\r\nabc\r\n0\r\nContent-Length: 3\r\n\r\n"),
     400,

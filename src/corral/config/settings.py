@@ -982,8 +982,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "limit_request_field_size", _LIMITS, _S, _int(ge=64, le=65536), 8190,
-        "Maximum size of one header field (name and value) in bytes; larger gets 431. "
-        f"{_LIMIT_ZERO}",
+        "Maximum size of one header field (name and value) in bytes; larger gets 431. A "
+        "chunk-size line of a chunked body, with its extensions, is limited to the same size "
+        f"(larger gets 400). {_LIMIT_ZERO}",
         flags=("--limit-request-field_size", "--limit-request-field-size"), metavar="BYTES",
         accepts=_int(ge=0, le=65536), resolve=_limit(65536, 64),
     ),

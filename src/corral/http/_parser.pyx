@@ -55,7 +55,6 @@ cdef void _tables():
 
 _tables()
 
-DEF CHUNK_LINE_MAX = 4096
 DEF NAMES_MAX = 1024
 
 # states
@@ -286,7 +285,7 @@ cdef class RequestParser:
             if state == LINE:
                 limit = self._line_limit
             elif state == CHUNK_SIZE:
-                limit = CHUNK_LINE_MAX
+                limit = self._field_size  # its extensions: limited as a field is
             elif state == FIELDS or state == TRAILERS:
                 limit = self._field_size + 2
             else:

@@ -28,7 +28,9 @@ What is refused, and why (RFC 9112 unless said):
   RFC 9110 10.1.1); CONNECT (405); ``*`` with a method other than OPTIONS (3.2.4); an
   absolute-form target without a scheme and a host (3.2.2).
 - Limits: the request line (414), a field line and the number of fields (431, trailers
-  included), the whole head (431), the body by its declared length or chunk sizes (413).
+  included), the whole head (431), the body by its declared length or chunk sizes (413), a
+  chunk-size line with its extensions as a field (``limit_request_field_size``; 400, RFC 9112
+  7.1.1: "an appropriate 4xx").
 
 After a request that does not keep the connection alive, bytes other than CR and LF end
 parsing (``ended``): the request is answered and the connection closes. After an upgrade
@@ -63,7 +65,6 @@ _CHUNK_SIZE_LINE = re.compile(
     % (_TCHAR, _TCHAR)
 )
 _MAX_LENGTH = (1 << 64) - 1
-_CHUNK_LINE_MAX = 4096  # a chunk-size line with its extensions, CRLF excluded
 
 # states
 _START = 0  # before a request line: empty lines are skipped
@@ -250,7 +251,7 @@ class RequestParser:
             if state == _LINE:
                 limit = self._line_limit
             elif state == _CHUNK_SIZE:
-                limit = _CHUNK_LINE_MAX
+                limit = self._field_size  # its extensions: limited as a field is
             elif state in (_FIELDS, _TRAILERS):
                 limit = self._field_size + 2
             else:
