@@ -488,6 +488,11 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
         if _EMPTY_EXTENSION.search(segment):
             return "RFC 9112 7.1.1: a chunk-ext-name is a token, its value a token or quoted-string"
         return "unexplained: corral refuses"
+    if llhttp[1] == 431:
+        # the old parser counted a value's trailing whitespace against limit_request_field_size
+        wider = Limits(LIMITS.request_line, LIMITS.fields, LIMITS.field_size + len(data), 100)
+        if _complete(outcome(_oracle(), [data], wider)[0]) == mine:
+            return "RFC 9110 5.5: a field's size is its name and value, without the OWS around it"
     segment = data[message_end(data, index) :] if index else data
     method = segment.lstrip(b"\r\n").split(b" ", 1)[0]
     if method not in _LLHTTP_METHODS and _TOKEN.fullmatch(method):
