@@ -493,6 +493,10 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
         wider = Limits(LIMITS.request_line, LIMITS.fields, LIMITS.field_size + len(data), 100)
         if _complete(outcome(_oracle(), [data], wider)[0]) == mine:
             return "RFC 9110 5.5: a field's size is its name and value, without the OWS around it"
+        # and it counted trailer fields together with the head's against limit_request_fields
+        wider = Limits(LIMITS.request_line, LIMITS.fields * 2, LIMITS.field_size, 100)
+        if _complete(outcome(_oracle(), [data], wider)[0]) == mine:
+            return "limit_request_fields bounds the head's fields and the trailers, each"
     segment = data[message_end(data, index) :] if index else data
     method = segment.lstrip(b"\r\n").split(b" ", 1)[0]
     if method not in _LLHTTP_METHODS and _TOKEN.fullmatch(method):
