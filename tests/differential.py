@@ -461,13 +461,13 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
             return "RFC 9112 9.3: close wins over an HTTP/1.0 keep-alive"
         return "unexplained: the same request parsed differently"
     if not ours_refused and not ours[2] and mine == theirs:
-        finished = outcome(core, [data, b"\r\n\r\n"])
+        finished = outcome(core, [data + b"\r\n\r\n"])
         if finished[1] is not None:
             return "corral judges a line at its end, and the input stops inside it"
     if ours[1] == 413 and not llhttp_refused:
         return "corral refuses a body over the limit at its declared size, llhttp at its bytes"
     if ours_refused and not theirs[index:]:
-        finished = outcome(_oracle(), [data, b"\r\n\r\n"])
+        finished = outcome(_oracle(), [data + b"\r\n\r\n"])
         if finished[1] is not None:
             return "llhttp refuses later in the request, and the input stops before"
     if ours_refused:
