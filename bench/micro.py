@@ -130,6 +130,7 @@ def run_close(n: int, request_timeout: float = 0.0, uwsgi: bool = False) -> floa
         conn.connection_lost(None)
     elapsed = time.perf_counter() - start
     assert state.served == n
+    state.loop.close()
     return elapsed / n * 1e6
 
 
@@ -195,6 +196,7 @@ def run(
         feed(request)
     elapsed = time.perf_counter() - start
     assert transport.out > 0 and state.served == n
+    state.loop.close()
     return elapsed / n * 1e6
 
 

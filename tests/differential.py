@@ -480,6 +480,11 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
             return "RFC 9112 3: request-line elements are separated by one SP"
         if line.split(b" ")[2:3] and line.split(b" ")[2].startswith((b"RTSP/", b"ICE/")):
             return "RFC 9112 2.3: HTTP-name is HTTP"
+        if ours[1] == 431 and any(
+            len(line.rstrip(b"\r")) > LIMITS.field_size + 2 for line in segment.split(b"\n")
+        ):
+            # so that a partial line can be judged before it ends (the split rule)
+            return "a field line may be 2 bytes longer than the field's size: no more OWS"
         if any(
             len(line.rstrip(b"\r")) > LIMITS.field_size and _CHUNK_LINE.match(line)
             for line in segment.split(b"\n")
