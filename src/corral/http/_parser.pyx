@@ -3,10 +3,11 @@
 
 Both builds implement one algorithm and behave identically; the algorithm, and what it
 refuses with the RFC that says so, are written in corral/http/parser.py's docstring, which
-this module follows function for function (`_lines`, `_request_line`, `_field`,
-`_framing_field`, `_head_end`, `_chunk_size`, `_message_end`). The difference is only how:
-here the bytes are scanned in C, with a table per character class, a header name becomes
-one interned bytes object, and no Python call is made per byte, line or header.
+this module follows function for function (`_lines`, `_request_line`, `_field` and
+`_trailer` for its `_fields_of`, `_framing_field`, `_head_end`, `_chunk_size`,
+`_message_end`). The difference is only how: here the bytes are scanned in C, with a table
+per character class, a header name becomes one interned bytes object, and no Python call is
+made per byte, line or header.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -67,6 +68,7 @@ DEF CHUNK_DATA = 5
 DEF CHUNK_END = 6
 DEF TRAILERS = 7
 DEF CLOSED = 8
+DEF UPGRADED = 9
 
 # field kinds
 DEF PLAIN = 0
@@ -164,10 +166,10 @@ cdef class RequestParser:
     cdef bint _chunked
     cdef bint _expect
     cdef bint _close
-    cdef bint _keep_alive
+    cdef bint _keep_alive_option
     cdef bint _connection_upgrade
     cdef bint _upgrade
-    cdef bint _upgrading
+    cdef int _then  # where the request being parsed leaves the connection
     cdef public bint ended  # no further request will be parsed on this connection
     cdef public Py_ssize_t head_bytes  # bytes of the head being received (0 between requests)
 
@@ -182,7 +184,7 @@ cdef class RequestParser:
         self.ended = False
         self._state = START
         self._partial = b""
-        self._upgrading = False
+        self._then = START
         self._reset()
 
     cdef void _reset(self):
@@ -199,7 +201,7 @@ cdef class RequestParser:
         self._chunked = False
         self._expect = False
         self._close = False
-        self._keep_alive = False
+        self._keep_alive_option = False
         self._connection_upgrade = False
         self._upgrade = False
         self._body_seen = 0
@@ -477,7 +479,7 @@ cdef class RequestParser:
                 if _element_is(p, start, stop, b"close", 5):
                     self._close = True
                 elif _element_is(p, start, stop, b"keep-alive", 10):
-                    self._keep_alive = True
+                    self._keep_alive_option = True
                 elif _element_is(p, start, stop, b"upgrade", 7):
                     self._connection_upgrade = True
                 if stop == n:
@@ -520,11 +522,10 @@ cdef class RequestParser:
                 raise BadRequest("asterisk-form target with a method other than OPTIONS")
         if self._has_length and self._body_limit and self._content_length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")
-        cdef bint keep_alive = not self._close and (version is V11 or self._keep_alive)
+        cdef bint keep_alive = not self._close and (version is V11 or self._keep_alive_option)
         cdef bint chunked = self._chunked
         cdef bint upgrading = self._upgrade and self._connection_upgrade
-        self._upgrading = upgrading
-        self._keep_alive = keep_alive
+        self._then = UPGRADED if upgrading else START if keep_alive else CLOSED
         self.head_bytes = 0
         self._head_done = 0
         length = self._content_length if self._has_length else None
@@ -577,15 +578,15 @@ cdef class RequestParser:
         self._state = CHUNK_DATA
         return 0
 
-    cdef void _message_end(self):
-        cdef bint keep_alive = self._keep_alive
-        cdef bint upgrading = self._upgrading
+    cdef int _message_end(self) except -1:
+        cdef int then = self._then
         self._reset()
-        self._upgrading = False
-        if upgrading:
+        if then == UPGRADED:
             self.ended = True
-        self._state = START if keep_alive else CLOSED
+        else:
+            self._state = then
         self._sink.on_request_end()
+        return 0
 
 
 cdef bint _element_is(

@@ -76,6 +76,7 @@ _CHUNK_DATA = 5
 _CHUNK_END = 6  # the CRLF after chunk data
 _TRAILERS = 7
 _CLOSED = 8  # after a request that closes the connection
+_UPGRADED = 9  # after an upgrade: never a state, only where a request leaves the parser
 
 # the fields that frame a request, by kind (their names lower-cased); others are 0
 _PLAIN, _HOST, _CONTENT_LENGTH, _TRANSFER_ENCODING, _EXPECT, _CONNECTION, _UPGRADE = range(7)
@@ -128,7 +129,7 @@ class RequestParser:
         "_head_limit",
         "_headers",
         "_host_count",
-        "_keep_alive",
+        "_keep_alive_option",
         "_line_limit",
         "_method",
         "_partial",
@@ -137,9 +138,9 @@ class RequestParser:
         "_state",
         "_target",
         "_te",
+        "_then",
         "_trailers",
         "_upgrade",
-        "_upgrading",
         "_version",
         "ended",  # no further request will be parsed on this connection
         "head_bytes",  # bytes of the head being received (0 between requests)
@@ -157,8 +158,7 @@ class RequestParser:
         self.ended = False
         self._state = _START
         self._partial = b""
-        self._upgrading = False
-        self._keep_alive = True
+        self._then = _START  # where the request being parsed leaves the connection
         self._reset()
 
     def _reset(self) -> None:
@@ -174,7 +174,7 @@ class RequestParser:
         self._chunked = False
         self._expect = False
         self._close = False
-        self._keep_alive = False  # the keep-alive token (HTTP/1.0)
+        self._keep_alive_option = False  # Connection: keep-alive (HTTP/1.0)
         self._connection_upgrade = False
         self._upgrade = False
         self._body_seen = 0
@@ -287,10 +287,7 @@ class RequestParser:
                 self._chunk_size(line)
                 return pos
             elif line:
-                if state == _FIELDS:
-                    self._field(line)
-                else:
-                    self._fields_of((line,), 0, trailers=True)
+                self._fields_of((line,), 0, trailers=state == _TRAILERS)
             elif state == _FIELDS:
                 self._head_end()
                 return pos
@@ -339,9 +336,6 @@ class RequestParser:
         self._target = target
         self._version = version
         self._state = _FIELDS
-
-    def _field(self, line: bytes) -> None:
-        self._fields_of((line,), 0)
 
     def _fields_of(
         self, lines: Any, first: int, trailers: bool = False, checked: bool = False
@@ -395,7 +389,7 @@ class RequestParser:
                 raise BadRequest("repeated Content-Length")
             if self._te:
                 raise BadRequest("Content-Length with Transfer-Encoding")
-            if not value.isdigit() or not value.isascii():
+            if not value.isdigit():  # ASCII digits only, for bytes
                 raise BadRequest("invalid Content-Length")
             length = int(value)
             if length > _MAX_LENGTH:
@@ -421,7 +415,7 @@ class RequestParser:
                 if option == b"close":
                     self._close = True
                 elif option == b"keep-alive":
-                    self._keep_alive = True
+                    self._keep_alive_option = True
                 elif option == b"upgrade":
                     self._connection_upgrade = True
         else:  # Upgrade
@@ -449,10 +443,10 @@ class RequestParser:
         length = self._content_length
         if length is not None and self._body_limit and length > self._body_limit:
             raise ContentTooLarge("declared body larger than limit_request_body")
-        keep_alive = not self._close and (version == "1.1" or self._keep_alive)
+        keep_alive = not self._close and (version == "1.1" or self._keep_alive_option)
         chunked = self._chunked
-        self._upgrading = upgrading = self._upgrade and self._connection_upgrade
-        self._keep_alive = keep_alive
+        upgrading = self._upgrade and self._connection_upgrade
+        self._then = _UPGRADED if upgrading else _START if keep_alive else _CLOSED
         self.head_bytes = self._head_done = 0
         self._sink.on_request(
             RequestHead(
@@ -493,11 +487,10 @@ class RequestParser:
         self._state = _CHUNK_DATA
 
     def _message_end(self) -> None:
-        keep_alive = self._keep_alive
-        upgrading = self._upgrading
+        then = self._then
         self._reset()
-        self._upgrading = False
-        if upgrading:
+        if then == _UPGRADED:
             self.ended = True
-        self._state = _START if keep_alive else _CLOSED
+        else:
+            self._state = then
         self._sink.on_request_end()
