@@ -603,3 +603,22 @@ def test_threaded_workers_hand_off_alike():
             for app, path in (("a", "/a/1"), ("b", "/b/2"), ("a", "/a/3")):
                 answered_by(routed, reader.response(), app, path)
         assert "Traceback" not in routed.log()
+
+
+def test_the_answers_routes_give_are_timed_from_their_request(tmp_path):
+    """A `return` is logged with its own duration (the access log's request time, the latency
+    histogram), as an application's answer is, not the time since the clock's origin."""
+    log = tmp_path / "access.log"
+    doc = unit_document()
+    doc["access_log"] = {"path": str(log), "format": "%(U)s %(s)s %(L)s"}
+    with Routed(tmp_path, doc) as routed, routed.connect() as sock:
+        reader = Reader(sock)
+        for path in ("/old", "/a/x", "/teapot"):
+            sock.sendall(get(path))
+            reader.response()
+        lines = wait_for(
+            lambda: log.exists() and len(log.read_text().splitlines()) >= 3 and log.read_text()
+        ).splitlines()
+    times = {line.split()[0]: float(line.split()[2]) for line in lines}
+    assert set(times) == {"/old", "/a/x", "/teapot"}, lines
+    assert all(0 <= seconds < 5 for seconds in times.values()), lines

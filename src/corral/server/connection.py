@@ -122,6 +122,11 @@ class Exchange:
         self.request_start = now
         self.body = body
 
+    def take_body(self, conn: HttpConnection) -> Any:
+        """The body of a request that declares one: the adapter's (an answer routes give
+        themselves reads and drops it, corral/server/routed.py)."""
+        return conn.server.adapter.make_body(conn, self)
+
 
 class HttpConnection(asyncio.Protocol):
     """One client connection, running its listener's plan (corral/server/plan.py)."""
@@ -299,20 +304,21 @@ class HttpConnection(asyncio.Protocol):
     # -- parser sink ------------------------------------------------------------
 
     def on_request(self, head: RequestHead) -> None:
-        exchange = self._enqueue(head)
+        server = self.server
+        exchange = self._enqueue(Exchange(head, server.now, server.adapter.empty_body))
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
 
-    def _enqueue(self, head: RequestHead) -> Exchange:
+    def _enqueue(self, exchange: Exchange) -> Exchange:
         """The request joins the pipeline; its body (if any) is read from now on."""
         server = self.server
-        exchange = Exchange(head, server.now, server.adapter.empty_body)
+        head = exchange.head
         if server.on_finish is not None:
             exchange.t0 = perf_counter()
         if not server.keep_alive:
             head.keep_alive = False  # keep_alive 0: every response says it closes
         if head.chunked or head.content_length:
-            exchange.body = server.adapter.make_body(self, exchange)
+            exchange.body = exchange.take_body(self)
             self.state = BODY
             self.deadline = server.now + server.body_timeout
         else:

@@ -65,7 +65,7 @@ from corral.http.errors import HttpError, error_response
 from corral.http.head import RequestHead
 from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
-from corral.server.connection import BODY, BUSY, NEVER, Exchange, HttpConnection, ServerState
+from corral.server.connection import BUSY, NEVER, Exchange, HttpConnection, ServerState
 from corral.server.handoff import (
     HANDED,
     HandoffSender,
@@ -123,6 +123,11 @@ class _Answer(Exchange):
     def __init__(self, head: RequestHead, now: float, action: Respond) -> None:
         super().__init__(head, now, _DISCARD)
         self.action = action
+
+    def take_body(self, conn: HttpConnection) -> _Discard:
+        if self.head.expect_continue:
+            self.streaming = True  # answered without asking for the body
+        return _DISCARD
 
 
 class _HandOff(Exchange):
@@ -282,7 +287,8 @@ class RoutedConnection(HttpConnection):
         if action.__class__ is ToApplication:
             name = action.name  # type: ignore[attr-defined]
             if name == routing.application:
-                exchange = self._enqueue(head)
+                server = self.server
+                exchange = self._enqueue(Exchange(head, server.now, server.adapter.empty_body))
                 exchange.forwarded = forwarded
                 if action.target:  # type: ignore[attr-defined]
                     exchange.target = action.target  # type: ignore[attr-defined]
@@ -317,22 +323,7 @@ class RoutedConnection(HttpConnection):
             super().on_request_end()
 
     def _respond_later(self, head: RequestHead, action: Respond) -> None:
-        server = self.server
-        exchange = _Answer(head, server.now, action)
-        if not server.keep_alive:
-            head.keep_alive = False
-        if head.chunked or head.content_length:
-            self.state = BODY
-            self.deadline = server.now + server.body_timeout
-            if head.expect_continue:
-                exchange.streaming = True  # answered without asking for the body
-        else:
-            self.state = BUSY
-            self.deadline = NEVER
-        self.pipeline.append(exchange)
-        self.receiving = exchange
-        if len(self.pipeline) > 1:
-            self.pause_reading()
+        self._enqueue(_Answer(head, self.server.now, action))
 
     def _begin_handoff(self, head: RequestHead, index: int, name: str, address: str) -> None:
         exchange = _HandOff(head, self.server.now, index, name, address)
