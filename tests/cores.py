@@ -8,10 +8,10 @@ that reason. Anywhere else a missing compiled core fails: it is the one that ser
 from __future__ import annotations
 
 import importlib
-import os
 
 import pytest
 
+from corral import core as core_choice
 from corral.http import parser as python_parser
 
 CORES = ("python", "compiled")
@@ -24,6 +24,6 @@ def request_parser(core: str) -> type:
     try:
         return importlib.import_module("corral.http._parser").RequestParser
     except ImportError:
-        if os.environ.get("CORRAL_NO_EXTENSIONS", "") not in ("", "0"):
+        if core_choice.REQUESTED_PYTHON:
             pytest.skip("CORRAL_NO_EXTENSIONS=1: the compiled core is not built")
         pytest.fail("the compiled core is not built: pip install -e . (with gcc and python3-dev)")
