@@ -33,6 +33,7 @@ from typing import Any
 from corral.http.errors import HttpError
 from corral.http.head import Limits
 from corral.server.handoff import message_end
+from tests.llhttp_oracle import RequestParser as LlhttpParser
 
 METHODS = (
     b"GET",
@@ -374,10 +375,6 @@ def splits(choose: Chooser, data: bytes) -> list[list[bytes]]:
     return ways
 
 
-def _complete(requests: tuple) -> tuple:
-    return tuple(request for request in requests if request[9])
-
-
 _LLHTTP_METHODS = {
     b"DELETE",
     b"GET",
@@ -467,7 +464,7 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
     if ours[1] == 413 and not llhttp_refused:
         return "corral refuses a body over the limit at its declared size, llhttp at its bytes"
     if ours_refused and not theirs[index:]:
-        finished = outcome(_oracle(), [data + b"\r\n\r\n"])
+        finished = outcome(LlhttpParser, [data + b"\r\n\r\n"])
         if finished[1] is not None:
             return "llhttp refuses later in the request, and the input stops before"
     if ours_refused:
@@ -512,14 +509,8 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
 def _gets_further(data: bytes, limits: Limits, mine: tuple, theirs: tuple) -> bool:
     """The oracle under ``limits`` completes more requests than it did, and the same as ours:
     the limit was where it stopped."""
-    further = _complete(outcome(_oracle(), [data], limits)[0])
+    further = _complete(outcome(LlhttpParser, [data], limits)[0])
     return len(further) > len(theirs) and further == mine[: len(further)]
-
-
-def _oracle() -> type:
-    from tests.llhttp_oracle import RequestParser
-
-    return RequestParser
 
 
 def check(data: bytes, choose: Chooser, cores: Sequence[type]) -> str | None:
@@ -537,7 +528,7 @@ def check(data: bytes, choose: Chooser, cores: Sequence[type]) -> str | None:
                     f"not {reference}, for {data!r}"
                 )
     assert reference is not None
-    return disagreement(data, reference, outcome(_oracle(), [data]), cores[0])
+    return disagreement(data, reference, outcome(LlhttpParser, [data]), cores[0])
 
 
 def run(count: int, seed: int, cores: Sequence[type], report: Callable[[str], None]) -> int:
@@ -580,8 +571,6 @@ def _atheris(count: int, cores: Sequence[type]) -> int:
     import tempfile
 
     import atheris
-
-    import tests.llhttp_oracle  # noqa: F401  (loaded now, to be instrumented)
 
     atheris.instrument_all()
     choose = RandomChooser(random.Random(0))

@@ -9,15 +9,15 @@ and ``retire N`` once it has served its ``max_requests``; ``failed CAUSE`` (one 
 exception and where it was raised) when the application cannot be imported. The heartbeat is sent
 from the loop, so a loop blocked by the application goes silent; the
 oldest-request age shows a request stuck on an application thread.
-With ``request_timeout``, the watchdog thread (``wsgi/deadline.py``) may also write
+With ``request_timeout``, the watchdog thread (``apps/deadline.py``) may also write
 one ``stuck AGE METHOD TARGET`` line: a request did not unwind within the grace,
 and the master recycles the worker. One short ``os.write`` to a pipe is atomic, so
 lines from two threads never interleave.
 
-Routed listeners and hand-offs from other applications' workers: ``routed.py``; listeners
-with NGINX Unit's ``forwarded``: ``forwarded.py``; with the PROXY protocol: ``proxied.py``;
-uwsgi listeners: ``http/uwsgi.py`` (each listener's connection class and parser are
-chosen once, in ``_serve``).
+Each listener's plan (``server/plan.py``) is made once, in ``_plan``: its parser (uwsgi
+listeners: ``http/uwsgi.py``), NGINX Unit's ``forwarded`` (``filters/forwarded.py``), the
+PROXY protocol (``server/proxied.py``), and routes with hand-offs from other applications'
+workers (``server/routed.py``).
 
 Signals: TERM drains: stop accepting (the listeners and the hand-off socket), finish
 in-flight requests within ``graceful_timeout``; every response from then on says
