@@ -15,7 +15,18 @@ import sysconfig
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+# written in Cython
 MODULES = ["corral.http._parser"]
+# Python modules compiled as they are (Cython's pure-Python mode), typed by the .pxd beside
+# each; the .py stays the Python core (corral/core.py chooses at run time)
+TWINS = [
+    "corral.http.head",
+    "corral.http.response",
+    "corral.server.connection",
+    "corral.apps.wsgi.environ",
+    "corral.apps.wsgi.response",
+    "corral.apps.wsgi.runner",
+]
 
 
 def _missing_tools() -> str | None:
@@ -45,10 +56,14 @@ def _extensions() -> list[Extension]:
         return []
     from Cython.Build import cythonize
 
-    sources = [
-        Extension(name, [os.path.join("src", *name.split(".")) + ".pyx"]) for name in MODULES
-    ]
-    return cythonize(sources, compiler_directives={"language_level": "3"}, quiet=True)
+    def source(name: str, suffix: str) -> Extension:
+        return Extension(name, [os.path.join("src", *name.split(".")) + suffix])
+
+    sources = [source(name, ".pyx") for name in MODULES] + [source(name, ".py") for name in TWINS]
+    # annotations stay documentation: only the .pxd files type (a Python annotation such as
+    # `data: bytes` would otherwise refuse the bytearray the code itself converts)
+    directives = {"language_level": "3", "annotation_typing": False}
+    return cythonize(sources, compiler_directives=directives, quiet=True)
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildCore})

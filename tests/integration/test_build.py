@@ -53,11 +53,22 @@ def build(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str],
     return result, names
 
 
-def test_the_wheel_holds_the_compiled_parser_and_its_python_twin(tmp_path: Path) -> None:
+def test_the_wheel_holds_the_compiled_core_and_its_python_twin(tmp_path: Path) -> None:
     result, names = build(tmp_path)
     assert result.returncode == 0, result.stderr
-    assert any(name.startswith("corral/http/_parser.") and name.endswith(".so") for name in names)
-    assert "corral/http/parser.py" in names
+    compiled = sorted(name.partition(".")[0] for name in names if name.endswith(".so"))
+    # the parser written in Cython, and the request path's modules compiled as they are
+    assert compiled == [
+        "corral/apps/wsgi/environ",
+        "corral/apps/wsgi/response",
+        "corral/apps/wsgi/runner",
+        "corral/http/_parser",
+        "corral/http/head",
+        "corral/http/response",
+        "corral/server/connection",
+    ]
+    for module in compiled:  # each with its Python twin (the parser's is parser.py)
+        assert module.replace("_parser", "parser") + ".py" in names
 
 
 def test_corral_no_extensions_builds_the_python_core_only(tmp_path: Path) -> None:

@@ -40,9 +40,10 @@ SETTINGS = settings(
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-# RFC 9112 3: recipients MAY split the request line on runs of whitespace
+# RFC 9112 3: recipients MAY split the request line on runs of whitespace; 2.2: empty lines
+# before it are ignored (CRLF, or the bare LF a recipient MAY take as a line's end)
 REQUEST_LINE = re.compile(
-    rb"(?:\r\n)*[!#$%&'*+\-.^_`|~0-9A-Za-z]+[ \t]+[\x21-\x7e]+[ \t]+HTTP/1\.[01]\r\n"
+    rb"(?:\r?\n)*[!#$%&'*+\-.^_`|~0-9A-Za-z]+[ \t]+[\x21-\x7e]+[ \t]+HTTP/1\.[01]\r\n"
 )
 STATUS_LINE = re.compile(rb"HTTP/1\.1 ([1-5]\d\d) [^\r\n]*\Z")
 # Bytes whose head declares a body may legitimately be waited on after the client's

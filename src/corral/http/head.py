@@ -49,7 +49,7 @@ class RequestHead:
     (http/uwsgi.py), so an HTTP head pays nothing for them.
     """
 
-    client: str | None = None
+    client = None  # str in a UwsgiHead
 
     __slots__ = (
         "absolute",

@@ -97,30 +97,25 @@ class ServerState:
 
 
 class Exchange:
-    """One request and its response on a connection.
-
-    No ``__slots__``: the class attributes are the defaults, so that creating
-    one per request sets only what differs.
-    """
-
-    complete = False  # the whole request body has arrived
-    started = False  # handed to the adapter
-    streaming = False  # the adapter reads the body while it arrives
-    continue_sent = False
-    status = 0
-    response_bytes = 0
-    response_headers: list[tuple[str, str]] | None = None
-    t0 = 0.0  # precise start, taken only when ServerState.on_finish is set
-    # what a trusted proxy's headers said (forwarded.ForwardedClient), on listeners with
-    # `forwarded` only
-    forwarded: Any = None
-    # NGINX Unit's application target (its position), set by a routed connection only
-    target = 0
+    """One request and its response on a connection."""
 
     def __init__(self, head: RequestHead, now: float, body: Any) -> None:
         self.head = head
         self.request_start = now
         self.body = body
+        self.complete = False  # the whole request body has arrived
+        self.started = False  # handed to the adapter
+        self.streaming = False  # the adapter reads the body while it arrives
+        self.continue_sent = False
+        self.status = 0
+        self.response_bytes = 0
+        self.response_headers: list[tuple[str, str]] | None = None
+        self.t0 = 0.0  # precise start, taken only when ServerState.on_finish is set
+        # what a trusted proxy's headers said (forwarded.ForwardedClient), on listeners with
+        # `forwarded` only
+        self.forwarded: Any = None
+        # NGINX Unit's application target (its position), set by a routed connection only
+        self.target = 0
 
     def take_body(self, conn: HttpConnection) -> Any:
         """The body of a request that declares one: the adapter's (an answer routes give
@@ -128,8 +123,9 @@ class Exchange:
         return conn.server.adapter.make_body(conn, self)
 
 
-class HttpConnection(asyncio.Protocol):
-    """One client connection, running its listener's plan (corral/server/plan.py)."""
+class HttpConnection:
+    """One client connection, running its listener's plan (corral/server/plan.py): an
+    asyncio protocol (no base class: compiled, it is an extension type)."""
 
     __slots__ = (
         "_dispatching",

@@ -133,12 +133,11 @@ class _Answer(Exchange):
 class _HandOff(Exchange):
     """The request handed to another application: the bytes from its start go with it."""
 
-    complete = True  # its body is the receiver's: nothing to wait for here
-
     def __init__(
         self, head: RequestHead, now: float, index: int, application: str, address: str
     ) -> None:
         super().__init__(head, now, _DISCARD)
+        self.complete = True  # its body is the receiver's: nothing to wait for here
         self.index = index  # among the requests begun on the connection
         self.application = application
         self.address = address

@@ -229,7 +229,8 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
     environ["SERVER_PROTOCOL"] = _PROTOCOLS[head.version]
     environ["wsgi.input"] = body
     keys = _header_keys
-    for name, value in head.headers:
+    headers = head.headers
+    for name, value in headers:
         key = keys.get(name, _MISSING)
         if key is _MISSING:
             key = _environ_key(name)

@@ -54,16 +54,6 @@ class Output(Protocol):
 
 
 class WsgiCall:
-    # No __slots__: class attributes are the defaults, so that the one call
-    # object made per request sets only what differs.
-    status: str | None = None
-    headers: list[tuple[str, str]] | None = None
-    head: Any = None
-    result: Any = None
-    iterator: Any = None
-    sent = 0
-    remaining: int | None = None  # body bytes still allowed by Content-Length
-
     def __init__(
         self,
         adapter: Any,
@@ -82,6 +72,13 @@ class WsgiCall:
         request = exchange.head
         self.keep_alive = request.keep_alive
         self.discard_body = request.method == "HEAD"
+        self.status: str | None = None
+        self.headers: list[tuple[str, str]] | None = None
+        self.head: Any = None
+        self.result: Any = None
+        self.iterator: Any = None
+        self.sent = 0
+        self.remaining: int | None = None  # body bytes still allowed by Content-Length
 
     # -- the application's side -------------------------------------------------
 

@@ -1,0 +1,24 @@
+# Types of response.py when compiled (setup.py's TWINS); the .py is the Python core.
+
+from corral.http.response cimport ResponseHead, build_head
+from corral.server.connection cimport Exchange, HttpConnection
+
+cdef class WsgiCall:
+    cdef public object adapter
+    cdef public object app
+    cdef public dict environ
+    cdef public HttpConnection conn
+    cdef public Exchange exchange
+    cdef public object out
+    cdef public object log
+    cdef public bint keep_alive
+    cdef public bint discard_body
+    cdef public object status
+    cdef public object headers
+    cdef public ResponseHead head
+    cdef public object result
+    cdef public object iterator
+    cdef public object sent
+    cdef public object remaining
+
+    cpdef bytes _head(self, object body_length)

@@ -1,0 +1,73 @@
+# Types of connection.py when compiled (setup.py's TWINS); the .py is the Python core.
+
+cimport cython
+
+from corral.http.head cimport RequestHead
+
+cdef class ServerState:
+    cdef public object adapter
+    cdef public object limits
+    cdef public double keep_alive
+    cdef public double header_timeout
+    cdef public double body_timeout
+    cdef public double send_timeout
+    cdef public object on_finish
+    cdef public object connections  # a set, or acceptor.WatchedConnections (its own add)
+    cdef public double now
+    cdef public str prefix
+    cdef public bint draining
+    cdef public Py_ssize_t served
+    cdef public Py_ssize_t accepted
+    cdef public Py_ssize_t closed
+    cdef public Py_ssize_t retire_after
+    cdef public object on_retire
+    cdef public object loop
+
+cdef class Exchange:
+    cdef public RequestHead head
+    cdef public double request_start
+    cdef public object body
+    cdef public bint complete
+    cdef public bint started
+    cdef public bint streaming
+    cdef public bint continue_sent
+    cdef public int status
+    cdef public object response_bytes
+    cdef public object response_headers
+    cdef public double t0
+    cdef public object forwarded
+    cdef public Py_ssize_t target
+
+cdef class HttpConnection:
+    cdef public ServerState server
+    cdef public object loop
+    cdef public object plan
+    cdef public object sockname
+    cdef public object transport
+    cdef public object parser
+    cdef public object reader
+    cdef public bint trusted
+    cdef public object pipeline
+    cdef public Exchange active
+    cdef public Exchange receiving
+    cdef public int state
+    cdef public double deadline
+    cdef public bint closed
+    cdef public bint write_paused
+    cdef public bint reading_paused
+    cdef public object sendfile_job
+    cdef public object on_writable
+    cdef public object adapter_state
+    cdef public bint _dispatching
+    cdef public object _pending_error
+    cdef public object peer
+
+    @cython.locals(server=ServerState)
+    cpdef Exchange _enqueue(self, Exchange exchange)
+    cpdef _dispatch(self)
+    cpdef write(self, data)
+    @cython.locals(server=ServerState, served=Py_ssize_t)
+    cpdef finish(self, Exchange exchange, bint keep_alive)
+    cpdef pause_reading(self)
+    cpdef _resume_reading(self)
+    cpdef close(self, bint abort=*)

@@ -1,0 +1,79 @@
+"""The compiled twins (setup.py's TWINS: Python modules compiled as they are) and their Python
+core: ``CORRAL_NO_EXTENSIONS=1`` loads each ``.py`` instead, and the request path's unit
+tests pass on it as they do here on the compiled core (the integration modules that take
+``each_core`` run both too)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corral import core
+
+ROOT = Path(__file__).resolve().parents[2]
+# the unit tests of what the twins hold: run again in a Python-core process
+REQUEST_PATH_TESTS = (
+    "tests/unit/test_connection.py",
+    "tests/unit/test_http_response.py",
+    "tests/unit/test_wsgi_input.py",
+    "tests/unit/test_uwsgi_protocol.py",
+    "tests/unit/test_request_head_limit.py",
+    "tests/unit/test_forwarded.py",
+    "tests/unit/test_deadline.py",
+)
+
+
+def setup_twins() -> list[str]:
+    """setup.py's TWINS list, read from its source (setup.py runs setup() when imported)."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TWINS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("setup.py has no TWINS")
+
+
+TWINS = setup_twins()
+
+
+def origins(env: dict[str, str]) -> list[str]:
+    code = "import importlib\nfor name in %r: print(importlib.import_module(name).__file__)"
+    result = subprocess.run(
+        [sys.executable, "-c", code % (TWINS,)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=True,
+    )
+    return result.stdout.split()
+
+
+def test_the_twins_are_compiled_in_this_build() -> None:
+    if not core.NATIVE:
+        pytest.skip(f"this process runs the {core.NAME}")
+    assert "corral.server.connection" in TWINS
+    assert all(path.endswith(".so") for path in origins({"CORRAL_NO_EXTENSIONS": "0"}))
+
+
+def test_corral_no_extensions_loads_each_twins_python_source() -> None:
+    paths = origins({"CORRAL_NO_EXTENSIONS": "1"})
+    assert [Path(path).name for path in paths] == [
+        name.rpartition(".")[2] + ".py" for name in TWINS
+    ]
+
+
+def test_the_request_path_unit_tests_pass_on_the_python_core() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *REQUEST_PATH_TESTS],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "CORRAL_NO_EXTENSIONS": "1"},
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert " passed" in result.stdout.splitlines()[-1]
