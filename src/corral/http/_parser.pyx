@@ -139,6 +139,10 @@ cdef str _method(const unsigned char* p, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<const char*>p, n).decode("ascii")
 
 
+cdef inline bint _equal(bytes known, const unsigned char* p, Py_ssize_t n):
+    return PyBytes_GET_SIZE(known) == n and memcmp(PyBytes_AS_STRING(known), p, n) == 0
+
+
 cdef class RequestParser:
     """Parses requests from the bytes fed to it and reports them to a sink."""
 
@@ -146,6 +150,9 @@ cdef class RequestParser:
     cdef object _begin
     cdef bytes _partial
     cdef list _headers
+    # the previous head's fields by position: a keep-alive client sends the same ones in the
+    # same order, and an equal field reuses its (name, value) tuple instead of three objects
+    cdef list _previous
     cdef str _method
     cdef bytes _target
     cdef str _version
@@ -184,6 +191,7 @@ cdef class RequestParser:
         self.ended = False
         self._state = START
         self._partial = b""
+        self._previous = []
         self._then = START
         self._reset()
 
@@ -417,17 +425,32 @@ cdef class RequestParser:
     cdef int _field(self, const unsigned char* p, Py_ssize_t n) except -1:
         cdef Py_ssize_t name_end, start, stop
         self._split_field(p, n, &name_end, &start, &stop)
-        if len(self._headers) >= self._fields:
+        cdef Py_ssize_t index = len(self._headers)
+        if index >= self._fields:
             raise HeaderFieldsTooLarge("too many header fields")
-        self._headers.append(
-            (_name(p, name_end), PyBytes_FromStringAndSize(<const char*>p + start, stop - start))
-        )
+        cdef list previous = self._previous
+        cdef tuple field
+        if index < len(previous):
+            field = <tuple>previous[index]
+            if not (_equal(<bytes>field[0], p, name_end)
+                    and _equal(<bytes>field[1], p + start, stop - start)):
+                field = self._new_field(p, name_end, start, stop)
+                previous[index] = field
+        else:
+            field = self._new_field(p, name_end, start, stop)
+            previous.append(field)
+        self._headers.append(field)
         cdef int kind = _kind(p, name_end)
         if kind == HOST:
             self._host_count += 1
         elif kind:
             self._framing_field(kind, p + start, stop - start)
         return 0
+
+    cdef tuple _new_field(
+        self, const unsigned char* p, Py_ssize_t name_end, Py_ssize_t start, Py_ssize_t stop
+    ):
+        return (_name(p, name_end), PyBytes_FromStringAndSize(<const char*>p + start, stop - start))
 
     cdef int _framing_field(self, int kind, const unsigned char* p, Py_ssize_t n) except -1:
         cdef Py_ssize_t i, start, stop
