@@ -25,6 +25,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_request_head_limit.py",
     "tests/unit/test_forwarded.py",
     "tests/unit/test_deadline.py",
+    "tests/unit/test_thread_pool.py",
 )
 
 

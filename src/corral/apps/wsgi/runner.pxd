@@ -1,6 +1,6 @@
 # Types of runner.py when compiled (setup.py's TWINS); the .py is the Python core.
 
-from corral.server.connection cimport HttpConnection
+from corral.server.connection cimport Exchange, HttpConnection
 
 cdef class LoopOutput:
     cdef public HttpConnection conn
@@ -16,6 +16,16 @@ cdef class WsgiAdapter:
     cdef public object errors
     cdef public object pool
     cdef public object _helper
-    cdef public Py_ssize_t free
-    cdef public object waiting
     cdef public dict _listener_environs
+    cdef public object _answers
+    cdef public bint _woken
+    cdef public bint _wake_planned
+
+cdef class ThreadOutput:
+    cdef public WsgiAdapter adapter
+    cdef public HttpConnection conn
+    cdef public Exchange exchange
+    cdef public object loop
+    cdef public object _cond
+    cdef public Py_ssize_t _inflight
+    cdef public bint _blocked

@@ -9,11 +9,12 @@ with ``Expect: 100-continue`` always streams, so that ``100 Continue`` goes out
 only when the application starts to read; with one thread it uses a single
 helper thread for that.
 
-Backpressure: a request is handed to a thread only when one is free. Until then
-it waits in a queue with its connection's reading paused, so the queue never
-holds more than one request per connection, and a connection whose request
-waits reads nothing more (new connections are still accepted: their first
-request joins the queue).
+Threads: every call is queued for the pool at once (`ThreadPool`: a busy pool runs its jobs
+back to back; threads are woken once per turn of the loop, and answers go back to the loop in
+one hop per batch: `answered`). Backpressure: the queue holds at most one request per
+connection (a connection's next request is dispatched only when its answer is complete, and
+one pipelined behind it stops the reading), and a queued request's streamed body fills its
+bounded buffer at most before its connection stops being read.
 
 With ``request_timeout`` > 0 the adapter is given a :class:`~corral.apps.deadline.Watchdog`
 and calls the application through :class:`~corral.apps.deadline.TimedApp`; otherwise the
@@ -32,7 +33,6 @@ application without targets keeps the plain call classes.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -62,10 +62,21 @@ BODY_HIGH_WATER = 256 * 1024
 
 
 class ThreadPool:
-    """Fixed threads taking jobs from one queue; the adapter never over-submits."""
+    """Fixed threads taking jobs from one deque; the adapter never over-submits.
+
+    The GIL lets one thread run Python at a time, so waking a thread per job only trades the
+    GIL at every job. Here a thread that finishes a job takes the next one at once, and at
+    most one more thread is awake without a job (the searcher): a job submitted wakes a
+    parked thread only when there is no searcher, and a searcher that takes a job with more
+    behind it passes the search on. So a busy pool runs its jobs back to back (as Granian's
+    does), and still no job waits while a thread is parked: when a running job blocks, the
+    searcher takes the next."""
 
     def __init__(self, size: int, name: str) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._jobs: deque[Callable[[], None] | None] = deque()
+        self._parked: list[Any] = []  # the locks parked threads wait on
+        self._searching = 0  # threads woken that have not taken a job yet
+        self._mutex = threading.Lock()
         self._threads = [
             threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
             for i in range(size)
@@ -75,18 +86,57 @@ class ThreadPool:
 
     def _work(self) -> None:
         jobs = self._jobs
+        mutex = self._mutex
+        park = threading.Lock()
+        park.acquire()
+        searching = False
         while True:
-            job = jobs.get()
+            try:
+                job = jobs.popleft()
+            except IndexError:
+                with mutex:
+                    if jobs:  # one came since the look: take it rather than park
+                        continue
+                    if searching:
+                        self._searching -= 1
+                        searching = False
+                    self._parked.append(park)
+                park.acquire()  # released by _wake, which counted this thread searching
+                searching = True
+                continue
+            if searching:
+                with mutex:
+                    self._searching -= 1
+                searching = False
+                if jobs:
+                    self.wake()
             if job is None:
                 return
             job()
 
-    def submit(self, job: Callable[[], None]) -> None:
-        self._jobs.put(job)
+    def wake(self) -> None:
+        """Jobs wait: wake a parked thread for each that no awake thread is about to take."""
+        with self._mutex:
+            count = min(len(self._jobs) - self._searching, len(self._parked))
+            if count <= 0:
+                return
+            self._searching += count
+            parks = [self._parked.pop() for _ in range(count)]
+        for park in parks:
+            park.release()
+
+    def submit(self, job: Callable[[], None] | None) -> None:
+        self._jobs.append(job)
+        self.wake()
+
+    def add(self, job: Callable[[], None]) -> None:
+        """Queue a job without waking a thread: the caller calls `wake` soon (the adapter
+        does at the end of the loop's turn, once for every job the turn queued)."""
+        self._jobs.append(job)
 
     def shutdown(self) -> None:
         for _ in self._threads:
-            self._jobs.put(None)
+            self.submit(None)
 
 
 class LoopOutput:
@@ -132,13 +182,16 @@ class ThreadOutput:
         self.conn = conn
         self.exchange = exchange
         self.loop = conn.loop
-        self._cond = threading.Condition(threading.Lock())
+        self._cond: threading.Condition | None = None  # made by the first write()
         self._inflight = 0
         self._blocked = False
 
     def write(self, data: bytes) -> None:
         conn = self.conn
-        with self._cond:
+        cond = self._cond
+        if cond is None:  # most answers are one chunk (complete), never written through here
+            cond = self._cond = threading.Condition(threading.Lock())
+        with cond:
             if (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
                 self._wait_for_client()
             if conn.closed:
@@ -174,17 +227,13 @@ class ThreadOutput:
             self._cond.notify()
 
     def complete(self, data: bytes, keep_alive: bool) -> None:
-        self.loop.call_soon_threadsafe(self._complete_on_loop, data, keep_alive)
-
-    def _complete_on_loop(self, data: bytes, keep_alive: bool) -> None:
-        conn = self.conn
-        if data and not conn.closed:
-            conn.transport.write(data)
-        self.adapter.thread_done(conn, self.exchange, keep_alive)
+        self.adapter.answered(self, data, keep_alive)
 
     def finish(self, keep_alive: bool) -> None:
-        loop = self.loop
-        loop.call_soon_threadsafe(self.adapter.thread_done, self.conn, self.exchange, keep_alive)
+        self.loop.call_soon_threadsafe(self._finish_on_loop, keep_alive)
+
+    def _finish_on_loop(self, keep_alive: bool) -> None:
+        self.conn.finish(self.exchange, keep_alive)
 
     def wait_writable(self, callback: Callable[[], None]) -> None:  # pragma: no cover
         callback()
@@ -235,8 +284,9 @@ class WsgiAdapter:
         self.errors = ErrorStream(log)
         self.pool = ThreadPool(threads, "corral-app") if threads > 1 else None
         self._helper: ThreadPool | None = None
-        self.free = threads
-        self.waiting: deque[tuple[HttpConnection, Exchange]] = deque()
+        self._answers: deque[tuple[ThreadOutput, bytes, bool]] = deque()
+        self._woken = False
+        self._wake_planned = False
         self._listener_environs: dict[Any, dict[str, Any]] = {}
 
     @staticmethod
@@ -311,28 +361,38 @@ class WsgiAdapter:
             out = ThreadOutput(self, conn, exchange)
             self._helper.submit(call(self, conn, exchange, out, environ).run)
             return
-        if self.free == 0:
-            self.waiting.append((conn, exchange))
-            conn.pause_reading()
-            return
-        self._submit(conn, exchange)
-
-    def _submit(self, conn: HttpConnection, exchange: Exchange) -> None:
-        self.free -= 1
         out = ThreadOutput(self, conn, exchange)
-        environ, _, call_class = conn.adapter_state  # set by run()
-        self.pool.submit(call_class(self, conn, exchange, out, environ).run)  # type: ignore[union-attr]
+        self.pool.add(call(self, conn, exchange, out, environ).run)
+        if not self._wake_planned:
+            # a thread woken now would take the CPU from the loop (one core: the wake-up
+            # preempts) only to wait for the GIL it holds; woken as the turn ends, it runs
+            self._wake_planned = True
+            conn.loop.call_soon(self._wake_pool)
 
-    def thread_done(self, conn: HttpConnection, exchange: Exchange, keep_alive: bool) -> None:
-        """On the loop: a call that ran on a thread has answered."""
-        if self.pool is not None:
-            self.free += 1
-            waiting = self.waiting
-            while waiting and self.free:
-                next_conn, next_exchange = waiting.popleft()
-                if not next_conn.closed:
-                    self._submit(next_conn, next_exchange)
-        conn.finish(exchange, keep_alive)
+    def _wake_pool(self) -> None:
+        self._wake_planned = False
+        self.pool.wake()  # type: ignore[union-attr]
+
+    def answered(self, out: ThreadOutput, data: bytes, keep_alive: bool) -> None:
+        """On an application thread: a call's last bytes, written by the loop.
+
+        Answers gather in one deque and the loop is woken once for all that came before it
+        looks (a wake-up is a write to its self-pipe and a GIL hand-over each): ``_woken`` is
+        cleared before the loop looks, so an answer added after the look wakes it again."""
+        self._answers.append((out, data, keep_alive))
+        if not self._woken:
+            self._woken = True
+            out.loop.call_soon_threadsafe(self._write_answers)
+
+    def _write_answers(self) -> None:
+        self._woken = False
+        answers = self._answers
+        while answers:
+            out, data, keep_alive = answers.popleft()
+            conn = out.conn
+            if data and not conn.closed:
+                conn.transport.write(data)
+            conn.finish(out.exchange, keep_alive)
 
     def shutdown(self) -> None:
         if self.watchdog is not None:
