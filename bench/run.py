@@ -68,6 +68,7 @@ PEER_PACKAGES = [
     "djangorestframework",
     "uvloop",
     "httptools",
+    "bjoern",
 ]
 
 
@@ -251,6 +252,12 @@ def nginx(app: App, workers: int, threads: int, port: int) -> list[str]:
     return cmd(binary, "-p", prefix, "-c", conf, "-e stderr")
 
 
+def bjoern(app: App, workers: int, threads: int, port: int) -> list[str]:
+    # Always one process, one thread: bjoern has no workers nor threads to set.
+    launcher = APPS / "bjoern_serve.py"
+    return cmd(Path(PY), launcher, f"--host {HOST} --port {port} {app.target}")
+
+
 def bare(app: App, workers: int, threads: int, port: int) -> list[str]:
     return cmd(Path(PY), BENCH / "bare.py", f"--host {HOST} --port {port}")
 
@@ -264,6 +271,7 @@ SERVERS: dict[str, Server] = {
     "uwsgi-http11": Server("uwsgi", "uWSGI --http11-socket", uwsgi_http11),
     "granian": Server("granian", "Granian", granian),
     "waitress": Server("waitress", "Waitress", waitress),
+    "bjoern": Server("bjoern", "bjoern (reference)", bjoern, reference=True),
     "nginx": Server("nginx", "nginx (reference)", nginx, reference=True),
     "bare": Server("bare", "bare loop (reference)", bare, reference=True),
 }
@@ -284,7 +292,8 @@ def scenarios() -> list[Scenario]:
         "1, 5, 20 and 100 connections. gunicorn's sync worker and uWSGI's `--http-socket` "
         "close every connection; uWSGI also runs with `--http11-socket`, which keeps it alive. "
         "nginx (`return 200`, no Python) and bench/bare.py (uvloop + httptools, no checks) "
-        "are references, not WSGI servers.",
+        "are references, not WSGI servers; bjoern (a WSGI server in C on libev, one process, "
+        "one thread, started by bench/apps/bjoern_serve.py) is a reference WSGI server.",
         [Load(c) for c in counts] + [Load(c, keepalive=False) for c in counts],
     )
     a.configs = [Config(name, hello) for name in SERVERS]

@@ -35,12 +35,14 @@ wait_for_apt() {
 }
 
 install_apt() {
-    local pkgs=(wrk apache2-utils nginx-light)
+    local pkgs=(wrk apache2-utils nginx-light libev-dev)
     local missing=()
     command -v wrk >/dev/null || missing+=(wrk)
     command -v ab >/dev/null || missing+=(apache2-utils)
     command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
     command -v taskset >/dev/null || missing+=(util-linux)
+    # bjoern builds from source against libev.
+    [ -f /usr/include/ev.h ] || missing+=(libev-dev)
     if [ "${#missing[@]}" -eq 0 ]; then
         log "apt tools present: ${pkgs[*]}"
         return
@@ -75,9 +77,10 @@ install_venv() {
     local pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
     "${pip[@]}" install --quiet --upgrade pip wheel setuptools
     log "installing peers"
-    # uwsgi builds from source (needs a C compiler and Python headers).
+    # uwsgi and bjoern build from source (a C compiler and Python headers;
+    # bjoern also libev's, from apt).
     "${pip[@]}" install --quiet --upgrade \
-        gunicorn uwsgi granian waitress matplotlib \
+        gunicorn uwsgi granian waitress bjoern matplotlib \
         django djangorestframework \
         uvloop httptools
     log "installing corral (editable) from $REPO_DIR"
