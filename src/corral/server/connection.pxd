@@ -38,6 +38,8 @@ cdef class Exchange:
     cdef public object forwarded
     cdef public Py_ssize_t target
 
+    cpdef start(self, HttpConnection conn)
+
 cdef class HttpConnection:
     cdef public ServerState server
     cdef public object loop

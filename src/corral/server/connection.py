@@ -122,6 +122,11 @@ class Exchange:
         themselves reads and drops it, corral/server/routed.py)."""
         return conn.server.adapter.make_body(conn, self)
 
+    def start(self, conn: HttpConnection) -> None:
+        """Answer, now that the request is first in line: the adapter runs the application
+        (an answer routes give themselves and a hand-off start otherwise: routed.py)."""
+        conn.server.adapter.run(conn, self)
+
 
 class HttpConnection:
     """One client connection, running its listener's plan (corral/server/plan.py): an
@@ -358,7 +363,7 @@ class HttpConnection:
                     return
                 self.active = exchange
                 exchange.started = True
-                self.server.adapter.run(self, exchange)
+                exchange.start(self)
             if self.active is None and not self.pipeline and not self.closed:
                 if self._pending_error is not None:
                     self._send_error(self._pending_error.status)

@@ -129,6 +129,17 @@ class _Answer(Exchange):
             self.streaming = True  # answered without asking for the body
         return _DISCARD
 
+    def start(self, conn: HttpConnection) -> None:
+        action = self.action
+        server = conn.server
+        head = self.head
+        keep_alive = head.keep_alive and self.complete and not server.draining
+        data = reply(action.status, action.location, head, keep_alive, server.prefix)
+        self.status = action.status
+        self.response_bytes = len(data)
+        conn.write(data)
+        conn.finish(self, keep_alive)
+
 
 class _HandOff(Exchange):
     """The request handed to another application: the bytes from its start go with it."""
@@ -141,6 +152,9 @@ class _HandOff(Exchange):
         self.index = index  # among the requests begun on the connection
         self.application = application
         self.address = address
+
+    def start(self, conn: RoutedConnection) -> None:  # type: ignore[override]
+        conn._hand_off()  # the exchange stays active: nothing after it is dispatched here
 
 
 def reply(
@@ -332,47 +346,6 @@ class RoutedConnection(HttpConnection):
         self.state = BUSY
         self.deadline = NEVER  # the sender has its own timeout
         self.pause_reading()
-
-    # -- dispatch ---------------------------------------------------------------
-
-    def _dispatch(self) -> None:
-        """As the plain connection's, with the answers routing gives itself."""
-        if self._dispatching:
-            return
-        self._dispatching = True
-        try:
-            while self.active is None and self.pipeline and not self.closed:
-                exchange = self.pipeline[0]
-                if not (exchange.complete or exchange.streaming):
-                    return
-                self.active = exchange
-                exchange.started = True
-                kind = exchange.__class__
-                if kind is Exchange:
-                    self.server.adapter.run(self, exchange)
-                elif kind is _Answer:
-                    self._reply(exchange)  # type: ignore[arg-type]
-                else:
-                    self._hand_off()
-                    return
-            if self.active is None and not self.pipeline and not self.closed:
-                if self._pending_error is not None:
-                    self._send_error(self._pending_error.status)
-                elif self.parser.ended:
-                    self.close()
-        finally:
-            self._dispatching = False
-
-    def _reply(self, exchange: _Answer) -> None:
-        action = exchange.action
-        server = self.server
-        head = exchange.head
-        keep_alive = head.keep_alive and exchange.complete and not server.draining
-        data = reply(action.status, action.location, head, keep_alive, server.prefix)
-        exchange.status = action.status
-        exchange.response_bytes = len(data)
-        self.write(data)
-        self.finish(exchange, keep_alive)
 
     def _reject(self, error: HttpError) -> None:
         if self.handoff is None:  # after the handed-off head, errors are the receiver's
