@@ -418,3 +418,32 @@ def test_error_response_has_date_server_and_its_body(status):
     # the prefix of each second, not the first one cached
     later = error_response(status, "Date: Mon, 07 Nov 1994 08:49:37 GMT\r\n")
     assert b"Mon, 07 Nov 1994" in later and b"Server:" not in later
+
+
+def test_a_head_made_alike_again_is_the_same_head_until_the_date_changes() -> None:
+    fields_given = [("Content-Type", "text/plain"), ("Content-Length", "13")]
+    first = build_head("200 OK", list(fields_given), PREFIX, True, True, "1.1", 13)
+    again = build_head("200 OK", list(fields_given), PREFIX, True, True, "1.1", 13)
+    assert again is first
+    # anything it is made of differs: another head
+    assert build_head("200 OK", list(fields_given), PREFIX, True, False, "1.1", 13) is not first
+    assert (
+        b"Connection: close"
+        in build_head("200 OK", list(fields_given), PREFIX, True, False, "1.1", 13).data
+    )
+    later = PREFIX.replace("08:49:37", "08:49:38")
+    newer = build_head("200 OK", list(fields_given), later, True, True, "1.1", 13)
+    assert newer is not first and b"08:49:38" in newer.data and b"08:49:37" not in newer.data
+
+
+def test_a_cached_head_lets_no_bad_field_through() -> None:
+    good = [("Content-Type", "text/plain"), ("X-Id", "1")]
+    build_head("200 OK", list(good), PREFIX, True, True, "1.1", 2)
+    for bad in (
+        [("Content-Type", "text/plain"), ("X-Id", "1\r\nSet-Cookie: x=1")],
+        [("Content-Type", "text/plain"), ["X-Id", "1"]],  # unhashable: not cached either
+        [("Content-Type", "text/plain"), ("X Id", "1")],
+    ):
+        for _ in range(2):
+            with pytest.raises(InvalidResponse):
+                build_head("200 OK", bad, PREFIX, True, True, "1.1", 2)

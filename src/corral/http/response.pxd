@@ -9,7 +9,11 @@ cdef class ResponseHead:
     cdef public bint chunked
     cdef public bint close
 
-@cython.locals(parts=list, fields=dict, entry=tuple, kind=int, code=int, close=bint,
-               line=str, length_line=str)
+@cython.locals(key=tuple, head=ResponseHead)
 cpdef ResponseHead build_head(object status, object headers, str prefix, bint chunked,
                               bint keep_alive, str version, object body_length=*)
+
+@cython.locals(parts=list, fields=dict, entry=tuple, kind=int, code=int, close=bint,
+               line=str, length_line=str)
+cpdef ResponseHead make_head(object status, object headers, str prefix, bint chunked,
+                             bint keep_alive, str version, object body_length=*)

@@ -15,7 +15,10 @@ Invariants:
   copied; ``Connection: close`` from the application is honoured.
 - The checks run once per distinct status string and header field: a validated
   field is cached with its serialised line (bounded; fields of varying values
-  such as cookies simply miss and are checked again).
+  such as cookies simply miss and are checked again). A whole head is cached too, by
+  everything it is made of (the same status and fields, framing and prefix: an application
+  answering alike every time, as most answers of one route are), until the prefix changes
+  (its ``Date``, once a second); heads are immutable, so a hit returns the same object.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import re
 from email.utils import formatdate
 from http import HTTPStatus
+from typing import Any
 
 # Header name kinds, from the cache below.
 _PLAIN = 0
@@ -37,6 +41,8 @@ _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _CACHE_MAX = 1024
 _FIELD_CACHE_MAX = 4096
 _FIELD_CACHE_LINE = 512  # longer lines are checked every time, not kept
+
+_HEAD_CACHE_MAX = 256
 
 _name_kinds: dict[str, int] = {}
 # (name, value) -> (kind, "Name: value\r\n", content length or -1)
@@ -158,7 +164,39 @@ def _field(header: object) -> tuple[int, str, int]:
     return entry
 
 
+# (status, fields as a tuple, chunked, keep_alive, version, body_length) -> ResponseHead, for
+# the prefix object `_heads_prefix`
+_heads: dict[tuple[Any, ...], ResponseHead] = {}
+_heads_prefix: list[str | None] = [None]
+
+
 def build_head(
+    status: str,
+    headers: list[tuple[str, str]],
+    prefix: str,
+    chunked: bool,
+    keep_alive: bool,
+    version: str,
+    body_length: int | None = None,
+) -> ResponseHead:
+    """Serialise a response head (see `make_head`), or return the same head made before."""
+    if _heads_prefix[0] is not prefix:
+        _heads.clear()
+        _heads_prefix[0] = prefix
+    try:
+        key = (status, tuple(headers), chunked, keep_alive, version, body_length)
+        head = _heads.get(key)
+    except TypeError:  # an unhashable field (a list instead of a tuple): made and refused below
+        return make_head(status, headers, prefix, chunked, keep_alive, version, body_length)
+    if head is None:
+        head = make_head(status, headers, prefix, chunked, keep_alive, version, body_length)
+        if len(_heads) >= _HEAD_CACHE_MAX:
+            _heads.clear()
+        _heads[key] = head
+    return head
+
+
+def make_head(
     status: str,
     headers: list[tuple[str, str]],
     prefix: str,
