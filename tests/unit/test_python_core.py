@@ -78,3 +78,31 @@ def test_the_request_path_unit_tests_pass_on_the_python_core() -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:]
     assert " passed" in result.stdout.splitlines()[-1]
+
+
+def test_a_source_edited_since_the_build_runs_the_python_core_and_says_so() -> None:
+    if not core.NATIVE:
+        pytest.skip(f"this process runs the {core.NAME}")
+    source = core.PACKAGE / "http" / "head.py"
+    stat = source.stat()
+    os.utime(source, (stat.st_atime, stat.st_mtime + 10))  # as an edit after the build
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import corral.core as c, corral.http.head as h; print(c.NAME); print(h.__file__)",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "CORRAL_NO_EXTENSIONS": "0"},
+            check=True,
+        )
+    finally:
+        os.utime(source, (stat.st_atime, stat.st_mtime))
+    name, path = result.stdout.splitlines()
+    assert name == (
+        "Python core: the compiled core is older than corral/http/head.py, "
+        "run pip install -e . again"
+    )
+    assert path.endswith("head.py")
