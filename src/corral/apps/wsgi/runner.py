@@ -62,15 +62,15 @@ BODY_HIGH_WATER = 256 * 1024
 
 
 class ThreadPool:
-    """Fixed threads taking jobs from one deque; the adapter never over-submits.
+    """Fixed threads taking jobs from one deque (at most one job per connection: see above).
 
     The GIL lets one thread run Python at a time, so waking a thread per job only trades the
-    GIL at every job. Here a thread that finishes a job takes the next one at once, and at
-    most one more thread is awake without a job (the searcher): a job submitted wakes a
-    parked thread only when there is no searcher, and a searcher that takes a job with more
-    behind it passes the search on. So a busy pool runs its jobs back to back (as Granian's
-    does), and still no job waits while a thread is parked: when a running job blocks, the
-    searcher takes the next."""
+    GIL at every job. Here a thread that finishes a job takes the next one at once, and a
+    parked thread is woken only for a job that no awake thread is about to take (threads
+    woken and not yet at a job count as about to: `_searching`); a woken thread that finds
+    jobs behind its own wakes threads for them. So a busy pool runs its jobs back to back (as
+    Granian's does), and still no job waits while a thread is parked, also when the running
+    ones block."""
 
     def __init__(self, size: int, name: str) -> None:
         self._jobs: deque[Callable[[], None] | None] = deque()
