@@ -140,14 +140,14 @@ def routed_connection(state: ServerState) -> HttpConnection:
     import logging
 
     from corral.routing import compile_routes
-    from corral.server.routed import RoutedConnection, Routing
+    from corral.server.routed import Routing
 
     router = compile_routes(
         [{"match": {"uri": "/plaintext"}, "action": {"pass": "applications/main"}}]
     )
     routing = Routing(router, "main", {}, timeout=3.0, log=logging.getLogger("bench"))
     plan = ListenerPlan(("127.0.0.1", 8000), routing=routing, pass_target="routes")
-    return RoutedConnection(state, plan)
+    return HttpConnection(state, plan)
 
 
 def forwarded_connection(state: ServerState) -> HttpConnection:

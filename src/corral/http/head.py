@@ -91,7 +91,10 @@ class RequestHead:
 
 
 class RequestSink(Protocol):
-    """What the parser reports to (the connection implements it)."""
+    """What the parser reports to: the connection, or on a routed listener its route
+    (corral/server/routed.py's RouteState), which passes on to it. A sink with an
+    ``on_message_begin()`` is also told where each request begins (its first byte after any
+    CRLFs); the parser looks for it once, when it is made, so a sink without it costs nothing."""
 
     def on_request(self, head: RequestHead) -> None: ...
     def on_body(self, chunk: bytes) -> None: ...

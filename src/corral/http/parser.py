@@ -153,7 +153,8 @@ class RequestParser:
         self._field_size = limits.field_size
         self._body_limit = limits.body
         self._head_limit = limits.head
-        # a sink that wants to know where each request begins (routed connections)
+        # a sink that wants to know where each request begins (a routed listener's route:
+        # server/routed.py); a connection's own sink has none, so a plain one pays nothing
         self._begin = getattr(sink, "on_message_begin", None)
         self.ended = False
         self._state = _START

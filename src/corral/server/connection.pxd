@@ -46,6 +46,7 @@ cdef class HttpConnection:
     cdef public object plan
     cdef public object sockname
     cdef public object transport
+    cdef public object route
     cdef public object parser
     cdef public object reader
     cdef public bint trusted

@@ -5,8 +5,12 @@ listener): the parser (HTTP/1.1, or uwsgi packets from a proxy: `corral.http.uws
 request per connection; both report the same events, so the rest is one code path), a
 PROXY header read before anything else (`corral.server.proxied`: the peer allowed, the client it
 names taken as the peer; a bad one closes the connection unanswered), and a trusted
-proxy's ``forwarded`` headers read for each request (`corral.filters.forwarded`). Routed
-listeners' connections add routing (`corral.server.routed.RoutedConnection`).
+proxy's ``forwarded`` headers read for each request (`corral.filters.forwarded`), and routes
+(`corral.server.routed`): a routed listener's connection carries a ``route``
+(`corral.server.routed.RouteState`), which is its parser's sink and which the connection calls
+at its hook points (``connection_made``, each read, ``connection_lost``, ...) after one test of
+``route``. A feature the listener does not have costs its connections that one test where it
+would act, never a subclass: there is one connection class.
 
 Owns: the parser, the pipeline (requests answered strictly in order), the
 connection's single deadline (header, body, keep-alive), read and write flow
@@ -114,7 +118,7 @@ class Exchange:
         # what a trusted proxy's headers said (forwarded.ForwardedClient), on listeners with
         # `forwarded` only
         self.forwarded: Any = None
-        # NGINX Unit's application target (its position), set by a routed connection only
+        # NGINX Unit's application target (its position), set by routing only (routed.py)
         self.target = 0
 
     def take_body(self, conn: HttpConnection) -> Any:
@@ -130,7 +134,7 @@ class Exchange:
 
 class HttpConnection:
     """One client connection, running its listener's plan (corral/server/plan.py): an
-    asyncio protocol (no base class: compiled, it is an extension type)."""
+    asyncio protocol (no base class: compiled, it is an extension type, never subclassed)."""
 
     __slots__ = (
         "_dispatching",
@@ -148,6 +152,7 @@ class HttpConnection:
         "reader",
         "reading_paused",
         "receiving",
+        "route",
         "sendfile_job",
         "server",
         "sockname",
@@ -163,9 +168,14 @@ class HttpConnection:
         self.plan = plan
         self.sockname = plan.sockname
         self.transport: Any = None
+        # routes (routed.RouteState, listeners with them only): the connection's routing, which
+        # stands between the parser and the connection (the parser's sink: it routes each
+        # head, and it alone tells the parser to report where each request begins)
+        routing = plan.routing
+        route = self.route = None if routing is None else routing.attach(self)
         # the listener's wire protocol: HTTP/1.1, or uwsgi packets (http/uwsgi.py), which
         # report the same events; everything else here is the same for both
-        self.parser = plan.parser(self, server.limits)
+        self.parser = plan.parser(self if route is None else route, server.limits)
         # the PROXY header's parser until the header is complete (listeners with the PROXY
         # protocol only: one attribute test per read after that)
         self.reader: Any = None
@@ -205,6 +215,8 @@ class HttpConnection:
             self.trusted = plan.forwarding.trusts(self.peer)
         if plan.proxy is not None:
             self._expect_proxy_header(plan.proxy)
+        if self.route is not None:
+            self.route.made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -218,12 +230,16 @@ class HttpConnection:
         if self.on_writable is not None:
             callback, self.on_writable = self.on_writable, None
             callback()
+        if self.route is not None:
+            self.route.lost()
 
     def data_received(self, data: bytes) -> None:
-        if self.reader is not None:
+        if self.reader is not None:  # the PROXY header is this worker's, never handed off
             data = self._proxy_header(data)
             if not data:
                 return
+        if self.route is not None and self.route.received(data):
+            return  # read once a hand-off began: the bytes go with it
         if self.state == IDLE:
             self.state = HEAD
             self.deadline = self.server.now + self.server.header_timeout
@@ -301,8 +317,10 @@ class HttpConnection:
         forwarding = self.plan.forwarding
         if forwarding is not None:  # a `forwarded` listener trusts, or not, this peer
             self.trusted = forwarding.trusts(client)
+        if self.route is not None:
+            self.route.given_peer = client  # a hand-off carries it to the receiving worker
 
-    # -- parser sink ------------------------------------------------------------
+    # -- parser sink (on a routed listener, the route's, which passes on to these) -------
 
     def on_request(self, head: RequestHead) -> None:
         server = self.server
@@ -431,6 +449,8 @@ class HttpConnection:
 
     def _resume_reading(self) -> None:
         if self.reading_paused:
+            if self.route is not None and self.route.handoff is not None:
+                return  # once handing off, the socket's bytes are the receiver's
             self.reading_paused = False
             self.transport.resume_reading()
 
@@ -448,6 +468,8 @@ class HttpConnection:
     # -- errors and closing -----------------------------------------------------
 
     def _reject(self, error: HttpError) -> None:
+        if self.route is not None and self.route.handoff is not None:
+            return  # after the handed-off head, errors are the receiver's
         self.state = BUSY
         self.deadline = NEVER
         if self._abandon_receiving(error.status):  # the error is in this request's body

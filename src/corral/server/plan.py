@@ -3,8 +3,10 @@ of it once, when it starts (`ListenerPlan`).
 
 A listener's features are data in its plan, not subclasses of the connection: the wire protocol
 (its parser: HTTP/1.1 or uwsgi packets), a trusted proxy's ``forwarded`` headers, the PROXY
-protocol, and routes (with the hand-off to other applications' workers). Every connection of
-the listener runs its plan; a feature the listener does not have costs its connections one
+protocol, and routes (with the hand-off to other applications' workers: ``routing`` gives each
+connection its own ``route``, `corral.server.routed.RouteState`, which is its parser's sink).
+There is one connection class, `corral.server.connection.HttpConnection`; every connection of
+the listener runs its plan, and a feature the listener does not have costs its connections one
 attribute test, where that feature would act.
 """
 
@@ -32,8 +34,9 @@ class ListenerSpec:
 class ListenerPlan:
     """What one listener's connections do beyond plain HTTP/1.1, decided once per worker.
 
-    ``routing`` is set (with ``pass_target``) only on a listener whose pass is not the worker's
-    own application; ``forwarding`` (forwarded.Forwarding) only with ``forwarded``; ``proxy``
+    ``routing`` (routed.Routing) is set (with ``pass_target``) only on a listener whose pass is
+    not the worker's own application, and also on the plan of a connection adopted from a
+    hand-off; ``forwarding`` (forwarded.Forwarding) only with ``forwarded``; ``proxy``
     (proxied.ProxyPlan) only with the PROXY protocol."""
 
     __slots__ = ("forwarding", "parser", "pass_target", "proxy", "routing", "sockname")

@@ -1,11 +1,16 @@
-"""Connections on a routed listener: Unit's routes resolved per request, in the worker.
+"""Routing: NGINX Unit's routes resolved per request, in the worker, on a routed listener.
 
-Owns: :class:`RoutedConnection` (an :class:`HttpConnection` whose every request head is
-routed), the answers routes give without an application (``return``, route errors, ``share``
-as 501 for now) and the decision to hand a connection to another application's worker (the
-mechanism is ``handoff.py``). :class:`Routing` is what the routed connections of one worker
-share. A listener that passes straight to the worker's own application gets a plain
-:class:`HttpConnection`: the choice is made once per listener, and nothing here runs for it.
+Routing is a step of the listener's plan (`corral.server.plan.ListenerPlan.routing`, a
+:class:`Routing`, what one worker's routed listeners share), not a kind of connection: every
+connection is an :class:`HttpConnection`, and one of a routed listener carries a
+:class:`RouteState` (``conn.route``, made in its ``__init__`` by :meth:`Routing.attach`). The
+route state is its parser's sink, routing each head, and the connection calls it at a few hook
+points of its own after one test of ``route``; on a listener that passes straight to the
+worker's own application ``route`` is None, its parser reports to the connection itself, and
+nothing here runs. Owned here as well: the answers routes give without an application
+(``return``, route errors, ``share`` as 501 for now) and the decision to hand a connection to
+another application's worker (the mechanism is ``handoff.py``), and the adoption of one
+handed here (:func:`adopt_factory`).
 
 A request's action, taken when its head is parsed:
 
@@ -34,7 +39,7 @@ Unit replaces the request's remote address before routing); a connection handed 
 adopted with its listener's ``forwarding`` and read again by the receiver. Without it, a
 routed request pays one attribute test (``trusted``).
 
-Where a request starts in the bytes received (the parser gives no offsets). The connection keeps
+Where a request starts in the bytes received (the parser gives no offsets). The route state keeps
 ``raw``: the bytes received from the start of request number ``raw_first`` (counting the
 requests the parser began on this connection), or nothing when that start is lost
 (``raw_first`` None). The boundary rule:
@@ -61,7 +66,7 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.filters.forwarded import Forwarding
-from corral.http.errors import HttpError, error_response
+from corral.http.errors import error_response
 from corral.http.head import RequestHead
 from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
@@ -82,7 +87,8 @@ LOOP = Respond(508)
 
 
 class Routing:
-    """What every routed connection of one worker shares (one instance per worker)."""
+    """What the routed listeners of one worker share, as their plans' ``routing`` (one
+    instance per worker); it gives each of their connections its :class:`RouteState`."""
 
     def __init__(
         self,
@@ -101,6 +107,11 @@ class Routing:
         # connections received by hand-off and not yet made connections of this worker: a
         # drain waits for them as for its connections
         self.adopting: set[asyncio.Task[Any]] = set()
+
+    def attach(self, conn: HttpConnection) -> RouteState:
+        """The routing of a new connection on a routed listener (``HttpConnection.__init__``):
+        its ``route``, and its parser's sink."""
+        return RouteState(conn)
 
 
 class _Discard:
@@ -153,8 +164,8 @@ class _HandOff(Exchange):
         self.application = application
         self.address = address
 
-    def start(self, conn: RoutedConnection) -> None:  # type: ignore[override]
-        conn._hand_off()  # the exchange stays active: nothing after it is dispatched here
+    def start(self, conn: HttpConnection) -> None:
+        conn.route.hand_off()  # the exchange stays active: nothing after it is dispatched here
 
 
 def reply(
@@ -174,11 +185,20 @@ def reply(
     return data if head.method == "HEAD" else data + body.encode("latin-1")
 
 
-class RoutedConnection(HttpConnection):
-    """A connection on a listener whose plan has ``routing``: each head routed."""
+class RouteState:
+    """A connection's routing (``HttpConnection.route``, on a routed listener only).
+
+    It is the parser's sink: the parser tells it where each request begins
+    (``on_message_begin``: a plain connection has no such method, so its parser makes no call
+    for it), it routes each head (``on_request``) and passes the rest on to the connection
+    while nothing is handed off (``on_body``, ``on_request_end``). The connection calls it at
+    its own hook points: ``made`` (end of ``connection_made``), ``received`` (each read, before
+    parsing), ``lost`` (end of ``connection_lost``), and where ``take_client``,
+    ``_resume_reading`` and ``_reject`` read ``given_peer`` and ``handoff``."""
 
     __slots__ = (
         "begun",
+        "conn",
         "given_peer",
         "handoff",
         "hops",
@@ -191,20 +211,13 @@ class RoutedConnection(HttpConnection):
         "sender",
     )
 
-    def __init__(
-        self,
-        server: ServerState,
-        plan: ListenerPlan,
-        initial: bytes = b"",
-        hops: int = 0,
-        peer: tuple[str, int] | None = None,
-    ) -> None:
-        super().__init__(server, plan)
+    def __init__(self, conn: HttpConnection) -> None:
+        self.conn = conn
         # the client a PROXY protocol header named (corral/server/proxied.py), here or in the worker
         # that handed the connection off: the peer, instead of the socket's
-        self.given_peer = peer
-        self.initial = initial  # bytes a hand-off brought, parsed before the socket's
-        self.hops = hops  # hand-offs the connection's first request has had
+        self.given_peer: tuple[str, int] | None = None
+        self.initial = b""  # bytes a hand-off brought, parsed before the socket's
+        self.hops = 0  # hand-offs the connection's first request has had
         self.local: Any = None
         self.raw: bytes | bytearray = b""
         self.raw_first: int | None = 0
@@ -214,42 +227,32 @@ class RoutedConnection(HttpConnection):
         self.handoff: _HandOff | None = None
         self.sender: HandoffSender | None = None
 
-    # -- asyncio.Protocol -------------------------------------------------------
+    # -- the connection's hook points -----------------------------------------------
 
-    def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)
+    def made(self, transport: Any) -> None:
+        """The end of ``connection_made``."""
+        conn = self.conn
         if self.hops:
             # counted as accepted by the worker that accepted it: the status counts each
             # client connection once, however many workers it went through
-            self.server.accepted -= 1
+            conn.server.accepted -= 1
         self.local = transport.get_extra_info("sockname")
         if self.given_peer is not None:
-            self.peer = self.given_peer
-            if self.plan.forwarding is not None:
-                self.trusted = self.plan.forwarding.trusts(self.peer)
+            conn.peer = self.given_peer
+            if conn.plan.forwarding is not None:
+                conn.trusted = conn.plan.forwarding.trusts(conn.peer)
         if self.initial:
             data, self.initial = self.initial, b""
-            self.data_received(data)
+            conn.data_received(data)
 
-    def take_client(self, client: tuple[str, int]) -> None:
-        super().take_client(client)
-        self.given_peer = client  # a hand-off carries it to the receiving worker
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if self.sender is not None:
-            self.sender.cancel()
-            self.sender = None
-
-    def data_received(self, data: bytes) -> None:
-        if self.reader is not None:  # the PROXY header is this worker's, never handed off
-            data = self._proxy_header(data)
-            if not data:
-                return
+    def received(self, data: bytes) -> bool:
+        """Bytes read (after a PROXY header, which is this worker's, never handed off), before
+        they are parsed: kept for a hand-off. True: they go with the hand-off under way, not
+        to the parser."""
         if self.handoff is not None:
             # read before the pause took effect: it goes with the hand-off
             self.raw = bytes(self.raw) + data
-            return
+            return True
         if not self.in_message:
             self.raw = data  # between requests: a clean boundary
             self.raw_first = self.begun
@@ -261,11 +264,13 @@ class RoutedConnection(HttpConnection):
             if len(self.raw) > KEEP_MAX and self.routed == self.begun:
                 self.raw = b""  # only a request routed here: its bytes are not needed
                 self.raw_first = None
-        super().data_received(data)
+        return False
 
-    def _resume_reading(self) -> None:
-        if self.handoff is None:  # once handing off, the socket's bytes are the receiver's
-            super()._resume_reading()
+    def lost(self) -> None:
+        """The end of ``connection_lost``."""
+        if self.sender is not None:
+            self.sender.cancel()
+            self.sender = None
 
     # -- parser sink ------------------------------------------------------------
 
@@ -276,23 +281,25 @@ class RoutedConnection(HttpConnection):
     def on_request(self, head: RequestHead) -> None:
         if self.handoff is not None:
             return
+        conn = self.conn
+        plan = conn.plan
         index = self.begun - 1
         self.routed = self.begun
-        routing = self.plan.routing
-        peer = self.peer
+        routing = plan.routing
+        peer = conn.peer
         scheme = "http"
         forwarded = None
-        if self.trusted:
+        if conn.trusted:
             # a trusted proxy's request is routed as from the client and scheme it names:
             # Unit replaces the request's remote address before routing
-            forwarded = self.plan.forwarding.resolve(head.headers)
+            forwarded = plan.forwarding.resolve(head.headers)
             if forwarded is not None:
                 if forwarded.address is not None:
                     peer = (forwarded.address, forwarded.port or 0)
                 if forwarded.scheme is not None:
                     scheme = forwarded.scheme
         action = routing.router.resolve(
-            self.plan.pass_target,
+            plan.pass_target,
             RouteRequest(
                 head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
             ),
@@ -300,8 +307,8 @@ class RoutedConnection(HttpConnection):
         if action.__class__ is ToApplication:
             name = action.name  # type: ignore[attr-defined]
             if name == routing.application:
-                server = self.server
-                exchange = self._enqueue(Exchange(head, server.now, server.adapter.empty_body))
+                server = conn.server
+                exchange = conn._enqueue(Exchange(head, server.now, server.adapter.empty_body))
                 exchange.forwarded = forwarded
                 if action.target:  # type: ignore[attr-defined]
                     exchange.target = action.target  # type: ignore[attr-defined]
@@ -322,94 +329,93 @@ class RoutedConnection(HttpConnection):
                 return
         elif action.__class__ is Share:
             action = NOT_IMPLEMENTED
-        self._respond_later(head, action)  # type: ignore[arg-type]
+        conn._enqueue(_Answer(head, conn.server.now, action))  # type: ignore[arg-type]
         if forwarded is not None:
-            self.pipeline[-1].forwarded = forwarded  # the access log's client
+            conn.pipeline[-1].forwarded = forwarded  # the access log's client
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:
-            super().on_body(chunk)
+            self.conn.on_body(chunk)
 
     def on_request_end(self) -> None:
         if self.handoff is None:
             self.in_message = False
-            super().on_request_end()
-
-    def _respond_later(self, head: RequestHead, action: Respond) -> None:
-        self._enqueue(_Answer(head, self.server.now, action))
-
-    def _begin_handoff(self, head: RequestHead, index: int, name: str, address: str) -> None:
-        exchange = _HandOff(head, self.server.now, index, name, address)
-        self.handoff = exchange
-        self.pipeline.append(exchange)
-        self.receiving = None
-        self.state = BUSY
-        self.deadline = NEVER  # the sender has its own timeout
-        self.pause_reading()
-
-    def _reject(self, error: HttpError) -> None:
-        if self.handoff is None:  # after the handed-off head, errors are the receiver's
-            super()._reject(error)
+            self.conn.on_request_end()
 
     # -- hand-off -----------------------------------------------------------------
 
-    def _hand_off(self) -> None:
-        if self.closed:
+    def _begin_handoff(self, head: RequestHead, index: int, name: str, address: str) -> None:
+        conn = self.conn
+        exchange = _HandOff(head, conn.server.now, index, name, address)
+        self.handoff = exchange
+        conn.pipeline.append(exchange)
+        conn.receiving = None
+        conn.state = BUSY
+        conn.deadline = NEVER  # the sender has its own timeout
+        conn.pause_reading()
+
+    def hand_off(self) -> None:
+        """Send the connection to the other application's worker, once the earlier answers
+        left the write buffer (``_HandOff.start``)."""
+        conn = self.conn
+        if conn.closed:
             return
-        if self.transport.get_write_buffer_size():
+        if conn.transport.get_write_buffer_size():
             # the earlier answers must be on the wire before another process writes
-            self.loop.call_later(0.001, self._hand_off)
+            conn.loop.call_later(0.001, self.hand_off)
             return
         exchange = self.handoff
         assert exchange is not None and self.raw_first is not None
         before = exchange.index - self.raw_first
         start = message_end(self.raw, before) if before else 0
-        header = {"pass": self.plan.pass_target, "sockname": self.sockname, "hops": self.hops + 1}
+        header = {"pass": conn.plan.pass_target, "sockname": conn.sockname, "hops": self.hops + 1}
         if self.given_peer is not None:
             header["peer"] = self.given_peer
         frame = encode_frame(header, bytes(self.raw[start:]))
         self.raw = b""
-        fd = self.transport.get_extra_info("socket").fileno()
+        fd = conn.transport.get_extra_info("socket").fileno()
         self.sender = HandoffSender(
-            self.loop,  # type: ignore[arg-type]
+            conn.loop,  # type: ignore[arg-type]
             exchange.address,
             fd,
             frame,
             self._handed,
-            self.plan.routing.timeout,
+            conn.plan.routing.timeout,
         )
         self.sender.start()
 
     def _handed(self, result: int) -> None:
         self.sender = None
-        if self.closed:
+        conn = self.conn
+        if conn.closed:
             return
         if result == HANDED:
             self.forget()
             return
         exchange = self.handoff
         assert exchange is not None
-        self.plan.routing.log.warning(
+        conn.plan.routing.log.warning(
             "hand-off of %s %s to %s failed: %d",
             exchange.head.method,
             exchange.head.target.decode("latin-1"),
             exchange.application,  # (the address is abstract: it starts with a NUL byte)
             result,
         )
-        self.server.served += 1
-        self.transport.write(error_response(result, self.server.prefix))
-        self.close()
+        conn.server.served += 1
+        conn.transport.write(error_response(result, conn.server.prefix))
+        conn.close()
 
     def forget(self) -> None:
         """The connection is another worker's now: close this copy, send nothing."""
-        self.closed = True
-        self.server.closed -= 1  # connection_lost will count it, but it moved: not closed
-        self.server.connections.discard(self)
-        for exchange in self.pipeline:
+        conn = self.conn
+        conn.closed = True
+        conn.server.closed -= 1  # connection_lost will count it, but it moved: not closed
+        conn.server.connections.discard(conn)
+        for exchange in conn.pipeline:
             exchange.body.fail()
-        self.pipeline.clear()
-        self.active = None
-        self.transport.close()  # a close, not a shutdown: the socket lives on in the receiver
+        conn.pipeline.clear()
+        conn.active = None
+        conn.transport.close()  # a close, not a shutdown: the socket lives on in the receiver
 
 
 def adopt_factory(
@@ -441,8 +447,13 @@ def adopt_factory(
             sockname, forwarding=forwarding, routing=routing, pass_target=pass_target
         )
 
-        def factory() -> RoutedConnection:
-            return RoutedConnection(server, plan, payload, int(header.get("hops", 1)), given)
+        def factory() -> HttpConnection:
+            conn = HttpConnection(server, plan)
+            route = conn.route  # what the hand-off brought: read before the socket's bytes
+            route.initial = payload
+            route.hops = int(header.get("hops", 1))
+            route.given_peer = given
+            return conn
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))
         routing.adopting.add(task)
@@ -459,7 +470,7 @@ def adopt_factory(
 __all__ = [
     "KEEP_MAX",
     "HandoffServer",
-    "RoutedConnection",
+    "RouteState",
     "Routing",
     "adopt_factory",
     "reply",

@@ -70,7 +70,7 @@ from corral.server.connection import HttpConnection, ServerState, sweep
 from corral.server.handoff import HandoffServer
 from corral.server.plan import ListenerPlan, ListenerSpec
 from corral.server.proxied import ProxyPlan
-from corral.server.routed import RoutedConnection, Routing, adopt_factory
+from corral.server.routed import Routing, adopt_factory
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
@@ -274,8 +274,7 @@ class Worker:
         for listener in spec.listeners:
             sock = listener.socket
             plan = self._plan(listener, forwardings, routing)
-            connection = HttpConnection if plan.routing is None else RoutedConnection
-            factory = partial(connection, state, plan)
+            factory = partial(HttpConnection, state, plan)  # one class: the plan says the rest
             if gate is not None:
                 acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log)
                 acceptor.start()
