@@ -84,10 +84,29 @@ def test_a_routed_listener_is_the_same_class_with_a_route(loop, pair):
 def test_a_failed_hand_off_answers_502_after_the_earlier_answers(loop, pair, caplog):
     conn, transport = routed(loop, pair)
     with caplog.at_level(logging.WARNING, "corral_test_routed"):
-        conn.data_received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        # after the handed-off head: a parse error is the receiver's to judge, not answered
+        conn.data_received(
+            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nBAD\r\n\r\n"
+        )
     assert statuses(transport.data) == [b"200", b"502"]
     assert transport.closed and conn.route.sender is None
     assert "hand-off of GET /b to b failed: 502" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        b"BAD\r\n\r\n",
+        b"GET / HTTP/9.9\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    ],
+    ids=["no version", "bad version", "two lengths"],
+)
+def test_a_parse_error_after_a_handed_off_head_leaves_the_hand_off_under_way(loop, pair, after):
+    """Not a connection held for ever: the hand-off starts (here it fails: 502)."""
+    conn, transport = routed(loop, pair)
+    conn.data_received(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n" + after)
+    assert statuses(transport.data) == [b"502"] and transport.closed
 
 
 def test_bytes_read_once_a_hand_off_began_go_with_it(loop, pair):

@@ -469,7 +469,11 @@ class HttpConnection:
 
     def _reject(self, error: HttpError) -> None:
         if self.route is not None and self.route.handoff is not None:
-            return  # after the handed-off head, errors are the receiver's
+            # after the handed-off head, errors are the receiver's: the read goes on as if
+            # it parsed, the requests before the hand-off answered, then the hand-off
+            if self.active is None:
+                self._dispatch()
+            return
         self.state = BUSY
         self.deadline = NEVER
         if self._abandon_receiving(error.status):  # the error is in this request's body
