@@ -164,8 +164,9 @@ def _field(header: object) -> tuple[int, str, int]:
     return entry
 
 
-# (status, fields as a tuple, chunked, keep_alive, version, body_length) -> ResponseHead, for
-# the prefix object `_heads_prefix`
+# (status, fields as a tuple, prefix, chunked, keep_alive, version, body_length) -> the head;
+# emptied when the prefix changes (`_heads_prefix`). The prefix is in the key as well: a call
+# on an application thread may add a head it made with the prefix of the second before
 _heads: dict[tuple[Any, ...], ResponseHead] = {}
 _heads_prefix: list[str | None] = [None]
 
@@ -184,7 +185,7 @@ def build_head(
         _heads.clear()
         _heads_prefix[0] = prefix
     try:
-        key = (status, tuple(headers), chunked, keep_alive, version, body_length)
+        key = (status, tuple(headers), prefix, chunked, keep_alive, version, body_length)
         head = _heads.get(key)
     except TypeError:  # an unhashable field (a list instead of a tuple): made and refused below
         return make_head(status, headers, prefix, chunked, keep_alive, version, body_length)
