@@ -26,6 +26,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_forwarded.py",
     "tests/unit/test_deadline.py",
     "tests/unit/test_thread_pool.py",
+    "tests/unit/test_routed_connection.py",
 )
 
 
