@@ -63,8 +63,13 @@ class WsgiCall:
         environ: dict[str, Any],
     ) -> None:
         self.adapter = adapter
-        self.app = adapter.app
-        self.environ = environ  # the connection's constant part
+        # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
+        # on a plain listener or an application without targets)
+        self.app = adapter.targets[exchange.target]
+        # the connection's constant part; with a trusted proxy's client and scheme when its
+        # headers named them (Exchange.forwarded: read on `forwarded` listeners only)
+        forwarded = exchange.forwarded
+        self.environ = environ if forwarded is None else forwarded_environ(environ, forwarded)
         self.conn = conn
         self.exchange = exchange
         self.out = out
@@ -334,44 +339,6 @@ class WsgiCall:
             self.out.complete(error_response(status, self.conn.server.prefix), False)
         else:
             self.out.finish(False)
-
-
-class ForwardedWsgiCall(WsgiCall):
-    """A call on a trusted proxy's connection: the request's forwarded client and scheme
-    (``Exchange.forwarded``, read by the connection) replace the peer's in its environ."""
-
-    def __init__(
-        self,
-        adapter: Any,
-        conn: HttpConnection,
-        exchange: Exchange,
-        out: Output,
-        environ: dict[str, Any],
-    ) -> None:
-        WsgiCall.__init__(self, adapter, conn, exchange, out, environ)
-        forwarded = exchange.forwarded
-        if forwarded is not None:
-            self.environ = forwarded_environ(environ, forwarded)
-
-
-class TargetedWsgiCall(WsgiCall):
-    """A call in an application with NGINX Unit's ``targets``: runs the target the routed
-    connection chose (``Exchange.target``, 0 on a plain listener)."""
-
-    def __init__(
-        self,
-        adapter: Any,
-        conn: HttpConnection,
-        exchange: Exchange,
-        out: Output,
-        environ: dict[str, Any],
-    ) -> None:
-        super().__init__(adapter, conn, exchange, out, environ)
-        self.app = adapter.targets[exchange.target]
-
-
-class TargetedForwardedWsgiCall(TargetedWsgiCall, ForwardedWsgiCall):
-    """`TargetedWsgiCall` on a trusted proxy's connection (each ``__init__`` runs, in turn)."""
 
 
 class UwsgiWsgiCall(WsgiCall):

@@ -8,7 +8,6 @@ cdef class LoopOutput:
 cdef class WsgiAdapter:
     cdef public object watchdog
     cdef public tuple targets
-    cdef public object app
     cdef public Py_ssize_t threads
     cdef public object body_buffer_size
     cdef public object multiprocess

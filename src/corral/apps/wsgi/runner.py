@@ -24,10 +24,8 @@ With a ``pre_request`` or ``post_request`` server hook the application is wrappe
 once, at construction (:mod:`corral.apps.wsgi.hooked`); without them nothing changes. So is one
 with a ``prefix`` (:class:`~corral.apps.wsgi.environ.Mounted`, outermost: hooks see the split).
 
-NGINX Unit's ``targets``: the adapter holds one (wrapped) callable per target, ``app`` being
-the first; only then are calls made with :class:`~corral.apps.wsgi.response.TargetedWsgiCall`,
-which runs the target the routed connection set on the exchange (``Exchange.target``). An
-application without targets keeps the plain call classes.
+NGINX Unit's ``targets``: the adapter holds one (wrapped) callable per target, the application
+itself first; a call runs the one routing set on the exchange (``Exchange.target``, 0 elsewhere).
 """
 
 from __future__ import annotations
@@ -45,13 +43,7 @@ from corral.apps.wsgi.errors import ErrorStream
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
-from corral.apps.wsgi.response import (
-    ForwardedWsgiCall,
-    TargetedForwardedWsgiCall,
-    TargetedWsgiCall,
-    UwsgiWsgiCall,
-    WsgiCall,
-)
+from corral.apps.wsgi.response import UwsgiWsgiCall, WsgiCall
 from corral.http.uwsgi import UwsgiParser
 from corral.server.connection import Exchange, HttpConnection
 
@@ -274,7 +266,6 @@ class WsgiAdapter:
             self._wrap(target, mount, hooks, watchdog)
             for target, mount in ((app, prefix), *more_targets)
         )
-        self.app = self.targets[0]
         if watchdog is not None:
             watchdog.start()
         self.threads = threads
@@ -320,10 +311,9 @@ class WsgiAdapter:
     ) -> tuple[dict[str, Any], LoopOutput, type[WsgiCall]]:
         """The per-connection environ part, output and call class, made on its first request.
 
-        The call class is chosen here, once per connection: a trusted proxy's connection gets
-        the one that applies each request's forwarded client and scheme; a uwsgi listener's
-        (never routed, never `forwarded`: the document refuses both) the one whose environ
-        is the packet's vars."""
+        The call class is chosen here, once per connection: a uwsgi listener's (never routed,
+        never `forwarded`: the document refuses both) is the one whose environ is the
+        packet's vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
         base = self._listener_environs.get(key)
@@ -341,12 +331,7 @@ class WsgiAdapter:
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        if type(conn.parser) is UwsgiParser:
-            call: type[WsgiCall] = UwsgiWsgiCall
-        elif len(self.targets) > 1:
-            call = TargetedForwardedWsgiCall if conn.trusted else TargetedWsgiCall
-        else:
-            call = ForwardedWsgiCall if conn.trusted else WsgiCall
+        call = UwsgiWsgiCall if type(conn.parser) is UwsgiParser else WsgiCall
         state = conn.adapter_state = (environ, LoopOutput(conn), call)
         return state
 
