@@ -17,8 +17,9 @@ Invariants:
   field is cached with its serialised line (bounded; fields of varying values
   such as cookies simply miss and are checked again). A whole head is cached too, by
   everything it is made of (the same status and fields, framing and prefix: an application
-  answering alike every time, as most answers of one route are), until the prefix changes
-  (its ``Date``, once a second); heads are immutable, so a hit returns the same object.
+  answering alike every time, as most answers of one route are; its ``Date`` is in the
+  prefix, so a head is reused within its second only); heads are immutable, so a hit
+  returns the same object.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _CACHE_MAX = 1024
 _FIELD_CACHE_MAX = 4096
 _FIELD_CACHE_LINE = 512  # longer lines are checked every time, not kept
-
 _HEAD_CACHE_MAX = 256
 
 _name_kinds: dict[str, int] = {}
@@ -165,10 +165,9 @@ def _field(header: object) -> tuple[int, str, int]:
 
 
 # (status, fields as a tuple, prefix, chunked, keep_alive, version, body_length) -> the head;
-# emptied when the prefix changes (`_heads_prefix`). The prefix is in the key as well: a call
-# on an application thread may add a head it made with the prefix of the second before
+# the prefix changes once a second (its Date), so older heads are never hit again and go when
+# the cache is full
 _heads: dict[tuple[Any, ...], ResponseHead] = {}
-_heads_prefix: list[str | None] = [None]
 
 
 def build_head(
@@ -181,9 +180,6 @@ def build_head(
     body_length: int | None = None,
 ) -> ResponseHead:
     """Serialise a response head (see `make_head`), or return the same head made before."""
-    if _heads_prefix[0] is not prefix:
-        _heads.clear()
-        _heads_prefix[0] = prefix
     try:
         key = (status, tuple(headers), prefix, chunked, keep_alive, version, body_length)
         head = _heads.get(key)
