@@ -70,7 +70,7 @@ cdef class HttpConnection:
     cpdef _dispatch(self)
     cpdef write(self, data)
     @cython.locals(server=ServerState, served=Py_ssize_t)
-    cpdef finish(self, Exchange exchange, bint keep_alive)
+    cpdef finish(self, Exchange exchange, bint keep_alive, bytes last=*)
     cpdef pause_reading(self)
     cpdef _resume_reading(self)
     cpdef close(self, bint abort=*)

@@ -408,8 +408,11 @@ class HttpConnection:
             exchange.continue_sent = True
             self.transport.write(CONTINUE)
 
-    def finish(self, exchange: Exchange, keep_alive: bool) -> None:
-        """The answer to ``exchange`` is complete; go on with the connection."""
+    def finish(self, exchange: Exchange, keep_alive: bool, last: bytes = b"") -> None:
+        """The answer to ``exchange`` is complete once ``last`` (its last bytes, if any) is
+        written; go on with the connection."""
+        if last and not self.closed:
+            self.transport.write(last)
         server = self.server
         served = server.served = server.served + 1
         if served == server.retire_after:

@@ -148,8 +148,7 @@ class _Answer(Exchange):
         data = reply(action.status, action.location, head, keep_alive, server.prefix)
         self.status = action.status
         self.response_bytes = len(data)
-        conn.write(data)
-        conn.finish(self, keep_alive)
+        conn.finish(self, keep_alive, data)
 
 
 class _HandOff(Exchange):

@@ -148,10 +148,7 @@ class LoopOutput:
         self.conn.write(data)
 
     def complete(self, data: bytes, keep_alive: bool) -> None:
-        conn = self.conn
-        if data and not conn.closed:
-            conn.transport.write(data)
-        conn.finish(conn.active, keep_alive)  # type: ignore[arg-type]
+        self.conn.finish(self.conn.active, keep_alive, data)  # type: ignore[arg-type]
 
     def finish(self, keep_alive: bool) -> None:
         self.conn.finish(self.conn.active, keep_alive)  # type: ignore[arg-type]
@@ -374,10 +371,7 @@ class WsgiAdapter:
         answers = self._answers
         while answers:
             out, data, keep_alive = answers.popleft()
-            conn = out.conn
-            if data and not conn.closed:
-                conn.transport.write(data)
-            conn.finish(out.exchange, keep_alive)
+            out.conn.finish(out.exchange, keep_alive, data)
 
     def shutdown(self) -> None:
         if self.watchdog is not None:
