@@ -111,15 +111,20 @@ def uwsgi_packet() -> bytes:
     )
 
 
-def run_close(n: int, request_timeout: float = 0.0, uwsgi: bool = False) -> float:
+def run_close(
+    n: int, request_timeout: float = 0.0, uwsgi: bool = False, forwarded: bool = False
+) -> float:
     """One connection per request: accept-side setup, the request, the close (``uwsgi``: the
-    request as a uwsgi packet, on a uwsgi listener's connection)."""
+    request as a uwsgi packet, on a uwsgi listener's connection; ``forwarded``: on a listener
+    with the command line's default `forwarded`)."""
     state = make_state(request_timeout)
     if uwsgi:
         from corral.http.uwsgi import UwsgiParser
 
         make = partial(HttpConnection, state, ListenerPlan(parser=UwsgiParser))
         request = uwsgi_packet()
+    elif forwarded:
+        make, request = partial(HttpConnection, state, forwarded_plan()), CLOSE_REQUEST
     else:
         make, request = partial(HttpConnection, state), CLOSE_REQUEST
     start = time.perf_counter()
@@ -150,14 +155,14 @@ def routed_connection(state: ServerState) -> HttpConnection:
     return HttpConnection(state, plan)
 
 
-def forwarded_connection(state: ServerState) -> HttpConnection:
-    """A connection on a listener with the `forwarded` the command line gives every listener
-    (Gunicorn's forwarded_allow_ips, 127.0.0.1 and ::1), from a trusted peer (127.0.0.1)."""
+def forwarded_plan() -> ListenerPlan:
+    """A listener with the `forwarded` the command line gives every listener (Gunicorn's
+    forwarded_allow_ips, 127.0.0.1 and ::1); the fake transport's peer is 127.0.0.1."""
     from corral.config.gunicorn import FORWARDED_FOR, FORWARDED_PROTO
     from corral.filters.forwarded import Forwarding
 
     forwarding = Forwarding(["127.0.0.1", "::1"], client_ip=FORWARDED_FOR, protocol=FORWARDED_PROTO)
-    return HttpConnection(state, ListenerPlan(("127.0.0.1", 8000), forwarding=forwarding))
+    return ListenerPlan(("127.0.0.1", 8000), forwarding=forwarding)
 
 
 PROXIED_REQUEST = REQUEST.replace(
@@ -182,7 +187,7 @@ def run(
     if routed:
         conn = routed_connection(state)
     elif forwarded:
-        conn = forwarded_connection(state)
+        conn = HttpConnection(state, forwarded_plan())
     elif PARSER is not None:
         conn = HttpConnection(state, ListenerPlan(parser=PARSER))
     else:
@@ -243,7 +248,7 @@ def main() -> None:
 
     def measure(n: int) -> float:
         if args.close or args.uwsgi:
-            return run_close(n, args.request_timeout, args.uwsgi)
+            return run_close(n, args.request_timeout, args.uwsgi, args.forwarded)
         return run(n, args.request_timeout, args.routed, args.latency, args.forwarded, args.proxied)
 
     if args.once:

@@ -216,6 +216,12 @@ cdef class RequestParser:
         self._remaining = 0
         self._trailers = 0
 
+    def detach(self):
+        """The sink's connection closed: as parser.RequestParser.detach."""
+        self.ended = True
+        self._sink = None
+        self._begin = None
+
     def feed(self, data):
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
         if type(data) is not bytes:

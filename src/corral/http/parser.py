@@ -182,6 +182,15 @@ class RequestParser:
         self._remaining = 0
         self._trailers = 0
 
+    def detach(self) -> None:
+        """The sink's connection closed: parse nothing more, and let go of the sink.
+
+        The sink holds this parser too: without the cycle, both are freed by reference
+        counting when the connection goes, instead of waiting for the cycle collector (a
+        collection every ~60 connections under close-per-request traffic)."""
+        self.ended = True
+        self._sink = self._begin = None
+
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
         if self._partial:

@@ -104,6 +104,11 @@ class UwsgiParser:
         self.ended = False
         self.head_bytes = 0
 
+    def detach(self) -> None:
+        """The sink's connection closed: as RequestParser.detach."""
+        self.ended = True
+        self._sink = None
+
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
         if self.ended:

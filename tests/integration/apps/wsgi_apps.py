@@ -374,8 +374,25 @@ def running_loop_app(environ, start_response):
     return [seen]
 
 
+def garbage_app(environ, start_response):
+    """``?start``: stop the cycle collector and clear what it would find; without: how many
+    objects it finds now (what the requests since left in reference cycles), and restart it."""
+    import gc
+
+    if environ["QUERY_STRING"] == "start":
+        gc.disable()
+        gc.collect()
+        body = b"started"
+    else:
+        body = str(gc.collect()).encode()
+        gc.enable()
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [body]
+
+
 ROUTES = {
     "/running-loop": running_loop_app,
+    "/garbage": garbage_app,
     "/input": input_app,
     "/echo": echo_app,
     "/spill": spill_app,
