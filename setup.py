@@ -26,6 +26,7 @@ TWINS = [
     "corral.apps.wsgi.environ",
     "corral.apps.wsgi.response",
     "corral.apps.wsgi.runner",
+    "corral.filters.forwarded",
 ]
 
 

@@ -807,6 +807,14 @@ def address_matcher(
     return _address_rule(patterns, path)
 
 
+def address_ports_matter(patterns: str | list[str]) -> bool:
+    """Whether the port of an address can change what ``address_matcher(patterns)`` answers
+    (some pattern names a port or a range of them); ``patterns`` are valid ones."""
+    items = [patterns] if isinstance(patterns, str) else patterns
+    compiled = [_address_pattern(item, "$") for item in items]
+    return any(pattern[4:] != _ANY_PORT for pattern in compiled if pattern[1] != 1)
+
+
 # -- variables ----------------------------------------------------------------------------------
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")

@@ -62,6 +62,7 @@ def test_the_wheel_holds_the_compiled_core_and_its_python_twin(tmp_path: Path) -
         "corral/apps/wsgi/environ",
         "corral/apps/wsgi/response",
         "corral/apps/wsgi/runner",
+        "corral/filters/forwarded",
         "corral/http/_parser",
         "corral/http/head",
         "corral/http/response",

@@ -62,6 +62,17 @@ def test_trust_is_the_peer_against_source() -> None:
     assert not Forwarding([], client_ip="X").trusts(("127.0.0.1", 1))  # Unit: matches nothing
 
 
+def test_trust_remembered_by_host_only_while_ports_do_not_count() -> None:
+    by_host = Forwarding(["10.0.0.0/8", "!10.0.0.9"], client_ip="X-Forwarded-For")
+    for port in (4000, 4001, 4000):  # asked again: the remembered verdict, the same
+        assert by_host.trusts(("10.1.2.3", port))
+        assert not by_host.trusts(("10.0.0.9", port))
+    by_port = Forwarding(["127.0.0.1:1000-2000"], client_ip="X-Forwarded-For")
+    assert by_port.trusts(("127.0.0.1", 1500))
+    assert not by_port.trusts(("127.0.0.1", 4000))  # same host, another port: not trusted
+    assert by_port.trusts(("127.0.0.1", 2000))
+
+
 @pytest.mark.parametrize(
     ("text", "parsed"),
     [

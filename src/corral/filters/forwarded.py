@@ -35,10 +35,11 @@ import socket
 from typing import Any
 
 from corral.http.fieldnames import discards
-from corral.routing import address_matcher, socket_address
+from corral.routing import address_matcher, address_ports_matter, socket_address
 
 _UNIX = (1, 0, 0)  # the matcher's (family, number, port) for a unix socket peer
 _SCHEMES = {b"http": "http", b"https": "https", b"on": "https"}
+_VERDICTS_KEPT = 4096  # peer hosts whose verdict is remembered; forgotten all at once past it
 
 
 def parse_address(text: bytes) -> tuple[str, int | None, tuple[int, int, int]] | None:
@@ -111,6 +112,9 @@ class Forwarding:
         discard_unsafe_fields: bool | None = None,
     ) -> None:
         self.trusted = address_matcher(source, "forwarded.source")
+        # the verdict by peer host, when ports do not count in `source` (the usual case): a
+        # proxy's connections come from one host, each from another port
+        self._verdicts: dict[str, bool] | None = None if address_ports_matter(source) else {}
         self.recursive = recursive
         discarded = discards(discard_unsafe_fields)
 
@@ -143,6 +147,17 @@ class Forwarding:
 
     def trusts(self, peer: Any) -> bool:
         """Whether the headers of a connection from ``peer`` count (once per connection)."""
+        verdicts = self._verdicts
+        if verdicts is None or not isinstance(peer, tuple):
+            return self._trusts(peer)
+        verdict = verdicts.get(peer[0])
+        if verdict is None:
+            if len(verdicts) >= _VERDICTS_KEPT:
+                verdicts.clear()
+            verdict = verdicts[peer[0]] = self._trusts(peer)
+        return verdict
+
+    def _trusts(self, peer: Any) -> bool:
         try:
             return self.trusted(socket_address(peer))
         except (OSError, ValueError, TypeError):
