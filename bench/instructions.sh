@@ -8,6 +8,8 @@
 #
 # compiled: the compiled core; python: CORRAL_NO_EXTENSIONS=1; llhttp: the compiled build
 # with the llhttp parser corral had before its own (tests/llhttp_oracle.py).
+# MICRO_ARGS: more arguments for bench/micro.py (--forwarded: the listener the command line
+# makes, with Gunicorn's forwarded_allow_ips; --close: a new connection per request).
 # Needs valgrind (apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +28,8 @@ for core in "${@:-compiled python}"; do
             llhttp) extra=(--llhttp) ;;
             *) echo "unknown core: $mode" >&2; exit 2 ;;
         esac
-        short=$(count "$python" bench/micro.py --once -n 2000 "${extra[@]}")
-        long=$(count "$python" bench/micro.py --once -n 12000 "${extra[@]}")
+        short=$(count "$python" bench/micro.py --once -n 2000 "${extra[@]}" ${MICRO_ARGS:-})
+        long=$(count "$python" bench/micro.py --once -n 12000 "${extra[@]}" ${MICRO_ARGS:-})
         echo "$mode: $(( (long - short) / 10000 )) instructions per request"
     done
 done

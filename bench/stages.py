@@ -67,6 +67,7 @@ def main() -> None:
         multiprocess=False,
         file_wrapper=None,
         errors=None,
+        http=True,
     )
     environ = request_environ(base, head, None)
     kept: list = []

@@ -21,6 +21,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_connection.py",
     "tests/unit/test_http_response.py",
     "tests/unit/test_wsgi_input.py",
+    "tests/unit/test_wsgi_environ.py",
     "tests/unit/test_uwsgi_protocol.py",
     "tests/unit/test_request_head_limit.py",
     "tests/unit/test_forwarded.py",

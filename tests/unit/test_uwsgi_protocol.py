@@ -177,7 +177,13 @@ def _environ(variables, body=b"") -> dict:
     UwsgiParser(recorder, Limits()).feed(packet(variables, body))
     head = recorder.events[0][1]
     base = connection_environ(
-        "/run/app.sock", None, multithread=False, multiprocess=True, file_wrapper=None, errors=None
+        "/run/app.sock",
+        None,
+        multithread=False,
+        multiprocess=True,
+        file_wrapper=None,
+        errors=None,
+        http=False,
     )
     return uwsgi_environ(base, head, "BODY")
 
@@ -187,7 +193,13 @@ def test_environ_is_the_proxys_vars_with_the_servers_wsgi_keys():
     recorder = Recorder()
     UwsgiParser(recorder, Limits()).feed(data)
     base = connection_environ(
-        "/run/app.sock", None, multithread=True, multiprocess=True, file_wrapper=None, errors=None
+        "/run/app.sock",
+        None,
+        multithread=True,
+        multiprocess=True,
+        file_wrapper=None,
+        errors=None,
+        http=False,
     )
     environ = uwsgi_environ(base, recorder.events[0][1], "BODY")
     for key in ("REQUEST_METHOD", "QUERY_STRING", "REQUEST_URI", "PATH_INFO", "SERVER_NAME"):

@@ -313,6 +313,7 @@ class WsgiAdapter:
         packet's vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
+        uwsgi = type(conn.parser) is UwsgiParser
         base = self._listener_environs.get(key)
         if base is None:
             base = self._listener_environs[key] = connection_environ(
@@ -322,13 +323,14 @@ class WsgiAdapter:
                 multiprocess=self.multiprocess,
                 file_wrapper=FileWrapper,
                 errors=self.errors,
+                http=not uwsgi,
             )
         environ = base.copy()
         peer = conn.peer
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        call = UwsgiWsgiCall if type(conn.parser) is UwsgiParser else WsgiCall
+        call = UwsgiWsgiCall if uwsgi else WsgiCall
         state = conn.adapter_state = (environ, LoopOutput(conn), call)
         return state
 

@@ -1,0 +1,43 @@
+"""The connection's part of an environ and the request's environ made from it (no sockets:
+the integration side is tests/integration/test_wsgi.py)."""
+
+from __future__ import annotations
+
+from corral.apps.wsgi.environ import connection_environ, request_environ
+from corral.http.head import RequestHead
+
+HEADERS = [(b"Host", b"example.com"), (b"User-Agent", b"wrk"), (b"Accept", b"*/*")]
+
+
+def base(http: bool) -> dict:
+    return connection_environ(
+        ("127.0.0.1", 8000),
+        ("127.0.0.1", 50000),
+        multithread=False,
+        multiprocess=False,
+        file_wrapper=object,
+        errors=None,
+        http=http,
+    )
+
+
+def test_every_request_sets_each_key_the_connections_part_holds_for_it() -> None:
+    part = base(http=True)
+    head = RequestHead("GET", b"/a%20b?x=1", "1.1", HEADERS, True, None, False, False)
+    environ = request_environ(part, head, "BODY")
+    assert [key for key, value in environ.items() if value is None] == []
+    assert not [key for key in environ if key.startswith(" ")]  # no filler is left
+    assert environ["PATH_INFO"] == "/a b" and environ["QUERY_STRING"] == "x=1"
+    assert environ["RAW_URI"] == environ["REQUEST_URI"] == "/a%20b?x=1"
+    assert environ["SERVER_PROTOCOL"] == "HTTP/1.1" and environ["wsgi.input"] == "BODY"
+    assert environ["HTTP_HOST"] == "example.com" and environ["HTTP_ACCEPT"] == "*/*"
+    assert set(environ) - set(part) == {"HTTP_HOST", "HTTP_USER_AGENT", "HTTP_ACCEPT"}
+    again = request_environ(part, head, "BODY")  # the part is copied, never changed
+    assert again == environ and part["PATH_INFO"] is None
+
+
+def test_a_uwsgi_listeners_part_has_no_request_key() -> None:
+    # a uwsgi packet's vars give them, or the target does when they are missing
+    part = base(http=False)
+    assert "PATH_INFO" not in part and "QUERY_STRING" not in part and "wsgi.input" not in part
+    assert part["REMOTE_ADDR"] == "127.0.0.1" and part["SERVER_PORT"] == "8000"
