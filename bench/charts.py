@@ -25,7 +25,7 @@ def medians(scenario: dict[str, Any]) -> dict[tuple[str, str], float]:
         if run.get("status") != "ok":
             continue
         for key, load in run["loads"].items():
-            if load.get("rps"):
+            if load.get("rps") and not load.get("kept_alive"):  # see run.ignores_close
                 found.setdefault((run["config"], key), []).append(load["rps"])
     return {where: statistics.median(values) for where, values in found.items()}
 

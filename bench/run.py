@@ -496,6 +496,22 @@ def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
         conn.close()
 
 
+def ignores_close(port: int, path: str) -> bool:
+    """Whether the server keeps a connection open after answering a request that asked for
+    ``Connection: close`` (RFC 9112 9.6: it must close): wrk then goes on using it, and a
+    close-per-request load measures keep-alive."""
+    request = f"GET {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\nConnection: close\r\n\r\n"
+    with socket.create_connection((HOST, port), timeout=2.0) as sock:
+        sock.sendall(request.encode())
+        sock.settimeout(1.5)
+        try:
+            while sock.recv(65536):
+                pass
+        except TimeoutError:
+            return True
+    return False
+
+
 def wait_ready(server: ServerProcess, port: int, app: App, deadline_s: float) -> str | None:
     """Poll with real requests until the app answers correctly; the error otherwise."""
     deadline = time.monotonic() + deadline_s
@@ -687,6 +703,8 @@ def run_config(
             print(f"    FAILED: {error}" + (f"\n      log: {hint}" if hint else ""))
             record.update(status="failed", error=error, log_tail=tail)
             return
+        closing = [load for load in scenario.loads if not load.keepalive]
+        kept_alive = bool(closing) and ignores_close(port, config.app.path)
         for load in scenario.loads:
             if args.wait_quiet > 0:
                 waited = wait_quiet(args.wait_quiet)
@@ -695,6 +713,8 @@ def run_config(
             if args.warmup > 0:
                 run_wrk(load, port, config.app.path, args.warmup)
             result = run_wrk(load, port, config.app.path, args.duration, server.proc.pid)
+            if kept_alive and not load.keepalive:
+                result["kept_alive"] = True  # not a close-per-request figure: see render
             record["loads"][load.key] = result
             errs = error_count(result)
             rps = result.get("rps")
@@ -868,9 +888,10 @@ def _fmt_rps(value: float | None) -> str:
 
 def _cell_stats(
     runs: list[dict[str, Any]], config: str, load: str
-) -> tuple[float | None, int, int]:
-    """Median req/s over the rounds, rounds counted, rounds with errors."""
-    values, errored = [], 0
+) -> tuple[float | None, int, int, bool]:
+    """Median req/s over the rounds, rounds counted, rounds with errors, and whether the
+    server kept its connections alive under a close-per-request load (`ignores_close`)."""
+    values, errored, kept_alive = [], 0, False
     for run_ in runs:
         if run_["config"] != config:
             continue
@@ -879,7 +900,8 @@ def _cell_stats(
             continue
         values.append(m["rps"])
         errored += error_count(m) > 0
-    return _median(values), len(values), errored
+        kept_alive |= bool(m.get("kept_alive"))
+    return _median(values), len(values), errored, kept_alive
 
 
 def render(results: dict[str, Any]) -> str:
@@ -967,11 +989,13 @@ def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
     head = "| server | " + " | ".join(load["label"] for load in loads) + " |"
     out += ["Median req/s:", "", head, "|" + " --- |" * (len(loads) + 1)]
     medians: dict[tuple[str, str], float | None] = {}
+    kept_alive_seen = False
     for c in configs:
         cells = []
         for load in loads:
-            med, n, errored = _cell_stats(runs, c["id"], load["key"])
-            medians[c["id"], load["key"]] = med
+            med, n, errored, kept_alive = _cell_stats(runs, c["id"], load["key"])
+            # a keep-alive figure under a close load compares with nothing there
+            medians[c["id"], load["key"]] = None if kept_alive else med
             rounds = sum(1 for r in runs if r["config"] == c["id"])
             cell = _fmt_rps(med)
             if med is None and rounds:
@@ -980,10 +1004,20 @@ def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
                 cell += f" ({n}/{rounds} rounds)"
             if errored:
                 cell += " ⚠"
+            if kept_alive:
+                cell += " †"
+                kept_alive_seen = True
             cells.append(cell)
         name = c["label"] + ("" if c["pinned"] else " *unpinned*")
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     out.append("")
+    if kept_alive_seen:
+        out += [
+            "† The server ignored the requests' `Connection: close` and kept the connection "
+            "open (RFC 9112 9.6 requires it to close), so wrk reused it: a keep-alive figure, "
+            "left out of the ratios and the charts.",
+            "",
+        ]
     out += _render_problems(configs, loads, runs)
     out += _render_noise(configs, loads, runs)
     out += _render_ratios(configs, loads, medians)
