@@ -12,6 +12,8 @@
 # makes, with Gunicorn's forwarded_allow_ips; --close: a new connection per request).
 # Needs valgrind (apt-get install valgrind).
 set -euo pipefail
+# string hashes decide dict probes: a fixed seed makes counts repeat (random: +-300)
+export PYTHONHASHSEED=0
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
 count() {

@@ -43,10 +43,8 @@ def hooked_application(
     return application
 
 
-class _PostRequestOutput:
+class _PostRequestOutput(Output):
     """A call's output, with ``post_request`` run between the last bytes and the finish."""
-
-    __slots__ = ("call", "environ", "hook", "on_loop", "out", "request")
 
     def __init__(
         self,
@@ -56,8 +54,8 @@ class _PostRequestOutput:
         environ: dict[str, Any],
         hook: Callable[..., None],
     ) -> None:
+        super().__init__(out.on_loop)
         self.out = out
-        self.on_loop = out.on_loop
         self.call = call
         self.request = request
         self.environ = environ

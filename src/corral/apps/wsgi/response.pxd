@@ -3,13 +3,20 @@
 from corral.http.response cimport ResponseHead, build_head
 from corral.server.connection cimport Exchange, HttpConnection
 
+cdef class Output:
+    cdef public bint on_loop
+
+    cpdef write(self, bytes data)
+    cpdef complete(self, bytes data, bint keep_alive)
+    cpdef finish(self, bint keep_alive)
+
 cdef class WsgiCall:
     cdef public object adapter
     cdef public object app
     cdef public dict environ
     cdef public HttpConnection conn
     cdef public Exchange exchange
-    cdef public object out
+    cdef public Output out
     cdef public object log
     cdef public bint keep_alive
     cdef public bint discard_body

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from asyncio import _set_running_loop
-from typing import Any, Protocol
+from typing import Any
 
 from corral.apps.deadline import RequestTimeoutExceeded
 from corral.apps.wsgi.environ import forwarded_environ, request_environ, uwsgi_environ
@@ -40,17 +40,34 @@ _CHUNK_END = b"0\r\n\r\n"
 _APP_ERRORS = (Exception, RequestTimeoutExceeded)
 
 
-class Output(Protocol):
-    """Where a call's bytes go: the connection directly, or through a thread bridge."""
+class Output:
+    """Where a call's bytes go: the connection itself (runner.LoopOutput, on the loop thread),
+    or the bridge from an application thread (runner.ThreadOutput). A base class rather than
+    a protocol, so that the compiled call reaches its methods in C."""
 
-    paused: bool
-    on_loop: bool  # True: calls run on the event loop thread
+    def __init__(self, on_loop: bool) -> None:
+        self.on_loop = on_loop  # True: calls run on the event loop thread
 
-    def write(self, data: bytes) -> None: ...
-    def complete(self, data: bytes, keep_alive: bool) -> None: ...
-    def finish(self, keep_alive: bool) -> None: ...
-    def wait_writable(self, callback: Any) -> None: ...
-    def sendfile(self, fd: int, offset: int, count: int, done: Any) -> None: ...
+    @property
+    def paused(self) -> bool:
+        """The client does not read: the pump waits (`wait_writable`) before the next chunk."""
+        return False
+
+    def write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def complete(self, data: bytes, keep_alive: bool) -> None:
+        """The answer's last bytes (b"": none), then the exchange is finished."""
+        raise NotImplementedError
+
+    def finish(self, keep_alive: bool) -> None:
+        raise NotImplementedError
+
+    def wait_writable(self, callback: Any) -> None:
+        raise NotImplementedError
+
+    def sendfile(self, fd: int, offset: int, count: int, done: Any) -> None:
+        raise NotImplementedError
 
 
 class WsgiCall:

@@ -1,9 +1,14 @@
 # Types of runner.py when compiled (setup.py's TWINS); the .py is the Python core.
 
+from corral.apps.wsgi.response cimport Output
 from corral.server.connection cimport Exchange, HttpConnection
 
-cdef class LoopOutput:
+cdef class LoopOutput(Output):
     cdef public HttpConnection conn
+
+    cpdef write(self, bytes data)
+    cpdef complete(self, bytes data, bint keep_alive)
+    cpdef finish(self, bint keep_alive)
 
 cdef class WsgiAdapter:
     cdef public object watchdog
@@ -20,7 +25,7 @@ cdef class WsgiAdapter:
     cdef public bint _woken
     cdef public bint _wake_planned
 
-cdef class ThreadOutput:
+cdef class ThreadOutput(Output):
     cdef public WsgiAdapter adapter
     cdef public HttpConnection conn
     cdef public Exchange exchange
@@ -28,3 +33,7 @@ cdef class ThreadOutput:
     cdef public object _cond
     cdef public Py_ssize_t _inflight
     cdef public bint _blocked
+
+    cpdef write(self, bytes data)
+    cpdef complete(self, bytes data, bint keep_alive)
+    cpdef finish(self, bint keep_alive)

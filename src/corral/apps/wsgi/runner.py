@@ -43,7 +43,7 @@ from corral.apps.wsgi.errors import ErrorStream
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
-from corral.apps.wsgi.response import UwsgiWsgiCall, WsgiCall
+from corral.apps.wsgi.response import Output, UwsgiWsgiCall, WsgiCall
 from corral.http.uwsgi import UwsgiParser
 from corral.server.connection import Exchange, HttpConnection
 
@@ -131,13 +131,11 @@ class ThreadPool:
             self.submit(None)
 
 
-class LoopOutput:
+class LoopOutput(Output):
     """Output straight to the connection, on the loop thread (one per connection)."""
 
-    __slots__ = ("conn",)
-    on_loop = True
-
     def __init__(self, conn: HttpConnection) -> None:
+        super().__init__(True)
         self.conn = conn
 
     @property
@@ -160,13 +158,12 @@ class LoopOutput:
         self.conn.sendfile(fd, offset, count, done)
 
 
-class ThreadOutput:
-    """Output from an application thread: hops to the loop, blocks while it is full."""
-
-    paused = False  # write() itself blocks; the pump never has to suspend
-    on_loop = False
+class ThreadOutput(Output):
+    """Output from an application thread: hops to the loop, blocks while it is full (so it is
+    never `paused`: the pump never has to suspend)."""
 
     def __init__(self, adapter: WsgiAdapter, conn: HttpConnection, exchange: Exchange) -> None:
+        super().__init__(False)
         self.adapter = adapter
         self.conn = conn
         self.exchange = exchange
