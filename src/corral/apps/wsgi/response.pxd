@@ -1,5 +1,8 @@
 # Types of response.py when compiled (setup.py's TWINS); the .py is the Python core.
 
+cimport cython
+
+from corral.apps.wsgi.environ cimport request_environ
 from corral.http.response cimport ResponseHead, build_head
 from corral.server.connection cimport Exchange, HttpConnection
 
@@ -27,5 +30,12 @@ cdef class WsgiCall:
     cdef public object iterator
     cdef public object sent
     cdef public object remaining
+    cdef public bint uwsgi
 
+    cdef _setup(self, object adapter, HttpConnection conn, Exchange exchange, Output out,
+                dict environ, bint uwsgi)
     cpdef bytes _head(self, object body_length)
+
+@cython.locals(call=WsgiCall)
+cpdef WsgiCall make_call(object adapter, HttpConnection conn, Exchange exchange, Output out,
+                         dict environ, bint uwsgi)

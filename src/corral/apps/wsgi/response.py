@@ -70,7 +70,26 @@ class Output:
         raise NotImplementedError
 
 
+def make_call(
+    adapter: Any,
+    conn: HttpConnection,
+    exchange: Exchange,
+    out: Output,
+    environ: dict[str, Any],
+    uwsgi: bool,
+) -> WsgiCall:
+    """``WsgiCall(adapter, conn, exchange, out, environ, uwsgi)`` without a constructor call's
+    argument parsing: compiled, an allocation and a C call, for the call every request makes."""
+    call = WsgiCall.__new__(WsgiCall)
+    call._setup(adapter, conn, exchange, out, environ, uwsgi)
+    return call
+
+
 class WsgiCall:
+    """One request's call of the application. ``uwsgi``: the request was read from a uwsgi
+    packet, and its environ is the packet's vars (`uwsgi_environ`) over the connection's part;
+    the answer is the same HTTP/1.x response either way."""
+
     def __init__(
         self,
         adapter: Any,
@@ -78,8 +97,21 @@ class WsgiCall:
         exchange: Exchange,
         out: Output,
         environ: dict[str, Any],
+        uwsgi: bool = False,
+    ) -> None:
+        self._setup(adapter, conn, exchange, out, environ, uwsgi)
+
+    def _setup(
+        self,
+        adapter: Any,
+        conn: HttpConnection,
+        exchange: Exchange,
+        out: Output,
+        environ: dict[str, Any],
+        uwsgi: bool,
     ) -> None:
         self.adapter = adapter
+        self.uwsgi = uwsgi
         # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
         # on a plain listener or an application without targets)
         self.app = adapter.targets[exchange.target]
@@ -212,12 +244,13 @@ class WsgiCall:
         finally:
             _set_running_loop(self.conn.loop)
 
-    def _run(self, make_environ: Any = request_environ) -> None:
-        # `make_environ`: the request's environ from the connection's constant part, the head
-        # and the body; a default argument, so that HTTP's costs no lookup per request
+    def _run(self) -> None:
         exchange = self.exchange
         try:
-            environ = make_environ(self.environ, exchange.head, exchange.body)
+            if self.uwsgi:
+                environ = uwsgi_environ(self.environ, exchange.head, exchange.body)
+            else:
+                environ = request_environ(self.environ, exchange.head, exchange.body)
             result = self.app(environ, self.start_response)
         except _APP_ERRORS as exc:
             self.fail(exc)
@@ -356,11 +389,3 @@ class WsgiCall:
             self.out.complete(error_response(status, self.conn.server.prefix), False)
         else:
             self.out.finish(False)
-
-
-class UwsgiWsgiCall(WsgiCall):
-    """A call for a request read from a uwsgi packet: its environ is the packet's vars
-    (`uwsgi_environ`); the answer is the same HTTP/1.x response, framed as its head says."""
-
-    def _run(self, make_environ: Any = uwsgi_environ) -> None:
-        super()._run(make_environ)

@@ -1,6 +1,6 @@
 # Types of runner.py when compiled (setup.py's TWINS); the .py is the Python core.
 
-from corral.apps.wsgi.response cimport Output
+from corral.apps.wsgi.response cimport Output, make_call
 from corral.server.connection cimport Exchange, HttpConnection
 
 cdef class LoopOutput(Output):

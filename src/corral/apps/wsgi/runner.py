@@ -43,7 +43,7 @@ from corral.apps.wsgi.errors import ErrorStream
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
-from corral.apps.wsgi.response import Output, UwsgiWsgiCall, WsgiCall
+from corral.apps.wsgi.response import Output, make_call
 from corral.http.uwsgi import UwsgiParser
 from corral.server.connection import Exchange, HttpConnection
 
@@ -300,14 +300,12 @@ class WsgiAdapter:
             self.watchdog,
         )
 
-    def _connection_state(
-        self, conn: HttpConnection
-    ) -> tuple[dict[str, Any], LoopOutput, type[WsgiCall]]:
-        """The per-connection environ part, output and call class, made on its first request.
+    def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput, bool]:
+        """The per-connection environ part, output and kind of call, made on its first request.
 
-        The call class is chosen here, once per connection: a uwsgi listener's (never routed,
-        never `forwarded`: the document refuses both) is the one whose environ is the
-        packet's vars."""
+        The kind is chosen here, once per connection: a uwsgi listener's calls (never routed,
+        never `forwarded`: the document refuses both) make their environ of the packet's
+        vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
         uwsgi = type(conn.parser) is UwsgiParser
@@ -327,23 +325,22 @@ class WsgiAdapter:
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        call = UwsgiWsgiCall if uwsgi else WsgiCall
-        state = conn.adapter_state = (environ, LoopOutput(conn), call)
+        state = conn.adapter_state = (environ, LoopOutput(conn), uwsgi)
         return state
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
-        environ, loop_output, call = conn.adapter_state or self._connection_state(conn)
+        environ, loop_output, uwsgi = conn.adapter_state or self._connection_state(conn)
         if self.pool is None:
             if not exchange.streaming:
-                call(self, conn, exchange, loop_output, environ).run()
+                make_call(self, conn, exchange, loop_output, environ, uwsgi).run()
                 return
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
             out = ThreadOutput(self, conn, exchange)
-            self._helper.submit(call(self, conn, exchange, out, environ).run)
+            self._helper.submit(make_call(self, conn, exchange, out, environ, uwsgi).run)
             return
         out = ThreadOutput(self, conn, exchange)
-        self.pool.add(call(self, conn, exchange, out, environ).run)
+        self.pool.add(make_call(self, conn, exchange, out, environ, uwsgi).run)
         if not self._wake_planned:
             # a thread woken now would take the CPU from the loop (one core: the wake-up
             # preempts) only to wait for the GIL it holds; woken as the turn ends, it runs
