@@ -249,7 +249,11 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
     target = head.target
     raw = target.decode("latin-1")
     if target[0] == 47 and b"#" not in target:  # origin-form, the common case
-        path, _, query = raw.partition("?")
+        mark = raw.find("?")  # not partition: no tuple, and no new string without a query
+        if mark < 0:
+            path, query = raw, ""
+        else:
+            path, query = raw[:mark], raw[mark + 1 :]
     else:
         path, query = _split_target(environ, head, raw)
     environ["PATH_INFO"] = _decode_path(path) if "%" in path else path

@@ -35,6 +35,7 @@ cdef class WsgiCall:
     cdef _setup(self, object adapter, HttpConnection conn, Exchange exchange, Output out,
                 dict environ, bint uwsgi)
     cpdef bytes _head(self, object body_length)
+    cpdef _run(self)
 
 @cython.locals(call=WsgiCall)
 cpdef WsgiCall make_call(object adapter, HttpConnection conn, Exchange exchange, Output out,
