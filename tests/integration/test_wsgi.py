@@ -379,6 +379,20 @@ def test_application_sees_no_running_event_loop(server):
     assert (status, body) == (200, b"none")
 
 
+def test_application_threads_run_under_batch_scheduling(server):
+    """--threads N > 1: the pool's threads are SCHED_BATCH (a thread handed a request does not
+    preempt the loop thread that holds the GIL); with one thread the loop runs it, unchanged."""
+    status, _, body = fetch(server, build("GET", "/scheduling"))
+    expected = os.SCHED_BATCH if server.threads > 1 else os.SCHED_OTHER
+    assert (status, int(body)) == (200, expected)
+
+
+def test_thread_scheduling_normal_keeps_the_systems_policy():
+    with Server("wsgi_apps", "--threads", "2", "--thread-scheduling", "normal") as server:
+        status, _, body = fetch(server, build("GET", "/scheduling"))
+        assert (status, int(body)) == (200, os.SCHED_OTHER)
+
+
 def test_a_closed_connection_leaves_no_reference_cycle(server):
     """A connection, its parser and its output point at each other while it is open; once
     closed, reference counting must free them, or the cycle collector runs every few dozen

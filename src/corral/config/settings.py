@@ -730,6 +730,17 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--threads",), metavar="INT",
     ),
     Setting(
+        "thread_scheduling", _APPLICATION, _A, Literal["batch", "normal"], "batch",
+        "The Linux scheduling policy of the `threads` pool's threads (with more than one): "
+        "`batch` (SCHED_BATCH) lets a thread handed a request wait for the loop thread to "
+        "block instead of preempting it only to wait for the GIL the loop holds, which "
+        "halves the cost of a thread's request under close-per-request traffic; the price "
+        "is that a woken thread does not preempt other running processes either, so on a "
+        "machine whose every core is busy it may wait up to one scheduler tick. `normal`: "
+        "the system's default (SCHED_OTHER). Elsewhere than Linux, always the default.",
+        flags=("--thread-scheduling",), metavar="POLICY",
+    ),
+    Setting(
         "factory", _APPLICATION, _A, bool | FactoryCall, False,
         "NGINX Unit's `factory`: the callable is an application factory, called with no "
         "arguments in each worker (in the master with `preload`) to get the WSGI application. "

@@ -212,6 +212,7 @@ class Worker:
                 (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
             ),
             threads=application.threads,
+            thread_scheduling=application.thread_scheduling,
             body_buffer_size=settings.body_buffer_size,
             multiprocess=spec.multiprocess,
             log=self.log,

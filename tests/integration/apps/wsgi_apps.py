@@ -390,8 +390,15 @@ def garbage_app(environ, start_response):
     return [body]
 
 
+def scheduling_app(environ, start_response):
+    """The scheduling policy of the thread that runs the application (os.SCHED_*)."""
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [str(os.sched_getscheduler(0)).encode()]
+
+
 ROUTES = {
     "/running-loop": running_loop_app,
+    "/scheduling": scheduling_app,
     "/garbage": garbage_app,
     "/input": input_app,
     "/echo": echo_app,

@@ -31,6 +31,7 @@ itself first; a call runs the one routing set on the exchange (``Exchange.target
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -53,6 +54,23 @@ THREAD_WRITE_HIGH_WATER = 256 * 1024
 BODY_HIGH_WATER = 256 * 1024
 
 
+def _batch_scheduling() -> bool:
+    """The calling thread runs under SCHED_BATCH: once woken, it does not preempt the thread
+    that runs, but waits for it to block or for the scheduler's tick. The loop thread that
+    wakes an application thread holds the GIL until it waits for events: preempted, it
+    would only hand the CPU to a thread that blocks on the GIL at once and hands it back
+    (5.5 context switches per request under close-per-request traffic on one core, 0.2 with
+    it: bench/RESULTS.md). False where the system has no such policy or refuses it."""
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is None:
+        return False
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(0))
+    except OSError:
+        return False
+    return True
+
+
 class ThreadPool:
     """Fixed threads taking jobs from one deque (at most one job per connection: see above).
 
@@ -64,11 +82,14 @@ class ThreadPool:
     Granian's does), and still no job waits while a thread is parked, also when the running
     ones block."""
 
-    def __init__(self, size: int, name: str) -> None:
+    def __init__(self, size: int, name: str, batch: bool = False) -> None:
+        """``batch``: the threads run under Linux's SCHED_BATCH (`_batch_scheduling`); it
+        stays True while each thread that started got it."""
         self._jobs: deque[Callable[[], None] | None] = deque()
         self._parked: list[Any] = []  # the locks parked threads wait on
         self._searching = 0  # threads woken that have not taken a job yet
         self._mutex = threading.Lock()
+        self.batch = batch
         self._threads = [
             threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
             for i in range(size)
@@ -77,6 +98,8 @@ class ThreadPool:
             thread.start()
 
     def _work(self) -> None:
+        if self.batch:
+            self.batch = _batch_scheduling()
         jobs = self._jobs
         mutex = self._mutex
         park = threading.Lock()
@@ -252,6 +275,7 @@ class WsgiAdapter:
         hooks: Any = None,
         prefix: str = "",
         more_targets: tuple[tuple[Any, str], ...] = (),
+        thread_scheduling: str = "batch",
     ) -> None:
         """``app`` mounted at ``prefix`` ("": none) is target 0; ``more_targets`` are the
         further ``(callable, prefix)`` of an application with NGINX Unit's ``targets``."""
@@ -267,7 +291,8 @@ class WsgiAdapter:
         self.multiprocess = multiprocess
         self.log = log
         self.errors = ErrorStream(log)
-        self.pool = ThreadPool(threads, "corral-app") if threads > 1 else None
+        batch = thread_scheduling == "batch"
+        self.pool = ThreadPool(threads, "corral-app", batch) if threads > 1 else None
         self._helper: ThreadPool | None = None
         self._answers: deque[tuple[ThreadOutput, bytes, bool]] = deque()
         self._woken = False
