@@ -171,6 +171,7 @@ class BalancedAcceptor:
         self._reading = False
         self._closed = False
         self._declined_at: float | None = None  # when it began to decline, while it does
+        self._nodelay = not type(loop).__module__.startswith("uvloop")
         self._poller = select.poll()
         self._poller.register(sock.fileno(), select.POLLIN)
         gate.acceptors.append(self)
@@ -218,8 +219,8 @@ class BalancedAcceptor:
                     self._pause()
                     self._loop.call_later(POLL * 100, self.start)
                     return
-                conn.setblocking(False)
-                if conn.family != socket.AF_UNIX:
+                # the loop makes the socket non-blocking itself; uvloop sets TCP_NODELAY too
+                if self._nodelay and conn.family != socket.AF_UNIX:
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 gate.pending += 1
                 self._step(self._loop.connect_accepted_socket(self._factory, conn))

@@ -30,6 +30,7 @@ itself first; a call runs the one routing set on the exchange (``Exchange.target
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -54,21 +55,17 @@ THREAD_WRITE_HIGH_WATER = 256 * 1024
 BODY_HIGH_WATER = 256 * 1024
 
 
-def _batch_scheduling() -> bool:
+def _batch_scheduling() -> None:
     """The calling thread runs under SCHED_BATCH: once woken, it does not preempt the thread
     that runs, but waits for it to block or for the scheduler's tick. The loop thread that
     wakes an application thread holds the GIL until it waits for events: preempted, it
     would only hand the CPU to a thread that blocks on the GIL at once and hands it back
     (5.5 context switches per request under close-per-request traffic on one core, 0.2 with
-    it: bench/RESULTS.md). False where the system has no such policy or refuses it."""
+    it: bench/RESULTS.md). Nothing changes where the system has no such policy or refuses it."""
     policy = getattr(os, "SCHED_BATCH", None)
-    if policy is None:
-        return False
-    try:
-        os.sched_setscheduler(0, policy, os.sched_param(0))
-    except OSError:
-        return False
-    return True
+    if policy is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, os.sched_param(0))
 
 
 class ThreadPool:
@@ -83,8 +80,7 @@ class ThreadPool:
     ones block."""
 
     def __init__(self, size: int, name: str, batch: bool = False) -> None:
-        """``batch``: the threads run under Linux's SCHED_BATCH (`_batch_scheduling`); it
-        stays True while each thread that started got it."""
+        """``batch``: the threads run under Linux's SCHED_BATCH (`_batch_scheduling`)."""
         self._jobs: deque[Callable[[], None] | None] = deque()
         self._parked: list[Any] = []  # the locks parked threads wait on
         self._searching = 0  # threads woken that have not taken a job yet
@@ -99,7 +95,7 @@ class ThreadPool:
 
     def _work(self) -> None:
         if self.batch:
-            self.batch = _batch_scheduling()
+            _batch_scheduling()
         jobs = self._jobs
         mutex = self._mutex
         park = threading.Lock()
