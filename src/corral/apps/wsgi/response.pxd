@@ -3,6 +3,7 @@
 cimport cython
 
 from corral.apps.wsgi.environ cimport request_environ
+from corral.http.head cimport RequestHead
 from corral.http.response cimport ResponseHead, build_head
 from corral.server.connection cimport Exchange, HttpConnection
 
@@ -32,11 +33,9 @@ cdef class WsgiCall:
     cdef public object remaining
     cdef public bint uwsgi
 
-    cdef _setup(self, object adapter, HttpConnection conn, Exchange exchange, Output out,
-                dict environ, bint uwsgi)
     cpdef bytes _head(self, object body_length)
     cpdef _run(self)
 
-@cython.locals(call=WsgiCall)
+@cython.locals(call=WsgiCall, request=RequestHead, forwarded=object)
 cpdef WsgiCall make_call(object adapter, HttpConnection conn, Exchange exchange, Output out,
                          dict environ, bint uwsgi)

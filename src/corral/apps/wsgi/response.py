@@ -23,7 +23,6 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
 
 from __future__ import annotations
 
-import logging
 from asyncio import _set_running_loop
 from typing import Any
 
@@ -78,61 +77,39 @@ def make_call(
     environ: dict[str, Any],
     uwsgi: bool,
 ) -> WsgiCall:
-    """``WsgiCall(adapter, conn, exchange, out, environ, uwsgi)`` without a constructor call's
-    argument parsing: compiled, an allocation and a C call, for the call every request makes."""
+    """A new call, without a constructor call's argument parsing: compiled, an allocation and
+    C stores, for the call every request makes."""
     call = WsgiCall.__new__(WsgiCall)
-    call._setup(adapter, conn, exchange, out, environ, uwsgi)
+    call.adapter = adapter
+    call.uwsgi = uwsgi
+    # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
+    # on a plain listener or an application without targets)
+    call.app = adapter.targets[exchange.target]
+    # the connection's constant part; with a trusted proxy's client and scheme when its
+    # headers named them (Exchange.forwarded: read on `forwarded` listeners only)
+    forwarded = exchange.forwarded
+    call.environ = environ if forwarded is None else forwarded_environ(environ, forwarded)
+    call.conn = conn
+    call.exchange = exchange
+    call.out = out
+    call.log = adapter.log
+    request = exchange.head
+    call.keep_alive = request.keep_alive
+    call.discard_body = request.method == "HEAD"
+    call.status = None
+    call.headers = None
+    call.head = None
+    call.result = None
+    call.iterator = None
+    call.sent = 0
+    call.remaining = None  # body bytes still allowed by Content-Length
     return call
 
 
 class WsgiCall:
     """One request's call of the application. ``uwsgi``: the request was read from a uwsgi
     packet, and its environ is the packet's vars (`uwsgi_environ`) over the connection's part;
-    the answer is the same HTTP/1.x response either way."""
-
-    def __init__(
-        self,
-        adapter: Any,
-        conn: HttpConnection,
-        exchange: Exchange,
-        out: Output,
-        environ: dict[str, Any],
-        uwsgi: bool = False,
-    ) -> None:
-        self._setup(adapter, conn, exchange, out, environ, uwsgi)
-
-    def _setup(
-        self,
-        adapter: Any,
-        conn: HttpConnection,
-        exchange: Exchange,
-        out: Output,
-        environ: dict[str, Any],
-        uwsgi: bool,
-    ) -> None:
-        self.adapter = adapter
-        self.uwsgi = uwsgi
-        # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
-        # on a plain listener or an application without targets)
-        self.app = adapter.targets[exchange.target]
-        # the connection's constant part; with a trusted proxy's client and scheme when its
-        # headers named them (Exchange.forwarded: read on `forwarded` listeners only)
-        forwarded = exchange.forwarded
-        self.environ = environ if forwarded is None else forwarded_environ(environ, forwarded)
-        self.conn = conn
-        self.exchange = exchange
-        self.out = out
-        self.log: logging.Logger = adapter.log
-        request = exchange.head
-        self.keep_alive = request.keep_alive
-        self.discard_body = request.method == "HEAD"
-        self.status: str | None = None
-        self.headers: list[tuple[str, str]] | None = None
-        self.head: Any = None
-        self.result: Any = None
-        self.iterator: Any = None
-        self.sent = 0
-        self.remaining: int | None = None  # body bytes still allowed by Content-Length
+    the answer is the same HTTP/1.x response either way. Made by `make_call`."""
 
     # -- the application's side -------------------------------------------------
 
