@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import os
+import select
 import signal
 import socket
 import threading
@@ -27,6 +28,20 @@ def pooled(*args: str) -> Server:
 
 def open_all(server: Server, count: int) -> list[socket.socket]:
     return [socket.create_connection((server.host, server.port), timeout=10) for _ in range(count)]
+
+
+def open_at_once(server: Server, count: int) -> list[socket.socket]:
+    """``count`` connections whose handshakes all start before any worker can accept one."""
+    conns = []
+    for _ in range(count):
+        conn = socket.socket()
+        conn.setblocking(False)
+        conn.connect_ex((server.host, server.port))
+        conns.append(conn)
+    for conn in conns:
+        select.select([], [conn], [], 10)
+        conn.settimeout(10)
+    return conns
 
 
 def ask_all(conns: list[socket.socket], path: str) -> list[tuple[int, int]]:
@@ -63,6 +78,35 @@ def test_a_burst_of_keep_alive_connections_is_spread_over_the_idle_threads():
         assert server.stop() == 0
     balanced = [split == [THREADS, THREADS] and elapsed < 0.95 for split, elapsed in rounds]
     assert sum(balanced) >= 4, f"(split, seconds) of each round: {rounds}"
+
+
+def test_a_connection_whose_client_left_does_not_count_as_held():
+    # One worker still answers requests whose clients have closed (two shares of them: its
+    # threads busy for ~1.2 s more), its sibling holds nothing; then a burst of new keep-alive
+    # connections comes. It must split evenly: the busy worker's threads are free in a
+    # moment, and a worker keeps its connections for their whole life. Counted as held, the
+    # dead connections made the idle worker take most of the burst, or all of it.
+    request = b"GET /?s=0.6 HTTP/1.1\r\nHost: x\r\n\r\n"
+    rounds = []
+    with pooled() as server:
+        for _ in range(4):
+            conns = open_all(server, 4 * THREADS)
+            owners = ask_all(conns, "/")
+            busy = owners[0][1]
+            for conn, (_, pid) in zip(conns, owners, strict=True):
+                if pid == busy:
+                    conn.sendall(request)  # answered to no one: the client leaves now
+                conn.close()
+            time.sleep(0.2)  # the workers see the closes
+            burst = open_at_once(server, 2 * THREADS)
+            answers = ask_all(burst, "/")
+            for conn in burst:
+                conn.close()
+            assert {status for status, _ in answers} == {200}
+            rounds.append(sorted(collections.Counter(pid for _, pid in answers).values()))
+            time.sleep(1.2)  # the abandoned requests end
+        assert server.stop() == 0
+    assert rounds.count([THREADS, THREADS]) >= 3, f"the burst's split in each round: {rounds}"
 
 
 def test_keep_alive_connections_opened_at_once_are_all_answered_quickly():

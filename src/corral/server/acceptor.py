@@ -82,21 +82,36 @@ class WatchedConnections(set[Any]):
     """A worker's set of open connections that tells its acceptors when one leaves.
 
     It stands for `ServerState.connections` in the workers that balance, so that the
-    connection code adds and discards as everywhere else and pays nothing elsewhere.
+    connection code adds and discards as everywhere else and pays nothing elsewhere. A
+    connection whose client has closed its side (`client_gone`, the connection's
+    `ServerState.on_client_gone`) stays in the set, since its answer is still due and a
+    drain waits for it, but is no longer held: it takes no further request, and its thread
+    is free once that answer ends (a sibling that counted it would leave the connections of
+    a new burst to this worker, which keeps them for their whole life).
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.on_change: Callable[[], None] = _nothing
         self.on_leave: Callable[[], None] = _nothing
+        self._gone: set[Any] = set()
+
+    def held(self) -> int:
+        return len(self) - len(self._gone)
 
     def add(self, conn: Any) -> None:
         super().add(conn)
         self.on_change()
 
+    def client_gone(self, conn: Any) -> None:
+        if conn in self and conn not in self._gone:
+            self._gone.add(conn)
+            self.on_leave()
+
     def discard(self, conn: Any) -> None:
         if conn in self:
             super().discard(conn)
+            self._gone.discard(conn)
             self.on_leave()
 
 
@@ -122,7 +137,7 @@ class AcceptGate:
         self.publish()
 
     def held(self) -> int:
-        return len(self.connections) + self.pending
+        return self.connections.held() + self.pending
 
     def room(self, stalled: bool) -> int:
         """How many connections to accept now: 0 to decline."""

@@ -21,6 +21,7 @@ cdef class ServerState:
     cdef public Py_ssize_t closed
     cdef public Py_ssize_t retire_after
     cdef public object on_retire
+    cdef public object on_client_gone
     cdef public object loop
 
 cdef class Exchange:

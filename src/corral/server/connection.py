@@ -97,6 +97,9 @@ class ServerState:
         self.closed = 0
         self.retire_after = 0  # tell the adapter's owner when `served` reaches it; 0: never
         self.on_retire: Callable[[], None] | None = None
+        # told when a client closes its side of a connection that stays open for the answers
+        # still due (a balanced pool's `connections`: it then no longer counts as held)
+        self.on_client_gone: Callable[[HttpConnection], None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
 
@@ -267,6 +270,8 @@ class HttpConnection:
             self.close()
         else:
             self.parser.ended = True
+            if self.server.on_client_gone is not None:
+                self.server.on_client_gone(self)
         return True
 
     def pause_writing(self) -> None:

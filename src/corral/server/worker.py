@@ -271,6 +271,7 @@ class Worker:
         gate = None
         if spec.board is not None and spec.listeners:
             state.connections = WatchedConnections()
+            state.on_client_gone = state.connections.client_gone
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
         for listener in spec.listeners:
             sock = listener.socket
