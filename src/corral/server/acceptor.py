@@ -86,8 +86,9 @@ class WatchedConnections(set[Any]):
     connection whose client has closed its side (`client_gone`, the connection's
     `ServerState.on_client_gone`) stays in the set, since its answer is still due and a
     drain waits for it, but is no longer held: it takes no further request, and its thread
-    is free once that answer ends (a sibling that counted it would leave the connections of
-    a new burst to this worker, which keeps them for their whole life).
+    is free once that answer ends. Counted, such connections made their worker look full to
+    its siblings, one of which then took a whole burst of new connections and kept them for
+    their whole life, more than its threads.
     """
 
     def __init__(self) -> None:
