@@ -83,13 +83,15 @@ def test_a_routed_listener_is_the_same_class_with_a_route(loop, pair):
 
 def test_a_failed_hand_off_answers_502_after_the_earlier_answers(loop, pair, caplog):
     conn, transport = routed(loop, pair)
+    route = conn.route
     with caplog.at_level(logging.WARNING, "corral_test_routed"):
         # after the handed-off head: a parse error is the receiver's to judge, not answered
         conn.data_received(
             b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nBAD\r\n\r\n"
         )
     assert statuses(transport.data) == [b"200", b"502"]
-    assert transport.closed and conn.route.sender is None
+    # closed: the route is done and let go (no reference cycle with the connection)
+    assert transport.closed and route.sender is None and conn.route is None
     assert "hand-off of GET /b to b failed: 502" in caplog.text
 
 
