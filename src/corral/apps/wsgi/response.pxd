@@ -15,7 +15,6 @@ cdef class Output:
     cpdef finish(self, bint keep_alive)
 
 cdef class WsgiCall:
-    cdef public object adapter
     cdef public object app
     cdef public dict environ
     cdef public HttpConnection conn

@@ -80,7 +80,6 @@ def make_call(
     """A new call, without a constructor call's argument parsing: compiled, an allocation and
     C stores, for the call every request makes."""
     call = WsgiCall.__new__(WsgiCall)
-    call.adapter = adapter
     call.uwsgi = uwsgi
     # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
     # on a plain listener or an application without targets)
