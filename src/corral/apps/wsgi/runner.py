@@ -85,16 +85,15 @@ class ThreadPool:
         self._parked: list[Any] = []  # the locks parked threads wait on
         self._searching = 0  # threads woken that have not taken a job yet
         self._mutex = threading.Lock()
-        self.batch = batch
         self._threads = [
-            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+            threading.Thread(target=self._work, args=(batch,), name=f"{name}-{i}", daemon=True)
             for i in range(size)
         ]
         for thread in self._threads:
             thread.start()
 
-    def _work(self) -> None:
-        if self.batch:
+    def _work(self, batch: bool) -> None:
+        if batch:
             _batch_scheduling()
         jobs = self._jobs
         mutex = self._mutex
