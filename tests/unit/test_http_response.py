@@ -14,7 +14,14 @@ import re
 import pytest
 
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse, build_head, http_date, server_fields, server_head
+from corral.http.response import (
+    InvalidResponse,
+    build_head,
+    http_date,
+    make_head,
+    server_fields,
+    server_head,
+)
 
 PREFIX = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: corral\r\n"
 IMF_FIXDATE = re.compile(
@@ -434,6 +441,37 @@ def test_a_head_made_alike_again_is_the_same_head_until_the_date_changes() -> No
     later = PREFIX.replace("08:49:37", "08:49:38")
     newer = build_head("200 OK", list(fields_given), later, True, True, "1.1", 13)
     assert newer is not first and b"08:49:38" in newer.data and b"08:49:37" not in newer.data
+
+
+def test_a_head_asked_right_after_another_differing_in_one_part_is_its_own() -> None:
+    """The last head is compared with the next ask before the cache is: each part it is
+    made of, changed alone right after it, gives the head of that part."""
+    fields_given = [("Content-Type", "text/plain"), ("Content-Length", "2")]
+    base = ("200 OK", fields_given, PREFIX, True, True, "1.1", 2)
+
+    def changed(index: int, value: object) -> tuple:
+        return tuple(value if at == index else part for at, part in enumerate(base))
+
+    variants = {
+        "status": changed(0, "201 Created"),
+        "a field's value": changed(1, [("Content-Type", "text/html"), fields_given[1]]),
+        "one field more": changed(1, [*fields_given, ("X-Id", "1")]),
+        "one field less": changed(1, fields_given[1:]),
+        "the prefix": changed(2, PREFIX.replace("Nov", "Dec")),
+        "chunking": changed(3, False),
+        "keep-alive": changed(4, False),
+        "the version": changed(5, "1.0"),
+        "the body's length": changed(6, None),
+    }
+    for part, variant in variants.items():
+        first = build_head(*base)
+        other = build_head(*variant)
+        assert other is not first, part
+        assert other.data == make_head(*variant).data, part
+        assert build_head(*base) is first, part
+    # equal parts that are other objects: the same head
+    equal = ("".join(["200", " OK"]), list(fields_given), "".join(PREFIX), True, True, "1.1", 2)
+    assert build_head(*equal) is build_head(*base)
 
 
 def test_a_cached_head_lets_no_bad_field_through() -> None:

@@ -9,7 +9,20 @@ cdef class ResponseHead:
     cdef public bint chunked
     cdef public bint close
 
-@cython.locals(key=tuple, head=ResponseHead)
+cdef class _LastHead:
+    cdef public object status
+    cdef public tuple fields
+    cdef public str prefix
+    cdef public bint chunked
+    cdef public bint keep_alive
+    cdef public str version
+    cdef public object body_length
+    cdef public ResponseHead head
+
+@cython.locals(index=Py_ssize_t, field=object, header=object)
+cpdef bint _same_fields(tuple fields, list headers) except -1
+
+@cython.locals(key=tuple, head=ResponseHead, last=_LastHead)
 cpdef ResponseHead build_head(object status, object headers, str prefix, bint chunked,
                               bint keep_alive, str version, object body_length=*)
 
