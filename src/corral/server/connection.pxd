@@ -6,6 +6,7 @@ from corral.http.head cimport RequestHead
 
 cdef class ServerState:
     cdef public object adapter
+    cdef public object empty_body
     cdef public object limits
     cdef public double keep_alive
     cdef public double header_timeout
@@ -70,7 +71,7 @@ cdef class HttpConnection:
     cpdef Exchange _enqueue(self, Exchange exchange)
     cpdef _dispatch(self)
     cpdef write(self, data)
-    @cython.locals(server=ServerState, served=Py_ssize_t)
+    @cython.locals(server=ServerState, served=Py_ssize_t, body=object)
     cpdef finish(self, Exchange exchange, bint keep_alive, bytes last=*)
     cpdef pause_reading(self)
     cpdef _resume_reading(self)

@@ -80,6 +80,7 @@ class ServerState:
         on_finish: Callable[[HttpConnection, Exchange], None] | None = None,
     ) -> None:
         self.adapter = adapter
+        self.empty_body = adapter.empty_body  # every request without a body has this one
         self.limits = limits
         self.keep_alive = keep_alive
         self.header_timeout = header_timeout
@@ -336,7 +337,7 @@ class HttpConnection:
 
     def on_request(self, head: RequestHead) -> None:
         server = self.server
-        exchange = self._enqueue(Exchange(head, server.now, server.adapter.empty_body))
+        exchange = self._enqueue(Exchange(head, server.now, server.empty_body))
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
 
@@ -434,7 +435,9 @@ class HttpConnection:
         if self.pipeline and self.pipeline[0] is exchange:
             self.pipeline.popleft()
         self.active = None
-        exchange.body.close()  # a spilled body's temporary file goes now, not at GC
+        body = exchange.body
+        if body is not server.empty_body:
+            body.close()  # a spilled body's temporary file goes now, not at GC
         if self.closed:
             return
         # a response that promised keep-alive before a drain began is followed by one more

@@ -307,7 +307,7 @@ class RouteState:
             name = action.name  # type: ignore[attr-defined]
             if name == routing.application:
                 server = conn.server
-                exchange = conn._enqueue(Exchange(head, server.now, server.adapter.empty_body))
+                exchange = conn._enqueue(Exchange(head, server.now, server.empty_body))
                 exchange.forwarded = forwarded
                 if action.target:  # type: ignore[attr-defined]
                     exchange.target = action.target  # type: ignore[attr-defined]
