@@ -69,6 +69,7 @@ cdef class HttpConnection:
 
     @cython.locals(server=ServerState)
     cpdef Exchange _enqueue(self, Exchange exchange)
+    @cython.locals(exchange=Exchange)
     cpdef _dispatch(self)
     cpdef write(self, data)
     @cython.locals(server=ServerState, served=Py_ssize_t, body=object)

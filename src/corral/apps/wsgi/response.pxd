@@ -33,6 +33,7 @@ cdef class WsgiCall:
     cdef public bint uwsgi
 
     cpdef bytes _head(self, object body_length)
+    cpdef run(self)
     cpdef _run(self)
 
 @cython.locals(call=WsgiCall, request=RequestHead, forwarded=object)

@@ -1,5 +1,7 @@
 # Types of runner.py when compiled (setup.py's TWINS); the .py is the Python core.
 
+cimport cython
+
 from corral.apps.wsgi.response cimport Output, make_call
 from corral.server.connection cimport Exchange, HttpConnection
 
@@ -24,6 +26,10 @@ cdef class WsgiAdapter:
     cdef public object _answers
     cdef public bint _woken
     cdef public bint _wake_planned
+
+    # job: an object, not the call's type, for the bound run() a thread calls
+    @cython.locals(job=object)
+    cpdef run(self, HttpConnection conn, Exchange exchange)
 
 cdef class ThreadOutput(Output):
     cdef public WsgiAdapter adapter

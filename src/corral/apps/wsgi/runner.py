@@ -356,11 +356,13 @@ class WsgiAdapter:
                 return
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
-            out = ThreadOutput(self, conn, exchange)
-            self._helper.submit(make_call(self, conn, exchange, out, environ, uwsgi).run)
+            job = make_call(
+                self, conn, exchange, ThreadOutput(self, conn, exchange), environ, uwsgi
+            )
+            self._helper.submit(job.run)
             return
-        out = ThreadOutput(self, conn, exchange)
-        self.pool.add(make_call(self, conn, exchange, out, environ, uwsgi).run)
+        job = make_call(self, conn, exchange, ThreadOutput(self, conn, exchange), environ, uwsgi)
+        self.pool.add(job.run)
         if not self._wake_planned:
             # a thread woken now would take the CPU from the loop (one core: the wake-up
             # preempts) only to wait for the GIL it holds; woken as the turn ends, it runs
