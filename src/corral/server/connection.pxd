@@ -4,8 +4,15 @@ cimport cython
 
 from corral.http.head cimport RequestHead
 
+cdef class Exchange
+cdef class HttpConnection
+
+cdef class Adapter:
+    cpdef make_body(self, HttpConnection conn, Exchange exchange)
+    cpdef run(self, HttpConnection conn, Exchange exchange)
+
 cdef class ServerState:
-    cdef public object adapter
+    cdef public Adapter adapter
     cdef public object empty_body
     cdef public object limits
     cdef public double keep_alive

@@ -58,11 +58,16 @@ class Body(Protocol):
     def close(self) -> None: ...  # the exchange is over: release its storage
 
 
-class Adapter(Protocol):
-    empty_body: Body  # the body of every request without one
+class Adapter:
+    """What answers a worker's requests (`corral.apps.wsgi.runner.WsgiAdapter`); its class
+    also has ``empty_body``, the body of every request without one. A base class rather than
+    a protocol, so that the compiled connection reaches its methods in C."""
 
-    def make_body(self, conn: HttpConnection, exchange: Exchange) -> Body: ...
-    def run(self, conn: HttpConnection, exchange: Exchange) -> None: ...
+    def make_body(self, conn: HttpConnection, exchange: Exchange) -> Body:
+        raise NotImplementedError
+
+    def run(self, conn: HttpConnection, exchange: Exchange) -> None:
+        raise NotImplementedError
 
 
 class ServerState:

@@ -3,7 +3,7 @@
 cimport cython
 
 from corral.apps.wsgi.response cimport Output, make_call
-from corral.server.connection cimport Exchange, HttpConnection
+from corral.server.connection cimport Adapter, Exchange, HttpConnection
 
 cdef class LoopOutput(Output):
     cdef public HttpConnection conn
@@ -12,7 +12,7 @@ cdef class LoopOutput(Output):
     cpdef complete(self, bytes data, bint keep_alive)
     cpdef finish(self, bint keep_alive)
 
-cdef class WsgiAdapter:
+cdef class WsgiAdapter(Adapter):
     cdef public object watchdog
     cdef public tuple targets
     cdef public Py_ssize_t threads
@@ -27,6 +27,7 @@ cdef class WsgiAdapter:
     cdef public bint _woken
     cdef public bint _wake_planned
 
+    cpdef make_body(self, HttpConnection conn, Exchange exchange)
     # job: an object, not the call's type, for the bound run() a thread calls
     @cython.locals(job=object)
     cpdef run(self, HttpConnection conn, Exchange exchange)

@@ -47,7 +47,7 @@ from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 from corral.apps.wsgi.response import Output, make_call
 from corral.http.uwsgi import UwsgiParser
-from corral.server.connection import Exchange, HttpConnection
+from corral.server.connection import Adapter, Exchange, HttpConnection
 
 # Bytes an application thread may have posted to the loop and not yet written.
 THREAD_WRITE_HIGH_WATER = 256 * 1024
@@ -255,7 +255,7 @@ class ThreadOutput(Output):
         done(outcome[0])
 
 
-class WsgiAdapter:
+class WsgiAdapter(Adapter):
     """The WSGI side of a worker: builds bodies and environs, runs calls, counts threads."""
 
     def __init__(
