@@ -4,6 +4,7 @@ the integration side is tests/integration/test_wsgi.py)."""
 from __future__ import annotations
 
 from corral.apps.wsgi.environ import connection_environ, request_environ
+from corral.apps.wsgi.input import EMPTY
 from corral.http.head import RequestHead
 
 HEADERS = [(b"Host", b"example.com"), (b"User-Agent", b"wrk"), (b"Accept", b"*/*")]
@@ -33,7 +34,40 @@ def test_every_request_sets_each_key_the_connections_part_holds_for_it() -> None
     assert environ["HTTP_HOST"] == "example.com" and environ["HTTP_ACCEPT"] == "*/*"
     assert set(environ) - set(part) == {"HTTP_HOST", "HTTP_USER_AGENT", "HTTP_ACCEPT"}
     again = request_environ(part, head, "BODY")  # the part is copied, never changed
-    assert again == environ and part["PATH_INFO"] is None
+    assert again == environ and part["PATH_INFO"] == "" and part["REQUEST_METHOD"] == "GET"
+
+
+def test_a_request_unlike_the_common_one_has_its_own_values_and_the_next_one_not() -> None:
+    """The connection's part holds the common values (GET, HTTP/1.1, no query, no body):
+    a request that differs sets its own, and the next one on the connection has the common
+    ones again."""
+    part = base(http=True)
+    post = RequestHead("POST", b"/form", "1.0", HEADERS, False, 3, False, False)
+    environ = request_environ(part, post, "BODY")
+    assert environ["REQUEST_METHOD"] == "POST" and environ["SERVER_PROTOCOL"] == "HTTP/1.0"
+    assert environ["wsgi.input"] == "BODY" and environ["QUERY_STRING"] == ""
+    get = RequestHead("GET", b"/", "1.1", HEADERS, True, None, False, False)
+    environ = request_environ(part, get, EMPTY)
+    assert environ["REQUEST_METHOD"] == "GET" and environ["SERVER_PROTOCOL"] == "HTTP/1.1"
+    assert environ["wsgi.input"] is EMPTY and environ["QUERY_STRING"] == ""
+    assert environ["PATH_INFO"] == "/" and environ["RAW_URI"] == "/"
+
+
+def test_repeated_fields_are_joined_also_when_their_values_are_one_character() -> None:
+    # one-character strings are shared objects in CPython: a join must not take two equal
+    # ones for one field
+    head = RequestHead(
+        "GET",
+        b"/",
+        "1.1",
+        [(b"Host", b"h"), (b"X-A", b"1"), (b"X-A", b"1"), (b"Cookie", b"a"), (b"Cookie", b"")],
+        True,
+        None,
+        False,
+        False,
+    )
+    environ = request_environ(base(http=True), head, EMPTY)
+    assert environ["HTTP_X_A"] == "1, 1" and environ["HTTP_COOKIE"] == "a; "
 
 
 def test_a_uwsgi_listeners_part_has_no_request_key() -> None:

@@ -38,6 +38,7 @@ import sys
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from corral.apps.wsgi.input import EMPTY
 from corral.http.fieldnames import discards
 from corral.http.head import RequestHead
 
@@ -113,26 +114,27 @@ def connection_environ(
     return environ
 
 
-# the keys `request_environ` sets for every request
-_REQUEST_KEYS = (
-    "PATH_INFO",
-    "QUERY_STRING",
-    "REQUEST_METHOD",
-    "RAW_URI",
-    "REQUEST_URI",
-    "SERVER_PROTOCOL",
-    "wsgi.input",
-)
+# the keys `request_environ` gives every request, with the values most requests have: it
+# sets those only where a request differs (the path and URI always)
+_REQUEST_DEFAULTS = {
+    "PATH_INFO": "",
+    "QUERY_STRING": "",
+    "REQUEST_METHOD": "GET",
+    "RAW_URI": "",
+    "REQUEST_URI": "",
+    "SERVER_PROTOCOL": "HTTP/1.1",
+    "wsgi.input": EMPTY,
+}
 _ROOMY = 22  # keys whose insertion grows a dict's table to 64 slots (42 usable)
 
 
 def _make_room(environ: dict[str, Any]) -> None:
     """Speed only: each request's environ is a copy of this dict, and ``dict.copy`` clones
     its table, size included. With the request's own keys present already, a request
-    replaces their values instead of inserting them; and with the table grown (by filler
-    keys, removed at once) its copies have room for ~20 header fields without growing it."""
-    for key in _REQUEST_KEYS:
-        environ[key] = None
+    replaces their values instead of inserting them, and only the values that differ from
+    the common ones; and with the table grown (by filler keys, removed at once) its copies
+    have room for ~20 header fields without growing it."""
+    environ.update(_REQUEST_DEFAULTS)
     fillers = [f" room {index}" for index in range(_ROOMY - len(environ))]
     for key in fillers:
         environ[key] = None
@@ -251,18 +253,25 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
     if target[0] == 47 and b"#" not in target:  # origin-form, the common case
         mark = raw.find("?")  # not partition: no tuple, and no new string without a query
         if mark < 0:
-            path, query = raw, ""
+            path = raw
         else:
-            path, query = raw[:mark], raw[mark + 1 :]
+            path = raw[:mark]
+            environ["QUERY_STRING"] = raw[mark + 1 :]
     else:
         path, query = _split_target(environ, head, raw)
+        environ["QUERY_STRING"] = query
     environ["PATH_INFO"] = _decode_path(path) if "%" in path else path
-    environ["QUERY_STRING"] = query
-    environ["REQUEST_METHOD"] = head.method
     environ["RAW_URI"] = raw
     environ["REQUEST_URI"] = raw
-    environ["SERVER_PROTOCOL"] = _PROTOCOLS[head.version]
-    environ["wsgi.input"] = body
+    # the connection part holds the common values (_REQUEST_DEFAULTS)
+    method = head.method
+    if method != "GET":
+        environ["REQUEST_METHOD"] = method
+    version = head.version
+    if version != "1.1":
+        environ["SERVER_PROTOCOL"] = _PROTOCOLS[version]
+    if body is not EMPTY:
+        environ["wsgi.input"] = body
     keys = _header_keys
     headers = head.headers
     for name, value in headers:
@@ -271,10 +280,11 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
             key = _environ_key(name)
         if key is None:
             continue
-        if key in environ:
+        text = value.decode("latin-1")
+        size = len(environ)
+        before = environ.setdefault(key, text)  # one lookup where a key is new, as most are
+        if len(environ) == size:  # it was not: a repeated field
             if key == "HTTP_HOST" and target[0] != 47:
                 continue
-            environ[key] += ("; " if key == "HTTP_COOKIE" else ", ") + value.decode("latin-1")
-        else:
-            environ[key] = value.decode("latin-1")
+            environ[key] = before + ("; " if key == "HTTP_COOKIE" else ", ") + text
     return environ
