@@ -311,6 +311,48 @@ def test_no_http_host_without_host_header(server):
     assert phantom == []
 
 
+def test_each_request_on_a_connection_has_its_own_fields_when_they_repeat_and_change(server):
+    """Requests on one connection sending the same fields share the work of their keys
+    (environ.ConnectionEnviron): each still gets exactly its own fields and request line,
+    also after one that differs, and what an application changes in its environ stays in
+    its request."""
+    alike = [("X-A", "1"), ("Cookie", "c=1")]
+    steps = [
+        (build("GET", "/one", alike), {"HTTP_X_A": "1", "HTTP_COOKIE": "c=1"}),
+        (build("GET", "/two", alike), {"HTTP_X_A": "1", "HTTP_COOKIE": "c=1"}),
+        (build("GET", "/three?q=1", alike), {"HTTP_X_A": "1", "HTTP_COOKIE": "c=1"}),
+        (build("POST", "/four", alike, b"body"), {"HTTP_X_A": "1", "CONTENT_LENGTH": "4"}),
+        (build("GET", "/five", [("X-A", "2"), ("Cookie", "c=1")]), {"HTTP_X_A": "2"}),
+        (build("GET", "/six", [("Cookie", "c=1")]), {"HTTP_X_A": None, "HTTP_COOKIE": "c=1"}),
+        (build("GET", "/seven", alike), {"HTTP_X_A": "1", "CONTENT_LENGTH": None}),
+        (build("GET", "/eight", alike), {"HTTP_X_A": "1", "HTTP_COOKIE": "c=1"}),
+        (build("GET", "/changing", alike), {"HTTP_X_A": "changed", "HTTP_X_ADDED": "added"}),
+        (build("GET", "/nine", alike), {"HTTP_X_A": "1", "HTTP_X_ADDED": None}),
+        (build("GET", "/eleven", [("X-A", "3"), ("Cookie", "c=1")]), {"HTTP_X_A": "3"}),
+        (build("GET", "/twelve", [("X-A", "1"), ("Cookie", "c=2")]), {"HTTP_COOKIE": "c=2"}),
+        (build("GET", "/thirteen", alike), {"HTTP_X_A": "1", "HTTP_COOKIE": "c=1"}),
+        (
+            build("GET", "/last", alike, version="HTTP/1.0"),
+            {"SERVER_PROTOCOL": "HTTP/1.0"},
+        ),  # closes
+    ]
+    with server.connect() as sock:
+        for data, expected in steps:
+            sock.sendall(data)
+            status, _, body = read_response(sock)
+            assert status == 200, body
+            env = json.loads(body)
+            method, target, _ = data.split(b"\r\n", 1)[0].decode().split(" ")
+            path, _, query = target.partition("?")
+            assert env["REQUEST_METHOD"]["value"] == method, target
+            assert env["PATH_INFO"]["value"] == path and env["QUERY_STRING"]["value"] == query
+            assert env["RAW_URI"]["value"] == target
+            expected.setdefault("SERVER_PROTOCOL", "HTTP/1.1")
+            for key, value in expected.items():
+                assert env.get(key, {}).get("value") == value, (target, key)
+            assert env["HTTP_HOST"]["value"] == "test.example"
+
+
 def test_header_names_with_underscores_are_dropped(server):
     env = environ_of(
         server,

@@ -3,9 +3,9 @@ the integration side is tests/integration/test_wsgi.py)."""
 
 from __future__ import annotations
 
-from corral.apps.wsgi.environ import connection_environ, request_environ
+from corral.apps.wsgi.environ import ConnectionEnviron, connection_environ, request_environ
 from corral.apps.wsgi.input import EMPTY
-from corral.http.head import RequestHead
+from corral.http.head import RequestHead, parse_absolute_form
 
 HEADERS = [(b"Host", b"example.com"), (b"User-Agent", b"wrk"), (b"Accept", b"*/*")]
 
@@ -75,3 +75,29 @@ def test_a_uwsgi_listeners_part_has_no_request_key() -> None:
     part = base(http=False)
     assert "PATH_INFO" not in part and "QUERY_STRING" not in part and "wsgi.input" not in part
     assert part["REMOTE_ADDR"] == "127.0.0.1" and part["SERVER_PORT"] == "8000"
+
+
+def test_a_connections_environs_are_each_the_one_its_request_makes() -> None:
+    """ConnectionEnviron reuses the keys of fields that are the same objects as the request
+    before's (the compiled parser gives them so): each environ is still request_environ's."""
+    part = base(http=True)
+    environs = ConnectionEnviron(part)
+    host, agent, other = HEADERS[0], HEADERS[1], (b"User-Agent", b"curl")
+    heads = [
+        RequestHead("GET", b"/1", "1.1", [host, agent], True, None, False, False),
+        RequestHead("GET", b"http://a.example/2", "1.1", [host, agent], True, None, False, False),
+        RequestHead("GET", b"/3?q", "1.1", [host, agent], True, None, False, False),
+        RequestHead("GET", b"/4", "1.1", [host, agent], True, None, False, False),
+        RequestHead("GET", b"/5", "1.1", [host, agent], True, None, False, False),
+        RequestHead("GET", b"/6", "1.1", [host, other], True, None, False, False),
+        RequestHead("GET", b"/7", "1.1", [host, agent], True, None, False, False),
+        RequestHead("GET", b"/8", "1.1", [host, agent], True, None, False, False),
+        RequestHead("PUT", b"/9", "1.0", [host, agent], True, 2, False, False),
+        RequestHead("GET", b"/10", "1.1", [agent, host], True, None, False, False),
+    ]
+    heads[1].absolute = parse_absolute_form(heads[1].target)
+    for head in heads:
+        body = "BODY" if head.content_length else EMPTY
+        environ = environs.request(head, body)
+        assert environ == request_environ(part, head, body), head.target
+        environ["HTTP_USER_AGENT"] = "changed by the application"

@@ -396,7 +396,15 @@ def scheduling_app(environ, start_response):
     return [str(os.sched_getscheduler(0)).encode()]
 
 
+def changing_app(environ, start_response):
+    """Changes its environ, then describes it: the next request must not see the change."""
+    environ["HTTP_X_A"] = "changed"
+    environ["HTTP_X_ADDED"] = "added"
+    return environ_app(environ, start_response)
+
+
 ROUTES = {
+    "/changing": changing_app,
     "/running-loop": running_loop_app,
     "/scheduling": scheduling_app,
     "/garbage": garbage_app,

@@ -246,8 +246,31 @@ _MISSING = object()
 
 
 def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[str, Any]:
-    """A fresh environ for one request, from the connection's constant part."""
+    """A fresh environ for one request, from the connection's constant part (made by
+    `connection_environ` with ``http``: it holds the common values of the request's keys)."""
     environ = base.copy()
+    _request_part(environ, head, body)
+    target = head.target
+    keys = _header_keys
+    headers = head.headers
+    for name, value in headers:
+        key = keys.get(name, _MISSING)
+        if key is _MISSING:
+            key = _environ_key(name)
+        if key is None:
+            continue
+        text = value.decode("latin-1")
+        size = len(environ)
+        before = environ.setdefault(key, text)  # one lookup where a key is new, as most are
+        if len(environ) == size:  # it was not: a repeated field
+            if key == "HTTP_HOST" and target[0] != 47:
+                continue
+            environ[key] = before + ("; " if key == "HTTP_COOKIE" else ", ") + text
+    return environ
+
+
+def _request_part(environ: dict[str, Any], head: RequestHead, body: Any) -> None:
+    """The keys of the request line and body, where they differ from the common values."""
     target = head.target
     raw = target.decode("latin-1")
     if target[0] == 47 and b"#" not in target:  # origin-form, the common case
@@ -272,19 +295,51 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
         environ["SERVER_PROTOCOL"] = _PROTOCOLS[version]
     if body is not EMPTY:
         environ["wsgi.input"] = body
-    keys = _header_keys
-    headers = head.headers
-    for name, value in headers:
-        key = keys.get(name, _MISSING)
-        if key is _MISSING:
-            key = _environ_key(name)
-        if key is None:
-            continue
-        text = value.decode("latin-1")
-        size = len(environ)
-        before = environ.setdefault(key, text)  # one lookup where a key is new, as most are
-        if len(environ) == size:  # it was not: a repeated field
-            if key == "HTTP_HOST" and target[0] != 47:
-                continue
-            environ[key] = before + ("; " if key == "HTTP_COOKIE" else ", ") + text
-    return environ
+
+
+class ConnectionEnviron:
+    """The environs of one HTTP connection's requests: its constant part (``base``), and once
+    two requests in a row sent the same header fields, which most clients do on a connection,
+    that part with their keys (``template``): a request sending them again copies it, and its
+    fields are not looked up or decoded again. The same fields are the same objects: the
+    parser gives a field of the request before again when it is byte for byte the same."""
+
+    __slots__ = ("base", "fields", "template")
+
+    def __init__(self, base: dict[str, Any]) -> None:
+        self.base = base
+        self.fields: list[tuple[bytes, bytes]] | None = None  # the last request's fields
+        self.template: dict[str, Any] | None = None
+
+    def request(self, head: RequestHead, body: Any) -> dict[str, Any]:
+        """A fresh environ for one request (as `request_environ` makes it)."""
+        fields = head.headers
+        last = self.fields
+        self.fields = fields
+        alike = last is not None and _same_objects(last, fields)
+        template = self.template
+        if alike and template is not None:
+            environ = template.copy()
+            _request_part(environ, head, body)
+            return environ
+        environ = request_environ(self.base, head, body)
+        # the second request alike: the part with their keys serves the next ones (not from
+        # an absolute-form target, whose authority is its HTTP_HOST rather than a field's)
+        if alike and head.target[0] == 47:
+            template = self.base.copy()
+            for key in environ:
+                if key not in template:
+                    template[key] = environ[key]
+            self.template = template
+        else:
+            self.template = None
+        return environ
+
+
+def _same_objects(these: list[Any], those: list[Any]) -> bool:
+    if len(these) != len(those):
+        return False
+    for index in range(len(these)):  # noqa: SIM110 (all() would make a generator per call)
+        if these[index] is not those[index]:
+            return False
+    return True

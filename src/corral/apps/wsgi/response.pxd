@@ -2,7 +2,7 @@
 
 cimport cython
 
-from corral.apps.wsgi.environ cimport request_environ
+from corral.apps.wsgi.environ cimport ConnectionEnviron, request_environ
 from corral.http.head cimport RequestHead
 from corral.http.response cimport ResponseHead, build_head
 from corral.server.connection cimport Exchange, HttpConnection
@@ -16,7 +16,7 @@ cdef class Output:
 
 cdef class WsgiCall:
     cdef public object app
-    cdef public dict environ
+    cdef public ConnectionEnviron environ
     cdef public HttpConnection conn
     cdef public Exchange exchange
     cdef public Output out
@@ -34,8 +34,9 @@ cdef class WsgiCall:
 
     cpdef bytes _head(self, object body_length)
     cpdef run(self)
+    @cython.locals(part=ConnectionEnviron, environ=dict)
     cpdef _run(self)
 
-@cython.locals(call=WsgiCall, request=RequestHead, forwarded=object)
+@cython.locals(call=WsgiCall, request=RequestHead)
 cpdef WsgiCall make_call(object adapter, HttpConnection conn, Exchange exchange, Output out,
-                         dict environ, bint uwsgi)
+                         ConnectionEnviron environ, bint uwsgi)

@@ -27,7 +27,12 @@ from asyncio import _set_running_loop
 from typing import Any
 
 from corral.apps.deadline import RequestTimeoutExceeded
-from corral.apps.wsgi.environ import forwarded_environ, request_environ, uwsgi_environ
+from corral.apps.wsgi.environ import (
+    ConnectionEnviron,
+    forwarded_environ,
+    request_environ,
+    uwsgi_environ,
+)
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.input import ClientDisconnected
 from corral.http.errors import error_response
@@ -74,7 +79,7 @@ def make_call(
     conn: HttpConnection,
     exchange: Exchange,
     out: Output,
-    environ: dict[str, Any],
+    environ: ConnectionEnviron,
     uwsgi: bool,
 ) -> WsgiCall:
     """A new call, without a constructor call's argument parsing: compiled, an allocation and
@@ -84,10 +89,7 @@ def make_call(
     # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
     # on a plain listener or an application without targets)
     call.app = adapter.targets[exchange.target]
-    # the connection's constant part; with a trusted proxy's client and scheme when its
-    # headers named them (Exchange.forwarded: read on `forwarded` listeners only)
-    forwarded = exchange.forwarded
-    call.environ = environ if forwarded is None else forwarded_environ(environ, forwarded)
+    call.environ = environ
     call.conn = conn
     call.exchange = exchange
     call.out = out
@@ -223,10 +225,17 @@ class WsgiCall:
     def _run(self) -> None:
         exchange = self.exchange
         try:
+            part = self.environ
+            forwarded = exchange.forwarded
             if self.uwsgi:
-                environ = uwsgi_environ(self.environ, exchange.head, exchange.body)
+                environ = uwsgi_environ(part.base, exchange.head, exchange.body)
+            elif forwarded is None:
+                environ = part.request(exchange.head, exchange.body)
             else:
-                environ = request_environ(self.environ, exchange.head, exchange.body)
+                # a trusted proxy's client and scheme, as its headers named them
+                # (Exchange.forwarded: read on `forwarded` listeners only)
+                base = forwarded_environ(part.base, forwarded)
+                environ = request_environ(base, exchange.head, exchange.body)
             result = self.app(environ, self.start_response)
         except _APP_ERRORS as exc:
             self.fail(exc)

@@ -40,7 +40,7 @@ from functools import partial
 from typing import Any
 
 from corral.apps.deadline import TimedApp, Watchdog
-from corral.apps.wsgi.environ import Mounted, connection_environ
+from corral.apps.wsgi.environ import ConnectionEnviron, Mounted, connection_environ
 from corral.apps.wsgi.errors import ErrorStream
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.hooked import hooked_application
@@ -320,7 +320,7 @@ class WsgiAdapter(Adapter):
             self.watchdog,
         )
 
-    def _connection_state(self, conn: HttpConnection) -> tuple[dict[str, Any], LoopOutput, bool]:
+    def _connection_state(self, conn: HttpConnection) -> tuple[ConnectionEnviron, LoopOutput, bool]:
         """The per-connection environ part, output and kind of call, made on its first request.
 
         The kind is chosen here, once per connection: a uwsgi listener's calls (never routed,
@@ -345,7 +345,7 @@ class WsgiAdapter(Adapter):
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        state = conn.adapter_state = (environ, LoopOutput(conn), uwsgi)
+        state = conn.adapter_state = (ConnectionEnviron(environ), LoopOutput(conn), uwsgi)
         return state
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
