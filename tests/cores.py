@@ -21,6 +21,13 @@ def request_parser(core: str) -> type:
     """The ``RequestParser`` class of ``core``."""
     if core == "python":
         return python_parser.RequestParser
+    if not core_choice.NATIVE:
+        # the compiled parser makes the compiled RequestHead in C: beside the Python twins
+        # (this process runs the Python core) it would write into the Python class's objects
+        if core_choice.REQUESTED_PYTHON:
+            pytest.skip("CORRAL_NO_EXTENSIONS=1: this process runs the Python core")
+        if core_choice.STALE is not None:
+            pytest.fail(f"the compiled core is older than {core_choice.STALE}: pip install -e .")
     try:
         return importlib.import_module("corral.http._parser").RequestParser
     except ImportError:

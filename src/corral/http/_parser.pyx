@@ -22,7 +22,17 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
-from corral.http.head import RequestHead, parse_absolute_form
+from corral.http.head cimport RequestHead
+
+from importlib.machinery import EXTENSION_SUFFIXES
+
+from corral.http import head as _head_module
+from corral.http.head import parse_absolute_form
+
+# heads are made in C as the compiled RequestHead: beside the Python twins (the Python core,
+# corral/core.py) their fields would be written into objects of another layout
+if not _head_module.__file__.endswith(tuple(EXTENSION_SUFFIXES)):
+    raise ImportError("corral.http._parser runs with the compiled core only")
 
 # character classes (the same as the regular expressions of parser.py)
 cdef unsigned char TCHAR[256]  # token
@@ -557,21 +567,21 @@ cdef class RequestParser:
         self._then = UPGRADED if upgrading else START if keep_alive else CLOSED
         self.head_bytes = 0
         self._head_done = 0
-        length = self._content_length if self._has_length else None
-        self._sink.on_request(
-            RequestHead(
-                method,
-                target,
-                version,
-                self._headers,
-                keep_alive,
-                length,
-                chunked,
-                # RFC 9110 10.1.1: an HTTP/1.0 expectation is ignored
-                self._expect and version is V11 and (chunked or self._content_length != 0),
-                absolute,
-            )
+        # made in C, not by a constructor call: its fields are those of RequestHead.__init__
+        cdef RequestHead head = RequestHead.__new__(RequestHead)
+        head.method = method
+        head.target = target
+        head.version = version
+        head.headers = self._headers
+        head.keep_alive = keep_alive
+        head.content_length = self._content_length if self._has_length else None
+        head.chunked = chunked
+        # RFC 9110 10.1.1: an HTTP/1.0 expectation is ignored
+        head.expect_continue = (
+            self._expect and version is V11 and (chunked or self._content_length != 0)
         )
+        head.absolute = absolute
+        self._sink.on_request(head)
         if upgrading or not (chunked or self._content_length):
             self._message_end()  # an upgrade's bytes are the other protocol's
         elif chunked:
