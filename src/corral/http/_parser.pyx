@@ -11,7 +11,9 @@ made per byte, line or header.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport uint64_t
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memchr, memcmp
 
 from corral.http.errors import (
@@ -22,7 +24,7 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
-from corral.http.head cimport RequestHead
+from corral.http.head cimport Limits, RequestHead
 
 from importlib.machinery import EXTENSION_SUFFIXES
 
@@ -66,7 +68,7 @@ cdef void _tables():
 
 _tables()
 
-DEF NAMES_MAX = 1024
+DEF NAME_SLOTS = 256  # a power of two
 
 # states
 DEF START = 0
@@ -89,7 +91,11 @@ DEF EXPECT = 4
 DEF CONNECTION = 5
 DEF UPGRADE = 6
 
-cdef dict _names = {}  # a header name as received -> that name, one object for every request
+# header names as received, one object for every request that sends the name so (its hash,
+# once computed, stays with it: the environ's key lookup does not hash it again); slots are
+# chosen by an FNV-1a hash of the bytes, which is cheaper than the bytes' own (SipHash), and a
+# name whose slot is taken replaces it: a client sending many names cannot grow it
+cdef PyObject* _name_slots[NAME_SLOTS]
 
 cdef str V11 = "1.1"
 cdef str V10 = "1.0"
@@ -128,12 +134,22 @@ cdef int _kind(const unsigned char* p, Py_ssize_t n):
 
 
 cdef object _name(const unsigned char* p, Py_ssize_t n):
+    cdef uint32_t h = 2166136261
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ p[i]) * 16777619
+    h &= NAME_SLOTS - 1
+    cdef PyObject* slot = _name_slots[h]
+    if (
+        slot != NULL
+        and PyBytes_GET_SIZE(<object>slot) == n
+        and memcmp(PyBytes_AS_STRING(<object>slot), p, n) == 0
+    ):
+        return <object>slot
     name = PyBytes_FromStringAndSize(<const char*>p, n)
-    known = _names.get(name)
-    if known is not None:
-        return known
-    if len(_names) < NAMES_MAX:
-        _names[name] = name
+    Py_INCREF(name)
+    _name_slots[h] = <PyObject*>name
+    Py_XDECREF(slot)
     return name
 
 
@@ -190,7 +206,7 @@ cdef class RequestParser:
     cdef public bint ended  # no further request will be parsed on this connection
     cdef public Py_ssize_t head_bytes  # bytes of the head being received (0 between requests)
 
-    def __init__(self, sink, limits):
+    def __init__(self, sink, Limits limits):
         self._sink = sink
         self._line_limit = limits.request_line
         self._fields = limits.fields

@@ -153,7 +153,7 @@ class LoopOutput(Output):
     """Output straight to the connection, on the loop thread (one per connection)."""
 
     def __init__(self, conn: HttpConnection) -> None:
-        super().__init__(True)
+        self.on_loop = True  # Output's field, set here: one per connection, no super() call
         self.conn = conn
 
     @property
