@@ -8,9 +8,11 @@ cdef class Forwarding:
     cdef public bint recursive
     cdef public object client_ip
     cdef public object protocol
-    cdef public frozenset _lengths
+    cdef public Py_ssize_t _ip_length
+    cdef public Py_ssize_t _protocol_length
 
     cpdef bint trusts(self, object peer)
 
-    @cython.locals(values=list, name=bytes, value=bytes, lowered=bytes)
+    @cython.locals(values=list, name=bytes, value=bytes, lowered=bytes, length=Py_ssize_t,
+                   ip_length=Py_ssize_t, protocol_length=Py_ssize_t)
     cpdef resolve(self, list headers)
