@@ -38,5 +38,5 @@ cdef class WsgiCall:
     cpdef _run(self)
 
 @cython.locals(call=WsgiCall, request=RequestHead)
-cpdef WsgiCall make_call(object adapter, HttpConnection conn, Exchange exchange, Output out,
-                         ConnectionEnviron environ, bint uwsgi)
+cpdef WsgiCall make_call(tuple targets, object log, HttpConnection conn, Exchange exchange,
+                         Output out, ConnectionEnviron environ, bint uwsgi)

@@ -75,7 +75,8 @@ class Output:
 
 
 def make_call(
-    adapter: Any,
+    targets: tuple[Any, ...],
+    log: Any,
     conn: HttpConnection,
     exchange: Exchange,
     out: Output,
@@ -88,12 +89,12 @@ def make_call(
     call.uwsgi = uwsgi
     # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
     # on a plain listener or an application without targets)
-    call.app = adapter.targets[exchange.target]
+    call.app = targets[exchange.target]
     call.environ = environ
     call.conn = conn
     call.exchange = exchange
     call.out = out
-    call.log = adapter.log
+    call.log = log
     request = exchange.head
     call.keep_alive = request.keep_alive
     call.discard_body = request.method == "HEAD"

@@ -352,16 +352,30 @@ class WsgiAdapter(Adapter):
         environ, loop_output, uwsgi = conn.adapter_state or self._connection_state(conn)
         if self.pool is None:
             if not exchange.streaming:
-                make_call(self, conn, exchange, loop_output, environ, uwsgi).run()
+                make_call(self.targets, self.log, conn, exchange, loop_output, environ, uwsgi).run()
                 return
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
             job = make_call(
-                self, conn, exchange, ThreadOutput(self, conn, exchange), environ, uwsgi
+                self.targets,
+                self.log,
+                conn,
+                exchange,
+                ThreadOutput(self, conn, exchange),
+                environ,
+                uwsgi,
             )
             self._helper.submit(job.run)
             return
-        job = make_call(self, conn, exchange, ThreadOutput(self, conn, exchange), environ, uwsgi)
+        job = make_call(
+            self.targets,
+            self.log,
+            conn,
+            exchange,
+            ThreadOutput(self, conn, exchange),
+            environ,
+            uwsgi,
+        )
         self.pool.add(job.run)
         if not self._wake_planned:
             # a thread woken now would take the CPU from the loop (one core: the wake-up
