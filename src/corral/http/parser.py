@@ -133,6 +133,7 @@ class RequestParser:
         "_line_limit",
         "_method",
         "_partial",
+        "_previous",
         "_remaining",
         "_sink",
         "_state",
@@ -160,6 +161,10 @@ class RequestParser:
         self._state = _START
         self._partial = b""
         self._then = _START  # where the request being parsed leaves the connection
+        # the fields of the request before, by position: a field sent again byte for byte is
+        # given as the same object (as the compiled parser does; what the environ's
+        # ConnectionEnviron relies on to reuse its keys)
+        self._previous: list[tuple[bytes, bytes]] = []
         self._reset()
 
     def _reset(self) -> None:
@@ -355,6 +360,7 @@ class RequestParser:
         call per field would cost as much as its checks; ``checked``: their syntax is known
         to be good (`_FIELD_BLOCK`)."""
         headers = self._headers
+        previous = self._previous
         most = self._fields
         size = self._field_size
         limit = size + 2
@@ -382,9 +388,17 @@ class RequestParser:
                     # the head would frame the message otherwise than corral did
                     raise BadRequest("a framing field in the trailers")
                 continue
-            if len(headers) >= most:
+            position = len(headers)
+            if position >= most:
                 raise HeaderFieldsTooLarge("too many header fields")
-            headers.append((name, value))
+            if position < len(previous):
+                field = previous[position]
+                if field[0] != name or field[1] != value:
+                    field = previous[position] = (name, value)
+            else:
+                field = (name, value)
+                previous.append(field)
+            headers.append(field)
             kind = _kinds.get(name)
             if kind is None:
                 kind = _kind(name)
