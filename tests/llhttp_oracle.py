@@ -30,7 +30,7 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
-from corral.http.head import Limits, RequestHead, RequestSink, parse_absolute_form
+from corral.http.head import Limits, Parser, RequestHead, RequestSink, parse_absolute_form
 
 _VERSIONS = {"1.1", "1.0"}
 # The fields that frame a request, by kind; every other name is kind 0. Names
@@ -56,7 +56,7 @@ def _field_kind(name: bytes) -> int:
 _METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 
 
-class RequestParser:
+class RequestParser(Parser):
     """Feeds bytes to llhttp and reports heads, body chunks and ends to a sink."""
 
     __slots__ = (
@@ -79,9 +79,7 @@ class RequestParser:
         "_te_seen",
         "_trailers",
         "_url",
-        "ended",  # no further request will be parsed on this connection
-        "head_bytes",
-    )
+    )  # and Parser's: ended, head_bytes
 
     def __init__(self, sink: RequestSink, limits: Limits) -> None:
         self._sink = sink

@@ -24,7 +24,7 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
-from corral.http.head cimport Limits, RequestHead
+from corral.http.head cimport Limits, Parser, RequestHead
 
 from importlib.machinery import EXTENSION_SUFFIXES
 
@@ -169,7 +169,7 @@ cdef inline bint _equal(bytes known, const unsigned char* p, Py_ssize_t n):
     return PyBytes_GET_SIZE(known) == n and memcmp(PyBytes_AS_STRING(known), p, n) == 0
 
 
-cdef class RequestParser:
+cdef class RequestParser(Parser):
     """Parses requests from the bytes fed to it and reports them to a sink."""
 
     cdef object _sink
@@ -203,8 +203,6 @@ cdef class RequestParser:
     cdef bint _connection_upgrade
     cdef bint _upgrade
     cdef int _then  # where the request being parsed leaves the connection
-    cdef public bint ended  # no further request will be parsed on this connection
-    cdef public Py_ssize_t head_bytes  # bytes of the head being received (0 between requests)
 
     def __init__(self, sink, Limits limits):
         self._sink = sink
@@ -242,13 +240,13 @@ cdef class RequestParser:
         self._remaining = 0
         self._trailers = 0
 
-    def detach(self):
+    cpdef detach(self):
         """The sink's connection closed: as parser.RequestParser.detach."""
         self.ended = True
         self._sink = None
         self._begin = None
 
-    def feed(self, data):
+    cpdef feed(self, data):
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""
         if type(data) is not bytes:
             data = bytes(data)

@@ -7,6 +7,13 @@ cdef class Limits:
     cdef public Py_ssize_t body
     cdef public Py_ssize_t head
 
+cdef class Parser:
+    cdef public bint ended
+    cdef public Py_ssize_t head_bytes
+
+    cpdef feed(self, data)
+    cpdef detach(self)
+
 cdef class RequestHead:
     cdef public str method
     cdef public bytes target

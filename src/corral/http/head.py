@@ -90,6 +90,24 @@ class RequestHead:
         return "HTTP/" + self.version
 
 
+class Parser:
+    """What every request parser is to its connection (`corral.http.parser`, its compiled
+    twin, `corral.http.uwsgi`): fed the bytes read, detached when the connection closes, and
+    telling whether a further request can come (``ended``) and how many bytes of a head it
+    holds (``head_bytes``, 0 between requests). A base class, not a protocol, so that the
+    compiled connection reads these and calls ``feed`` in C."""
+
+    __slots__ = ("ended", "head_bytes")
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``; raises `corral.http.errors.HttpError` for anything not served."""
+        raise NotImplementedError
+
+    def detach(self) -> None:
+        """The sink's connection closed: no further event reaches it."""
+        raise NotImplementedError
+
+
 class RequestSink(Protocol):
     """What the parser reports to: the connection, or on a routed listener its route
     (corral/server/routed.py's RouteState), which passes on to it. A sink with an

@@ -51,7 +51,7 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
-from corral.http.head import Limits, RequestHead, RequestSink, parse_absolute_form
+from corral.http.head import Limits, Parser, RequestHead, RequestSink, parse_absolute_form
 
 _TCHAR = rb"!#$%&'*+\-.^_`|~0-9A-Za-z"
 _TOKEN = re.compile(rb"[%s]+" % _TCHAR)
@@ -111,7 +111,7 @@ def _kind(name: bytes) -> int:
     return kind
 
 
-class RequestParser:
+class RequestParser(Parser):
     """Parses requests from the bytes fed to it and reports them to a sink."""
 
     __slots__ = (
@@ -143,9 +143,7 @@ class RequestParser:
         "_trailers",
         "_upgrade",
         "_version",
-        "ended",  # no further request will be parsed on this connection
-        "head_bytes",  # bytes of the head being received (0 between requests)
-    )
+    )  # and Parser's: ended, head_bytes
 
     def __init__(self, sink: RequestSink, limits: Limits) -> None:
         self._sink = sink

@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from corral.http.errors import BadRequest, ContentTooLarge, HeaderFieldsTooLarge, UriTooLong
-from corral.http.head import Limits, RequestHead, RequestSink
+from corral.http.head import Limits, Parser, RequestHead, RequestSink
 
 HEADER_SIZE = 4
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
@@ -74,7 +74,7 @@ def _scheme(variables: dict[str, str]) -> str:
     return _SCHEMES.get(variables.get("REQUEST_SCHEME", "").lower(), "http")
 
 
-class UwsgiParser:
+class UwsgiParser(Parser):
     """Reads one uwsgi request (packet and body) and reports it to a sink."""
 
     __slots__ = (
@@ -87,9 +87,7 @@ class UwsgiParser:
         "_remaining",
         "_sink",
         "_size",
-        "ended",
-        "head_bytes",
-    )
+    )  # and Parser's: ended, head_bytes
 
     def __init__(self, sink: RequestSink, limits: Limits) -> None:
         self._sink = sink

@@ -2,7 +2,7 @@
 
 cimport cython
 
-from corral.http.head cimport RequestHead
+from corral.http.head cimport Parser, RequestHead
 
 cdef class Exchange
 cdef class HttpConnection
@@ -56,7 +56,7 @@ cdef class HttpConnection:
     cdef public object sockname
     cdef public object transport
     cdef public object route
-    cdef public object parser
+    cdef public Parser parser
     cdef public object reader
     cdef public bint trusted
     cdef public object pipeline
