@@ -27,13 +27,13 @@ import micro
 
 from corral.apps.wsgi.environ import connection_environ, request_environ
 from corral.core import NAME, RequestParser
-from corral.http.head import Limits
+from corral.http.head import Limits, RequestSink
 from corral.http.response import build_head
 
 N = 200_000
 
 
-class Keep:
+class Keep(RequestSink):
     head = None
 
     def on_request(self, head) -> None:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from corral.http.errors import HttpError
-from corral.http.head import Limits
+from corral.http.head import Limits, RequestSink
 from corral.server.handoff import message_end
 from tests.llhttp_oracle import RequestParser as LlhttpParser
 
@@ -319,7 +319,7 @@ def mutate(choose: Chooser, data: bytes) -> bytes:
 LIMITS = Limits(request_line=64, fields=8, field_size=64, body=100)
 
 
-class _Recorder:
+class _Recorder(RequestSink):
     __slots__ = ("events",)
 
     def __init__(self) -> None:

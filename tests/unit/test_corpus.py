@@ -22,14 +22,14 @@ import pytest
 
 from corral.apps.wsgi.environ import request_environ, set_unsafe_fields
 from corral.http.errors import HttpError
-from corral.http.head import Limits, RequestHead
+from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.parser import RequestParser
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 MODES = ("whole", "split", "bytes")
 
 
-class Recorder:
+class Recorder(RequestSink):
     """A parser sink that keeps every event in order."""
 
     def __init__(self) -> None:

@@ -4,10 +4,10 @@ change in place, or grow and shrink in number."""
 
 from __future__ import annotations
 
-from corral.http.head import Limits, RequestHead
+from corral.http.head import Limits, RequestHead, RequestSink
 
 
-class Heads:
+class Heads(RequestSink):
     def __init__(self) -> None:
         self.heads: list[RequestHead] = []
 

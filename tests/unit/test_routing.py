@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.http.head import Limits
+from corral.http.head import Limits, RequestSink
 from corral.http.parser import RequestParser
 from corral.routing import (
     BAD_REQUEST,
@@ -971,7 +971,7 @@ def test_normalized_paths_are_clean_and_stable(segments: list[str]) -> None:
 # -- the request as the worker builds it ----------------------------------------------------------
 
 
-class Heads:
+class Heads(RequestSink):
     def __init__(self) -> None:
         self.heads: list[Any] = []
 

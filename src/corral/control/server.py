@@ -32,7 +32,7 @@ from corral.control import api, state
 from corral.control.options import ControlOptions
 from corral.core import RequestParser
 from corral.http.errors import ContentTooLarge, HttpError
-from corral.http.head import Limits, RequestHead
+from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.response import server_fields, server_head
 from corral.master.listeners import bind, describe
 
@@ -132,7 +132,7 @@ class ControlServer:
                 os.unlink(address.path)
 
 
-class ControlConnection(asyncio.Protocol):
+class ControlConnection(asyncio.Protocol, RequestSink):
     """One connection to the control socket: one request, one answer."""
 
     def __init__(self, server: ControlServer) -> None:

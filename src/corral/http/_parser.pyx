@@ -24,7 +24,7 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
-from corral.http.head cimport Limits, Parser, RequestHead
+from corral.http.head cimport Limits, Parser, RequestHead, RequestSink
 
 from importlib.machinery import EXTENSION_SUFFIXES
 
@@ -172,7 +172,7 @@ cdef inline bint _equal(bytes known, const unsigned char* p, Py_ssize_t n):
 cdef class RequestParser(Parser):
     """Parses requests from the bytes fed to it and reports them to a sink."""
 
-    cdef object _sink
+    cdef RequestSink _sink
     cdef object _begin
     cdef bytes _partial
     cdef list _headers

@@ -7,6 +7,13 @@ cdef class Limits:
     cdef public Py_ssize_t body
     cdef public Py_ssize_t head
 
+cdef class RequestHead
+
+cdef class RequestSink:
+    cpdef on_request(self, RequestHead head)
+    cpdef on_body(self, chunk)
+    cpdef on_request_end(self)
+
 cdef class Parser:
     cdef public bint ended
     cdef public Py_ssize_t head_bytes

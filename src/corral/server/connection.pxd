@@ -2,7 +2,7 @@
 
 cimport cython
 
-from corral.http.head cimport Parser, RequestHead
+from corral.http.head cimport Parser, RequestHead, RequestSink
 
 cdef class Exchange
 cdef class HttpConnection
@@ -49,7 +49,7 @@ cdef class Exchange:
 
     cpdef start(self, HttpConnection conn)
 
-cdef class HttpConnection:
+cdef class HttpConnection(RequestSink):
     cdef public ServerState server
     cdef public object loop
     cdef public object plan
@@ -78,6 +78,10 @@ cdef class HttpConnection:
     cpdef Exchange _enqueue(self, Exchange exchange)
     @cython.locals(exchange=Exchange)
     cpdef _dispatch(self)
+    @cython.locals(server=ServerState)
+    cpdef on_request(self, RequestHead head)
+    cpdef on_body(self, chunk)
+    cpdef on_request_end(self)
     cpdef write(self, data)
     @cython.locals(server=ServerState, served=Py_ssize_t, body=object)
     cpdef finish(self, Exchange exchange, bint keep_alive, bytes last=*)

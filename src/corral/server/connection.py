@@ -38,7 +38,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from corral.http.errors import HttpError, RequestTimeout, error_response
-from corral.http.head import Limits, RequestHead
+from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.proxyheader import ProxyHeaderError
 from corral.server.plan import PLAIN, ListenerPlan
 
@@ -141,9 +141,10 @@ class Exchange:
         conn.server.adapter.run(conn, self)
 
 
-class HttpConnection:
+class HttpConnection(RequestSink):
     """One client connection, running its listener's plan (corral/server/plan.py): an
-    asyncio protocol (no base class: compiled, it is an extension type, never subclassed)."""
+    asyncio protocol (no asyncio base class: compiled, it is an extension type, never
+    subclassed) and its parser's sink."""
 
     __slots__ = (
         "_dispatching",

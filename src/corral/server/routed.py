@@ -67,7 +67,7 @@ from typing import Any
 
 from corral.filters.forwarded import Forwarding
 from corral.http.errors import error_response
-from corral.http.head import RequestHead
+from corral.http.head import RequestHead, RequestSink
 from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
 from corral.server.connection import BUSY, NEVER, Exchange, HttpConnection, ServerState
@@ -184,7 +184,7 @@ def reply(
     return data if head.method == "HEAD" else data + body.encode("latin-1")
 
 
-class RouteState:
+class RouteState(RequestSink):
     """A connection's routing (``HttpConnection.route``, on a routed listener only).
 
     It is the parser's sink: the parser tells it where each request begins
