@@ -59,7 +59,7 @@ cdef class HttpConnection(RequestSink):
     cdef public Parser parser
     cdef public object reader
     cdef public bint trusted
-    cdef public object pipeline
+    cdef public list pipeline
     cdef public Exchange active
     cdef public Exchange receiving
     cdef public int state

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import deque
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Protocol
@@ -191,7 +190,9 @@ class HttpConnection(RequestSink):
         self.reader: Any = None
         # whether the peer is a proxy whose `forwarded` headers count (listeners with it only)
         self.trusted = False
-        self.pipeline: deque[Exchange] = deque()
+        # a list, not a deque: it holds one exchange but for pipelined requests, and compiled
+        # its append, first item and removal are C calls, not method calls
+        self.pipeline: list[Exchange] = []
         self.active: Exchange | None = None
         self.receiving: Exchange | None = None
         self.state = HEAD
@@ -439,7 +440,7 @@ class HttpConnection(RequestSink):
         if server.on_finish is not None:
             server.on_finish(self, exchange)
         if self.pipeline and self.pipeline[0] is exchange:
-            self.pipeline.popleft()
+            del self.pipeline[0]
         self.active = None
         body = exchange.body
         if body is not server.empty_body:
