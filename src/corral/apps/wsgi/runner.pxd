@@ -29,7 +29,7 @@ cdef class WsgiAdapter(Adapter):
 
     cpdef make_body(self, HttpConnection conn, Exchange exchange)
     # job: an object, not the call's type, for the bound run() a thread calls
-    @cython.locals(job=object)
+    @cython.locals(job=object, out=Output)
     cpdef run(self, HttpConnection conn, Exchange exchange)
 
 cdef class ThreadOutput(Output):

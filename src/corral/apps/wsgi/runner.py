@@ -350,32 +350,16 @@ class WsgiAdapter(Adapter):
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
         environ, loop_output, uwsgi = conn.adapter_state or self._connection_state(conn)
-        if self.pool is None:
-            if not exchange.streaming:
-                make_call(self.targets, self.log, conn, exchange, loop_output, environ, uwsgi).run()
-                return
+        if self.pool is None and not exchange.streaming:
+            make_call(self.targets, self.log, conn, exchange, loop_output, environ, uwsgi).run()
+            return
+        out = ThreadOutput(self, conn, exchange)
+        job = make_call(self.targets, self.log, conn, exchange, out, environ, uwsgi)
+        if self.pool is None:  # a streamed body on one thread: read by a helper thread
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
-            job = make_call(
-                self.targets,
-                self.log,
-                conn,
-                exchange,
-                ThreadOutput(self, conn, exchange),
-                environ,
-                uwsgi,
-            )
             self._helper.submit(job.run)
             return
-        job = make_call(
-            self.targets,
-            self.log,
-            conn,
-            exchange,
-            ThreadOutput(self, conn, exchange),
-            environ,
-            uwsgi,
-        )
         self.pool.add(job.run)
         if not self._wake_planned:
             # a thread woken now would take the CPU from the loop (one core: the wake-up
