@@ -81,7 +81,7 @@ def test_a_connections_environs_are_each_the_one_its_request_makes() -> None:
     """ConnectionEnviron reuses the keys of fields that are the same objects as the request
     before's (the compiled parser gives them so): each environ is still request_environ's."""
     part = base(http=True)
-    environs = ConnectionEnviron(part)
+    environs = ConnectionEnviron(part, uwsgi=False)
     host, agent, other = HEADERS[0], HEADERS[1], (b"User-Agent", b"curl")
     heads = [
         RequestHead("GET", b"/1", "1.1", [host, agent], True, None, False, False),
@@ -98,6 +98,6 @@ def test_a_connections_environs_are_each_the_one_its_request_makes() -> None:
     heads[1].absolute = parse_absolute_form(heads[1].target)
     for head in heads:
         body = "BODY" if head.content_length else EMPTY
-        environ = environs.request(head, body)
+        environ = environs.request(head, body, None)
         assert environ == request_environ(part, head, body), head.target
         environ["HTTP_USER_AGENT"] = "changed by the application"

@@ -16,9 +16,10 @@ cdef class ConnectionEnviron:
     cdef public dict base
     cdef public list fields
     cdef public dict template
+    cdef public bint uwsgi
 
     @cython.locals(fields=list, last=list, alike=bint, template=dict, environ=dict)
-    cpdef dict request(self, RequestHead head, object body)
+    cpdef dict request(self, RequestHead head, object body, object forwarded)
 
 @cython.locals(index=Py_ssize_t)
 cdef bint _same_objects(list these, list those)

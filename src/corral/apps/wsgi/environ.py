@@ -298,21 +298,30 @@ def _request_part(environ: dict[str, Any], head: RequestHead, body: Any) -> None
 
 
 class ConnectionEnviron:
-    """The environs of one HTTP connection's requests: its constant part (``base``), and once
-    two requests in a row sent the same header fields, which most clients do on a connection,
-    that part with their keys (``template``): a request sending them again copies it, and its
-    fields are not looked up or decoded again. The same fields are the same objects: the
-    parser gives a field of the request before again when it is byte for byte the same."""
+    """The environs of one connection's requests, from its constant part (``base``).
 
-    __slots__ = ("base", "fields", "template")
+    ``uwsgi``: the connection's requests are read from uwsgi packets, and each environ is the
+    packet's vars over that part (`uwsgi_environ`). Over HTTP, once two requests in a row sent
+    the same header fields, which most clients do on a connection, the part is kept with
+    their keys (``template``): a request sending them again copies it, and its fields are
+    not looked up or decoded again. The same fields are the same objects: the parser gives a
+    field of the request before again when it is byte for byte the same."""
 
-    def __init__(self, base: dict[str, Any]) -> None:
+    __slots__ = ("base", "fields", "template", "uwsgi")
+
+    def __init__(self, base: dict[str, Any], uwsgi: bool) -> None:
         self.base = base
+        self.uwsgi = uwsgi
         self.fields: list[tuple[bytes, bytes]] | None = None  # the last request's fields
         self.template: dict[str, Any] | None = None
 
-    def request(self, head: RequestHead, body: Any) -> dict[str, Any]:
-        """A fresh environ for one request (as `request_environ` makes it)."""
+    def request(self, head: RequestHead, body: Any, forwarded: Any) -> dict[str, Any]:
+        """A fresh environ for one request; ``forwarded``: the client and scheme a trusted
+        proxy's headers named (`Exchange.forwarded`: read on `forwarded` listeners only)."""
+        if self.uwsgi:
+            return uwsgi_environ(self.base, head, body)
+        if forwarded is not None:
+            return request_environ(forwarded_environ(self.base, forwarded), head, body)
         fields = head.headers
         last = self.fields
         self.fields = fields

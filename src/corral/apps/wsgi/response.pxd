@@ -2,7 +2,7 @@
 
 cimport cython
 
-from corral.apps.wsgi.environ cimport ConnectionEnviron, request_environ
+from corral.apps.wsgi.environ cimport ConnectionEnviron
 from corral.http.head cimport RequestHead
 from corral.http.response cimport ResponseHead, build_head
 from corral.server.connection cimport Exchange, HttpConnection
@@ -30,13 +30,12 @@ cdef class WsgiCall:
     cdef public object iterator
     cdef public object sent
     cdef public object remaining
-    cdef public bint uwsgi
 
     cpdef bytes _head(self, object body_length)
     cpdef run(self)
-    @cython.locals(part=ConnectionEnviron, environ=dict)
+    @cython.locals(environ=dict)
     cpdef _run(self)
 
 @cython.locals(call=WsgiCall, request=RequestHead)
 cpdef WsgiCall make_call(tuple targets, object log, HttpConnection conn, Exchange exchange,
-                         Output out, ConnectionEnviron environ, bint uwsgi)
+                         Output out, ConnectionEnviron environ)

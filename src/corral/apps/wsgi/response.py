@@ -27,12 +27,7 @@ from asyncio import _set_running_loop
 from typing import Any
 
 from corral.apps.deadline import RequestTimeoutExceeded
-from corral.apps.wsgi.environ import (
-    ConnectionEnviron,
-    forwarded_environ,
-    request_environ,
-    uwsgi_environ,
-)
+from corral.apps.wsgi.environ import ConnectionEnviron
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.input import ClientDisconnected
 from corral.http.errors import error_response
@@ -81,12 +76,10 @@ def make_call(
     exchange: Exchange,
     out: Output,
     environ: ConnectionEnviron,
-    uwsgi: bool,
 ) -> WsgiCall:
     """A new call, without a constructor call's argument parsing: compiled, an allocation and
     C stores, for the call every request makes."""
     call = WsgiCall.__new__(WsgiCall)
-    call.uwsgi = uwsgi
     # NGINX Unit's targets: the one routing chose (Exchange.target; 0, the application,
     # on a plain listener or an application without targets)
     call.app = targets[exchange.target]
@@ -109,9 +102,9 @@ def make_call(
 
 
 class WsgiCall:
-    """One request's call of the application. ``uwsgi``: the request was read from a uwsgi
-    packet, and its environ is the packet's vars (`uwsgi_environ`) over the connection's part;
-    the answer is the same HTTP/1.x response either way. Made by `make_call`."""
+    """One request's call of the application, over HTTP or a uwsgi packet (its environ is
+    the connection's `ConnectionEnviron`'s; the answer is the same HTTP/1.x response either
+    way). Made by `make_call`."""
 
     # -- the application's side -------------------------------------------------
 
@@ -226,17 +219,7 @@ class WsgiCall:
     def _run(self) -> None:
         exchange = self.exchange
         try:
-            part = self.environ
-            forwarded = exchange.forwarded
-            if self.uwsgi:
-                environ = uwsgi_environ(part.base, exchange.head, exchange.body)
-            elif forwarded is None:
-                environ = part.request(exchange.head, exchange.body)
-            else:
-                # a trusted proxy's client and scheme, as its headers named them
-                # (Exchange.forwarded: read on `forwarded` listeners only)
-                base = forwarded_environ(part.base, forwarded)
-                environ = request_environ(base, exchange.head, exchange.body)
+            environ = self.environ.request(exchange.head, exchange.body, exchange.forwarded)
             result = self.app(environ, self.start_response)
         except _APP_ERRORS as exc:
             self.fail(exc)

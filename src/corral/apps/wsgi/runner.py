@@ -320,12 +320,11 @@ class WsgiAdapter(Adapter):
             self.watchdog,
         )
 
-    def _connection_state(self, conn: HttpConnection) -> tuple[ConnectionEnviron, LoopOutput, bool]:
-        """The per-connection environ part, output and kind of call, made on its first request.
+    def _connection_state(self, conn: HttpConnection) -> tuple[ConnectionEnviron, LoopOutput]:
+        """The per-connection environ part and output, made on its first request.
 
-        The kind is chosen here, once per connection: a uwsgi listener's calls (never routed,
-        never `forwarded`: the document refuses both) make their environ of the packet's
-        vars."""
+        The kind of environ is chosen here, once per connection: a uwsgi listener's (never
+        routed, never `forwarded`: the document refuses both) are the packet's vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
         uwsgi = type(conn.parser) is UwsgiParser
@@ -345,16 +344,16 @@ class WsgiAdapter(Adapter):
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
             environ["REMOTE_PORT"] = str(peer[1])
-        state = conn.adapter_state = (ConnectionEnviron(environ), LoopOutput(conn), uwsgi)
+        state = conn.adapter_state = (ConnectionEnviron(environ, uwsgi), LoopOutput(conn))
         return state
 
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
-        environ, loop_output, uwsgi = conn.adapter_state or self._connection_state(conn)
+        environ, loop_output = conn.adapter_state or self._connection_state(conn)
         if self.pool is None and not exchange.streaming:
-            make_call(self.targets, self.log, conn, exchange, loop_output, environ, uwsgi).run()
+            make_call(self.targets, self.log, conn, exchange, loop_output, environ).run()
             return
         out = ThreadOutput(self, conn, exchange)
-        job = make_call(self.targets, self.log, conn, exchange, out, environ, uwsgi)
+        job = make_call(self.targets, self.log, conn, exchange, out, environ)
         if self.pool is None:  # a streamed body on one thread: read by a helper thread
             if self._helper is None:
                 self._helper = ThreadPool(1, "corral-body")
