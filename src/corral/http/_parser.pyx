@@ -26,15 +26,7 @@ from corral.http.errors import (
 )
 from corral.http.head cimport Limits, Parser, RequestHead, RequestSink
 
-from importlib.machinery import EXTENSION_SUFFIXES
-
-from corral.http import head as _head_module
 from corral.http.head import parse_absolute_form
-
-# heads are made in C as the compiled RequestHead: beside the Python twins (the Python core,
-# corral/core.py) their fields would be written into objects of another layout
-if not _head_module.__file__.endswith(tuple(EXTENSION_SUFFIXES)):
-    raise ImportError("corral.http._parser runs with the compiled core only")
 
 # character classes (the same as the regular expressions of parser.py)
 cdef unsigned char TCHAR[256]  # token
