@@ -23,6 +23,7 @@ TWINS = [
     "corral.http.head",
     "corral.http.response",
     "corral.server.connection",
+    "corral.server.acceptor",
     "corral.apps.wsgi.environ",
     "corral.apps.wsgi.response",
     "corral.apps.wsgi.runner",

@@ -66,6 +66,7 @@ def test_the_wheel_holds_the_compiled_core_and_its_python_twin(tmp_path: Path) -
         "corral/http/_parser",
         "corral/http/head",
         "corral/http/response",
+        "corral/server/acceptor",
         "corral/server/connection",
     ]
     for module in compiled:  # each with its Python twin (the parser's is parser.py)

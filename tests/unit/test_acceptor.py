@@ -64,6 +64,21 @@ def test_the_gate_publishes_its_count_and_leaves_the_board_when_it_closes():
     assert board.least_besides(0) is None
 
 
+def test_a_connection_being_set_up_counts_once_until_it_is_made_or_fails():
+    # accepted, then made (its connection_made adds it to the set): counted twice in
+    # between, a worker looked busier to its siblings than it was, and each took more than
+    # its turn of a burst
+    board = LoadBoard(2)
+    gate = gate_with(board, 1, 0)
+    gate.pending += 2  # as BalancedAcceptor does for each socket it accepts
+    gate.publish()
+    assert board.least_besides(0) == 2
+    gate.connections.add(object())
+    assert (gate.held(), board.least_besides(0)) == (2, 2)
+    gate._failed()  # the other one's client went away before its transport was set up
+    assert (gate.held(), board.least_besides(0)) == (1, 1)
+
+
 def test_the_board_is_shared_with_a_forked_worker():
     board = LoadBoard(2)
     pid = os.fork()

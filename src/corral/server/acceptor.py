@@ -19,9 +19,10 @@ and each accepts by one rule (`BalancedAcceptor`):
   seconds (stopped, or its loop blocked) is not waited for: the worker accepts them.
 
 Nothing of this runs per request: the board is written when a connection is accepted or
-closes, and read only when a worker is beyond its share. Measured against the pause it
-replaces, a fixed 20 ms step-back that held close-per-request traffic to ~400 req/s, in
-bench/RESULTS.md ("Threaded pools").
+closes, and read only when a worker is beyond its share. The module is compiled (setup.py's
+`TWINS`): a new connection per request at 100 connections, 2 workers x 4 threads serve what
+2 x 1 serve with uvloop's own accept (1.00x, 0.92x with this module in Python), where the
+fixed 20 ms step-back it replaced held them to ~400 req/s (bench/RESULTS.md, scenario E).
 
 Only used when a pool has several workers with ``threads > 1``: with one thread the loop's
 own accept (in C, for uvloop) is faster and balance matters less (a request never waits for a
@@ -30,7 +31,7 @@ thread).
 
 from __future__ import annotations
 
-import array
+import _socket
 import asyncio
 import logging
 import mmap
@@ -60,7 +61,8 @@ class LoadBoard:
         self.slots = slots
         self._map = mmap.mmap(-1, max(slots, 1) * 4)  # MAP_SHARED | MAP_ANONYMOUS
         self._counts = memoryview(self._map).cast("i")
-        self._counts[:] = array.array("i", [ABSENT] * slots)
+        for slot in range(slots):
+            self.publish(slot, ABSENT)
 
     def publish(self, slot: int, count: int) -> None:
         if slot < self.slots:
@@ -71,14 +73,15 @@ class LoadBoard:
 
     def least_besides(self, slot: int) -> int | None:
         """The fewest connections a sibling of ``slot`` that accepts holds; None: none does."""
-        least = None
-        for other, count in enumerate(self._counts.tolist()):
-            if other != slot and count != ABSENT and (least is None or count < least):
+        least = ABSENT
+        for other in range(self.slots):
+            count = self._counts[other]
+            if other != slot and count != ABSENT and (least == ABSENT or count < least):
                 least = count
-        return least
+        return None if least == ABSENT else least
 
 
-class WatchedConnections(set[Any]):
+class WatchedConnections(set):  # type: ignore[type-arg]
     """A worker's set of open connections that tells its acceptors when one leaves.
 
     It stands for `ServerState.connections` in the workers that balance, so that the
@@ -133,7 +136,7 @@ class AcceptGate:
         self.pending = 0  # accepted, their transport and protocol still being set up
         self.acceptors: list[BalancedAcceptor] = []
         self.open = True
-        connections.on_change = self.publish
+        connections.on_change = self._made
         connections.on_leave = self._left
         self.publish()
 
@@ -162,10 +165,38 @@ class AcceptGate:
             self.open = False
             self.board.leave(self.slot)
 
+    def _made(self) -> None:
+        # one of those being set up is in the set now: counted twice, it made this worker
+        # look busier to its siblings than it was, and each took more than its turn
+        if self.pending > 0:
+            self.pending -= 1
+        self.publish()
+
+    def _failed(self) -> None:
+        """A connection being set up failed before it was made."""
+        if self.pending > 0:
+            self.pending -= 1
+        self.publish()
+
     def _left(self) -> None:
         self.publish()
         for acceptor in self.acceptors:
             acceptor.start()  # room may have appeared (or a descriptor, after EMFILE)
+
+
+class Accepted(socket.socket):
+    """An accepted connection's socket, handed to ``connect_accepted_socket``.
+
+    A `socket.socket` still (uvloop detaches one of those when its transport closes, where it
+    would close any other object's descriptor a second time, maybe another file's by then),
+    whose ``family`` and ``type`` are the plain numbers of `_socket.socket`: the enum
+    conversions of `socket.socket`'s, five per connection with ``accept()``, were a third of
+    what accepting in Python cost beyond uvloop's accept in C.
+    """
+
+    __slots__ = ()
+    family = _socket.socket.family
+    type = _socket.socket.type
 
 
 class BalancedAcceptor:
@@ -188,6 +219,8 @@ class BalancedAcceptor:
         self._closed = False
         self._declined_at: float | None = None  # when it began to decline, while it does
         self._nodelay = not type(loop).__module__.startswith("uvloop")
+        self._family = int(sock.family)
+        self._type = socket.SOCK_STREAM
         self._poller = select.poll()
         self._poller.register(sock.fileno(), select.POLLIN)
         gate.acceptors.append(self)
@@ -226,7 +259,7 @@ class BalancedAcceptor:
         try:
             for _ in range(min(room, BATCH)):
                 try:
-                    conn, _ = self._sock.accept()
+                    fd, _ = self._sock._accept()
                 except (BlockingIOError, InterruptedError):
                     self._declined_at = None  # nothing waits: whoever was to take it did
                     return
@@ -235,8 +268,9 @@ class BalancedAcceptor:
                     self._pause()
                     self._loop.call_later(POLL * 100, self.start)
                     return
+                conn = Accepted(self._family, self._type, 0, fd)
                 # the loop makes the socket non-blocking itself; uvloop sets TCP_NODELAY too
-                if self._nodelay and conn.family != socket.AF_UNIX:
+                if self._nodelay and self._family != socket.AF_UNIX:
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 gate.pending += 1
                 self._step(self._loop.connect_accepted_socket(self._factory, conn))
@@ -260,11 +294,9 @@ class BalancedAcceptor:
         try:
             waiting = making.send(None)
         except StopIteration:
-            pass
+            return  # made: its connection_made counted it in (`AcceptGate._made`)
         except Exception as exc:  # the client went away before its transport was set up
             self._log.debug("accepted connection failed: %s", exc)
-        else:
-            waiting.add_done_callback(partial(self._step, making))
+            self._gate._failed()
             return
-        self._gate.pending -= 1  # its connection_made counted it in (or it failed)
-        self._gate.publish()
+        waiting.add_done_callback(partial(self._step, making))
