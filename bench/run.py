@@ -703,6 +703,10 @@ def run_config(
             print(f"    FAILED: {error}" + (f"\n      log: {hint}" if hint else ""))
             record.update(status="failed", error=error, log_tail=tail)
             return
+        if config.workers > 1 and args.settle > 0:
+            # the first answer comes from the first worker that loaded the app; a burst of
+            # keep-alive connections opened before the others serve stays with that one
+            time.sleep(args.settle)
         closing = [load for load in scenario.loads if not load.keepalive]
         kept_alive = bool(closing) and ignores_close(port, config.app.path)
         for load in scenario.loads:
@@ -811,6 +815,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         | {
             "duration_s": args.duration,
             "warmup_s": args.warmup,
+            "settle_s": args.settle,
             "wait_quiet_s": args.wait_quiet,
             "rounds": args.rounds,
             "pinned": not args.no_pin,
@@ -940,7 +945,8 @@ def render(results: dict[str, Any]) -> str:
         f"- {pin}",
         "- Each server configuration starts once per round and is measured at all its loads; "
         "rounds interleave the servers. A server counts as started when `GET` of its path "
-        "answers 200 with the expected body.",
+        "answers 200 with the expected body; a server of several worker processes then gets "
+        f"{meta.get('settle_s', 0):g} s more, for its siblings to load the app too.",
         f"- Client: `{meta['wrk_command']}` (plus `-H 'Connection: close'` for *close* loads); "
         "a warm-up run of the same load precedes each measurement.",
         "- Tables show the **median** req/s over the rounds. ⚠ marks a cell where at least one "
@@ -1187,6 +1193,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", help="comma list of servers or config ids, e.g. corral,granian")
     p.add_argument("--connections", help="comma list: keep only these connection counts")
     p.add_argument("--start-timeout", type=float, default=30, help="seconds to become ready")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=3,
+        metavar="S",
+        help="seconds a server of several workers gets after its first answer (3)",
+    )
     p.add_argument(
         "--wait-quiet",
         type=float,
