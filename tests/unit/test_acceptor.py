@@ -75,7 +75,7 @@ def test_a_connection_being_set_up_counts_once_until_it_is_made_or_fails():
     assert board.least_besides(0) == 2
     gate.connections.add(object())
     assert (gate.held(), board.least_besides(0)) == (2, 2)
-    gate._failed()  # the other one's client went away before its transport was set up
+    gate._set_up()  # the other one's client went away before its transport was set up
     assert (gate.held(), board.least_besides(0)) == (1, 1)
 
 

@@ -32,8 +32,7 @@ cdef class AcceptGate:
     @cython.locals(held=Py_ssize_t)
     cpdef Py_ssize_t room(self, bint stalled)
     cpdef publish(self)
-    cpdef _made(self)
-    cpdef _failed(self)
+    cpdef _set_up(self)
 
 cdef class BalancedAcceptor:
     cdef object _loop

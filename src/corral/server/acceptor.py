@@ -24,9 +24,11 @@ closes, and read only when a worker is beyond its share. The module is compiled 
 2 x 1 serve with uvloop's own accept (1.00x, 0.92x with this module in Python), where the
 fixed 20 ms step-back it replaced held them to ~400 req/s (bench/RESULTS.md, scenario E).
 
-Only used when a pool has several workers with ``threads > 1``: with one thread the loop's
-own accept (in C, for uvloop) is faster and balance matters less (a request never waits for a
-thread).
+Only used when a pool has several workers with ``threads > 1``. A one-thread worker runs the
+application on its loop, so the count it published is old while it serves: forced on for
+such pools, the rule made one worker take a whole burst more often than uvloop's own accept
+does (bench/RESULTS.md, "Threaded pools accepting, compiled"), and cost 3 % under
+close-per-request traffic.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ class AcceptGate:
         self.pending = 0  # accepted, their transport and protocol still being set up
         self.acceptors: list[BalancedAcceptor] = []
         self.open = True
-        connections.on_change = self._made
+        connections.on_change = self._set_up
         connections.on_leave = self._left
         self.publish()
 
@@ -165,15 +167,10 @@ class AcceptGate:
             self.open = False
             self.board.leave(self.slot)
 
-    def _made(self) -> None:
-        # one of those being set up is in the set now: counted twice, it made this worker
-        # look busier to its siblings than it was, and each took more than its turn
-        if self.pending > 0:
-            self.pending -= 1
-        self.publish()
-
-    def _failed(self) -> None:
-        """A connection being set up failed before it was made."""
+    def _set_up(self) -> None:
+        """A connection being set up is made (its ``connection_made`` put it in the set) or
+        failed: it no longer counts as pending. Counted twice meanwhile, it made this worker
+        look busier than it was to its siblings, and each took more than its turn."""
         if self.pending > 0:
             self.pending -= 1
         self.publish()
@@ -190,8 +187,8 @@ class Accepted(socket.socket):
     A `socket.socket` still (uvloop detaches one of those when its transport closes, where it
     would close any other object's descriptor a second time, maybe another file's by then),
     whose ``family`` and ``type`` are the plain numbers of `_socket.socket`: the enum
-    conversions of `socket.socket`'s, five per connection with ``accept()``, were a third of
-    what accepting in Python cost beyond uvloop's accept in C.
+    conversions of `socket.socket`'s, five per connection with ``accept()``, were the largest
+    part of what accepting in Python cost beyond uvloop's accept in C.
     """
 
     __slots__ = ()
@@ -294,9 +291,9 @@ class BalancedAcceptor:
         try:
             waiting = making.send(None)
         except StopIteration:
-            return  # made: its connection_made counted it in (`AcceptGate._made`)
+            return  # made: its connection_made counted it in (`AcceptGate._set_up`)
         except Exception as exc:  # the client went away before its transport was set up
             self._log.debug("accepted connection failed: %s", exc)
-            self._gate._failed()
+            self._gate._set_up()
             return
         waiting.add_done_callback(partial(self._step, making))
