@@ -221,13 +221,16 @@ class AsgiCycle:
     async def receive(self) -> dict[str, Any]:
         body = self.body
         while True:
-            if body.failed or self.complete or self.conn.closed:
-                return _DISCONNECT
+            # what arrived is given before the disconnect: a client that half-closed after
+            # its request still has its body read
             if body.chunks or (body.done and not body.given):
                 break
+            if body.failed or self.complete or self.conn.closed:
+                return _DISCONNECT
             # 100 Continue once the application asks for the body (the connection sends it
             # only while the body is incomplete, and once)
-            self.conn.send_continue(self.exchange)
+            if self.exchange.head.expect_continue:
+                self.conn.send_continue(self.exchange)
             body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
             await body.waiter
         data = body.take() if body.chunks else b""
@@ -406,6 +409,26 @@ class AsgiAdapter(Adapter):
         task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def client_gone(self, conn: HttpConnection) -> None:
+        """The client closed its side while answers are due (`ServerState.on_client_gone`):
+        for ASGI that is the disconnect, as every ASGI server reads an EOF, so a streaming
+        application waiting on ``receive()`` stops; the answers may still be written."""
+        for exchange in conn.pipeline:
+            if exchange.body is EMPTY:  # not started yet: it gets its own body now
+                exchange.body = AsgiBody(done=True)
+            exchange.body.fail()
+
+    def chain_client_gone(self, then: Any) -> Any:
+        """`client_gone`, then ``then`` (the worker's own hook, or None)."""
+        if then is None:
+            return self.client_gone
+
+        def both(conn: HttpConnection) -> None:
+            self.client_gone(conn)
+            then(conn)
+
+        return both
 
     def shutdown(self) -> None:
         for task in self.tasks:
