@@ -276,6 +276,22 @@ class Worker:
         )
 
     def _asgi_adapter(self, apps: Any, entry_points: Any) -> Any:
+        application = self.spec.application
+        ignored = [
+            name
+            for name, used in (
+                ("threads", application.threads > 1),
+                ("request_timeout", application.request_timeout > 0),
+                (
+                    "pre_request/post_request hooks",
+                    self.hooks.defines("pre_request", "post_request"),
+                ),
+            )
+            if used
+        ]
+        if ignored and self.spec.slot == 0:
+            # said once per pool, not by every worker; the settings still apply to WSGI
+            self.log.warning("ASGI application: %s not applied yet", ", ".join(ignored))
         return AsgiAdapter(
             apps[0],
             log=self.log,

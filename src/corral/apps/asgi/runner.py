@@ -272,8 +272,7 @@ class AsgiCycle:
                 self._violation(f"http.response.body's body must be bytes, not {type(data)}")
             data = bytes(data)
         conn = self.conn
-        if conn.closed:
-            self.complete = True
+        if conn.closed:  # run() then finishes the exchange (its bookkeeping) with _give_up
             raise ClientDisconnected("client went away")
         out = b""
         if not self.head_sent:
@@ -349,9 +348,8 @@ class AsgiCycle:
 
     def _violation(self, what: str) -> None:
         """Log, answer (500, or close if the answer began), and raise into the application."""
-        if not self.complete:
-            self.log.error("ASGI protocol error in the answer to %s: %s", self._where(), what)
-            self._give_up()
+        self.log.error("ASGI protocol error in the answer to %s: %s", self._where(), what)
+        self._give_up()
         raise AsgiProtocolError(what)
 
     def _give_up(self) -> None:

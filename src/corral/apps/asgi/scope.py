@@ -59,6 +59,11 @@ def request_scope(
     raw_path, query = split_target(head.target, head.absolute)
     client = base["client"]
     scheme = base["scheme"]
+    named = head.client
+    if named is not None:  # a uwsgi packet names the client and scheme (corral/http/uwsgi.py)
+        port = head.vars.get("REMOTE_PORT", "")
+        client = (named, int(port) if port.isdigit() else 0)
+        scheme = head.scheme
     if forwarded is not None:
         if forwarded.address is not None:
             client = (forwarded.address, forwarded.port or 0)
