@@ -259,3 +259,19 @@ def test_raw_reply_is_read_whole(server: Server) -> None:
         sock.sendall(b"GET /scope HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
         reply = read_all(sock)
     assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and b"Connection: close" in reply
+
+
+def test_the_body_limit_and_the_access_log_apply_to_asgi() -> None:
+    with Server("asgi_apps:app", "--limit-request-body", "10", "--access-logfile", "-") as running:
+        with running.connect() as sock:
+            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n")
+            sock.sendall(b"x" * 100)
+            assert read_all(sock).startswith(b"HTTP/1.1 413 ")
+        with running.connect() as sock:  # chunked: found too long while the application runs
+            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+            sock.sendall(b"8\r\n12345678\r\n")
+            time.sleep(0.1)
+            sock.sendall(b"8\r\n12345678\r\n0\r\n\r\n")
+            assert read_all(sock).startswith(b"HTTP/1.1 413 ")
+        assert http_get(running, "/stream?n=2") == (200, b"part0;part1;")
+        wait_for(lambda: '"GET /stream?n=2 HTTP/1.1" 200' in running.stdout + running.stderr)
