@@ -191,3 +191,30 @@ def test_receive_after_the_answer_is_the_disconnect(loop):
         {"type": "http.disconnect"},
     ]
     assert transport.data.startswith(b"HTTP/1.1 204 ") and not transport.closed
+
+
+def test_concurrent_receives_all_see_the_disconnect(loop):
+    seen: list[str] = []
+
+    async def listen(receive):
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        seen.append("disconnect")
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        one = asyncio.ensure_future(listen(receive))
+        two = asyncio.ensure_future(listen(receive))
+        cancelled = asyncio.ensure_future(listen(receive))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.gather(one, two)
+
+    conn, transport = connect(loop, app)
+    conn.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    settle(loop)
+    assert seen == []
+    transport.close()  # connection_lost: the pending body fails
+    settle(loop)
+    assert seen == ["disconnect", "disconnect"]

@@ -31,6 +31,7 @@ Not here yet (issue 11): lifespan, WebSocket, ``request_timeout``, the server ho
 from __future__ import annotations
 
 import logging
+from asyncio import shield
 from typing import Any
 
 from corral.apps.asgi.scope import connection_scope, request_scope
@@ -231,8 +232,12 @@ class AsgiCycle:
             # only while the body is incomplete, and once)
             if self.exchange.head.expect_continue:
                 self.conn.send_continue(self.exchange)
-            body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
-            await body.waiter
+            waiter = body.waiter
+            if waiter is None:
+                waiter = body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
+            # shared by concurrent receive() calls (Starlette listens for the disconnect in a
+            # task of its own), each shielded: one cancelled caller leaves the others waiting
+            await shield(waiter)
         data = body.take() if body.chunks else b""
         if body.over:
             body.over = False
