@@ -705,8 +705,9 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Application ----------------------------------------------------------------------------
     Setting(
         "app", _APPLICATION, _SRC, str, None,
-        "The WSGI application, `module:callable` or `module`. Without a callable, corral looks "
-        "for `application`, then `app`. The application is named after its module.",
+        "The application (WSGI or ASGI: see `interface`), `module:callable` or `module`. "
+        "Without a callable, corral looks for `application`, then `app`. The application is "
+        "named after its module.",
         action=Action.POSITIONAL, metavar="APP", resolve=parse_app,
         expect=_APP_EXPECT.removesuffix(" (dotted Python names)"),
     ),
