@@ -58,7 +58,7 @@ def test_connection_scope_for_tcp_and_unix():
 def test_request_scope_is_fresh_and_copies_the_state():
     base = connection_scope(("127.0.0.1", 8000), ("127.0.0.1", 4000))
     state = {"db": 1}
-    one = request_scope(base, head(b"/x?y", [(b"X-Up", b"V")]), "/mnt", state)
+    one = request_scope(base, head(b"/mnt/x?y", [(b"X-Up", b"V")]), "/mnt", state)
     two = request_scope(base, head(b"/x?y"), "", state)
     assert one["headers"] == [(b"x-up", b"V")]
     assert one["root_path"] == "/mnt" and one["query_string"] == b"y"
@@ -66,6 +66,17 @@ def test_request_scope_is_fresh_and_copies_the_state():
     assert two["state"] == {"db": 1} and state == {"db": 1}
     one["asgi"]["version"] = "x"
     assert two["asgi"]["version"] == "3.0"
+
+
+@pytest.mark.parametrize(
+    ("target", "root_path"),
+    [(b"/app", "/app"), (b"/app/x?q", "/app"), (b"/apple", ""), (b"/", "")],
+)
+def test_root_path_is_the_prefix_for_paths_under_it(target, root_path):
+    base = connection_scope(("127.0.0.1", 8000), None)
+    scope = request_scope(base, head(target), "/app", None)
+    assert scope["root_path"] == root_path
+    assert scope["path"] == target.partition(b"?")[0].decode()
 
 
 class Forwarded:

@@ -4,7 +4,9 @@ Split as the WSGI environ is: `connection_scope` once per connection (the server
 addresses, the scheme), `request_scope` once per request (a fresh dict the application may
 keep or change). The request target's path is percent-decoded to bytes first and then read
 as UTF-8, so a multi-byte character written as several escapes decodes as one character;
-bytes that are not UTF-8 become U+FFFD (``raw_path`` keeps them exact).
+bytes that are not UTF-8 become U+FFFD (``raw_path`` keeps them exact). ``root_path`` is NGINX
+Unit's ``prefix`` for a path at or under it (``path`` keeps it, as the spec says), "" for any
+other path, as WSGI's ``SCRIPT_NAME`` is.
 """
 
 from __future__ import annotations
@@ -69,13 +71,16 @@ def request_scope(
             client = (forwarded.address, forwarded.port or 0)
         if forwarded.scheme is not None:
             scheme = forwarded.scheme
+    path = decode_path(raw_path)
+    if root_path and not (path == root_path or path.startswith(root_path + "/")):
+        root_path = ""  # as for WSGI's SCRIPT_NAME: a path outside the prefix is not under it
     scope = {
         "type": "http",
         "asgi": ASGI_VERSION.copy(),
         "http_version": head.version,
         "method": head.method,
         "scheme": scheme,
-        "path": decode_path(raw_path),
+        "path": path,  # whole: the spec's path includes root_path
         "raw_path": raw_path,
         "query_string": query,
         "root_path": root_path,
