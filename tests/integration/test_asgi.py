@@ -275,3 +275,33 @@ def test_the_body_limit_and_the_access_log_apply_to_asgi() -> None:
             assert read_all(sock).startswith(b"HTTP/1.1 413 ")
         assert http_get(running, "/stream?n=2") == (200, b"part0;part1;")
         wait_for(lambda: '"GET /stream?n=2 HTTP/1.1" 200' in running.stdout + running.stderr)
+
+
+def test_unit_protocol_asgi_and_prefix_as_root_path(tmp_path) -> None:
+    config = {
+        "listeners": {"127.0.0.1:0": {"pass": "applications/a"}},
+        "applications": {
+            "a": {
+                "type": "python",
+                "protocol": "asgi",
+                "module": "asgi_apps",
+                "callable": "both",  # WSGI by its look: the protocol makes it ASGI
+                "prefix": "/mnt",
+            }
+        },
+    }
+    path = tmp_path / "unit.json"
+    path.write_text(json.dumps(config))
+    with Server(f"--config={path}", bind=None) as running:
+        assert http_get(running, "/mnt/x") == (200, b"asgi")
+    config["applications"]["a"]["callable"] = "app"
+    path.write_text(json.dumps(config))
+    with Server(f"--config={path}", bind=None) as running:
+        status, body = http_get(running, "/mnt/scope/x")
+        assert status == 200
+        scope = json.loads(body)
+        assert scope["root_path"] == "/mnt" and scope["path"] == "/mnt/scope/x"
+        status, body = http_get(running, "/scope")
+        assert status == 200
+        scope = json.loads(body)
+        assert scope["root_path"] == "" and scope["path"] == "/scope"

@@ -35,7 +35,7 @@ async def _answer(send, status, body, headers=()):
 
 
 async def app(scope, receive, send):
-    path = scope["path"]
+    path = scope["path"][len(scope["root_path"]) :]  # routed below the mount, as frameworks do
     query = parse_qs(scope["query_string"].decode())
     if path.startswith("/scope"):
         body = json.dumps(_jsonable(scope)).encode()
