@@ -229,3 +229,20 @@ def test_concurrent_receives_all_see_the_disconnect(loop):
     transport.close()  # connection_lost: the pending body fails
     settle(loop)
     assert seen == ["disconnect", "disconnect"]
+
+
+def test_shutdown_lets_running_applications_unwind(loop):
+    unwound: list[bool] = []
+
+    async def app(scope, receive, send):
+        try:
+            await asyncio.Event().wait()
+        finally:
+            unwound.append(True)
+
+    conn, _ = connect(loop, app)
+    conn.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    settle(loop)
+    conn.server.adapter.shutdown()
+    assert unwound == [True]
+    assert not conn.server.adapter.tasks

@@ -31,7 +31,7 @@ Not here yet (issue 11): lifespan, WebSocket, ``request_timeout``, the server ho
 from __future__ import annotations
 
 import logging
-from asyncio import shield
+from asyncio import gather, shield
 from typing import Any
 
 from corral.apps.asgi.scope import connection_scope, request_scope
@@ -434,8 +434,16 @@ class AsgiAdapter(Adapter):
         return both
 
     def shutdown(self) -> None:
-        for task in self.tasks:
+        """The worker's loop has stopped serving: cancel what still runs and let it unwind (its
+        ``finally`` blocks run; no "Task was destroyed but it is pending" at the close)."""
+        tasks = list(self.tasks)
+        if not tasks:
+            return
+        for task in tasks:
             task.cancel()
+        loop = tasks[0].get_loop()
+        if not loop.is_running() and not loop.is_closed():
+            loop.run_until_complete(gather(*tasks, return_exceptions=True))
 
 
 def as_asgi3(app: Any) -> Any:
