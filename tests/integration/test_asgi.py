@@ -211,6 +211,8 @@ def test_http_disconnect_when_the_client_goes_away(server: Server) -> None:
         data += sock.recv(65536)
     sock.close()
     wait_for(lambda: server.stderr.count("disconnect seen /wait-disconnect") > before)
+    server.wait_log(r"client went away during GET /wait-disconnect", count=before + 1)
+    assert "ERROR] ASGI application returned before the end" not in server.stderr
 
 
 def test_http_disconnect_after_an_abort(server: Server) -> None:

@@ -208,9 +208,12 @@ class AsgiCycle:
             self._give_up()
             return
         if not self.complete:
-            if self.status is None and not self.conn.closed:
+            if self.conn.closed or self.body.failed:
+                # the application stopped on http.disconnect: nothing is wrong with it
+                self.log.debug("client went away during %s", self._where())
+            elif self.status is None:
                 self.log.error("ASGI application returned without a response to %s", self._where())
-            elif not self.conn.closed:
+            else:
                 self.log.error(
                     "ASGI application returned before the end of its response to %s",
                     self._where(),
