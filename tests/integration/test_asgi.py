@@ -307,3 +307,8 @@ def test_unit_protocol_asgi_and_prefix_as_root_path(tmp_path) -> None:
         assert status == 200
         scope = json.loads(body)
         assert scope["root_path"] == "" and scope["path"] == "/scope"
+
+
+def test_uvicorns_factory_flag() -> None:
+    with Server("conformance_apps:make_asgi", "--factory") as running:
+        assert http_get(running, "/") == (200, b"asgi")

@@ -746,7 +746,9 @@ SETTINGS: tuple[Setting, ...] = (
         "NGINX Unit's `factory`: the callable is an application factory, called with no "
         "arguments in each worker (in the master with `preload`) to get the WSGI application. "
         'Or `{"args": [...], "kwargs": {...}}`: it is called with these arguments, which is '
-        "what Gunicorn's APP syntax `module:factory(ARGS)` (Python literals) sets.",
+        "what Gunicorn's APP syntax `module:factory(ARGS)` (Python literals) sets. "
+        "`--factory` is Uvicorn's flag for the same.",
+        flags=("--factory",), action=Action.FLAG,
     ),
     Setting(
         "worker_class", _APPLICATION, _A, Literal["wsgi", "asgi"], "sync",
