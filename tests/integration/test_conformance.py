@@ -10,13 +10,13 @@ and old posts write them, through real corral processes.
   OPTIONS, are 400 and the connection is closed;
 - a control API body nested too deep is 400, not 500;
 - a bare ``bytes`` return is the whole body; ``str`` is a 500 (or a closed connection once the
-  head went out) and one log line; an ASGI application is refused at start with exit 3.
+  head went out) and one log line; an ASGI application (of each kind asgi_kind tells, from a
+  factory or preloaded) is served as ASGI.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.control import Control, listening_port, short_dir
-from tests.integration.server import Server, run_cli
+from tests.integration.server import Server, http_get
 from tests.integration.test_http import IMF_FIXDATE, LIMIT_FLAGS, Reader, Response, get
 
 # every request here is answered by each core in turn
@@ -294,29 +294,18 @@ def test_a_str_after_the_head_closes_the_connection_with_one_log_line(samples: S
     assert "Traceback" not in samples.stderr
 
 
-@pytest.mark.parametrize(
-    ("callable_", "kind"),
-    [
-        ("asgi_coroutine", "a coroutine function"),
-        ("asgi_instance", "an object whose __call__ is async def"),
-        ("AsgiClass", "a class whose __call__ is async def"),
-    ],
-)
-def test_an_asgi_application_is_refused_at_start_with_exit_3(callable_: str, kind: str) -> None:
-    result = run_cli(f"conformance_apps:{callable_}", "-b", "127.0.0.1:0", timeout=30)
-    assert result.returncode == 3, result.stderr
-    lines = [line for line in result.stderr.splitlines() if "ASGI" in line]
-    assert len(lines) == 1, result.stderr
-    assert f"conformance_apps:{callable_} is an ASGI application ({kind})" in lines[0]
-    assert "Traceback" not in result.stderr
-    assert "respawning" not in result.stderr
+@pytest.mark.parametrize("callable_", ["asgi_coroutine", "asgi_instance", "AsgiClass"])
+def test_an_asgi_application_is_served_as_asgi(callable_: str) -> None:
+    with Server(f"conformance_apps:{callable_}") as server:
+        status, body = http_get(server, "/")
+        assert (status, body) == (200, b"asgi")
+        assert "Traceback" not in server.stderr
 
 
-def test_an_asgi_application_from_a_factory_or_preloaded_is_refused_too(tmp_path: Path) -> None:
+def test_an_asgi_application_from_a_factory_or_preloaded_is_served_too(tmp_path: Path) -> None:
     config = tmp_path / "corral.toml"
     config.write_text('app = "conformance_apps:make_asgi"\nfactory = true\nbind = ["127.0.0.1:0"]')
     for extra in ((), ("--preload",)):
-        result = run_cli("-c", str(config), *extra, timeout=30)
-        assert result.returncode == 3, result.stderr
-        assert re.search(r"conformance_apps:make_asgi\(\) is an ASGI application", result.stderr)
-        assert "Traceback" not in result.stderr
+        with Server(f"--config={config}", *extra, bind=None) as server:
+            assert http_get(server, "/") == (200, b"asgi")
+            assert "Traceback" not in server.stderr

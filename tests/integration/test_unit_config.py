@@ -192,7 +192,7 @@ def test_factory_is_called_once_per_worker(tmp_path: Path) -> None:
     )
     result = run_cli("-c", str(path))
     assert result.returncode == 3, result.stderr
-    assert "unit_keys_app:factories() returned str, not a WSGI application" in result.stderr
+    assert "unit_keys_app:factories() returned str, not an application" in result.stderr
 
 
 def test_thread_stack_size_is_the_request_threads_one(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""corral.apps.loader.asgi_kind: an ASGI application is told from a WSGI one when it is loaded
-(the integration tests show the refusal: test_conformance.py)."""
+"""corral.apps.loader.asgi_kind and choose_interface: an ASGI application is told from a WSGI
+one when it is loaded, and the ``interface`` setting decides with it (the integration tests
+serve them: test_conformance.py, test_asgi.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import functools
 
 import pytest
 
-from corral.apps.loader import asgi_kind
+from corral.apps.loader import asgi_kind, choose_interface
 
 
 async def coroutine(scope, receive, send):
@@ -63,3 +64,20 @@ class WsgiCallable:
 )
 def test_asgi_kind(target, kind):
     assert asgi_kind(target) == kind
+
+
+@pytest.mark.parametrize(
+    ("interface", "protocol", "target", "chosen"),
+    [
+        ("auto", "wsgi", coroutine, "asgi"),
+        ("auto", "wsgi", AsyncCall(), "asgi"),
+        ("auto", "wsgi", Asgi2, "asgi"),
+        ("auto", "wsgi", wsgi, "wsgi"),
+        ("auto", "asgi", wsgi, "asgi"),  # -k uvicorn.workers.UvicornWorker
+        ("wsgi", "wsgi", coroutine, "wsgi"),
+        ("wsgi", "asgi", coroutine, "wsgi"),  # an explicit interface wins
+        ("asgi", "wsgi", WsgiCallable(), "asgi"),
+    ],
+)
+def test_choose_interface(interface, protocol, target, chosen):
+    assert choose_interface(interface, protocol, target) == chosen

@@ -502,10 +502,8 @@ def test_validate_document_normalizes_listener_keys() -> None:
          '"python3.11"...), got "php"'),
         ({"applications": {"main": {"module": "m", "type": "python 2.7"}}},
          '$.applications.main.type: expected "python"'),
-        ({"applications": {"main": {"module": "m", "protocol": "asgi"}}},
-         '$.applications.main.protocol: "asgi" is not supported yet (only "wsgi")'),
         ({"applications": {"main": {"module": "m", "protocol": "rack"}}},
-         '$.applications.main.protocol: expected "wsgi", got "rack"'),
+         '$.applications.main.protocol: expected "wsgi" or "asgi", got "rack"'),
         *(({"applications": {"main": {"module": "m", key: value}}},
            f'$.applications.main.{key}: NGINX Unit\'s "{key}" is not supported by corral')
           for key, value in (("isolation", {}),)),

@@ -180,6 +180,18 @@ def test_the_list_is_every_flag_of_the_table() -> None:
     assert listed == table | {"-h", "--help", "-v", "--version"}
 
 
+@pytest.mark.parametrize(
+    "worker_class",
+    ["uvicorn.workers.UvicornWorker", "uvicorn_worker.UvicornH11Worker", "asgi",
+     "gunicorn.workers.gasgi.ASGIWorker"],
+)  # fmt: skip
+def test_an_asgi_worker_class_is_the_asgi_protocol(capsys, monkeypatch, worker_class):
+    monkeypatch.delenv("GUNICORN_CMD_ARGS", raising=False)
+    code, out, err = run(capsys, "basic", "-k", worker_class, "--print-config")
+    assert code == 0, err
+    assert app(json.loads(out))["protocol"] == "asgi"
+
+
 def test_flags_both_servers_declare_set_the_same_setting() -> None:
     """A flag corral declares is Gunicorn's with the same meaning: the table agrees."""
     declared = {flag: setting.name for setting in SETTINGS for flag in setting.flags}
@@ -226,9 +238,6 @@ def test_every_gunicorn_flag(capsys, tmp_path, monkeypatch, flag, value, outcome
     [
         (["--certfile", "c.pem"], "--certfile: Gunicorn's option is not supported: TLS is not "
          "supported yet; terminate TLS in a proxy"),
-        (["-k", "uvicorn.workers.UvicornWorker"], "--worker-class: \"uvicorn.workers."
-         "UvicornWorker\" is an ASGI worker class: ASGI is not supported yet"),
-        (["-k", "asgi"], '--worker-class: "asgi" is an ASGI worker class'),
         (["-k", "gevent"], '--worker-class: "gevent": corral has no gevent, eventlet or tornado'),
         (["-k", "eventlet"], '--worker-class: "eventlet": corral has no gevent'),
         (["-k", "tornado"], '--worker-class: "tornado": corral has no gevent'),
@@ -603,8 +612,6 @@ def test_each_unsupported_name_is_one_warning_saying_what_corral_does(tmp_path):
         ('workers = "two"\n', 'workers: expected int >= 1 or "auto", got "two"'),
         ("bind = 8000\n", "bind: expected HOST:PORT"),
         ("umask = 'x'\n", 'umask: expected an int or a string such as "0o007"'),
-        ('worker_class = "uvicorn.workers.UvicornWorker"\n',
-         'worker_class: "uvicorn.workers.UvicornWorker" is an ASGI worker class'),
         ('worker_class = "gevent"\n', 'worker_class: "gevent": corral has no gevent'),
         ("def post_fork(server):\n    pass\n",
          "post_fork must accept 2 argument(s) (server, worker)"),

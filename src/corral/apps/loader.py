@@ -1,11 +1,11 @@
 """Finding the application callable from ``module:callable``; an application's every target
 (NGINX Unit's ``targets``: one process imports them all).
 
-An ASGI application (FastAPI, Starlette, Django's ``ASGIHandler``...) is recognised here, when
-it is loaded, and refused as a load failure (one line, exit 3 at start): called as WSGI it
-would only ever answer 500. What is recognised (:func:`asgi_kind`): a coroutine function, an
-object whose ``__call__`` is ``async def``, and a class whose ``__call__`` is (its instances
-are the ASGI 2 application); a factory's result is judged, not the factory.
+Whether an application is ASGI (FastAPI, Starlette, Django's ``ASGIHandler``...) or WSGI is
+told here too (:func:`asgi_kind`: a coroutine function, an object whose ``__call__`` is
+``async def``, and a class whose ``__call__`` is, its instances being the ASGI 2 application;
+a factory's result is judged, not the factory), and the ``interface`` setting decides with it
+(:func:`choose_interface`).
 """
 
 from __future__ import annotations
@@ -49,14 +49,7 @@ def load_app(module: str, attribute: str | None, factory: Any = False) -> Any:
             if not callable(target):
                 what = type(target).__name__
                 call = f"{name}(...)" if args or kwargs else f"{name}()"
-                raise AppLoadError(f"{module}:{call} returned {what}, not a WSGI application")
-        kind = asgi_kind(target)
-        if kind is not None:
-            made = f"{module}:{name}()" if factory else f"{module}:{name}"
-            raise AppLoadError(
-                f"{made} is an ASGI application ({kind}); corral serves WSGI applications only "
-                "for now: serve it with an ASGI server until corral's ASGI support lands"
-            )
+                raise AppLoadError(f"{module}:{call} returned {what}, not an application")
         return target
     raise AppLoadError(f"module {module!r} has no attribute {' or '.join(map(repr, names))}")
 
@@ -76,6 +69,18 @@ def asgi_kind(target: Any) -> str | None:
     ):
         return "an object whose __call__ is async def"
     return None
+
+
+def choose_interface(interface: str, protocol: str, app: Any) -> str:
+    """``"wsgi"`` or ``"asgi"``: how ``app`` is called, given the ``interface`` setting and
+    the document's ``protocol`` (Gunicorn's worker class, NGINX Unit's key). An explicit
+    ``interface`` wins; with ``auto`` an ASGI worker class (``protocol`` ``asgi``) or an
+    application :func:`asgi_kind` recognises is ASGI."""
+    if interface in ("wsgi", "asgi"):
+        return interface
+    if protocol == "asgi" or asgi_kind(app) is not None:
+        return "asgi"
+    return "wsgi"
 
 
 def load_entry_points(entry_points: Iterable[Any], factory: Any = False) -> tuple[Any, ...]:

@@ -93,7 +93,8 @@ rest; any other path is passed whole with `SCRIPT_NAME` `""`. Unit's `targets`
 gives one application several callables: each worker imports them all, and a pass to
 `applications/APP/TARGET` runs TARGET's (`applications/APP` the first). NGINX Unit keys corral
 does not implement (`isolation`, `stdout`, `stderr`, `thread_stack_size`, `tls`, `upstreams`,
-`log_route`...) are refused by name; `"protocol": "asgi"` is not supported yet.
+`log_route`...) are refused by name; `"protocol": "asgi"` serves the application as ASGI (see
+`interface`).
 """
 
 

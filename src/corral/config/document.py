@@ -340,7 +340,7 @@ _EXPECTS: dict[type, dict[str, str]] = {
     Settings: _expects(Settings),
     Application: {
         **_expects(Application),
-        ".protocol": '"wsgi"',
+        ".protocol": '"wsgi" or "asgi"',
         ".module": "dotted Python module name",  # null only as a document's own encoding
     },
     Listener: {
@@ -447,8 +447,6 @@ def _application(raw: Any, where: str) -> Any:
                 raise ConfigError(f'{where}.{key}: not allowed with "targets" (give it per target)')
         if not app.targets:
             raise ConfigError(f"{where}.targets: expected at least one target, got {{}}")
-    if app.protocol == "asgi":
-        raise ConfigError(f'{where}.protocol: "asgi" is not supported yet (only "wsgi")')
     pool = app.dynamic
     if pool is not None and pool.spare > pool.max:
         raise ConfigError(

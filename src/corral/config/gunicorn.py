@@ -136,15 +136,13 @@ _GREEN_WORKERS = re.compile(r"(egg:gunicorn#)?(gevent|eventlet|tornado|gevent_ws
 
 
 def worker_protocol(value: str) -> str:
-    """The document's `protocol` for a Gunicorn worker class; `Invalid` for the others."""
+    """The document's `protocol` for a Gunicorn worker class (``wsgi`` or ``asgi``); `Invalid`
+    for the others."""
     text = value.strip()
     if text in _WSGI_WORKERS:
         return "wsgi"
     if text in _ASGI_WORKERS or "uvicorn" in text.lower():
-        raise Invalid(
-            message=f"{show(text)} is an ASGI worker class: ASGI is not supported yet "
-            "(corral serves WSGI applications)"
-        )
+        return "asgi"
     if _GREEN_WORKERS.fullmatch(text) or text.startswith("gunicorn.workers.g"):
         raise Invalid(
             message=f"{show(text)}: corral has no gevent, eventlet or tornado workers; its "
@@ -184,7 +182,7 @@ def _header_map(value: Any) -> Any:
 
 # -- the table ---------------------------------------------------------------------------------
 
-_ASGI = "ASGI is not supported yet (corral serves WSGI applications)"
+_ASGI = "not supported yet by corral's ASGI (HTTP only so far)"
 _TLS = "TLS is not supported yet; terminate TLS in a proxy"
 _HTTP2 = "HTTP/2 is not supported yet (corral speaks HTTP/1.1); terminate HTTP/2 in a proxy"
 _SYSLOG = (

@@ -705,8 +705,9 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Application ----------------------------------------------------------------------------
     Setting(
         "app", _APPLICATION, _SRC, str, None,
-        "The WSGI application, `module:callable` or `module`. Without a callable, corral looks "
-        "for `application`, then `app`. The application is named after its module.",
+        "The application (WSGI or ASGI: see `interface`), `module:callable` or `module`. "
+        "Without a callable, corral looks for `application`, then `app`. The application is "
+        "named after its module.",
         action=Action.POSITIONAL, metavar="APP", resolve=parse_app,
         expect=_APP_EXPECT.removesuffix(" (dotted Python names)"),
     ),
@@ -745,17 +746,31 @@ SETTINGS: tuple[Setting, ...] = (
         "NGINX Unit's `factory`: the callable is an application factory, called with no "
         "arguments in each worker (in the master with `preload`) to get the WSGI application. "
         'Or `{"args": [...], "kwargs": {...}}`: it is called with these arguments, which is '
-        "what Gunicorn's APP syntax `module:factory(ARGS)` (Python literals) sets.",
+        "what Gunicorn's APP syntax `module:factory(ARGS)` (Python literals) sets. "
+        "`--factory` is Uvicorn's flag for the same.",
+        flags=("--factory",), action=Action.FLAG,
     ),
     Setting(
         "worker_class", _APPLICATION, _A, Literal["wsgi", "asgi"], "sync",
         "Gunicorn's worker class, which in the document is NGINX Unit's `protocol`: `sync` and "
         "`gthread` (also written `gunicorn.workers.sync.SyncWorker`...) are corral's worker "
         "(an event loop, with `threads` threads running the application), `wsgi`. ASGI "
-        "worker classes (`uvicorn.workers.UvicornWorker`, `asgi`) are not supported yet; "
-        "gevent, eventlet and tornado workers have no counterpart: use `threads`.",
+        "worker classes (`uvicorn.workers.UvicornWorker`, Gunicorn's `asgi`...) are `asgi`: "
+        "the application is served as ASGI whatever `interface` detects, unless `interface` "
+        "names one. gevent, eventlet and tornado workers have no counterpart: use `threads`.",
         flags=("-k", "--worker-class"), metavar="CLASS", accepts=str, resolve=_worker_class,
-        key="protocol", expect='"sync" or "gthread"', default_text='"sync"',
+        key="protocol", expect='"sync", "gthread" or an ASGI worker class',
+        default_text='"sync"',
+    ),
+    Setting(
+        "interface", _APPLICATION, _A, Literal["auto", "wsgi", "asgi"], "auto",
+        "How the application is called. `auto`: ASGI when the callable is a coroutine "
+        "function, an object whose `__call__` is one, or a class whose `__call__` is one "
+        "(ASGI 2), or when `worker_class` is an ASGI worker class; WSGI otherwise. `wsgi` or "
+        "`asgi` force it. ASGI applications run as tasks on the worker's event loop "
+        "(`threads` does not apply); served so far: the HTTP scope (no lifespan, no "
+        "WebSocket yet).",
+        flags=("--interface",), metavar="INTERFACE",
     ),
     Setting(
         "thread_stack_size", _APPLICATION, _A, _int(ge=32768) | None, None,

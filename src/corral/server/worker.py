@@ -53,8 +53,14 @@ from typing import Any
 
 # imported here, by the master too, not after the fork: a worker that switched to another user
 # may not be able to read the interpreter's own files (ctypes) to import them then
+from corral.apps.asgi.runner import AsgiAdapter
 from corral.apps.deadline import Watchdog
-from corral.apps.loader import AppLoadError, describe_load_failure, load_entry_points
+from corral.apps.loader import (
+    AppLoadError,
+    choose_interface,
+    describe_load_failure,
+    load_entry_points,
+)
 from corral.apps.venv import activate as activate_home
 from corral.apps.wsgi.environ import set_unsafe_fields
 from corral.apps.wsgi.runner import WsgiAdapter
@@ -205,20 +211,11 @@ class Worker:
             )
         if application.thread_stack_size is not None:
             threading.stack_size(application.thread_stack_size)  # before the pool's threads
-        self.adapter = WsgiAdapter(
-            apps[0],
-            prefix=entry_points[0].prefix,
-            more_targets=tuple(
-                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
-            ),
-            threads=application.threads,
-            thread_scheduling=application.thread_scheduling,
-            body_buffer_size=settings.body_buffer_size,
-            multiprocess=spec.multiprocess,
-            log=self.log,
-            watchdog=watchdog,
-            hooks=self.hooks,
-        )
+        interface = choose_interface(application.interface, application.protocol, apps[0])
+        if interface == "asgi":
+            self.adapter = self._asgi_adapter(apps, entry_points)
+        else:
+            self.adapter = self._wsgi_adapter(apps, entry_points, watchdog, settings, spec)
         limits = Limits(
             settings.limit_request_line,
             settings.limit_request_fields,
@@ -259,6 +256,51 @@ class Worker:
             loop.close()
         return EXIT_OK
 
+    def _wsgi_adapter(
+        self, apps: Any, entry_points: Any, watchdog: Any, settings: Any, spec: Any
+    ) -> Any:
+        application = spec.application
+        return WsgiAdapter(
+            apps[0],
+            prefix=entry_points[0].prefix,
+            more_targets=tuple(
+                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
+            ),
+            threads=application.threads,
+            thread_scheduling=application.thread_scheduling,
+            body_buffer_size=settings.body_buffer_size,
+            multiprocess=spec.multiprocess,
+            log=self.log,
+            watchdog=watchdog,
+            hooks=self.hooks,
+        )
+
+    def _asgi_adapter(self, apps: Any, entry_points: Any) -> Any:
+        application = self.spec.application
+        ignored = [
+            name
+            for name, used in (
+                ("threads", application.threads > 1),
+                ("request_timeout", application.request_timeout > 0),
+                (
+                    "pre_request/post_request hooks",
+                    self.hooks.defines("pre_request", "post_request"),
+                ),
+            )
+            if used
+        ]
+        if ignored and self.spec.slot == 0:
+            # said once per pool, not by every worker; the settings still apply to WSGI
+            self.log.warning("ASGI application: %s not applied yet", ", ".join(ignored))
+        return AsgiAdapter(
+            apps[0],
+            log=self.log,
+            prefix=entry_points[0].prefix,
+            more_targets=tuple(
+                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
+            ),
+        )
+
     async def _serve(self) -> None:
         loop = self.loop
         state = self.state
@@ -273,6 +315,8 @@ class Worker:
             state.connections = WatchedConnections()
             state.on_client_gone = state.connections.client_gone
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
+        if isinstance(self.adapter, AsgiAdapter):
+            state.on_client_gone = self.adapter.chain_client_gone(state.on_client_gone)
         for listener in spec.listeners:
             sock = listener.socket
             plan = self._plan(listener, forwardings, routing)

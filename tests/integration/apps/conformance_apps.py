@@ -12,7 +12,7 @@ old posts write them, and ASGI applications handed to the WSGI server.
 - ``/raise``: raises before ``start_response``;
 - anything else: ``ok``.
 
-ASGI applications (the server must refuse them at start, exit 3): ``asgi_coroutine`` (a
+ASGI applications (served as ASGI, each of them answering ``asgi``): ``asgi_coroutine`` (a
 coroutine function), ``asgi_instance`` (an object whose ``__call__`` is ``async def``, as
 FastAPI's and Starlette's are), ``AsgiClass`` (a class with an async ``__call__``) and
 ``make_asgi`` (a factory returning one, for NGINX Unit's ``factory``).
@@ -49,6 +49,7 @@ def _bytes_then_str():
 
 async def asgi_coroutine(scope, receive, send):
     await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"asgi"})
 
 
 class _Asgi:

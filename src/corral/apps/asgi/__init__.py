@@ -1,0 +1,1 @@
+"""The ASGI side of a worker: `corral.apps.asgi.runner.AsgiAdapter` (HTTP only for now)."""

@@ -1,0 +1,463 @@
+"""Runs an ASGI application (HTTP connection scope) for the connections of one worker.
+
+The connection (`corral.server.connection.HttpConnection`) stays what it is for WSGI: it
+parses, keeps the pipeline in order, runs the one deadline, enforces the limits and answers
+protocol errors. This adapter fills the same two methods as the WSGI one and answers through
+the same `HttpConnection.write` / `finish`, with heads from `corral.http.response`:
+
+- ``make_body`` gives a body-bearing request an `AsgiBody` and marks the exchange
+  ``streaming``, so the application starts while the body still arrives. `AsgiBody.feed`
+  returns True past ``BODY_HIGH_WATER`` buffered bytes: the connection then stops reading
+  the socket (and its body deadline, the wait being the application's), and ``receive()``
+  reads it again once it took the buffer (`HttpConnection.resume_body`).
+- ``run`` starts one task per request on the worker's loop (`AsgiCycle.run`). A request
+  without a body gets an `AsgiBody` of its own there, complete and empty: the connection
+  fails every pending exchange's body when the client goes away, which is how ``receive()``
+  learns of the disconnect for every request alike.
+- ``send()`` keeps the head back until the first body message, so a small answer is one
+  write; while the transport is paused it waits for ``resume_writing``
+  (`HttpConnection.on_writable`; the connection's send deadline runs meanwhile).
+
+What the spec forbids (a body before the start, a second start, a bad status, a header value
+with CR, LF or NUL, a message after the end) raises `AsgiProtocolError` into the application
+and is one line in the error log; the answer is a 500 if no byte was sent yet, else the
+connection is closed. An exception of the application is one log entry with its traceback
+and the same answer.
+
+Not here yet (issue 11): lifespan, WebSocket, ``request_timeout``, the server hooks,
+``pathsend`` / ``zerocopysend`` and trailers.
+"""
+
+from __future__ import annotations
+
+import logging
+from asyncio import gather, shield
+from typing import Any
+
+from corral.apps.asgi.scope import connection_scope, request_scope
+from corral.http.errors import error_response
+from corral.http.response import InvalidResponse, build_head, reason
+from corral.server.connection import Adapter, Exchange, HttpConnection
+
+# Bytes of a request body buffered before the socket stops being read.
+BODY_HIGH_WATER = 256 * 1024
+
+_CHUNK_END = b"0\r\n\r\n"
+_DISCONNECT = {"type": "http.disconnect"}
+
+
+class AsgiProtocolError(RuntimeError):
+    """The application sent what the ASGI spec forbids."""
+
+
+class ClientDisconnected(OSError):
+    """``send()`` after the client went away (the spec asks for an OSError subclass)."""
+
+
+class _EmptyBody:
+    """The body of a request without one until it starts (`AsgiAdapter.run` gives it its
+    own): the connection may fail or close it while it waits in the pipeline."""
+
+    __slots__ = ()
+
+    def feed(self, chunk: bytes) -> bool:  # pragma: no cover - never fed
+        return False
+
+    def finish(self) -> None:
+        pass
+
+    def fail(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+EMPTY = _EmptyBody()
+
+
+class AsgiBody:
+    """A request's body between the connection (``feed``/``finish``/``fail``) and the
+    application's ``receive()``, which waits on ``waiter`` for whatever comes next."""
+
+    __slots__ = ("chunks", "done", "failed", "given", "over", "size", "waiter")
+
+    def __init__(self, done: bool = False) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.done = done  # the whole body arrived
+        self.failed = False  # it never will, or the client went away
+        self.given = False  # receive() gave its last http.request
+        self.over = False  # the buffer passed the high water: the socket is not read
+        self.waiter: Any = None  # a future while receive() waits
+
+    def feed(self, chunk: bytes) -> bool:
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        self.wake()
+        if self.size > BODY_HIGH_WATER:
+            self.over = True
+            return True
+        return False
+
+    def finish(self) -> None:
+        self.done = True
+        self.wake()
+
+    def fail(self) -> None:
+        self.failed = True
+        self.wake()
+
+    def close(self) -> None:
+        self.chunks = []
+        self.size = 0
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def take(self) -> bytes:
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self.chunks = []
+        self.size = 0
+        return data
+
+
+# "200 OK" for each status code, made once: build_head takes WSGI's status strings
+_STATUS_TEXT: dict[int, str] = {}
+
+
+def _status_text(status: Any) -> str:
+    text = _STATUS_TEXT.get(status) if type(status) is int else None
+    if text is None:
+        if type(status) is not int or not 100 <= status <= 999:
+            raise AsgiProtocolError(f"invalid status {status!r}: an int from 100 to 999")
+        text = _STATUS_TEXT[status] = f"{status} {reason(status)}"
+    return text
+
+
+def _str_headers(headers: Any) -> list[tuple[str, str]]:
+    """The application's byte-string header pairs as build_head's latin-1 strings (which
+    build_head then checks: a token name, no CR, LF or NUL in a value)."""
+    out = []
+    try:
+        for name, value in headers:
+            if not isinstance(name, bytes) or not isinstance(value, bytes):
+                raise AsgiProtocolError(f"header {name!r}: name and value must be bytes")
+            out.append((name.decode("latin-1"), value.decode("latin-1")))
+    except (TypeError, ValueError):
+        raise AsgiProtocolError(f"headers must be an iterable of pairs, not {headers!r}") from None
+    return out
+
+
+class AsgiCycle:
+    """One request's run of the application: its scope, ``receive`` and ``send``."""
+
+    __slots__ = (
+        "body",
+        "chunked",
+        "complete",
+        "conn",
+        "discard_body",
+        "exchange",
+        "head_sent",
+        "headers",
+        "keep_alive",
+        "log",
+        "remaining",
+        "sent",
+        "status",
+    )
+
+    def __init__(self, log: logging.Logger, conn: HttpConnection, exchange: Exchange) -> None:
+        self.log = log
+        self.conn = conn
+        self.exchange = exchange
+        self.body: AsgiBody = exchange.body
+        self.keep_alive = exchange.head.keep_alive
+        self.discard_body = exchange.head.method == "HEAD"
+        self.status: str | None = None  # set by http.response.start
+        self.headers: list[tuple[str, str]] = []
+        self.head_sent = False
+        self.chunked = False
+        self.remaining: int | None = None  # body bytes the Content-Length still allows
+        self.sent = 0
+        self.complete = False  # the whole answer is written (or given up)
+
+    def _where(self) -> str:
+        head = self.exchange.head
+        return f"{head.method} {head.target.decode('latin-1')}"
+
+    async def run(self, app: Any, scope: dict[str, Any]) -> None:
+        try:
+            await app(scope, self.receive, self.send)
+        except BaseException as exc:
+            if self.complete and isinstance(exc, AsgiProtocolError):
+                return  # logged and answered where it was raised
+            if isinstance(exc, ClientDisconnected) or self.conn.closed:
+                self.log.debug("client went away during %s", self._where())
+            elif not isinstance(exc, Exception):
+                self._give_up()
+                raise  # a cancellation or an exit is the loop's business
+            else:
+                self.log.error("error handling %s", self._where(), exc_info=exc)
+            self._give_up()
+            return
+        if not self.complete:
+            if self.conn.closed or self.body.failed:
+                # the application stopped on http.disconnect: nothing is wrong with it
+                self.log.debug("client went away during %s", self._where())
+            elif self.status is None:
+                self.log.error("ASGI application returned without a response to %s", self._where())
+            else:
+                self.log.error(
+                    "ASGI application returned before the end of its response to %s",
+                    self._where(),
+                )
+            self._give_up()
+
+    # -- receive --------------------------------------------------------------------
+
+    async def receive(self) -> dict[str, Any]:
+        body = self.body
+        while True:
+            # what arrived is given before the disconnect: a client that half-closed after
+            # its request still has its body read
+            if body.chunks or (body.done and not body.given):
+                break
+            if body.failed or self.complete or self.conn.closed:
+                return _DISCONNECT
+            # 100 Continue once the application asks for the body (the connection sends it
+            # only while the body is incomplete, and once)
+            if self.exchange.head.expect_continue:
+                self.conn.send_continue(self.exchange)
+            waiter = body.waiter
+            if waiter is None:
+                waiter = body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
+            # shared by concurrent receive() calls (Starlette listens for the disconnect in a
+            # task of its own), each shielded: one cancelled caller leaves the others waiting
+            await shield(waiter)
+        data = body.take() if body.chunks else b""
+        if body.over:
+            body.over = False
+            self.conn.resume_body()
+        more = not body.done
+        if not more:
+            body.given = True  # a later receive() waits for the disconnect or the answer's end
+        return {"type": "http.request", "body": data, "more_body": more}
+
+    # -- send -----------------------------------------------------------------------
+
+    async def send(self, message: dict[str, Any]) -> None:
+        kind = message.get("type") if type(message) is dict else None
+        if kind == "http.response.body":
+            if self.status is None:
+                self._violation("http.response.body before http.response.start")
+            if self.complete:
+                if self.conn.closed:
+                    raise ClientDisconnected("client went away")
+                self._violation("http.response.body after the end of the response")
+            await self._body(message.get("body", b""), message.get("more_body", False))
+        elif kind == "http.response.start":
+            if self.status is not None:
+                self._violation("a second http.response.start")
+            try:
+                self.status = _status_text(message.get("status"))
+                self.headers = _str_headers(message.get("headers", ()))
+            except AsgiProtocolError as exc:
+                self.status = None
+                self._violation(str(exc))
+        else:
+            self._violation(f"unknown message {kind!r} on an HTTP connection")
+
+    async def _body(self, data: Any, more: Any) -> None:
+        if type(data) is not bytes:
+            if not isinstance(data, (bytearray, memoryview)):
+                self._violation(f"http.response.body's body must be bytes, not {type(data)}")
+            data = bytes(data)
+        conn = self.conn
+        if conn.closed:  # run() then finishes the exchange (its bookkeeping) with _give_up
+            raise ClientDisconnected("client went away")
+        out = b""
+        if not self.head_sent:
+            try:
+                out = self._head(None if more else len(data))
+            except InvalidResponse as exc:
+                self._violation(str(exc))
+        if not self.discard_body:
+            remaining = self.remaining
+            if remaining is not None:
+                if len(data) > remaining:
+                    self.log.error(
+                        "application sent more than its Content-Length; truncated (%s)",
+                        self._where(),
+                    )
+                    data = data[:remaining]
+                    self.keep_alive = False
+                self.remaining = remaining - len(data)
+                out += data
+            elif self.chunked:
+                if data:
+                    out += b"%x\r\n%b\r\n" % (len(data), data)
+                if not more:
+                    out += _CHUNK_END
+            else:
+                out += data
+            self.sent += len(data)
+        if more:
+            if out:
+                conn.write(out)
+            if conn.write_paused and not conn.closed:
+                waiter = conn.loop.create_future()  # type: ignore[union-attr]
+                conn.on_writable = lambda: waiter.done() or waiter.set_result(None)
+                await waiter
+            return
+        if self.remaining and not self.discard_body:
+            self.log.error(
+                "application sent less than its Content-Length; closing (%s)", self._where()
+            )
+            self.keep_alive = False
+        self.complete = True
+        self.exchange.response_bytes = self.sent
+        self.body.wake()  # a receive() waiting for the end of the answer says disconnect
+        conn.finish(self.exchange, self.keep_alive, out)
+
+    def _head(self, body_length: int | None) -> bytes:
+        conn = self.conn
+        server = conn.server
+        version = self.exchange.head.version
+        head = build_head(
+            self.status,  # type: ignore[arg-type]
+            self.headers,
+            server.prefix,
+            version == "1.1",
+            self.keep_alive and not server.draining,
+            version,
+            body_length,
+        )
+        self.head_sent = True
+        self.chunked = head.chunked
+        self.remaining = head.content_length
+        if head.close:
+            self.keep_alive = False
+        code = head.status
+        if code < 200 or code == 204 or code == 304:
+            self.discard_body = True
+        exchange = self.exchange
+        exchange.status = code
+        exchange.response_headers = self.headers
+        return head.data
+
+    # -- errors -----------------------------------------------------------------------
+
+    def _violation(self, what: str) -> None:
+        """Log, answer (500, or close if the answer began), and raise into the application."""
+        self.log.error("ASGI protocol error in the answer to %s: %s", self._where(), what)
+        self._give_up()
+        raise AsgiProtocolError(what)
+
+    def _give_up(self) -> None:
+        """No whole answer will come: 500 if nothing was sent, else close the connection."""
+        if self.complete:
+            return
+        self.complete = True
+        self.body.wake()
+        conn = self.conn
+        exchange = self.exchange
+        if not self.head_sent and not conn.closed:
+            exchange.status = 500
+            conn.finish(exchange, False, error_response(500, conn.server.prefix))
+        else:
+            conn.finish(exchange, False)
+
+
+class AsgiAdapter(Adapter):
+    """The ASGI side of a worker: bodies, scopes, one task per request."""
+
+    empty_body = EMPTY
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        log: logging.Logger,
+        prefix: str = "",
+        more_targets: tuple[tuple[Any, str], ...] = (),
+    ) -> None:
+        """``app`` mounted at ``prefix`` (the scope's ``root_path``) is target 0;
+        ``more_targets`` are NGINX Unit's further ``(callable, prefix)``."""
+        self.targets = tuple(
+            (as_asgi3(target), mount) for target, mount in ((app, prefix), *more_targets)
+        )
+        self.log = log
+        # lifespan's state (issue 11, point 3) will fill it; each scope gets a copy
+        self.state: dict[str, Any] = {}
+        self._bases: dict[Any, dict[str, Any]] = {}
+        self.tasks: set[Any] = set()  # the running cycles, kept from the garbage collector
+
+    def make_body(self, conn: HttpConnection, exchange: Exchange) -> AsgiBody:
+        exchange.streaming = True
+        return AsgiBody()
+
+    def run(self, conn: HttpConnection, exchange: Exchange) -> None:
+        if exchange.body is EMPTY:
+            exchange.body = AsgiBody(done=True)
+        base = conn.adapter_state
+        if base is None:
+            base = conn.adapter_state = connection_scope(conn.sockname, conn.peer)
+        app, root_path = self.targets[exchange.target]
+        scope = request_scope(base, exchange.head, root_path, self.state, exchange.forwarded)
+        cycle = AsgiCycle(self.log, conn, exchange)
+        task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def client_gone(self, conn: HttpConnection) -> None:
+        """The client closed its side while answers are due (`ServerState.on_client_gone`):
+        for ASGI that is the disconnect, as every ASGI server reads an EOF, so a streaming
+        application waiting on ``receive()`` stops; the answers may still be written."""
+        for exchange in conn.pipeline:
+            if exchange.body is EMPTY:  # not started yet: it gets its own body now
+                exchange.body = AsgiBody(done=True)
+            exchange.body.fail()
+
+    def chain_client_gone(self, then: Any) -> Any:
+        """`client_gone`, then ``then`` (the worker's own hook, or None)."""
+        if then is None:
+            return self.client_gone
+
+        def both(conn: HttpConnection) -> None:
+            self.client_gone(conn)
+            then(conn)
+
+        return both
+
+    def shutdown(self) -> None:
+        """The worker's loop has stopped serving: cancel what still runs and let it unwind (its
+        ``finally`` blocks run; no "Task was destroyed but it is pending" at the close)."""
+        tasks = list(self.tasks)
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        loop = tasks[0].get_loop()
+        if not loop.is_running() and not loop.is_closed():
+            loop.run_until_complete(gather(*tasks, return_exceptions=True))
+
+
+def as_asgi3(app: Any) -> Any:
+    """An ASGI 2 application (a class: ``app(scope)`` then ``await instance(receive, send)``)
+    as an ASGI 3 callable; others as they are."""
+    import inspect
+
+    if not inspect.isclass(app):
+        return app
+
+    async def asgi3(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await app(scope)(receive, send)
+
+    return asgi3

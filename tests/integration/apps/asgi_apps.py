@@ -1,0 +1,105 @@
+"""Raw ASGI 3 applications for tests/integration/test_asgi.py (no framework).
+
+``app`` answers by path: ``/scope`` (the scope as JSON, bytes as latin-1), ``/echo`` (the
+body read with ``receive()``, each message's size and ``more_body`` in ``x-messages``),
+``/stream`` (``?n=`` chunks, each its own ``http.response.body``), ``/big`` (``?mb=`` MiB in
+64 KiB messages), ``/error`` (raises), ``/body-first``, ``/double-start``, ``/bad-status``,
+``/crlf`` (protocol violations), ``/after-start`` (raises once the head went out),
+``/no-response`` (returns without answering), ``/wait-disconnect`` (streams one chunk, then
+waits for ``http.disconnect`` and prints ``disconnect seen <path>`` on standard error).
+
+``both`` answers ``wsgi`` when called as WSGI and ``asgi`` as ASGI (a plain function
+returning a coroutine: ``interface = auto`` takes it for WSGI).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from urllib.parse import parse_qs
+
+
+def _jsonable(value):
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    return value
+
+
+async def _answer(send, status, body, headers=()):
+    await send({"type": "http.response.start", "status": status, "headers": list(headers)})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def app(scope, receive, send):
+    path = scope["path"][len(scope["root_path"]) :]  # routed below the mount, as frameworks do
+    query = parse_qs(scope["query_string"].decode())
+    if path.startswith("/scope"):
+        body = json.dumps(_jsonable(scope)).encode()
+        await _answer(send, 200, body, [(b"content-type", b"application/json")])
+    elif path == "/echo":
+        messages, data = [], b""
+        while True:
+            message = await receive()
+            assert message["type"] == "http.request", message
+            data += message["body"]
+            messages.append(f"{len(message['body'])}:{int(message['more_body'])}")
+            if not message["more_body"]:
+                break
+        await _answer(send, 200, data, [(b"x-messages", ",".join(messages).encode())])
+    elif path == "/stream":
+        count = int(query.get("n", ["3"])[0])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for index in range(count):
+            await send(
+                {"type": "http.response.body", "body": b"part%d;" % index, "more_body": True}
+            )
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    elif path == "/big":
+        size = int(query.get("mb", ["8"])[0]) << 20
+        block = bytes(range(256)) * 256  # 64 KiB
+        length = str(size).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-length", length)]})  # fmt: skip
+        for _ in range(size // len(block)):
+            await send({"type": "http.response.body", "body": block, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    elif path == "/error":
+        raise ValueError("boom from the ASGI app")
+    elif path == "/body-first":
+        await send({"type": "http.response.body", "body": b"oops"})
+    elif path == "/double-start":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+    elif path == "/bad-status":
+        await _answer(send, "200", b"x")
+    elif path == "/crlf":
+        await _answer(send, 200, b"x", [(b"x-evil", b"a\r\nInjected: yes")])
+    elif path == "/after-start":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"first;", "more_body": True})
+        raise ValueError("boom after the head")
+    elif path == "/no-response":
+        return
+    elif path == "/wait-disconnect":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"waiting;", "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        print(f"disconnect seen {path}", file=sys.stderr, flush=True)
+    else:
+        await _answer(send, 404, b"not found")
+
+
+async def _both_asgi(scope, receive, send):
+    await _answer(send, 200, b"asgi")
+
+
+def both(first, second, third=None):
+    if third is None:
+        second("200 OK", [("Content-Type", "text/plain")])
+        return [b"wsgi"]
+    return _both_asgi(first, second, third)
