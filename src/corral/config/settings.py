@@ -768,9 +768,19 @@ SETTINGS: tuple[Setting, ...] = (
         "function, an object whose `__call__` is one, or a class whose `__call__` is one "
         "(ASGI 2), or when `worker_class` is an ASGI worker class; WSGI otherwise. `wsgi` or "
         "`asgi` force it. ASGI applications run as tasks on the worker's event loop "
-        "(`threads` does not apply); served so far: the HTTP scope (no lifespan, no "
+        "(`threads` does not apply); served so far: the HTTP scope and lifespan (no "
         "WebSocket yet).",
         flags=("--interface",), metavar="INTERFACE",
+    ),
+    Setting(
+        "lifespan", _APPLICATION, _A, Literal["auto", "on", "off"], "auto",
+        "ASGI's lifespan protocol, run by each worker: `lifespan.startup` before the worker "
+        "says it is ready, `lifespan.shutdown` once its graceful stop has served the last "
+        "request. A startup that fails is one log line and exit 3 at start (a rollback on "
+        "reload). `auto`: an application that raises or returns before it answers the "
+        "startup has no lifespan, and is served without; `on`: that is a failure too; "
+        "`off`: never sent. Uvicorn's `--lifespan`.",
+        flags=("--lifespan",), metavar="MODE",
     ),
     Setting(
         "thread_stack_size", _APPLICATION, _A, _int(ge=32768) | None, None,

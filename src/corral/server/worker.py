@@ -53,6 +53,7 @@ from typing import Any
 
 # imported here, by the master too, not after the fork: a worker that switched to another user
 # may not be able to read the interpreter's own files (ctypes) to import them then
+from corral.apps.asgi.lifespan import Lifespan, LifespanFailed
 from corral.apps.asgi.runner import AsgiAdapter
 from corral.apps.deadline import Watchdog
 from corral.apps.loader import (
@@ -140,6 +141,7 @@ class Worker:
         self.servers: list[Any] = []
         self.adapter: Any = None
         self.stopping = False
+        self.lifespans: list[Lifespan] = []  # an ASGI application's, unless lifespan is off
         self._server_header = ""
         self.master_pid = os.getppid()
         # a dynamic pool's master measures how busy the worker is by its latency sum
@@ -214,6 +216,12 @@ class Worker:
         interface = choose_interface(application.interface, application.protocol, apps[0])
         if interface == "asgi":
             self.adapter = self._asgi_adapter(apps, entry_points)
+            if application.lifespan != "off":
+                # each target's own lifespan, all filling the one state the scopes copy
+                self.lifespans = [
+                    Lifespan(app, self.adapter.state, self.log, application.lifespan)
+                    for app, _ in self.adapter.targets
+                ]
         else:
             self.adapter = self._wsgi_adapter(apps, entry_points, watchdog, settings, spec)
         limits = Limits(
@@ -248,13 +256,12 @@ class Worker:
         signal.signal(signal.SIGQUIT, self.quit)
         signal.signal(signal.SIGABRT, self.abort)
         try:
-            loop.run_until_complete(self._serve())
+            return loop.run_until_complete(self._serve())
         finally:
             self.adapter.shutdown()
             if spec.access_log is not None:
                 spec.access_log.close()
             loop.close()
-        return EXIT_OK
 
     def _wsgi_adapter(
         self, apps: Any, entry_points: Any, watchdog: Any, settings: Any, spec: Any
@@ -301,11 +308,25 @@ class Worker:
             ),
         )
 
-    async def _serve(self) -> None:
+    async def _serve(self) -> int:
         loop = self.loop
         state = self.state
         assert loop is not None and state is not None
         spec = self.spec
+        self._done = loop.create_future()  # a TERM during the lifespan startup ends it too
+        for lifespan in self.lifespans:
+            try:
+                await lifespan.startup()
+            except LifespanFailed as exc:
+                self.log.error(
+                    "application %r: ASGI lifespan startup failed: %s", spec.app_name, exc
+                )
+                cause = f"ASGI lifespan startup failed: {exc}".replace("\n", " ")
+                self._send(f"failed {cause[:FAILURE_LINE_MAX]}")
+                return EXIT_APP_LOAD
+        if self.stopping:
+            await self._end_lifespans()
+            return EXIT_OK
         backlog = spec.settings.backlog
         application = spec.application
         routing = self.routing = self._routing()
@@ -341,9 +362,14 @@ class Worker:
             self.servers.append(handoffs)  # closed with the listeners when a drain begins
             self.handoffs = handoffs
         self._send("ready")
-        self._done = loop.create_future()
         self._schedule_tick()
         await self._done
+        await self._end_lifespans()
+        return EXIT_OK
+
+    async def _end_lifespans(self) -> None:
+        for lifespan in reversed(self.lifespans):
+            await lifespan.shutdown(self.spec.settings.graceful_timeout)
 
     def _plan(
         self, listener: ListenerSpec, forwardings: dict[Any, Forwarding], routing: Routing | None

@@ -24,8 +24,8 @@ and is one line in the error log; the answer is a 500 if no byte was sent yet, e
 connection is closed. An exception of the application is one log entry with its traceback
 and the same answer.
 
-Not here yet (issue 11): lifespan, WebSocket, ``request_timeout``, the server hooks,
-``pathsend`` / ``zerocopysend`` and trailers.
+Lifespan is `corral.apps.asgi.lifespan`'s. Not here yet (issue 11): WebSocket,
+``request_timeout``, the server hooks, ``pathsend`` / ``zerocopysend`` and trailers.
 """
 
 from __future__ import annotations
@@ -394,7 +394,7 @@ class AsgiAdapter(Adapter):
             (as_asgi3(target), mount) for target, mount in ((app, prefix), *more_targets)
         )
         self.log = log
-        # lifespan's state (issue 11, point 3) will fill it; each scope gets a copy
+        # what lifespan's startup fills (corral.apps.asgi.lifespan); each scope gets a copy
         self.state: dict[str, Any] = {}
         self._bases: dict[Any, dict[str, Any]] = {}
         self.tasks: set[Any] = set()  # the running cycles, kept from the garbage collector
