@@ -67,3 +67,36 @@ def test_off_never_sends_it() -> None:
         assert state_and_pid(server)[0] == {}
         assert server.stop() == 0
     assert "lifespan startup" not in server.stderr
+
+
+LIFESPAN_RELOAD_APP = """
+import os
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        await receive()
+        if os.path.exists("fail.flag"):
+            await send({"type": "lifespan.startup.failed", "message": "flag set"})
+            return
+        await send({"type": "lifespan.startup.complete"})
+        await receive()
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": str(os.getpid()).encode()})
+"""
+
+
+def test_a_reload_whose_startup_fails_is_rolled_back(tmp_path) -> None:
+    (tmp_path / "life_reload.py").write_text(LIFESPAN_RELOAD_APP)
+    with Server("life_reload:app", workers=2, cwd=str(tmp_path)) as server:
+        server.wait_log(r"worker 1 ready")
+        before = set(server.worker_pids())
+        (tmp_path / "fail.flag").touch()
+        server.send(signal.SIGHUP)
+        line = server.wait_log(r".*reload failed: .*")[0]
+        assert "exited (exit code 3) before it was ready; generation 1 keeps serving" in line
+        assert "ASGI lifespan startup failed: flag set" in server.stderr
+        status, body = http_get(server, "/")
+        assert status == 200 and int(body) in before
+        assert server.stop() == 0
