@@ -64,6 +64,7 @@ PEER_PACKAGES = [
     "uWSGI",
     "granian",
     "waitress",
+    "uvicorn",
     "Django",
     "djangorestframework",
     "uvloop",
@@ -178,6 +179,7 @@ DRF_DIR = OUT / "drf"
 HELLO_APP = App("hello", "hello:application", APPS, "/", check_hello)
 SLEEP_APP = App("sleep", "sleep:application", APPS, "/", check_hello)
 DRF_APP = App("drf", "drfproj.wsgi:application", DRF_DIR, "/users/", check_drf)
+ASGI_HELLO_APP = App("hello-asgi", "hello_asgi:app", APPS, "/", check_hello)
 
 
 # --------------------------------------------------------------------------- servers
@@ -236,6 +238,21 @@ def granian(app: App, workers: int, threads: int, port: int) -> list[str]:
     )  # fmt: skip
 
 
+def granian_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
+    return cmd(
+        VENV_BIN / "granian",
+        f"--interface asgi --http 1 --host {HOST} --port {port}",
+        f"--workers {workers} --runtime-threads 1",
+        "--no-access-log --log-level warning --working-dir", app.directory, app.target,
+    )  # fmt: skip
+
+
+def uvicorn(app: App, workers: int, threads: int, port: int) -> list[str]:
+    # its fastest stack: httptools and uvloop, as corral's
+    flags = f"--host {HOST} --port {port} --workers {workers} --http httptools --loop uvloop"
+    return cmd(VENV_BIN / "uvicorn", flags, "--no-access-log --log-level warning", app.target)
+
+
 def waitress(app: App, workers: int, threads: int, port: int) -> list[str]:
     # Single process: the threads of every "worker" go into its one pool.
     flags = f"--listen={HOST}:{port} --threads={workers * threads} --connection-limit=1000"
@@ -270,6 +287,8 @@ SERVERS: dict[str, Server] = {
     "uwsgi": Server("uwsgi", "uWSGI", uwsgi),
     "uwsgi-http11": Server("uwsgi", "uWSGI --http11-socket", uwsgi_http11),
     "granian": Server("granian", "Granian", granian),
+    "granian-asgi": Server("granian", "Granian ASGI", granian_asgi),
+    "uvicorn": Server("uvicorn", "Uvicorn", uvicorn),
     "waitress": Server("waitress", "Waitress", waitress),
     "bjoern": Server("bjoern", "bjoern (reference)", bjoern, reference=True),
     "nginx": Server("nginx", "nginx (reference)", nginx, reference=True),
@@ -281,7 +300,7 @@ SERVERS: dict[str, Server] = {
 
 
 def scenarios() -> list[Scenario]:
-    """The five scenarios, each with its loads and server configurations."""
+    """The six scenarios, each with its loads and server configurations."""
     counts = [1, 5, 20, 100]
     hello, sleep, drf = HELLO_APP, SLEEP_APP, DRF_APP
     a = Scenario(
@@ -351,7 +370,17 @@ def scenarios() -> list[Scenario]:
             Config(name, hello, 2, t, pin=False, group=group)
             for name in ("corral", "gunicorn-gthread")
         ]
-    return [a, b, c, d, e]
+
+    f = Scenario(
+        "F",
+        "ASGI hello, 1 worker",
+        "Hello-world ASGI app (bench/apps/hello_asgi.py, the same answer as hello.py); one worker "
+        "process pinned to core 0, keep-alive and `Connection: close` at 1 and 100 connections, "
+        "beside Uvicorn (httptools and uvloop) and Granian's ASGI interface.",
+        [Load(c) for c in (1, 100)] + [Load(c, keepalive=False) for c in (1, 100)],
+    )
+    f.configs = [Config(name, ASGI_HELLO_APP) for name in ("corral", "uvicorn", "granian-asgi")]
+    return [a, b, c, d, e, f]
 
 
 # --------------------------------------------------------------------------- processes
