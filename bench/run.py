@@ -229,22 +229,19 @@ def uwsgi_http11(app: App, workers: int, threads: int, port: int) -> list[str]:
     return uwsgi(app, workers, threads, port, socket="http11")
 
 
-def granian(app: App, workers: int, threads: int, port: int) -> list[str]:
+def granian(app: App, workers: int, threads: int, port: int, interface: str = "wsgi") -> list[str]:
+    # --blocking-threads is the WSGI pool; an ASGI app runs on the runtime's thread
+    pool = f"--blocking-threads {threads} " if interface == "wsgi" else ""
     return cmd(
         VENV_BIN / "granian",
-        f"--interface wsgi --http 1 --host {HOST} --port {port}",
-        f"--workers {workers} --blocking-threads {threads} --runtime-threads 1",
+        f"--interface {interface} --http 1 --host {HOST} --port {port}",
+        f"--workers {workers} {pool}--runtime-threads 1",
         "--no-access-log --log-level warning --working-dir", app.directory, app.target,
     )  # fmt: skip
 
 
 def granian_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
-    return cmd(
-        VENV_BIN / "granian",
-        f"--interface asgi --http 1 --host {HOST} --port {port}",
-        f"--workers {workers} --runtime-threads 1",
-        "--no-access-log --log-level warning --working-dir", app.directory, app.target,
-    )  # fmt: skip
+    return granian(app, workers, threads, port, interface="asgi")
 
 
 def uvicorn(app: App, workers: int, threads: int, port: int) -> list[str]:

@@ -214,8 +214,12 @@ class Worker:
         if application.thread_stack_size is not None:
             threading.stack_size(application.thread_stack_size)  # before the pool's threads
         interface = choose_interface(application.interface, application.protocol, apps[0])
+        # NGINX Unit's further targets, (callable, prefix), for either adapter
+        more_targets = tuple(
+            (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
+        )
         if interface == "asgi":
-            self.adapter = self._asgi_adapter(apps, entry_points)
+            self.adapter = self._asgi_adapter(apps[0], entry_points[0].prefix, more_targets)
             if application.lifespan != "off":
                 # each target's own lifespan, all filling the one state the scopes copy
                 self.lifespans = [
@@ -223,7 +227,9 @@ class Worker:
                     for app, _ in self.adapter.targets
                 ]
         else:
-            self.adapter = self._wsgi_adapter(apps, entry_points, watchdog, settings, spec)
+            self.adapter = self._wsgi_adapter(
+                apps[0], entry_points[0].prefix, more_targets, watchdog, settings, spec
+            )
         limits = Limits(
             settings.limit_request_line,
             settings.limit_request_fields,
@@ -264,15 +270,13 @@ class Worker:
             loop.close()
 
     def _wsgi_adapter(
-        self, apps: Any, entry_points: Any, watchdog: Any, settings: Any, spec: Any
+        self, app: Any, prefix: str, more_targets: Any, watchdog: Any, settings: Any, spec: Any
     ) -> Any:
         application = spec.application
         return WsgiAdapter(
-            apps[0],
-            prefix=entry_points[0].prefix,
-            more_targets=tuple(
-                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
-            ),
+            app,
+            prefix=prefix,
+            more_targets=more_targets,
             threads=application.threads,
             thread_scheduling=application.thread_scheduling,
             body_buffer_size=settings.body_buffer_size,
@@ -282,7 +286,7 @@ class Worker:
             hooks=self.hooks,
         )
 
-    def _asgi_adapter(self, apps: Any, entry_points: Any) -> Any:
+    def _asgi_adapter(self, app: Any, prefix: str, more_targets: Any) -> Any:
         application = self.spec.application
         ignored = [
             name
@@ -300,12 +304,10 @@ class Worker:
             # said once per pool, not by every worker; the settings still apply to WSGI
             self.log.warning("ASGI application: %s not applied yet", ", ".join(ignored))
         return AsgiAdapter(
-            apps[0],
+            app,
             log=self.log,
-            prefix=entry_points[0].prefix,
-            more_targets=tuple(
-                (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
-            ),
+            prefix=prefix,
+            more_targets=more_targets,
         )
 
     async def _serve(self) -> int:
