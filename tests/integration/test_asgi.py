@@ -207,13 +207,19 @@ def test_a_header_value_with_crlf_never_reaches_the_wire(server: Server) -> None
     assert b"Injected" not in reply and b"x-evil" not in reply
 
 
-def test_http_disconnect_when_the_client_goes_away(server: Server) -> None:
-    before = server.stderr.count("disconnect seen /wait-disconnect")
+def waiting_for_disconnect(server: Server) -> socket.socket:
+    """A connection whose /wait-disconnect answer began: its application awaits receive()."""
     sock = server.connect()
     sock.sendall(b"GET /wait-disconnect HTTP/1.1\r\nHost: h\r\n\r\n")
     data = b""
     while b"waiting;" not in data:
         data += sock.recv(65536)
+    return sock
+
+
+def test_http_disconnect_when_the_client_goes_away(server: Server) -> None:
+    before = server.stderr.count("disconnect seen /wait-disconnect")
+    sock = waiting_for_disconnect(server)
     sock.close()
     wait_for(lambda: server.stderr.count("disconnect seen /wait-disconnect") > before)
     server.wait_log(r"client went away during GET /wait-disconnect", count=before + 1)
@@ -222,11 +228,7 @@ def test_http_disconnect_when_the_client_goes_away(server: Server) -> None:
 
 def test_http_disconnect_after_an_abort(server: Server) -> None:
     before = server.stderr.count("disconnect seen /wait-disconnect")
-    sock = server.connect()
-    sock.sendall(b"GET /wait-disconnect HTTP/1.1\r\nHost: h\r\n\r\n")
-    data = b""
-    while b"waiting;" not in data:
-        data += sock.recv(65536)
+    sock = waiting_for_disconnect(server)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     sock.close()  # RST: connection_lost, not an EOF
     wait_for(lambda: server.stderr.count("disconnect seen /wait-disconnect") > before)
