@@ -12,9 +12,9 @@ import pytest
 
 from corral.apps.asgi.runner import BODY_HIGH_WATER, AsgiAdapter, AsgiProtocolError
 from corral.apps.asgi.scope import connection_scope, decode_path, request_scope, split_target
-from corral.http.head import Limits, RequestHead
-from corral.server.connection import HttpConnection, ServerState
-from tests.unit.test_connection import RecordingTransport
+from corral.http.head import RequestHead
+from corral.server.connection import HttpConnection
+from tests.unit.test_connection import RecordingTransport, connect_to
 
 
 def head(target: bytes, headers=(), version="1.1", method="GET") -> RequestHead:
@@ -101,17 +101,7 @@ def loop():
 
 
 def connect(loop, app) -> tuple[HttpConnection, RecordingTransport]:
-    adapter = AsgiAdapter(app, log=logging.getLogger("corral.test"))
-    state = ServerState(
-        adapter, Limits(), keep_alive=5, header_timeout=2, body_timeout=3, send_timeout=60
-    )
-    state.loop = loop
-    state.now = 100.0
-    state.prefix = "Date: Mon, 30 Nov 2026 00:00:00 GMT\r\n"
-    conn = HttpConnection(state)
-    transport = RecordingTransport(conn)
-    conn.connection_made(transport)
-    return conn, transport
+    return connect_to(loop, AsgiAdapter(app, log=logging.getLogger("corral.test")))
 
 
 def settle(loop, turns: int = 20) -> None:

@@ -82,6 +82,13 @@ def connect(loop, *, keep_alive=5.0, limits=None) -> tuple[HttpConnection, Recor
         multiprocess=False,
         log=logging.getLogger("corral.test"),
     )
+    return connect_to(loop, adapter, keep_alive=keep_alive, limits=limits)
+
+
+def connect_to(
+    loop, adapter, *, keep_alive=5.0, limits=None
+) -> tuple[HttpConnection, RecordingTransport]:
+    """A connection of a worker answering with ``adapter``, on a recording transport."""
     state = ServerState(
         adapter,
         limits or Limits(),
