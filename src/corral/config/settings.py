@@ -669,6 +669,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Listening", "Where to accept connections."),
     ("Timeouts", "All durations are in seconds and may be fractional."),
     ("Request limits", "Checked while the request is read, before memory is spent on it."),
+    ("WebSocket", "WebSocket connections of ASGI applications (RFC 6455)."),
     (
         "Worker recycling",
         "When a worker is replaced by a fresh one. The replacement is ready before the old "
@@ -690,6 +691,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     _LISTENING,
     _TIMEOUTS,
     _LIMITS,
+    _WEBSOCKET,
     _RECYCLING,
     _RESPONSES,
     _LOGGING,
@@ -768,8 +770,7 @@ SETTINGS: tuple[Setting, ...] = (
         "function, an object whose `__call__` is one, or a class whose `__call__` is one "
         "(ASGI 2), or when `worker_class` is an ASGI worker class; WSGI otherwise. `wsgi` or "
         "`asgi` force it. ASGI applications run as tasks on the worker's event loop "
-        "(`threads` does not apply); served so far: the HTTP scope and lifespan (no "
-        "WebSocket yet).",
+        "(`threads` does not apply), with the HTTP and WebSocket scopes and lifespan.",
         flags=("--interface",), metavar="INTERFACE",
     ),
     Setting(
@@ -1042,6 +1043,52 @@ SETTINGS: tuple[Setting, ...] = (
         "Request bodies larger than this many bytes are spooled to a temporary file instead of "
         "memory.",
         flags=("--body-buffer-size",), metavar="BYTES",
+    ),
+    # -- WebSocket ------------------------------------------------------------------------------
+    Setting(
+        "ws", _WEBSOCKET, _S, Literal["auto", "websockets", "none"], "auto",
+        "WebSocket for ASGI applications: `auto` and `websockets` serve it (the `websockets` "
+        "library's protocol layer); `none` serves an upgrade request as a plain HTTP request. "
+        "Uvicorn's `--ws` (its `wsproto` has no counterpart).",
+        flags=("--ws",), metavar="MODE",
+    ),
+    Setting(
+        "ws_max_size", _WEBSOCKET, _S, _int(ge=1), 16777216,
+        "Largest WebSocket message in bytes (after permessage-deflate, its fragments "
+        "together); a larger one closes the connection with 1009 (message too big). "
+        "Uvicorn's `--ws-max-size`.",
+        flags=("--ws-max-size",), metavar="BYTES",
+    ),
+    Setting(
+        "ws_max_queue", _WEBSOCKET, _S, _int(ge=1), 32,
+        "WebSocket messages received and not yet taken by the application's `receive()`; "
+        "while this many wait, the connection is not read (its client's writes wait in TCP) "
+        "until the application takes one. Uvicorn's `--ws-max-queue`.",
+        flags=("--ws-max-queue",), metavar="MESSAGES",
+    ),
+    Setting(
+        "ws_ping_interval", _WEBSOCKET, _S, _SECONDS, 20.0,
+        "A ping every this many seconds on an open WebSocket, to find a client that went "
+        "away without closing. 0: no pings. Uvicorn's `--ws-ping-interval`.",
+        flags=("--ws-ping-interval",), metavar="SECONDS",
+    ),
+    Setting(
+        "ws_ping_timeout", _WEBSOCKET, _S, Annotated[float, Meta(gt=0, le=86400)], 20.0,
+        "A ping unanswered for this long closes the WebSocket with 1011. Uvicorn's "
+        "`--ws-ping-timeout`.",
+        flags=("--ws-ping-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "ws_close_timeout", _WEBSOCKET, _S, Annotated[float, Meta(gt=0, le=86400)], 5.0,
+        "Once corral sent a close frame (the application closed, or the worker stops), how "
+        "long it waits for the client's before it closes the connection.",
+        flags=("--ws-close-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "ws_per_message_deflate", _WEBSOCKET, _S, bool, True,
+        "Accept permessage-deflate (RFC 7692) when the client offers it. Uvicorn's "
+        "`--ws-per-message-deflate`.",
+        flags=("--ws-per-message-deflate",), metavar="BOOL",
     ),
     # -- Worker recycling -----------------------------------------------------------------------
     Setting(

@@ -205,6 +205,7 @@ cdef class RequestParser(Parser):
         self._head_limit = limits.head
         self._begin = getattr(sink, "on_message_begin", None)
         self.ended = False
+        self.upgraded = None
         self._state = START
         self._partial = b""
         self._previous = []
@@ -303,6 +304,8 @@ cdef class RequestParser(Parser):
                 self._state = CHUNK_SIZE
             else:
                 pos = self._lines(buffer, p, pos, end)
+        if self.upgraded is not None and pos < end:
+            self.upgraded += PyBytes_FromStringAndSize(<const char*>p + pos, end - pos)
 
     cdef Py_ssize_t _lines(
         self, bytes buffer, const unsigned char* p, Py_ssize_t pos, Py_ssize_t end
@@ -628,6 +631,7 @@ cdef class RequestParser(Parser):
         self._reset()
         if then == UPGRADED:
             self.ended = True
+            self.upgraded = b""
         else:
             self._state = then
         self._sink.on_request_end()

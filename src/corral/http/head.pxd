@@ -17,6 +17,7 @@ cdef class RequestSink:
 cdef class Parser:
     cdef public bint ended
     cdef public Py_ssize_t head_bytes
+    cdef public object upgraded
 
     cpdef feed(self, data)
     cpdef detach(self)

@@ -94,10 +94,12 @@ class Parser:
     """What every request parser is to its connection (`corral.http.parser`, its compiled
     twin, `corral.http.uwsgi`): fed the bytes read, detached when the connection closes, and
     telling whether a further request can come (``ended``) and how many bytes of a head it
-    holds (``head_bytes``, 0 between requests). A base class, not a protocol, so that the
-    compiled connection reads these and calls ``feed`` in C."""
+    holds (``head_bytes``, 0 between requests). ``upgraded`` is None, or, once a request
+    upgraded the connection (``Connection: upgrade`` with ``Upgrade``), the bytes read after
+    its head (b"" when none): they belong to the other protocol. A base class, not a protocol,
+    so that the compiled connection reads these and calls ``feed`` in C."""
 
-    __slots__ = ("ended", "head_bytes")
+    __slots__ = ("ended", "head_bytes", "upgraded")
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises `corral.http.errors.HttpError` for anything not served."""

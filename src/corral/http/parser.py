@@ -156,6 +156,7 @@ class RequestParser(Parser):
         # server/routed.py); a connection's own sink has none, so a plain one pays nothing
         self._begin = getattr(sink, "on_message_begin", None)
         self.ended = False
+        self.upgraded: bytes | None = None
         self._state = _START
         self._partial = b""
         self._then = _START  # where the request being parsed leaves the connection
@@ -252,6 +253,8 @@ class RequestParser(Parser):
                 self._state = _CHUNK_SIZE
             else:
                 pos = self._lines(data, pos, end)
+        if self.upgraded is not None and pos < end:
+            self.upgraded += data[pos:]  # the other protocol's first bytes
 
     def _lines(self, data: bytes, pos: int, end: int) -> int:
         """Take the complete lines of a head, a chunk-size line or trailers."""
@@ -513,6 +516,7 @@ class RequestParser(Parser):
         self._reset()
         if then == _UPGRADED:
             self.ended = True
+            self.upgraded = b""
         else:
             self._state = then
         self._sink.on_request_end()

@@ -84,6 +84,21 @@ def server_head(status: int, prefix: str, fields: str, close: bool) -> bytes:
     return f"HTTP/1.1 {status:03d} {reason(status)}\r\n{prefix}{fields}{end}".encode("latin-1")
 
 
+def switching_head(prefix: str, fields: str, headers: Any) -> bytes:
+    """The head of a 101 (Switching Protocols) answer: ``prefix`` (see :func:`server_fields`),
+    ``fields`` (the server's own, CRLF-terminated: ``Upgrade``, ``Connection`` and what the
+    new protocol's handshake says), then the application's ``headers``, each validated as
+    for any answer; its hop-by-hop fields and ``Content-Length`` are dropped, the server's
+    being the ones that count. Raises :class:`InvalidResponse`."""
+    parts = ["HTTP/1.1 101 Switching Protocols\r\n", prefix, fields]
+    for header in headers:
+        entry = _field(header)
+        if not entry[0]:
+            parts.append(entry[1])
+    parts.append("\r\n")
+    return "".join(parts).encode("latin-1")
+
+
 def status_line(status: str) -> tuple[str, int]:
     """``("HTTP/1.1 200 OK\\r\\n", 200)`` for a WSGI status string, validated."""
     cached = _status_lines.get(status)

@@ -101,6 +101,7 @@ class UwsgiParser(Parser):
         self._remaining = -1  # body bytes still to come; -1 while in the head
         self.ended = False
         self.head_bytes = 0
+        self.upgraded = None  # a uwsgi packet is one request: never an upgrade
 
     def detach(self) -> None:
         """The sink's connection closed: as RequestParser.detach."""

@@ -68,6 +68,10 @@ class Adapter:
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
         raise NotImplementedError
 
+    def drain(self) -> None:
+        """The worker's graceful stop began (what never ends by itself, such as a WebSocket,
+        is asked to)."""
+
 
 class ServerState:
     """What every connection of one worker shares (one instance per worker)."""
@@ -382,6 +386,10 @@ class HttpConnection(RequestSink):
         assert exchange is not None
         exchange.complete = True
         self.receiving = None
+        if self.parser.upgraded is not None:
+            # what follows its head is another protocol's: unless the adapter switches to it
+            # (a WebSocket), the answer says the connection closes, as it then does
+            exchange.head.keep_alive = False
         if self.state == BODY:
             exchange.body.finish()
             self.state = BUSY

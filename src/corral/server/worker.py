@@ -55,6 +55,7 @@ from typing import Any
 # may not be able to read the interpreter's own files (ctypes) to import them then
 from corral.apps.asgi.lifespan import Lifespan, LifespanFailed
 from corral.apps.asgi.runner import AsgiAdapter
+from corral.apps.asgi.websocket import WebSocketOptions
 from corral.apps.deadline import Watchdog
 from corral.apps.loader import (
     AppLoadError,
@@ -303,11 +304,22 @@ class Worker:
         if ignored and self.spec.slot == 0:
             # said once per pool, not by every worker; the settings still apply to WSGI
             self.log.warning("ASGI application: %s not applied yet", ", ".join(ignored))
+        settings = self.spec.settings
         return AsgiAdapter(
             app,
             log=self.log,
             prefix=prefix,
             more_targets=more_targets,
+            websocket=None
+            if settings.ws == "none"
+            else WebSocketOptions(
+                max_size=settings.ws_max_size,
+                max_queue=settings.ws_max_queue,
+                ping_interval=settings.ws_ping_interval,
+                ping_timeout=settings.ws_ping_timeout,
+                close_timeout=settings.ws_close_timeout,
+                per_message_deflate=settings.ws_per_message_deflate,
+            ),
         )
 
     async def _serve(self) -> int:
@@ -547,6 +559,7 @@ class Worker:
         state.draining = True
         for server in self.servers:
             server.close()
+        self.adapter.drain()
         # the master answers a control API change only once its retired workers said this:
         # a connection opened after the answer must not reach the old configuration
         self._send("closed")

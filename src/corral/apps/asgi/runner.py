@@ -24,7 +24,8 @@ and is one line in the error log; the answer is a 500 if no byte was sent yet, e
 connection is closed. An exception of the application is one log entry with its traceback
 and the same answer.
 
-Lifespan is `corral.apps.asgi.lifespan`'s. Not here yet (issue 11): WebSocket,
+Lifespan is `corral.apps.asgi.lifespan`'s, WebSocket `corral.apps.asgi.websocket_session`'s
+(an upgrade request starts a session instead of a cycle). Not here yet (issue 11):
 ``request_timeout``, the server hooks, ``pathsend`` / ``zerocopysend`` and trailers.
 """
 
@@ -35,6 +36,7 @@ from asyncio import gather, shield
 from typing import Any
 
 from corral.apps.asgi.scope import connection_scope, request_scope
+from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head, reason
 from corral.server.connection import Adapter, Exchange, HttpConnection
@@ -387,9 +389,11 @@ class AsgiAdapter(Adapter):
         log: logging.Logger,
         prefix: str = "",
         more_targets: tuple[tuple[Any, str], ...] = (),
+        websocket: WebSocketOptions | None = WebSocketOptions(),  # noqa: B008 (frozen)
     ) -> None:
         """``app`` mounted at ``prefix`` (the scope's ``root_path``) is target 0;
-        ``more_targets`` are NGINX Unit's further ``(callable, prefix)``."""
+        ``more_targets`` are NGINX Unit's further ``(callable, prefix)``; ``websocket`` the
+        ``ws_*`` settings, None to serve upgrade requests as plain HTTP (``ws = none``)."""
         self.targets = tuple(
             (as_asgi3(target), mount) for target, mount in ((app, prefix), *more_targets)
         )
@@ -398,6 +402,8 @@ class AsgiAdapter(Adapter):
         self.state: dict[str, Any] = {}
         self._bases: dict[Any, dict[str, Any]] = {}
         self.tasks: set[Any] = set()  # the running cycles, kept from the garbage collector
+        self.websocket = websocket
+        self.sessions: set[Any] = set()  # the WebSocket sessions (websocket_session.py)
 
     def make_body(self, conn: HttpConnection, exchange: Exchange) -> AsgiBody:
         exchange.streaming = True
@@ -410,11 +416,37 @@ class AsgiAdapter(Adapter):
         if base is None:
             base = conn.adapter_state = connection_scope(conn.sockname, conn.peer)
         app, root_path = self.targets[exchange.target]
-        scope = request_scope(base, exchange.head, root_path, self.state, exchange.forwarded)
-        cycle = AsgiCycle(self.log, conn, exchange)
-        task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
+        head = exchange.head
+        scope = request_scope(base, head, root_path, self.state, exchange.forwarded)
+        # the parser ends on an upgrade and says so: the headers are looked at only then
+        if (
+            conn.parser.upgraded is not None
+            and self.websocket is not None
+            and wants_websocket(head)
+        ):
+            task = self._websocket(conn, exchange, app, websocket_scope(scope, head))
+            if task is None:
+                return
+        else:
+            cycle = AsgiCycle(self.log, conn, exchange)
+            task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def _websocket(self, conn: HttpConnection, exchange: Exchange, app: Any, scope: Any) -> Any:
+        """Start a WebSocket session; None when its handshake was refused (and answered)."""
+        from corral.apps.asgi.websocket_session import WebSocketSession
+
+        session = WebSocketSession(self.websocket, self.log, conn, exchange, self.sessions.discard)
+        if not session.check_handshake():
+            return None
+        self.sessions.add(session)
+        return conn.loop.create_task(session.run(app, scope))  # type: ignore[union-attr]
+
+    def drain(self) -> None:
+        """The worker's graceful stop began: open WebSockets are closed with 1001."""
+        for session in list(self.sessions):
+            session.going_away()
 
     def client_gone(self, conn: HttpConnection) -> None:
         """The client closed its side while answers are due (`ServerState.on_client_gone`):

@@ -1,0 +1,52 @@
+"""WebSocket for ASGI applications: what the adapter decides and configures before any
+session exists (which requests are WebSocket handshakes, their scope, the ``ws_*`` settings).
+The session itself, and the ``websockets`` library it needs, are imported at the first
+handshake only (`corral.apps.asgi.websocket_session`): a worker that never sees one does not
+pay for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from corral.apps.asgi.scope import ASGI_VERSION
+
+_EXTENSIONS = {"websocket.http.response": {}}
+
+
+@dataclass(frozen=True)
+class WebSocketOptions:
+    """The ``ws_*`` settings, taken once per worker."""
+
+    max_size: int = 16 * 1024 * 1024
+    max_queue: int = 32
+    ping_interval: float = 20.0
+    ping_timeout: float = 20.0
+    close_timeout: float = 5.0
+    per_message_deflate: bool = True
+
+
+def wants_websocket(head: Any) -> bool:
+    """The request asks for WebSocket (``Upgrade: websocket``); the parser already saw
+    ``Connection: upgrade`` beside an ``Upgrade``, or it would not have ended on it."""
+    for name, value in head.headers:
+        if name.lower() == b"upgrade":
+            return b"websocket" in value.lower()
+    return False
+
+
+def websocket_scope(http_scope: dict[str, Any], head: Any) -> dict[str, Any]:
+    """The WebSocket scope from the HTTP scope the same request would have had."""
+    scope = http_scope
+    del scope["method"]
+    scope["type"] = "websocket"
+    scope["scheme"] = "wss" if scope["scheme"] in ("https", "wss") else "ws"
+    scope["asgi"] = ASGI_VERSION.copy()
+    subprotocols = []
+    for name, value in head.headers:
+        if name.lower() == b"sec-websocket-protocol":
+            subprotocols += [p.strip() for p in value.decode("latin-1").split(",") if p.strip()]
+    scope["subprotocols"] = subprotocols
+    scope["extensions"] = dict(_EXTENSIONS)
+    return scope
