@@ -466,3 +466,28 @@ def test_unmodified_gunicorn_hooks_run(tmp_path):
     assert re.search(r"\[\d+\] \[DEBUG\] GET /ctype\n", log)
     assert "# Thread: MainThread" in log
     assert "failed" not in log, log
+
+
+# -- ASGI ---------------------------------------------------------------------------------------
+
+
+def test_pre_and_post_request_run_around_an_asgi_application(hooks_log):
+    with Server(
+        "asgi_apps:app", "--hooks", "record_hooks", env={"HOOKS_LOG": str(hooks_log)}
+    ) as server:
+        with server.connect() as sock:
+            assert get(sock, "/scope/x?y=1")[0] == 200
+            assert get(sock, "/error")[0] == 500
+        (pre, _), (post, post_error) = (
+            wait_calls(hooks_log, "pre_request", count=2),
+            wait_calls(hooks_log, "post_request", count=2),
+        )
+    assert (pre["method"], pre["uri"], pre["path"], pre["query"]) == (
+        "GET", "/scope/x?y=1", "/scope/x", "y=1"
+    )  # fmt: skip
+    assert ["HOST", "hooks.test"] in pre["headers"] and pre["remote_addr"][0] == "127.0.0.1"
+    assert (post["path"], post["path_info"]) == ("/scope/x", None)  # a scope, not an environ
+    assert (post["status"], post["status_code"]) == ("200 OK", 200)
+    assert post["sent"] > 0 and ["content-type", "application/json"] in post["headers"]
+    assert (post_error["path"], post_error["status_code"]) == ("/error", 500)  # runs on failure
+    assert pre["pid"] == post["pid"] != server.proc.pid

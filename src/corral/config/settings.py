@@ -994,7 +994,8 @@ SETTINGS: tuple[Setting, ...] = (
         "closed if the response had started), its stack is logged and an exception is raised "
         "in the thread running it so the worker keeps serving. 0 disables it. Must end before "
         "`timeout`. With 1 thread the worker uses SIGALRM to interrupt a blocking call, so the "
-        "application must not use `signal.alarm`.",
+        "application must not use `signal.alarm`. For ASGI the request's task is cancelled "
+        "instead (its stack logged); a coroutine that blocks the event loop is `timeout`'s.",
         flags=("--request-timeout",), metavar="SECONDS", key="limits.timeout",
     ),
     Setting(

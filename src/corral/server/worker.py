@@ -73,6 +73,7 @@ from corral.http.response import server_fields
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
+from corral.observe.stacks import task_stacks
 from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
 from corral.server.connection import HttpConnection, ServerState, sweep
 from corral.server.handoff import HandoffServer
@@ -203,15 +204,6 @@ class Worker:
         asyncio.set_event_loop(loop)
         self.loop = loop
         application = spec.application
-        watchdog = None
-        if application.request_timeout > 0:
-            # its thread writes "stuck ..." itself: the loop may be the one stuck
-            watchdog = Watchdog(
-                application.request_timeout,
-                application.request_timeout_grace,
-                self.log,
-                self._send,
-            )
         if application.thread_stack_size is not None:
             threading.stack_size(application.thread_stack_size)  # before the pool's threads
         interface = choose_interface(application.interface, application.protocol, apps[0])
@@ -225,9 +217,18 @@ class Worker:
                 # each target's own lifespan, all filling the one state the scopes copy
                 self.lifespans = [
                     Lifespan(app, self.adapter.state, self.log, application.lifespan)
-                    for app, _ in self.adapter.targets
+                    for app, _ in self.adapter.lifespan_targets
                 ]
         else:
+            watchdog = None
+            if application.request_timeout > 0:
+                # its thread writes "stuck ..." itself: the loop may be the one stuck
+                watchdog = Watchdog(
+                    application.request_timeout,
+                    application.request_timeout_grace,
+                    self.log,
+                    self._send,
+                )
             self.adapter = self._wsgi_adapter(
                 apps[0], entry_points[0].prefix, more_targets, watchdog, settings, spec
             )
@@ -289,27 +290,18 @@ class Worker:
 
     def _asgi_adapter(self, app: Any, prefix: str, more_targets: Any) -> Any:
         application = self.spec.application
-        ignored = [
-            name
-            for name, used in (
-                ("threads", application.threads > 1),
-                ("request_timeout", application.request_timeout > 0),
-                (
-                    "pre_request/post_request hooks",
-                    self.hooks.defines("pre_request", "post_request"),
-                ),
-            )
-            if used
-        ]
-        if ignored and self.spec.slot == 0:
-            # said once per pool, not by every worker; the settings still apply to WSGI
-            self.log.warning("ASGI application: %s not applied yet", ", ".join(ignored))
+        if application.threads > 1 and self.spec.slot == 0:
+            # said once per pool, not by every worker; the setting still applies to WSGI
+            self.log.warning("ASGI application: threads does not apply (its tasks run on the loop)")
         settings = self.spec.settings
         return AsgiAdapter(
             app,
             log=self.log,
             prefix=prefix,
             more_targets=more_targets,
+            request_timeout=application.request_timeout,
+            request_timeout_grace=application.request_timeout_grace,
+            hooks=self.hooks,
             websocket=None
             if settings.ws == "none"
             else WebSocketOptions(
@@ -617,6 +609,10 @@ class Worker:
         """
         self.hooks.call("worker_abort")
         self.hooks.call("worker_exit")
+        if self.loop is not None and isinstance(self.adapter, AsgiAdapter):
+            # the threads' stacks went out on USR2 (faulthandler); a task waiting in an await
+            # is on no thread's stack
+            self.log.error("its pending tasks:\n%s", task_stacks(self.loop))
         if self.state is not None and self.loop is not None:
             self._send(f"abort {self._oldest_request(self.loop.time())}")
         os._exit(EXIT_ABORTED)

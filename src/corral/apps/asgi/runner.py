@@ -25,20 +25,23 @@ connection is closed. An exception of the application is one log entry with its 
 and the same answer.
 
 Lifespan is `corral.apps.asgi.lifespan`'s, WebSocket `corral.apps.asgi.websocket_session`'s
-(an upgrade request starts a session instead of a cycle). Not here yet (issue 11):
-``request_timeout``, the server hooks, ``pathsend`` / ``zerocopysend`` and trailers.
+(an upgrade request starts a session instead of a cycle), ``request_timeout`` `TaskDeadline`'s.
+The server hooks ``pre_request``/``post_request`` are hooked.py's. Not here yet (issue 11):
+``pathsend`` / ``zerocopysend`` and trailers.
 """
 
 from __future__ import annotations
 
 import logging
-from asyncio import gather, shield
+from asyncio import CancelledError, gather, shield
 from typing import Any
 
+from corral.apps.asgi.hooked import hooked_application
 from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, build_head, reason
+from corral.observe.stacks import task_stack
 from corral.server.connection import Adapter, Exchange, HttpConnection
 
 # Bytes of a request body buffered before the socket stops being read.
@@ -160,10 +163,12 @@ class AsgiCycle:
     """One request's run of the application: its scope, ``receive`` and ``send``."""
 
     __slots__ = (
+        "after",
         "body",
         "chunked",
         "complete",
         "conn",
+        "deadline",
         "discard_body",
         "exchange",
         "head_sent",
@@ -173,6 +178,7 @@ class AsgiCycle:
         "remaining",
         "sent",
         "status",
+        "timed_out",
     )
 
     def __init__(self, log: logging.Logger, conn: HttpConnection, exchange: Exchange) -> None:
@@ -189,6 +195,9 @@ class AsgiCycle:
         self.remaining: int | None = None  # body bytes the Content-Length still allows
         self.sent = 0
         self.complete = False  # the whole answer is written (or given up)
+        self.deadline: TaskDeadline | None = None  # with request_timeout only
+        self.timed_out = False  # the deadline cancelled the task
+        self.after: Any = None  # the post_request hook's call (hooked.py), once it ended
 
     def _where(self) -> str:
         head = self.exchange.head
@@ -196,10 +205,22 @@ class AsgiCycle:
 
     async def run(self, app: Any, scope: dict[str, Any]) -> None:
         try:
+            await self._call(app, scope)
+        finally:
+            if self.deadline is not None:
+                self.deadline.cancel()
+            if self.after is not None:
+                self.after()
+
+    async def _call(self, app: Any, scope: dict[str, Any]) -> None:
+        try:
             await app(scope, self.receive, self.send)
         except BaseException as exc:
             if self.complete and isinstance(exc, AsgiProtocolError):
                 return  # logged and answered where it was raised
+            if self.timed_out and isinstance(exc, CancelledError):
+                self._give_up()  # 504, logged by the deadline; the task ends here
+                return
             if isinstance(exc, ClientDisconnected) or self.conn.closed:
                 self.log.debug("client went away during %s", self._where())
             elif not isinstance(exc, Exception):
@@ -242,7 +263,15 @@ class AsgiCycle:
                 waiter = body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
             # shared by concurrent receive() calls (Starlette listens for the disconnect in a
             # task of its own), each shielded: one cancelled caller leaves the others waiting
-            await shield(waiter)
+            deadline = self.deadline
+            if deadline is None:
+                await shield(waiter)
+            else:  # the wait for the client's body is not the application's time
+                deadline.suspend()
+                try:
+                    await shield(waiter)
+                finally:
+                    deadline.resume()
         data = body.take() if body.chunks else b""
         if body.over:
             body.over = False
@@ -316,7 +345,15 @@ class AsgiCycle:
             if conn.write_paused and not conn.closed:
                 waiter = conn.loop.create_future()  # type: ignore[union-attr]
                 conn.on_writable = lambda: waiter.done() or waiter.set_result(None)
-                await waiter
+                deadline = self.deadline
+                if deadline is None:
+                    await waiter
+                else:  # a client that does not read: its time, bounded by send_timeout
+                    deadline.suspend()
+                    try:
+                        await waiter
+                    finally:
+                        deadline.resume()
             return
         if self.remaining and not self.discard_body:
             self.log.error(
@@ -363,7 +400,8 @@ class AsgiCycle:
         raise AsgiProtocolError(what)
 
     def _give_up(self) -> None:
-        """No whole answer will come: 500 if nothing was sent, else close the connection."""
+        """No whole answer will come: 500 (504 past the request timeout) if nothing was sent,
+        else close the connection."""
         if self.complete:
             return
         self.complete = True
@@ -371,10 +409,89 @@ class AsgiCycle:
         conn = self.conn
         exchange = self.exchange
         if not self.head_sent and not conn.closed:
-            exchange.status = 500
-            conn.finish(exchange, False, error_response(500, conn.server.prefix))
+            status = exchange.status = 504 if self.timed_out else 500
+            conn.finish(exchange, False, error_response(status, conn.server.prefix))
         else:
             conn.finish(exchange, False)
+
+
+class TaskDeadline:
+    """``request_timeout`` for one ASGI request: the application's time is the task's, less
+    its waits for the client (its body, a client that does not read: ``suspend``/``resume``,
+    as for WSGI). Past it, one log line with the task's stack, then the task is cancelled and
+    the answer is a 504 (or the connection closed, if the answer began). An application that
+    swallows the cancellation and still runs ``grace`` seconds later has its connection
+    closed. A coroutine that blocks the loop is out of reach here: the loop does not run the
+    timer until it returns, and the master's ``timeout`` replaces the worker (whose abort
+    logs every thread's and task's stack)."""
+
+    __slots__ = ("cycle", "grace", "handle", "log", "loop", "start", "task", "timeout",
+                 "wait_began", "waited")  # fmt: skip
+
+    def __init__(
+        self, cycle: AsgiCycle, task: Any, timeout: float, grace: float, log: logging.Logger
+    ) -> None:
+        self.cycle = cycle
+        self.task = task
+        self.timeout = timeout
+        self.grace = grace
+        self.log = log
+        loop = self.loop = task.get_loop()
+        self.start = loop.time()
+        self.waited = 0.0
+        self.wait_began: float | None = None
+        self.handle: Any = loop.call_later(timeout, self._check)
+
+    def suspend(self) -> None:
+        self.wait_began = self.loop.time()
+
+    def resume(self) -> None:
+        if self.wait_began is not None:
+            self.waited += self.loop.time() - self.wait_began
+            self.wait_began = None
+
+    def _ran(self, now: float) -> float:
+        waiting = now - self.wait_began if self.wait_began is not None else 0.0
+        return now - self.start - self.waited - waiting
+
+    def _check(self) -> None:
+        ran = self._ran(self.loop.time())
+        if ran < self.timeout:
+            self.handle = self.loop.call_later(self.timeout - ran, self._check)
+            return
+        head = self.cycle.exchange.head
+        self.log.error(
+            "request timeout: %s %s has run %.2fs in the application (request_timeout %gs); "
+            "cancelling its task, at:\n%s",
+            head.method,
+            head.target.decode("latin-1"),
+            ran,
+            self.timeout,
+            task_stack(self.task),
+        )
+        self.cycle.timed_out = True
+        self.task.cancel()
+        self.handle = self.loop.call_later(self.grace, self._stuck)
+
+    def _stuck(self) -> None:
+        if self.task.done():
+            return
+        head = self.cycle.exchange.head
+        self.log.error(
+            "request timeout: %s %s still runs %gs after its task was cancelled (the "
+            "application caught the cancellation); closing its connection, at:\n%s",
+            head.method,
+            head.target.decode("latin-1"),
+            self.grace,
+            task_stack(self.task),
+        )
+        self.handle = None
+        self.cycle._give_up()
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
 
 
 class AsgiAdapter(Adapter):
@@ -390,19 +507,30 @@ class AsgiAdapter(Adapter):
         prefix: str = "",
         more_targets: tuple[tuple[Any, str], ...] = (),
         websocket: WebSocketOptions | None = WebSocketOptions(),  # noqa: B008 (frozen)
+        request_timeout: float = 0.0,
+        request_timeout_grace: float = 5.0,
+        hooks: Any = None,
     ) -> None:
         """``app`` mounted at ``prefix`` (the scope's ``root_path``) is target 0;
         ``more_targets`` are NGINX Unit's further ``(callable, prefix)``; ``websocket`` the
-        ``ws_*`` settings, None to serve upgrade requests as plain HTTP (``ws = none``)."""
-        self.targets = tuple(
-            (as_asgi3(target), mount) for target, mount in ((app, prefix), *more_targets)
-        )
+        ``ws_*`` settings, None to serve upgrade requests as plain HTTP (``ws = none``);
+        ``request_timeout`` (0: none) and its grace as `TaskDeadline` applies them; ``hooks``
+        the worker's `corral.hooks.Hooks` (``pre_request``/``post_request``: hooked.py)."""
+        targets = [(as_asgi3(target), mount) for target, mount in ((app, prefix), *more_targets)]
+        self.lifespan_targets = tuple(targets)
+        if hooks is not None and hooks.defines("pre_request", "post_request"):
+            # chosen once: without these hooks the request path does not change at all
+            pre, post = hooks.bound("pre_request"), hooks.bound("post_request")
+            targets = [(hooked_application(target, pre, post), mount) for target, mount in targets]
+        self.targets = tuple(targets)
         self.log = log
         # what lifespan's startup fills (corral.apps.asgi.lifespan); each scope gets a copy
         self.state: dict[str, Any] = {}
         self._bases: dict[Any, dict[str, Any]] = {}
         self.tasks: set[Any] = set()  # the running cycles, kept from the garbage collector
         self.websocket = websocket
+        self.request_timeout = request_timeout
+        self.request_timeout_grace = request_timeout_grace
         self.sessions: set[Any] = set()  # the WebSocket sessions (websocket_session.py)
 
     def make_body(self, conn: HttpConnection, exchange: Exchange) -> AsgiBody:
@@ -430,6 +558,10 @@ class AsgiAdapter(Adapter):
         else:
             cycle = AsgiCycle(self.log, conn, exchange)
             task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
+            if self.request_timeout:
+                cycle.deadline = TaskDeadline(
+                    cycle, task, self.request_timeout, self.request_timeout_grace, self.log
+                )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 

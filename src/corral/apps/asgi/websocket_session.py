@@ -110,6 +110,7 @@ class WebSocketSession:
         self.denial_head_sent = False
         self.denial_status: str | None = None
         self.denial_headers: list[tuple[str, str]] = []
+        self.after: Any = None  # the post_request hook's call (hooked.py), once it ended
 
     def _where(self) -> str:
         return f"WebSocket {self.exchange.head.target.decode('latin-1')}"
@@ -342,6 +343,13 @@ class WebSocketSession:
     # -- the application -------------------------------------------------------------
 
     async def run(self, app: Any, scope: dict[str, Any]) -> None:
+        try:
+            await self._call(app, scope)
+        finally:
+            if self.after is not None:
+                self.after()
+
+    async def _call(self, app: Any, scope: dict[str, Any]) -> None:
         try:
             await app(scope, self.receive, self.send)
         except BaseException as exc:
