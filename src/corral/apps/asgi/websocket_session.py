@@ -246,9 +246,18 @@ class WebSocketSession:
 
     def _fragment(self, frame: Any) -> None:
         opcode = frame.opcode
-        if opcode is Opcode.TEXT:  # a new text message (CONT goes on with the one begun)
-            self.decoder = codecs.getincrementaldecoder("utf-8")()
         data = frame.data
+        if opcode is Opcode.TEXT:
+            if frame.fin:  # a whole message in one frame, the common case: decoded at once
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    self.protocol.fail(1007, f"invalid UTF-8 at position {exc.start}")
+                    return
+                self._queue({"type": "websocket.receive", "text": text})
+                return
+            # the first fragment: checked as it arrives, so a bad byte fails at once
+            self.decoder = codecs.getincrementaldecoder("utf-8")()
         decoder = self.decoder
         if decoder is not None:
             try:
@@ -276,6 +285,9 @@ class WebSocketSession:
                 data = b"".join(fragments)
                 self.fragments = []
             message = {"type": "websocket.receive", "bytes": bytes(data)}
+        self._queue(message)
+
+    def _queue(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
         self._wake_reader()
         if len(self.messages) >= self.options.max_queue and not self.reading_paused:
