@@ -135,7 +135,7 @@ def client_main(port: int, connections: int, duration: float, size: int) -> None
 
 
 def measure(server: str, args: argparse.Namespace, port: int) -> dict:
-    argv = ["taskset", "-c", SERVER_CPU] + run.SERVERS[server].build(APP, 1, 1, port)
+    argv = ["taskset", "-c", SERVER_CPU, *run.SERVERS[server].build(APP, 1, 1, port)]
     log = (run.OUT / f"ws-{server}.log").open("w")
     proc = subprocess.Popen(argv, cwd=str(run.APPS), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)  # fmt: skip
