@@ -47,7 +47,8 @@ def test_the_scope_is_complete(server: Server) -> None:
     assert scope["root_path"] == ""
     assert scope["server"] == ["127.0.0.1", server.port]
     assert scope["client"][0] == "127.0.0.1" and isinstance(scope["client"][1], int)
-    assert scope["state"] == {} and scope["extensions"] == {}
+    assert scope["state"] == {}
+    assert scope["extensions"] == {"http.response.pathsend": {}, "http.response.zerocopysend": {}}
     expected = {"type", "asgi", "http_version", "method", "scheme", "path", "raw_path",
                 "query_string", "root_path", "headers", "client", "server", "state",
                 "extensions"}  # fmt: skip
@@ -319,3 +320,73 @@ def test_unit_protocol_asgi_and_prefix_as_root_path(tmp_path) -> None:
 def test_uvicorns_factory_flag() -> None:
     with Server("conformance_apps:make_asgi", "--factory") as running:
         assert http_get(running, "/") == (200, b"asgi")
+
+
+# -- the extensions: pathsend, zerocopysend, trailers ------------------------------------------
+
+
+def test_pathsend_sends_the_file_with_its_length(server: Server, tmp_path) -> None:
+    path = tmp_path / "sent.txt"
+    path.write_bytes(bytes(range(256)) * 1000)
+    request = f"GET /pathsend?path={path} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+    with server.connect() as sock:
+        for _ in range(2):  # keep-alive: the same connection serves again after the file
+            status, headers, body = (sock.sendall(request), read_response(sock))[1]
+            assert status == 200 and headers["content-length"] == "256000"
+            assert body == path.read_bytes()
+    with server.connect() as sock:
+        sock.sendall(
+            f"HEAD /pathsend?path={path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".encode()
+        )
+        head, _, rest = read_all(sock).partition(b"\r\n\r\n")
+    assert b"Content-Length: 256000" in head and rest == b""  # HEAD: the length, no body
+
+
+def test_pathsend_of_a_missing_file_is_a_500_and_logged(server: Server, tmp_path) -> None:
+    status, _, _ = exchange(
+        server, f"GET /pathsend?path={tmp_path}/none HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+    )
+    assert status == 500
+    server.wait_log(r"http.response.pathsend cannot open .*/none: No such file")
+
+
+def test_zerocopysend_sends_ranges_of_a_file_in_a_streamed_answer(server: Server, tmp_path):
+    path = tmp_path / "zero.txt"
+    path.write_bytes(b"0123456789abcdefghijklmnopqrstuvwxyz")
+    status, headers, body = exchange(
+        server, f"GET /zerocopy?path={path} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+    )
+    assert status == 200 and headers["transfer-encoding"] == "chunked"
+    assert body == b"56789abcde" + b"fghijklmnopqrstuvwxyz" + b"[end]"
+
+
+def chunked_body(server: Server, request: bytes) -> tuple[bytes, bytes]:
+    """The head and the raw body (its chunk framing and trailer section) to the close."""
+    with server.connect() as sock:
+        sock.sendall(request)
+        data = read_all(sock)
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+def test_trailers_are_sent_when_the_client_takes_them(server: Server) -> None:
+    head, body = chunked_body(
+        server, b"GET /trailers HTTP/1.1\r\nHost: h\r\nTE: trailers\r\nConnection: close\r\n\r\n"
+    )
+    assert b"Transfer-Encoding: chunked" in head
+    assert body == b"5\r\nbody;\r\n4\r\ndone\r\n0\r\nx-checksum: abc\r\nx-late: 1\r\n\r\n"
+
+
+def test_without_te_trailers_the_extension_is_not_offered(server: Server) -> None:
+    _, body = chunked_body(
+        server, b"GET /trailers HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+    )
+    assert body == b"5\r\nbody;\r\n4\r\ndone\r\n0\r\n\r\n"
+
+
+def test_a_trailer_with_crlf_is_never_written_and_the_connection_closes(server: Server) -> None:
+    _, body = chunked_body(
+        server, b"GET /trailers?bad=1 HTTP/1.1\r\nHost: h\r\nTE: trailers\r\n\r\n"
+    )
+    assert body == b"5\r\nbody;\r\n4\r\ndone\r\n0\r\nx-checksum: abc\r\n"  # cut: no end
+    server.wait_log(r"ASGI protocol error in the answer to GET /trailers\?bad=1: control character")

@@ -90,13 +90,20 @@ def switching_head(prefix: str, fields: str, headers: Any) -> bytes:
     new protocol's handshake says), then the application's ``headers``, each validated as
     for any answer; its hop-by-hop fields and ``Content-Length`` are dropped, the server's
     being the ones that count. Raises :class:`InvalidResponse`."""
-    parts = ["HTTP/1.1 101 Switching Protocols\r\n", prefix, fields]
+    lines = trailer_lines(headers)
+    return f"HTTP/1.1 101 Switching Protocols\r\n{prefix}{fields}{lines}\r\n".encode("latin-1")
+
+
+def trailer_lines(headers: Any) -> str:
+    """Field lines from the application, each CRLF-terminated and validated as in any head;
+    hop-by-hop fields and ``Content-Length`` are dropped (in a 101's head, or in trailers
+    where RFC 9110 6.5.1 forbids framing fields). Raises :class:`InvalidResponse`."""
+    lines = []
     for header in headers:
         entry = _field(header)
         if not entry[0]:
-            parts.append(entry[1])
-    parts.append("\r\n")
-    return "".join(parts).encode("latin-1")
+            lines.append(entry[1])
+    return "".join(lines)
 
 
 def status_line(status: str) -> tuple[str, int]:

@@ -6,7 +6,9 @@ body read with ``receive()``, each message's size and ``more_body`` in ``x-messa
 64 KiB messages), ``/error`` (raises), ``/body-first``, ``/double-start``, ``/bad-status``,
 ``/crlf`` (protocol violations), ``/after-start`` (raises once the head went out),
 ``/no-response`` (returns without answering), ``/wait-disconnect`` (streams one chunk, then
-waits for ``http.disconnect`` and prints ``disconnect seen <path>`` on standard error).
+waits for ``http.disconnect`` and prints ``disconnect seen <path>`` on standard error),
+``/pathsend?path=`` and ``/zerocopy?path=`` (the extensions, on a file), ``/trailers`` (two
+trailer messages when the extension is offered; ``?bad=1``: a CR LF in the second's).
 
 ``both`` answers ``wsgi`` when called as WSGI and ``asgi`` as ASGI (a plain function
 returning a coroutine: ``interface = auto`` takes it for WSGI).
@@ -90,6 +92,32 @@ async def app(scope, receive, send):
         while (await receive())["type"] != "http.disconnect":
             pass
         print(f"disconnect seen {path}", file=sys.stderr, flush=True)
+    elif path == "/pathsend":
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/plain")]})  # fmt: skip
+        await send({"type": "http.response.pathsend", "path": query["path"][0]})
+    elif path == "/zerocopy":
+        # the file's bytes 5.. in two parts of a streamed (chunked) answer, then a body
+        with open(query["path"][0], "rb") as file:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.zerocopysend", "file": file, "offset": 5,
+                        "count": 10, "more_body": True})  # fmt: skip
+            await send({"type": "http.response.zerocopysend", "file": file, "offset": 15,
+                        "more_body": True})  # fmt: skip
+            await send({"type": "http.response.body", "body": b"[end]"})
+    elif path == "/trailers":
+        offered = "http.response.trailers" in scope["extensions"]
+        await send({"type": "http.response.start", "status": 200, "headers": [],
+                    "trailers": offered})  # fmt: skip
+        await send({"type": "http.response.body", "body": b"body;", "more_body": True})
+        await send({"type": "http.response.body", "body": b"done"})
+        if offered:
+            await send({"type": "http.response.trailers", "more_trailers": True,
+                        "headers": [(b"x-checksum", b"abc")]})  # fmt: skip
+            last = [(b"x-late", b"1")]
+            if "bad" in query:
+                last.insert(0, (b"x-bad", b"a\r\nInjected: 1"))
+            await send({"type": "http.response.trailers", "headers": last})
     else:
         await _answer(send, 404, b"not found")
 

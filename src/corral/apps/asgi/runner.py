@@ -26,13 +26,17 @@ and the same answer.
 
 Lifespan is `corral.apps.asgi.lifespan`'s, WebSocket `corral.apps.asgi.websocket_session`'s
 (an upgrade request starts a session instead of a cycle), ``request_timeout`` `TaskDeadline`'s.
-The server hooks ``pre_request``/``post_request`` are hooked.py's. Not here yet (issue 11):
-``pathsend`` / ``zerocopysend`` and trailers.
+The server hooks ``pre_request``/``post_request`` are hooked.py's. Every scope offers the
+``http.response.pathsend`` and ``http.response.zerocopysend`` extensions (the file goes out
+with ``sendfile``, framed by Content-Length or as one chunk) and, when the client sent
+``TE: trailers``, ``http.response.trailers`` (the answer is then chunked; its trailer fields
+are checked as header fields are, framing fields dropped).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from asyncio import CancelledError, gather, shield
 from typing import Any
 
@@ -40,7 +44,7 @@ from corral.apps.asgi.hooked import hooked_application
 from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse, build_head, reason
+from corral.http.response import InvalidResponse, build_head, reason, trailer_lines
 from corral.observe.stacks import task_stack
 from corral.server.connection import Adapter, Exchange, HttpConnection
 
@@ -48,6 +52,8 @@ from corral.server.connection import Adapter, Exchange, HttpConnection
 BODY_HIGH_WATER = 256 * 1024
 
 _CHUNK_END = b"0\r\n\r\n"
+# where an answer with http.response.trailers stands (AsgiCycle.trailers)
+_NO_TRAILERS, _ASKED, _BODY_DONE, _IN_TRAILERS = range(4)
 _DISCONNECT = {"type": "http.disconnect"}
 
 
@@ -159,6 +165,14 @@ def _str_headers(headers: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _asks_trailers(head: Any) -> bool:
+    """The client said it takes trailers (``TE: trailers``, RFC 9110 10.1.4)."""
+    for name, value in head.headers:
+        if len(name) == 2 and name.lower() == b"te":
+            return b"trailers" in value.lower()
+    return False
+
+
 class AsgiCycle:
     """One request's run of the application: its scope, ``receive`` and ``send``."""
 
@@ -179,6 +193,7 @@ class AsgiCycle:
         "sent",
         "status",
         "timed_out",
+        "trailers",
     )
 
     def __init__(self, log: logging.Logger, conn: HttpConnection, exchange: Exchange) -> None:
@@ -198,6 +213,7 @@ class AsgiCycle:
         self.deadline: TaskDeadline | None = None  # with request_timeout only
         self.timed_out = False  # the deadline cancelled the task
         self.after: Any = None  # the post_request hook's call (hooked.py), once it ended
+        self.trailers = _NO_TRAILERS  # or where http.response.trailers stands
 
     def _where(self) -> str:
         head = self.exchange.head
@@ -302,6 +318,15 @@ class AsgiCycle:
             except AsgiProtocolError as exc:
                 self.status = None
                 self._violation(str(exc))
+            # only where the extension was offered (the client said TE: trailers)
+            if message.get("trailers") and _asks_trailers(self.exchange.head):
+                self.trailers = _ASKED
+        elif kind == "http.response.trailers":
+            self._trailers(message)
+        elif kind == "http.response.pathsend":
+            await self._pathsend(message)
+        elif kind == "http.response.zerocopysend":
+            await self._zerocopysend(message)
         else:
             self._violation(f"unknown message {kind!r} on an HTTP connection")
 
@@ -315,10 +340,7 @@ class AsgiCycle:
             raise ClientDisconnected("client went away")
         out = b""
         if not self.head_sent:
-            try:
-                out = self._head(None if more else len(data))
-            except InvalidResponse as exc:
-                self._violation(str(exc))
+            out = self._start_head(None if more else len(data))
         if not self.discard_body:
             remaining = self.remaining
             if remaining is not None:
@@ -334,27 +356,43 @@ class AsgiCycle:
             elif self.chunked:
                 if data:
                     out += b"%x\r\n%b\r\n" % (len(data), data)
-                if not more:
+                if not more and not self.trailers:
                     out += _CHUNK_END
             else:
                 out += data
             self.sent += len(data)
-        if more:
+        if more or self.trailers:
             if out:
                 conn.write(out)
-            if conn.write_paused and not conn.closed:
-                waiter = conn.loop.create_future()  # type: ignore[union-attr]
-                conn.on_writable = lambda: waiter.done() or waiter.set_result(None)
-                deadline = self.deadline
-                if deadline is None:
-                    await waiter
-                else:  # a client that does not read: its time, bounded by send_timeout
-                    deadline.suspend()
-                    try:
-                        await waiter
-                    finally:
-                        deadline.resume()
+            if more:
+                await self._writable()
+            else:
+                self.trailers = _BODY_DONE  # http.response.trailers ends the answer
             return
+        self._end(out)
+
+    async def _writable(self) -> None:
+        """Wait while the client does not read (the connection's send deadline runs)."""
+        conn = self.conn
+        if conn.write_paused and not conn.closed:
+            waiter = conn.loop.create_future()  # type: ignore[union-attr]
+            conn.on_writable = lambda: waiter.done() or waiter.set_result(None)
+            await self._client_wait(waiter)
+
+    async def _client_wait(self, waiter: Any) -> None:
+        deadline = self.deadline
+        if deadline is None:
+            await waiter
+        else:  # the client's time, not the application's (request_timeout)
+            deadline.suspend()
+            try:
+                await waiter
+            finally:
+                deadline.resume()
+
+    def _end(self, out: bytes) -> None:
+        """The answer's last bytes: finish the exchange."""
+        conn = self.conn
         if self.remaining and not self.discard_body:
             self.log.error(
                 "application sent less than its Content-Length; closing (%s)", self._where()
@@ -364,6 +402,98 @@ class AsgiCycle:
         self.exchange.response_bytes = self.sent
         self.body.wake()  # a receive() waiting for the end of the answer says disconnect
         conn.finish(self.exchange, self.keep_alive, out)
+
+    def _start_head(self, body_length: int | None) -> bytes:
+        """The head, framed for ``body_length`` (None: not known yet, or trailers follow)."""
+        try:
+            return self._head(None if self.trailers else body_length)
+        except InvalidResponse as exc:
+            self._violation(str(exc))
+            raise  # not reached: _violation raises
+
+    # -- the extensions: trailers, pathsend, zerocopysend -----------------------------
+
+    def _trailers(self, message: dict[str, Any]) -> None:
+        if self.trailers < _BODY_DONE:
+            self._violation("http.response.trailers without trailers asked, or before the body")
+        try:
+            lines = trailer_lines(_str_headers(message.get("headers", ())))
+        except (AsgiProtocolError, InvalidResponse) as exc:
+            self._violation(str(exc))
+        more = message.get("more_trailers", False)
+        out = b""
+        if self.chunked and not self.discard_body:
+            first = b"0\r\n" if self.trailers == _BODY_DONE else b""
+            out = first + lines.encode("latin-1") + (b"" if more else b"\r\n")
+        if more:
+            self.trailers = _IN_TRAILERS
+            if out:
+                self.conn.write(out)
+            return
+        self.trailers = _NO_TRAILERS
+        self._end(out)
+
+    async def _pathsend(self, message: dict[str, Any]) -> None:
+        path = message.get("path")
+        if type(path) is not str or not os.path.isabs(path):
+            self._violation(f"http.response.pathsend needs an absolute path, not {path!r}")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            self._violation(f"http.response.pathsend cannot open {path}: {exc.strerror}")
+        try:
+            size = os.fstat(fd).st_size
+            await self._file(fd, 0, size, False)
+        finally:
+            os.close(fd)
+
+    async def _zerocopysend(self, message: dict[str, Any]) -> None:
+        try:
+            fd = message["file"].fileno()
+            offset = message.get("offset")
+            if offset is None:
+                offset = os.lseek(fd, 0, os.SEEK_CUR)
+            count = message.get("count")
+            if count is None:
+                count = os.fstat(fd).st_size - offset
+        except (KeyError, AttributeError, OSError, TypeError) as exc:
+            self._violation(f"http.response.zerocopysend needs a readable file: {exc}")
+        if type(offset) is not int or type(count) is not int or offset < 0 or count < 0:
+            self._violation("http.response.zerocopysend: offset and count must be ints >= 0")
+        await self._file(fd, offset, count, bool(message.get("more_body")))
+
+    async def _file(self, fd: int, offset: int, count: int, more: bool) -> None:
+        """``count`` bytes of ``fd`` from ``offset`` as (part of) the body, with sendfile."""
+        if self.status is None:
+            self._violation("a file sent before http.response.start")
+        if self.complete or self.trailers >= _BODY_DONE:
+            self._violation("a file sent after the end of the body")
+        conn = self.conn
+        if conn.closed:
+            raise ClientDisconnected("client went away")
+        out = b"" if self.head_sent else self._start_head(None if more else count)
+        if self.discard_body or not count:
+            if out:
+                conn.write(out)
+            await self._body(b"", more)
+            return
+        if self.remaining is not None:
+            count = min(count, self.remaining)
+            self.remaining -= count
+        if self.chunked:
+            out += b"%x\r\n" % count
+        if out:
+            conn.write(out)
+        done = conn.loop.create_future()  # type: ignore[union-attr]
+        conn.sendfile(fd, offset, count, lambda ok: done.done() or done.set_result(ok))
+        await self._client_wait(done)
+        if not done.result():
+            self._give_up()
+            raise ClientDisconnected("the file could not be sent whole")
+        self.sent += count
+        if self.chunked:
+            conn.write(b"\r\n")
+        await self._body(b"", more)
 
     def _head(self, body_length: int | None) -> bytes:
         conn = self.conn

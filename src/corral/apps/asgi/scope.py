@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 ASGI_VERSION = {"version": "3.0", "spec_version": "2.4"}
+# what every HTTP scope offers (http.response.trailers only where the client takes them)
+_EXTENSIONS = {"http.response.pathsend": {}, "http.response.zerocopysend": {}}
 
 
 def connection_scope(sockname: Any, peer: Any, scheme: str = "http") -> dict[str, Any]:
@@ -74,6 +76,13 @@ def request_scope(
     path = decode_path(raw_path)
     if root_path and not (path == root_path or path.startswith(root_path + "/")):
         root_path = ""  # as for WSGI's SCRIPT_NAME: a path outside the prefix is not under it
+    headers = [(name.lower(), value) for name, value in head.headers]
+    extensions = _EXTENSIONS.copy()
+    for name, value in headers:
+        if name == b"te":  # RFC 9110 10.1.4: the client takes trailer fields
+            if b"trailers" in value.lower():
+                extensions["http.response.trailers"] = {}
+            break
     scope = {
         "type": "http",
         "asgi": ASGI_VERSION.copy(),
@@ -84,10 +93,10 @@ def request_scope(
         "raw_path": raw_path,
         "query_string": query,
         "root_path": root_path,
-        "headers": [(name.lower(), value) for name, value in head.headers],
+        "headers": headers,
         "client": client,
         "server": base["server"],
-        "extensions": {},
+        "extensions": extensions,
     }
     if state is not None:
         # lifespan's state, copied shallowly per request as the spec asks
