@@ -27,6 +27,8 @@ TWINS = [
     "corral.apps.wsgi.environ",
     "corral.apps.wsgi.response",
     "corral.apps.wsgi.runner",
+    "corral.apps.asgi.scope",
+    "corral.apps.asgi.runner",
     "corral.filters.forwarded",
 ]
 

@@ -8,6 +8,7 @@ and after a change to the hot path, in the same session:
                           [--forwarded [--proxied]]
     python bench/micro.py --uwsgi   # one uwsgi packet per connection, as nginx's uwsgi_pass
     python bench/micro.py --llhttp  # with the llhttp parser corral had before its own
+    python bench/micro.py --asgi    # the ASGI adapter (bench/apps/hello_asgi.py), on uvloop
     CORRAL_NO_EXTENSIONS=1 python bench/micro.py   # the pure-Python core
 """
 
@@ -171,6 +172,39 @@ PROXIED_REQUEST = REQUEST.replace(
 )
 
 
+def run_asgi(n: int) -> float:
+    """The ASGI adapter on the same fake transport: each request's task runs on a uvloop
+    loop (one step: the hello app never waits), as a worker's does."""
+    import uvloop
+
+    from corral.apps.asgi.runner import AsgiAdapter
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
+    from hello_asgi import app
+
+    state = make_state(0.0)
+    state.loop.close()
+    loop = state.loop = uvloop.new_event_loop()
+    state.adapter = AsgiAdapter(app, log=setup_error_log("-", "warning"))
+    state.empty_body = state.adapter.empty_body
+    conn = HttpConnection(state)
+    transport = FakeTransport()
+    conn.connection_made(transport)
+    feed = conn.data_received
+
+    async def requests() -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            feed(REQUEST)
+            await asyncio.sleep(0)  # the request's task, scheduled first, runs now
+        return time.perf_counter() - start
+
+    elapsed = loop.run_until_complete(requests())
+    assert transport.out > 0 and state.served == n, state.served
+    loop.close()
+    return elapsed / n * 1e6
+
+
 def run(
     n: int,
     request_timeout: float = 0.0,
@@ -233,6 +267,7 @@ def main() -> None:
         metavar="SECONDS",
         help="time the application's calls, as --request-timeout does (0: off, the default)",
     )
+    parser.add_argument("--asgi", action="store_true", help="the ASGI adapter, hello_asgi")
     parser.add_argument(
         "--llhttp",
         action="store_true",
@@ -247,6 +282,8 @@ def main() -> None:
         PARSER = RequestParser
 
     def measure(n: int) -> float:
+        if args.asgi:
+            return run_asgi(n)
         if args.close or args.uwsgi:
             return run_close(n, args.request_timeout, args.uwsgi, args.forwarded)
         return run(n, args.request_timeout, args.routed, args.latency, args.forwarded, args.proxied)

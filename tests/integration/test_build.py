@@ -59,6 +59,8 @@ def test_the_wheel_holds_the_compiled_core_and_its_python_twin(tmp_path: Path) -
     compiled = sorted(name.partition(".")[0] for name in names if name.endswith(".so"))
     # the parser written in Cython, and the request path's modules compiled as they are
     assert compiled == [
+        "corral/apps/asgi/runner",
+        "corral/apps/asgi/scope",
         "corral/apps/wsgi/environ",
         "corral/apps/wsgi/response",
         "corral/apps/wsgi/runner",

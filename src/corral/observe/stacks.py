@@ -24,14 +24,30 @@ def _await_chain(awaitable: Any) -> list[Any]:
             or getattr(awaitable, "ag_frame", None)
             or getattr(awaitable, "gi_frame", None)
         )
-        if frame is not None:
+        # a compiled coroutine's frame has no line: it is corral's own, not worth a line
+        if frame is not None and (frame.f_lineno or 0) > 0:
             frames.append((frame, frame.f_lineno))
-        awaitable = (
+        inner = (
             getattr(awaitable, "cr_await", None)
             or getattr(awaitable, "ag_await", None)
             or getattr(awaitable, "gi_yieldfrom", None)
         )
+        if inner is None and frame is None:
+            inner = _wrapped(awaitable)
+        awaitable = inner
     return frames
+
+
+def _wrapped(awaitable: Any) -> Any:
+    """The coroutine inside ``coro.__await__()``'s wrapper, which a compiled coroutine awaits
+    (the wrapper shows no attribute for it; the garbage collector knows its referents)."""
+    import gc
+    import types
+
+    for referent in gc.get_referents(awaitable):
+        if isinstance(referent, (types.CoroutineType, types.GeneratorType)):
+            return referent
+    return None
 
 
 def task_stack(task: Any) -> str:

@@ -1,0 +1,69 @@
+# Types of runner.py when compiled (setup.py's TWINS); the .py is the Python core.
+
+cimport cython
+
+from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerState
+
+cdef class _EmptyBody:
+    pass
+
+cdef class AsgiBody:
+    cdef public list chunks
+    cdef public Py_ssize_t size
+    cdef public bint done
+    cdef public bint failed
+    cdef public bint given
+    cdef public bint over
+    cdef public object waiter
+
+    cpdef bint feed(self, bytes chunk)
+    cpdef finish(self)
+    cpdef fail(self)
+    cpdef close(self)
+    @cython.locals(waiter=object)
+    cpdef wake(self)
+    @cython.locals(chunks=list)
+    cpdef bytes take(self)
+
+cdef class AsgiCycle:
+    cdef public object after
+    cdef public AsgiBody body
+    cdef public bint chunked
+    cdef public bint complete
+    cdef public HttpConnection conn
+    cdef public object deadline
+    cdef public bint discard_body
+    cdef public Exchange exchange
+    cdef public bint head_sent
+    cdef public list headers
+    cdef public bint keep_alive
+    cdef public object log
+    cdef public object remaining
+    cdef public Py_ssize_t sent
+    cdef public object status
+    cdef public bint timed_out
+    cdef public int trailers
+
+    @cython.locals(conn=HttpConnection, server=ServerState, exchange=Exchange, code=int)
+    cpdef bytes _head(self, object body_length)
+    cpdef bytes _start_head(self, object body_length)
+    @cython.locals(conn=HttpConnection)
+    cpdef _end(self, bytes out)
+    @cython.locals(conn=HttpConnection, exchange=Exchange)
+    cpdef _give_up(self)
+
+cdef class AsgiAdapter(Adapter):
+    cdef public tuple targets
+    cdef public tuple lifespan_targets
+    cdef public object log
+    cdef public dict state
+    cdef public dict _bases
+    cdef public set tasks
+    cdef public object websocket
+    cdef public set sessions
+    cdef public double request_timeout
+    cdef public double request_timeout_grace
+
+    cpdef make_body(self, HttpConnection conn, Exchange exchange)
+    @cython.locals(cycle=AsgiCycle)
+    cpdef run(self, HttpConnection conn, Exchange exchange)
