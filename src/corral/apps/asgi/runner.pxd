@@ -2,7 +2,12 @@
 
 cimport cython
 
+from corral.apps.asgi.scope cimport request_scope
 from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerState
+
+cpdef str _status_text(object status)
+@cython.locals(out=list)
+cpdef list _str_headers(object headers)
 
 cdef class _EmptyBody:
     pass
@@ -41,9 +46,13 @@ cdef class AsgiCycle:
     cdef public object remaining
     cdef public Py_ssize_t sent
     cdef public object status
+    cdef public object task
+    cdef public set tasks
     cdef public bint timed_out
     cdef public int trailers
 
+    @cython.locals(conn=HttpConnection, remaining=object)
+    cpdef bint _write_body(self, object data, object more) except -1
     @cython.locals(conn=HttpConnection, server=ServerState, exchange=Exchange, code=int)
     cpdef bytes _head(self, object body_length)
     cpdef bytes _start_head(self, object body_length)

@@ -192,6 +192,8 @@ class AsgiCycle:
         "remaining",
         "sent",
         "status",
+        "task",
+        "tasks",
         "timed_out",
         "trailers",
     )
@@ -214,6 +216,8 @@ class AsgiCycle:
         self.timed_out = False  # the deadline cancelled the task
         self.after: Any = None  # the post_request hook's call (hooked.py), once it ended
         self.trailers = _NO_TRAILERS  # or where http.response.trailers stands
+        self.task: Any = None  # the task running it, in ``tasks`` (the adapter's) until it ends
+        self.tasks: Any = None
 
     def _where(self) -> str:
         head = self.exchange.head
@@ -221,43 +225,47 @@ class AsgiCycle:
 
     async def run(self, app: Any, scope: dict[str, Any]) -> None:
         try:
-            await self._call(app, scope)
+            await app(scope, self.receive, self.send)
+        except BaseException as exc:
+            self._failed(exc)
+        else:
+            if not self.complete:
+                self._incomplete()
         finally:
             if self.deadline is not None:
                 self.deadline.cancel()
             if self.after is not None:
                 self.after()
+            self.tasks.discard(self.task)
 
-    async def _call(self, app: Any, scope: dict[str, Any]) -> None:
-        try:
-            await app(scope, self.receive, self.send)
-        except BaseException as exc:
-            if self.complete and isinstance(exc, AsgiProtocolError):
-                return  # logged and answered where it was raised
-            if self.timed_out and isinstance(exc, CancelledError):
-                self._give_up()  # 504, logged by the deadline; the task ends here
-                return
-            if isinstance(exc, ClientDisconnected) or self.conn.closed:
-                self.log.debug("client went away during %s", self._where())
-            elif not isinstance(exc, Exception):
-                self._give_up()
-                raise  # a cancellation or an exit is the loop's business
-            else:
-                self.log.error("error handling %s", self._where(), exc_info=exc)
-            self._give_up()
+    def _failed(self, exc: BaseException) -> None:
+        """The application raised: log it as it deserves, answer what can be answered."""
+        if self.complete and isinstance(exc, AsgiProtocolError):
+            return  # logged and answered where it was raised
+        if self.timed_out and isinstance(exc, CancelledError):
+            self._give_up()  # 504, logged by the deadline; the task ends here
             return
-        if not self.complete:
-            if self.conn.closed or self.body.failed:
-                # the application stopped on http.disconnect: nothing is wrong with it
-                self.log.debug("client went away during %s", self._where())
-            elif self.status is None:
-                self.log.error("ASGI application returned without a response to %s", self._where())
-            else:
-                self.log.error(
-                    "ASGI application returned before the end of its response to %s",
-                    self._where(),
-                )
+        if isinstance(exc, ClientDisconnected) or self.conn.closed:
+            self.log.debug("client went away during %s", self._where())
+        elif not isinstance(exc, Exception):
             self._give_up()
+            raise exc  # a cancellation or an exit is the loop's business
+        else:
+            self.log.error("error handling %s", self._where(), exc_info=exc)
+        self._give_up()
+
+    def _incomplete(self) -> None:
+        """The application returned before the end of its answer."""
+        if self.conn.closed or self.body.failed:
+            # the application stopped on http.disconnect: nothing is wrong with it
+            self.log.debug("client went away during %s", self._where())
+        elif self.status is None:
+            self.log.error("ASGI application returned without a response to %s", self._where())
+        else:
+            self.log.error(
+                "ASGI application returned before the end of its response to %s", self._where()
+            )
+        self._give_up()
 
     # -- receive --------------------------------------------------------------------
 
@@ -308,7 +316,8 @@ class AsgiCycle:
                 if self.conn.closed:
                     raise ClientDisconnected("client went away")
                 self._violation("http.response.body after the end of the response")
-            await self._body(message.get("body", b""), message.get("more_body", False))
+            if self._write_body(message.get("body", b""), message.get("more_body", False)):
+                await self._writable()
         elif kind == "http.response.start":
             if self.status is not None:
                 self._violation("a second http.response.start")
@@ -330,7 +339,9 @@ class AsgiCycle:
         else:
             self._violation(f"unknown message {kind!r} on an HTTP connection")
 
-    async def _body(self, data: Any, more: Any) -> None:
+    def _write_body(self, data: Any, more: Any) -> bool:
+        """Frame and write a body message; True when the caller must wait for the client
+        to read (``more`` and the transport paused)."""
         if type(data) is not bytes:
             if not isinstance(data, (bytearray, memoryview)):
                 self._violation(f"http.response.body's body must be bytes, not {type(data)}")
@@ -365,11 +376,11 @@ class AsgiCycle:
             if out:
                 conn.write(out)
             if more:
-                await self._writable()
-            else:
-                self.trailers = _BODY_DONE  # http.response.trailers ends the answer
-            return
+                return conn.write_paused and not conn.closed
+            self.trailers = _BODY_DONE  # http.response.trailers ends the answer
+            return False
         self._end(out)
+        return False
 
     async def _writable(self) -> None:
         """Wait while the client does not read (the connection's send deadline runs)."""
@@ -475,7 +486,8 @@ class AsgiCycle:
         if self.discard_body or not count:
             if out:
                 conn.write(out)
-            await self._body(b"", more)
+            if self._write_body(b"", more):
+                await self._writable()
             return
         if self.remaining is not None:
             count = min(count, self.remaining)
@@ -493,7 +505,8 @@ class AsgiCycle:
         self.sent += count
         if self.chunked:
             conn.write(b"\r\n")
-        await self._body(b"", more)
+        if self._write_body(b"", more):
+            await self._writable()
 
     def _head(self, body_length: int | None) -> bytes:
         conn = self.conn
@@ -685,15 +698,19 @@ class AsgiAdapter(Adapter):
             task = self._websocket(conn, exchange, app, websocket_scope(scope, head))
             if task is None:
                 return
-        else:
-            cycle = AsgiCycle(self.log, conn, exchange)
-            task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
-            if self.request_timeout:
-                cycle.deadline = TaskDeadline(
-                    cycle, task, self.request_timeout, self.request_timeout_grace, self.log
-                )
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return
+        cycle = AsgiCycle(self.log, conn, exchange)
+        # the cycle takes its task out of the set when it ends (no done callback: that would
+        # be one more handle on the loop per request)
+        task = cycle.task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
+        tasks = cycle.tasks = self.tasks
+        tasks.add(task)
+        if self.request_timeout:
+            cycle.deadline = TaskDeadline(
+                cycle, task, self.request_timeout, self.request_timeout_grace, self.log
+            )
 
     def _websocket(self, conn: HttpConnection, exchange: Exchange, app: Any, scope: Any) -> Any:
         """Start a WebSocket session; None when its handshake was refused (and answered)."""

@@ -32,6 +32,18 @@ def connection_scope(sockname: Any, peer: Any, scheme: str = "http") -> dict[str
     return {"server": server, "client": client, "scheme": scheme}
 
 
+# lower-cased header names by the name as sent: the compiled parser gives the same objects for
+# the names a client repeats, so a request's names are looked up, not lowered anew (bounded)
+_LOWERED: dict[bytes, bytes] = {}
+
+
+def _lowered(name: bytes) -> bytes:
+    lower = name.lower()
+    if len(_LOWERED) < 1024:
+        _LOWERED[name] = lower
+    return lower
+
+
 def split_target(target: bytes, absolute: Any = None) -> tuple[bytes, bytes]:
     """``(raw_path, query_string)`` of a request target (origin or absolute form)."""
     if absolute is not None:
@@ -76,13 +88,17 @@ def request_scope(
     path = decode_path(raw_path)
     if root_path and not (path == root_path or path.startswith(root_path + "/")):
         root_path = ""  # as for WSGI's SCRIPT_NAME: a path outside the prefix is not under it
-    headers = [(name.lower(), value) for name, value in head.headers]
     extensions = _EXTENSIONS.copy()
-    for name, value in headers:
-        if name == b"te":  # RFC 9110 10.1.4: the client takes trailer fields
-            if b"trailers" in value.lower():
-                extensions["http.response.trailers"] = {}
-            break
+    headers = []
+    lowered = _LOWERED
+    for name, value in head.headers:
+        lower = lowered.get(name)
+        if lower is None:
+            lower = _lowered(name)
+        if lower == b"te" and b"trailers" in value.lower():
+            # RFC 9110 10.1.4: the client takes trailer fields
+            extensions["http.response.trailers"] = {}
+        headers.append((lower, value))
     scope = {
         "type": "http",
         "asgi": ASGI_VERSION.copy(),
