@@ -165,6 +165,10 @@ def check_hello(body: bytes) -> str | None:
     return None if body == HELLO else f"unexpected body {body[:60]!r}"
 
 
+def check_json(body: bytes) -> str | None:
+    return None if body == b'{"message":"Hello, world!"}' else f"unexpected body {body[:60]!r}"
+
+
 def check_drf(body: bytes) -> str | None:
     try:
         users = json.loads(body)
@@ -180,6 +184,7 @@ HELLO_APP = App("hello", "hello:application", APPS, "/", check_hello)
 SLEEP_APP = App("sleep", "sleep:application", APPS, "/", check_hello)
 DRF_APP = App("drf", "drfproj.wsgi:application", DRF_DIR, "/users/", check_drf)
 ASGI_HELLO_APP = App("hello-asgi", "hello_asgi:app", APPS, "/", check_hello)
+FASTAPI_APP = App("fastapi-json", "fastapi_json:app", APPS, "/json", check_json)
 
 
 # --------------------------------------------------------------------------- servers
@@ -297,7 +302,7 @@ SERVERS: dict[str, Server] = {
 
 
 def scenarios() -> list[Scenario]:
-    """The six scenarios, each with its loads and server configurations."""
+    """The seven scenarios, each with its loads and server configurations."""
     counts = [1, 5, 20, 100]
     hello, sleep, drf = HELLO_APP, SLEEP_APP, DRF_APP
     a = Scenario(
@@ -372,12 +377,21 @@ def scenarios() -> list[Scenario]:
         "F",
         "ASGI hello, 1 worker",
         "Hello-world ASGI app (bench/apps/hello_asgi.py, the same answer as hello.py); one worker "
-        "process pinned to core 0, keep-alive and `Connection: close` at 1 and 100 connections, "
-        "beside Uvicorn (httptools and uvloop) and Granian's ASGI interface.",
-        [Load(c) for c in (1, 100)] + [Load(c, keepalive=False) for c in (1, 100)],
+        "process pinned to core 0, keep-alive at 1, 20 and 100 connections and `Connection: "
+        "close` at 1 and 100, beside Uvicorn (httptools and uvloop) and Granian's ASGI interface.",
+        [Load(c) for c in (1, 20, 100)] + [Load(c, keepalive=False) for c in (1, 100)],
     )
     f.configs = [Config(name, ASGI_HELLO_APP) for name in ("corral", "uvicorn", "granian-asgi")]
-    return [a, b, c, d, e, f]
+    g = Scenario(
+        "G",
+        "FastAPI JSON, 1 worker",
+        'A FastAPI endpoint answering `{"message":"Hello, world!"}` (bench/apps/'
+        "fastapi_json.py, TechEmpower's JSON test); one worker pinned to core 0, keep-alive at 1 "
+        "and 100 connections, beside Uvicorn and Granian's ASGI interface.",
+        [Load(c) for c in (1, 100)],
+    )
+    g.configs = [Config(name, FASTAPI_APP) for name in ("corral", "uvicorn", "granian-asgi")]
+    return [a, b, c, d, e, f, g]
 
 
 # --------------------------------------------------------------------------- processes
