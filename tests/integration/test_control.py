@@ -708,3 +708,32 @@ def test_ctl_commands_and_exit_codes(tmp_path):
         assert usage.stderr.count("\n") == 1, usage.stderr
     helped = ctl("--help")
     assert helped.returncode == 0 and "restart" in helped.stdout
+
+
+def test_status_and_metrics_count_asgi_requests_and_websocket_sessions():
+    from websockets.sync.client import connect as ws_connect
+
+    with (
+        short_dir() as directory,
+        Server("websocket_apps:app", f"--control=unix:{directory}/c.sock") as server,
+    ):
+        control = Control.of(server)
+        for _ in range(3):
+            assert get(server, "/anything")[0] == 200
+        with ws_connect(f"ws://127.0.0.1:{server.port}/echo") as ws:  # one session
+            ws.send("counted")
+            assert ws.recv() == "counted"
+
+        def counted():
+            text = control.get("/metrics").raw.decode()
+            wanted = 'corral_requests_total{application="websocket_apps"} 4\n' in text and (
+                'corral_request_duration_seconds_count{application="websocket_apps"} 4\n' in text
+            )
+            return text if wanted else None
+
+        try:
+            wait_for(counted, timeout=5)
+        except AssertionError:
+            raise AssertionError(control.get("/metrics").raw.decode()) from None
+        assert control.get("/status/applications/websocket_apps/requests/total").json == 4
+        assert server.stop() == 0
