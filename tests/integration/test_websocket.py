@@ -119,6 +119,19 @@ def test_a_bad_handshake_is_refused_without_calling_the_application(
     assert ws.closed_by_server()
 
 
+def test_a_handshake_with_another_method_is_405_and_a_second_protocol_426(server) -> None:
+    ws = wsclient.open_socket(address(server))
+    request, _ = wsclient.handshake_request("/echo")
+    ws.handshake(request.replace(b"GET ", b"POST ", 1))
+    assert ws.status == 405 and ws.headers["allow"] == "GET"
+    assert ws.closed_by_server()
+    ws = wsclient.open_socket(address(server))
+    request, _ = wsclient.handshake_request("/echo")
+    ws.handshake(request.replace(b"Upgrade: websocket", b"Upgrade: websocket, h2c", 1))
+    assert ws.status == 426 and ws.headers["upgrade"] == "websocket"
+    assert ws.closed_by_server()
+
+
 def test_a_handshake_without_a_key_is_400(server) -> None:
     ws = wsclient.open_socket(address(server))
     ws.handshake(

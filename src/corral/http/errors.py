@@ -50,15 +50,16 @@ class VersionNotSupported(HttpError):
 _ERROR_BODIES: dict[int, tuple[str, bytes]] = {}
 
 
-def error_response(status: int, prefix: str) -> bytes:
+def error_response(status: int, prefix: str, fields: str = "") -> bytes:
     """The complete response for a protocol error: short text body, connection closed.
 
     ``prefix`` is the server's ``Date`` and ``Server`` fields (``ServerState.prefix``), as in
-    every other answer; the fields and body after it are built once per status.
+    every other answer; ``fields`` more of the server's own (``Allow: GET\r\n``), each line
+    CRLF-terminated; the fields and body after them are built once per status.
     """
     cached = _ERROR_BODIES.get(status)
     if cached is None:
         body = f"{status} {reason(status)}\n".encode("ascii")
-        fields = f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
-        cached = _ERROR_BODIES[status] = (fields, body)
-    return server_head(status, prefix, cached[0], True) + cached[1]
+        framing = f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+        cached = _ERROR_BODIES[status] = (framing, body)
+    return server_head(status, prefix, fields + cached[0], True) + cached[1]

@@ -24,19 +24,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+from asgi_apps import _jsonable  # the scope as JSON, bytes as latin-1
+
 _last: dict = {}
 _raised: list[str] = []
 _release = asyncio.Event()
-
-
-def _jsonable(value):
-    if isinstance(value, bytes):
-        return value.decode("latin-1")
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _jsonable(item) for key, item in value.items()}
-    return value
 
 
 async def _http(scope, receive, send):

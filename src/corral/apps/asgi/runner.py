@@ -602,12 +602,10 @@ class TaskDeadline:
         if ran < self.timeout:
             self.handle = self.loop.call_later(self.timeout - ran, self._check)
             return
-        head = self.cycle.exchange.head
         self.log.error(
-            "request timeout: %s %s has run %.2fs in the application (request_timeout %gs); "
+            "request timeout: %s has run %.2fs in the application (request_timeout %gs); "
             "cancelling its task, at:\n%s",
-            head.method,
-            head.target.decode("latin-1"),
+            self.cycle._where(),
             ran,
             self.timeout,
             task_stack(self.task),
@@ -619,12 +617,10 @@ class TaskDeadline:
     def _stuck(self) -> None:
         if self.task.done():
             return
-        head = self.cycle.exchange.head
         self.log.error(
-            "request timeout: %s %s still runs %gs after its task was cancelled (the "
+            "request timeout: %s still runs %gs after its task was cancelled (the "
             "application caught the cancellation); closing its connection, at:\n%s",
-            head.method,
-            head.target.decode("latin-1"),
+            self.cycle._where(),
             self.grace,
             task_stack(self.task),
         )

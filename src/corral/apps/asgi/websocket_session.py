@@ -149,11 +149,7 @@ class WebSocketSession:
         self.answered = True
         conn = self.conn
         self.exchange.status = status
-        data = error_response(status, conn.server.prefix)
-        if fields:
-            head_end = data.index(b"\r\n") + 2
-            data = data[:head_end] + fields.encode("latin-1") + data[head_end:]
-        conn.finish(self.exchange, False, data)
+        conn.finish(self.exchange, False, error_response(status, conn.server.prefix, fields))
         self._ended()
 
     def _accept(self, message: dict[str, Any]) -> None:
