@@ -302,6 +302,20 @@ def test_5_fragments_are_one_message_and_pings_between_them_are_answered(server)
     ws.close()
 
 
+def test_10_a_long_message_in_small_fragments_is_joined_whole(server) -> None:
+    """Autobahn 10.1.1: about 64 KiB of text (65,532 bytes) sent in fragments of 1,300, which
+    cut two-byte characters in half."""
+    ws = wsclient.connect(address(server))
+    message = ("\u00e9t\u00e9 " * 10_922).encode()
+    assert len(message) == 65_532
+    pieces = [message[i : i + 1300] for i in range(0, len(message), 1300)]
+    frames = [frame(TEXT if i == 0 else CONT, piece, fin=i == len(pieces) - 1)
+              for i, piece in enumerate(pieces)]  # fmt: skip
+    ws.send(b"".join(frames))
+    assert ws.read_message() == (TEXT, message)
+    ws.close()
+
+
 def test_5_a_continuation_without_a_start_closes_with_1002(server) -> None:
     ws = wsclient.connect(address(server))
     ws.send(frame(CONT, b"orphan"))
@@ -495,6 +509,42 @@ def test_12_permessage_deflate_is_negotiated_and_round_trips(server) -> None:
             assert ws.recv() == message
         ws.send(b"\x00" * 50_000)
         assert ws.recv() == b"\x00" * 50_000
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        {"server_no_context_takeover": True},
+        {"client_no_context_takeover": True},
+        {"server_max_window_bits": 9, "client_max_window_bits": 9},
+        {"server_max_window_bits": 15, "client_max_window_bits": 12},
+        {
+            "server_no_context_takeover": True,
+            "client_no_context_takeover": True,
+            "server_max_window_bits": 10,
+        },
+    ],
+    ids=["server-no-takeover", "client-no-takeover", "windows-9", "windows-15-12", "all"],
+)
+def test_13_each_permessage_deflate_offer_is_accepted_and_round_trips(server, offer) -> None:
+    """Autobahn 13: the parameters of RFC 7692 7.1, each negotiated and then used on
+    messages long and repetitive enough to reach past a small window."""
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+
+    factory = ClientPerMessageDeflateFactory(**offer)
+    with ws_connect(url(server, "/echo"), extensions=[factory], max_size=None) as ws:
+        agreed = ws.response.headers["Sec-WebSocket-Extensions"]
+        assert agreed.startswith("permessage-deflate")
+        if offer.get("server_no_context_takeover"):
+            assert "server_no_context_takeover" in agreed
+        if "server_max_window_bits" in offer:
+            assert f"server_max_window_bits={offer['server_max_window_bits']}" in agreed
+        for index in range(5):
+            message = "".join(f"{n:06d}" for n in range(index * 5000, index * 5000 + 20_000))
+            ws.send(message)
+            assert ws.recv() == message
+            ws.send(message.encode())
+            assert ws.recv() == message.encode()
 
 
 def test_12_permessage_deflate_can_be_turned_off(each_core) -> None:
