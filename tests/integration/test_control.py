@@ -261,6 +261,15 @@ def test_invalid_input_changes_nothing():
 # -- applying ------------------------------------------------------------------------------
 
 
+def ready_in(server: Server, generation: int, count: int) -> list[int]:
+    """The ``count`` pids ready in ``generation``: the master logged them before it answered,
+    but the test's reader of its standard error may be a moment behind."""
+    return wait_for(
+        lambda: len(pids := generation_pids(server.stderr, generation)) >= count and pids,
+        timeout=5,
+    )
+
+
 def test_scaling_answers_once_the_new_workers_serve_and_fails_no_request():
     with (
         short_dir() as directory,
@@ -277,7 +286,7 @@ def test_scaling_answers_once_the_new_workers_serve_and_fails_no_request():
             # in effect when the answer comes: three new workers ready, none still starting
             processes = control.get("/status/applications/chaos_app/processes").json
             assert (processes["running"], processes["starting"]) == (3, 0)
-            new = set(generation_pids(server.stderr, 2))
+            new = set(ready_in(server, 2, 3))
             assert len(new) == 3 and first not in new
             assert lines_in_order(
                 server.stderr,
@@ -291,7 +300,7 @@ def test_scaling_answers_once_the_new_workers_serve_and_fails_no_request():
             assert {r.pid for r in load.ok if r.start > settled} <= new
             # and back to one
             assert control.put("/config/applications/chaos_app/processes", 1).json == DONE
-            (last,) = generation_pids(server.stderr, 3)
+            (last,) = ready_in(server, 3, 1)
             wait_for(lambda: server.worker_pids() == [last], timeout=10)
             load.wait_requests(100)
         assert not load.failures, (load.summary(), load.failures[:5])
