@@ -10,6 +10,7 @@ cdef class HttpConnection
 cdef class Adapter:
     cpdef make_body(self, HttpConnection conn, Exchange exchange)
     cpdef run(self, HttpConnection conn, Exchange exchange)
+    cpdef client_gone(self, HttpConnection conn)
 
 cdef class ServerState:
     cdef public Adapter adapter

@@ -68,6 +68,10 @@ class Adapter:
     def run(self, conn: HttpConnection, exchange: Exchange) -> None:
         raise NotImplementedError
 
+    def client_gone(self, conn: HttpConnection) -> None:
+        """The client closed its side while answers to ``conn``'s requests are still due
+        (an ASGI application is told it disconnected; a WSGI one is not: nothing to do)."""
+
     def drain(self) -> None:
         """The worker's graceful stop began (what never ends by itself, such as a WebSocket,
         is asked to)."""
@@ -284,8 +288,10 @@ class HttpConnection(RequestSink):
             self.close()
         else:
             self.parser.ended = True
-            if self.server.on_client_gone is not None:
-                self.server.on_client_gone(self)
+            server = self.server
+            server.adapter.client_gone(self)
+            if server.on_client_gone is not None:
+                server.on_client_gone(self)
         return True
 
     def pause_writing(self) -> None:

@@ -342,8 +342,6 @@ class Worker:
             state.connections = WatchedConnections()
             state.on_client_gone = state.connections.client_gone
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
-        if isinstance(self.adapter, AsgiAdapter):
-            state.on_client_gone = self.adapter.chain_client_gone(state.on_client_gone)
         for listener in spec.listeners:
             sock = listener.socket
             plan = self._plan(listener, forwardings, routing)

@@ -76,3 +76,4 @@ cdef class AsgiAdapter(Adapter):
     cpdef make_body(self, HttpConnection conn, Exchange exchange)
     @cython.locals(cycle=AsgiCycle)
     cpdef run(self, HttpConnection conn, Exchange exchange)
+    cpdef client_gone(self, HttpConnection conn)

@@ -724,24 +724,13 @@ class AsgiAdapter(Adapter):
             session.going_away()
 
     def client_gone(self, conn: HttpConnection) -> None:
-        """The client closed its side while answers are due (`ServerState.on_client_gone`):
+        """The client closed its side while answers are due (`HttpConnection.eof_received`):
         for ASGI that is the disconnect, as every ASGI server reads an EOF, so a streaming
         application waiting on ``receive()`` stops; the answers may still be written."""
         for exchange in conn.pipeline:
             if exchange.body is EMPTY:  # not started yet: it gets its own body now
                 exchange.body = AsgiBody(done=True)
             exchange.body.fail()
-
-    def chain_client_gone(self, then: Any) -> Any:
-        """`client_gone`, then ``then`` (the worker's own hook, or None)."""
-        if then is None:
-            return self.client_gone
-
-        def both(conn: HttpConnection) -> None:
-            self.client_gone(conn)
-            then(conn)
-
-        return both
 
     def shutdown(self) -> None:
         """The worker's loop has stopped serving: cancel what still runs and let it unwind (its
