@@ -5,6 +5,7 @@ cimport cython
 cdef class ResponseHead:
     cdef public bytes data
     cdef public int status
+    cdef public bint bodiless
     cdef public object content_length
     cdef public bint chunked
     cdef public bint close

@@ -143,13 +143,15 @@ def _name_kind(name: object) -> int:
 class ResponseHead:
     """The serialised head and what the connection needs to frame the body."""
 
-    __slots__ = ("chunked", "close", "content_length", "data", "status")
+    __slots__ = ("bodiless", "chunked", "close", "content_length", "data", "status")
 
     def __init__(
         self, data: bytes, status: int, content_length: int | None, chunked: bool, close: bool
     ) -> None:
         self.data = data
         self.status = status
+        # RFC 9110 6.4.1: an answer with this status has no body, whatever it says
+        self.bodiless = status < 200 or status == 204 or status == 304
         self.content_length = content_length  # None: chunked, close-delimited or no body
         self.chunked = chunked
         self.close = close

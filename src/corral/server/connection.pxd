@@ -3,6 +3,7 @@
 cimport cython
 
 from corral.http.head cimport Parser, RequestHead, RequestSink
+from corral.http.response cimport ResponseHead, build_head
 
 cdef class Exchange
 cdef class HttpConnection
@@ -84,6 +85,9 @@ cdef class HttpConnection(RequestSink):
     cpdef on_body(self, chunk)
     cpdef on_request_end(self)
     cpdef write(self, data)
+    @cython.locals(server=ServerState, head=ResponseHead)
+    cpdef ResponseHead answer_head(self, Exchange exchange, object status, object headers,
+                                   bint keep_alive, object body_length)
     @cython.locals(server=ServerState, served=Py_ssize_t, body=object)
     cpdef finish(self, Exchange exchange, bint keep_alive, bytes last=*)
     cpdef pause_reading(self)

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.proxyheader import ProxyHeaderError
+from corral.http.response import ResponseHead, build_head
 from corral.server.plan import PLAIN, ListenerPlan
 
 IDLE = 0  # between requests: the keep-alive deadline runs
@@ -436,6 +437,33 @@ class HttpConnection(RequestSink):
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.transport.write(data)
+
+    def answer_head(
+        self,
+        exchange: Exchange,
+        status: str,
+        headers: list[tuple[str, str]],
+        keep_alive: bool,
+        body_length: int | None,
+    ) -> ResponseHead:
+        """The head of the application's answer to ``exchange`` (`build_head`: its checks and
+        cache), with what this connection allows: the server's fields, chunked framing for
+        HTTP/1.1, keep-alive unless the worker drains. The exchange records its status and
+        fields (for the access log and the hooks). Raises `InvalidResponse`."""
+        server = self.server
+        version = exchange.head.version
+        head = build_head(
+            status,
+            headers,
+            server.prefix,
+            version == "1.1",
+            keep_alive and not server.draining,
+            version,
+            body_length,
+        )
+        exchange.status = head.status
+        exchange.response_headers = headers
+        return head
 
     def send_continue(self, exchange: Exchange) -> None:
         if not exchange.continue_sent and not exchange.complete and not self.closed:

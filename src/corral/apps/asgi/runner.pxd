@@ -3,6 +3,7 @@
 cimport cython
 
 from corral.apps.asgi.scope cimport request_scope
+from corral.http.response cimport ResponseHead
 from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerState
 
 cpdef str _status_text(object status)
@@ -53,7 +54,7 @@ cdef class AsgiCycle:
 
     @cython.locals(conn=HttpConnection, remaining=object)
     cpdef bint _write_body(self, object data, object more) except -1
-    @cython.locals(conn=HttpConnection, server=ServerState, exchange=Exchange, code=int)
+    @cython.locals(head=ResponseHead)
     cpdef bytes _head(self, object body_length)
     cpdef bytes _start_head(self, object body_length)
     @cython.locals(conn=HttpConnection)

@@ -44,7 +44,7 @@ from corral.apps.asgi.hooked import hooked_application
 from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse, build_head, reason, trailer_lines
+from corral.http.response import InvalidResponse, reason, trailer_lines
 from corral.observe.stacks import task_stack
 from corral.server.connection import Adapter, Exchange, HttpConnection
 
@@ -509,29 +509,20 @@ class AsgiCycle:
             await self._writable()
 
     def _head(self, body_length: int | None) -> bytes:
-        conn = self.conn
-        server = conn.server
-        version = self.exchange.head.version
-        head = build_head(
-            self.status,  # type: ignore[arg-type]
+        head = self.conn.answer_head(
+            self.exchange,
+            self.status,
             self.headers,
-            server.prefix,
-            version == "1.1",
-            self.keep_alive and not server.draining,
-            version,
-            body_length,
+            self.keep_alive,
+            body_length,  # type: ignore[arg-type]
         )
         self.head_sent = True
         self.chunked = head.chunked
         self.remaining = head.content_length
         if head.close:
             self.keep_alive = False
-        code = head.status
-        if code < 200 or code == 204 or code == 304:
+        if head.bodiless:
             self.discard_body = True
-        exchange = self.exchange
-        exchange.status = code
-        exchange.response_headers = self.headers
         return head.data
 
     # -- errors -----------------------------------------------------------------------

@@ -4,7 +4,7 @@ cimport cython
 
 from corral.apps.wsgi.environ cimport ConnectionEnviron
 from corral.http.head cimport RequestHead
-from corral.http.response cimport ResponseHead, build_head
+from corral.http.response cimport ResponseHead
 from corral.server.connection cimport Exchange, HttpConnection
 
 cdef class Output:
@@ -31,6 +31,7 @@ cdef class WsgiCall:
     cdef public object sent
     cdef public object remaining
 
+    @cython.locals(head=ResponseHead)
     cpdef bytes _head(self, object body_length)
     cpdef run(self)
     @cython.locals(environ=dict)

@@ -31,7 +31,7 @@ from corral.apps.wsgi.environ import ConnectionEnviron
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.input import ClientDisconnected
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse, build_head
+from corral.http.response import InvalidResponse
 from corral.server.connection import Exchange, HttpConnection
 
 _CHUNK_END = b"0\r\n\r\n"
@@ -169,27 +169,18 @@ class WsgiCall:
     def _head(self, body_length: int | None) -> bytes:
         if self.status is None:
             raise AssertionError("the application sent a body before calling start_response")
-        server = self.conn.server
-        version = self.exchange.head.version
-        head = build_head(
+        head = self.head = self.conn.answer_head(
+            self.exchange,
             self.status,
-            self.headers,  # type: ignore[arg-type]
-            server.prefix,
-            version == "1.1",
-            self.keep_alive and not server.draining,
-            version,
-            body_length,
+            self.headers,
+            self.keep_alive,
+            body_length,  # type: ignore[arg-type]
         )
-        self.head = head
         self.remaining = head.content_length
         if head.close:
             self.keep_alive = False
-        code = head.status
-        if code < 200 or code == 204 or code == 304:
+        if head.bodiless:
             self.discard_body = True
-        exchange = self.exchange
-        exchange.status = code
-        exchange.response_headers = self.headers
         return head.data
 
     def run(self) -> None:
