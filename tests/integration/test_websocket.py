@@ -204,6 +204,15 @@ def test_the_denial_response_extension_sends_the_applications_answer(server) -> 
     assert ws.read_body() == b"not you"
 
 
+def test_a_denial_with_crlf_in_a_header_is_a_500_and_never_reaches_the_wire(server) -> None:
+    ws = wsclient.open_socket(address(server))
+    request, _ = wsclient.handshake_request("/deny-bad")
+    ws.handshake(request)
+    assert ws.status == 500
+    assert "injected" not in ws.headers
+    server.wait_log(r"ASGI protocol error in the answer to GET /deny-bad")
+
+
 def test_a_header_with_crlf_in_the_accept_never_reaches_the_wire(server) -> None:
     ws = wsclient.open_socket(address(server))
     request, _ = wsclient.handshake_request("/bad-header")

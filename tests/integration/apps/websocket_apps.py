@@ -6,8 +6,9 @@
   back every message as it came (text as text, bytes as bytes) until the disconnect;
 - ``/scope``: accepts and sends the scope as JSON text;
 - ``/reject`` (``websocket.close`` before the accept), ``/deny`` (``websocket.http.response``:
-  401 with a body), ``/return`` (returns without accepting), ``/raise`` (raises before
-  accepting), ``/bad-header`` (accepts with a header value holding CR LF);
+  401 with a body; ``/deny-bad``: its header holds CR LF), ``/return`` (returns without
+  accepting), ``/raise`` (raises before accepting), ``/bad-header`` (accepts with a header
+  value holding CR LF);
 - ``/close``: accepts, then closes with 4000 "bye"; ``/crash``: accepts, then raises;
 - ``/hold``: accepts, waits until the HTTP request ``/release`` came, then receives every
   message and sends their count and total size as text;
@@ -76,6 +77,11 @@ async def app(scope, receive, send):
         )
         await send({"type": "websocket.http.response.body", "body": b"not ", "more_body": True})
         await send({"type": "websocket.http.response.body", "body": b"you"})
+        return
+    if path == "/deny-bad":
+        await send({"type": "websocket.http.response.start", "status": 401,
+                    "headers": [(b"x-bad", b"a\r\nInjected: 1")]})  # fmt: skip
+        await send({"type": "websocket.http.response.body", "body": b"no"})
         return
     if path == "/return":
         return

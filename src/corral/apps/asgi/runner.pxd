@@ -6,6 +6,7 @@ from corral.apps.asgi.scope cimport request_scope
 from corral.http.response cimport ResponseHead
 from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerState
 
+cpdef release(object waiter)
 cpdef str _status_text(object status)
 @cython.locals(out=list)
 cpdef list _str_headers(object headers)
@@ -40,6 +41,7 @@ cdef class AsgiCycle:
     cdef public object deadline
     cdef public bint discard_body
     cdef public Exchange exchange
+    cdef public object extensions
     cdef public bint head_sent
     cdef public list headers
     cdef public bint keep_alive

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import os
 from asyncio import CancelledError, gather, shield
+from functools import partial
 from typing import Any
 
 from corral.apps.asgi.hooked import hooked_application
@@ -124,11 +125,8 @@ class AsgiBody:
         self.size = 0
 
     def wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self.waiter = self.waiter, None
+        release(waiter)
 
     def take(self) -> bytes:
         chunks = self.chunks
@@ -136,6 +134,12 @@ class AsgiBody:
         self.chunks = []
         self.size = 0
         return data
+
+
+def release(waiter: Any) -> None:
+    """Let whoever awaits ``waiter`` (a future, or None: nobody) go on."""
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 # "200 OK" for each status code, made once: build_head takes WSGI's status strings
@@ -165,14 +169,6 @@ def _str_headers(headers: Any) -> list[tuple[str, str]]:
     return out
 
 
-def _asks_trailers(head: Any) -> bool:
-    """The client said it takes trailers (``TE: trailers``, RFC 9110 10.1.4)."""
-    for name, value in head.headers:
-        if len(name) == 2 and name.lower() == b"te":
-            return b"trailers" in value.lower()
-    return False
-
-
 class AsgiCycle:
     """One request's run of the application: its scope, ``receive`` and ``send``."""
 
@@ -185,6 +181,7 @@ class AsgiCycle:
         "deadline",
         "discard_body",
         "exchange",
+        "extensions",
         "head_sent",
         "headers",
         "keep_alive",
@@ -218,12 +215,14 @@ class AsgiCycle:
         self.trailers = _NO_TRAILERS  # or where http.response.trailers stands
         self.task: Any = None  # the task running it, in ``tasks`` (the adapter's) until it ends
         self.tasks: Any = None
+        self.extensions: Any = None  # what the scope offered (set when it runs)
 
     def _where(self) -> str:
         head = self.exchange.head
         return f"{head.method} {head.target.decode('latin-1')}"
 
     async def run(self, app: Any, scope: dict[str, Any]) -> None:
+        self.extensions = scope["extensions"]
         try:
             await app(scope, self.receive, self.send)
         except BaseException as exc:
@@ -287,15 +286,7 @@ class AsgiCycle:
                 waiter = body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
             # shared by concurrent receive() calls (Starlette listens for the disconnect in a
             # task of its own), each shielded: one cancelled caller leaves the others waiting
-            deadline = self.deadline
-            if deadline is None:
-                await shield(waiter)
-            else:  # the wait for the client's body is not the application's time
-                deadline.suspend()
-                try:
-                    await shield(waiter)
-                finally:
-                    deadline.resume()
+            await self._client_wait(shield(waiter))
         data = body.take() if body.chunks else b""
         if body.over:
             body.over = False
@@ -327,8 +318,8 @@ class AsgiCycle:
             except AsgiProtocolError as exc:
                 self.status = None
                 self._violation(str(exc))
-            # only where the extension was offered (the client said TE: trailers)
-            if message.get("trailers") and _asks_trailers(self.exchange.head):
+            # only where the scope offered the extension (the client said TE: trailers)
+            if message.get("trailers") and "http.response.trailers" in self.extensions:
                 self.trailers = _ASKED
         elif kind == "http.response.trailers":
             self._trailers(message)
@@ -387,10 +378,11 @@ class AsgiCycle:
         conn = self.conn
         if conn.write_paused and not conn.closed:
             waiter = conn.loop.create_future()  # type: ignore[union-attr]
-            conn.on_writable = lambda: waiter.done() or waiter.set_result(None)
+            conn.on_writable = partial(release, waiter)
             await self._client_wait(waiter)
 
     async def _client_wait(self, waiter: Any) -> None:
+        """Await ``waiter``, a wait for the client (its body, or its reading)."""
         deadline = self.deadline
         if deadline is None:
             await waiter
@@ -680,9 +672,9 @@ class AsgiAdapter(Adapter):
         if (
             conn.parser.upgraded is not None
             and self.websocket is not None
-            and wants_websocket(head)
+            and wants_websocket(scope["headers"])
         ):
-            task = self._websocket(conn, exchange, app, websocket_scope(scope, head))
+            task = self._websocket(conn, exchange, app, websocket_scope(scope))
             if task is None:
                 return
             self.tasks.add(task)

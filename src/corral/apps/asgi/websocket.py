@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from corral.apps.asgi.scope import ASGI_VERSION
-
 _EXTENSIONS = {"websocket.http.response": {}}
 
 
@@ -27,25 +25,24 @@ class WebSocketOptions:
     per_message_deflate: bool = True
 
 
-def wants_websocket(head: Any) -> bool:
-    """The request asks for WebSocket (``Upgrade: websocket``); the parser already saw
-    ``Connection: upgrade`` beside an ``Upgrade``, or it would not have ended on it."""
-    for name, value in head.headers:
-        if name.lower() == b"upgrade":
+def wants_websocket(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The request asks for WebSocket (``Upgrade: websocket``); ``headers`` are the scope's,
+    names lower-cased. The parser already saw ``Connection: upgrade`` beside an ``Upgrade``,
+    or it would not have ended on it."""
+    for name, value in headers:
+        if name == b"upgrade":
             return b"websocket" in value.lower()
     return False
 
 
-def websocket_scope(http_scope: dict[str, Any], head: Any) -> dict[str, Any]:
-    """The WebSocket scope from the HTTP scope the same request would have had."""
-    scope = http_scope
+def websocket_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """The WebSocket scope, made from the HTTP scope the same request would have had."""
     del scope["method"]
     scope["type"] = "websocket"
     scope["scheme"] = "wss" if scope["scheme"] in ("https", "wss") else "ws"
-    scope["asgi"] = ASGI_VERSION.copy()
     subprotocols = []
-    for name, value in head.headers:
-        if name.lower() == b"sec-websocket-protocol":
+    for name, value in scope["headers"]:
+        if name == b"sec-websocket-protocol":
             subprotocols += [p.strip() for p in value.decode("latin-1").split(",") if p.strip()]
     scope["subprotocols"] = subprotocols
     scope["extensions"] = dict(_EXTENSIONS)

@@ -52,14 +52,15 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from corral.apps.asgi.runner import (
+    AsgiCycle,
     AsgiProtocolError,
     ClientDisconnected,
-    _status_text,
     _str_headers,
+    release,
 )
 from corral.apps.asgi.websocket import WebSocketOptions
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse, build_head, switching_head
+from corral.http.response import InvalidResponse, switching_head
 
 _ABNORMAL = 1006  # RFC 6455 7.4.1: closed without a close frame (never sent on the wire)
 
@@ -107,9 +108,10 @@ class WebSocketSession:
         self.ping_timer: Any = None
         self.close_timer: Any = None
         self.pong_due = False
-        self.denial_head_sent = False
-        self.denial_status: str | None = None
-        self.denial_headers: list[tuple[str, str]] = []
+        # the websocket.http.response denial: an HTTP answer, which an AsgiCycle writes; its
+        # body is kept until the last message, so it goes out whole, with a Content-Length
+        self.denial: AsgiCycle | None = None
+        self.denial_body: list[bytes] = []
         self.after: Any = None  # the post_request hook's call (hooked.py), once it ended
 
     def _where(self) -> str:
@@ -323,11 +325,7 @@ class WebSocketSession:
         self._flush()
         options = self.options
         # the next tick either pings again or finds this one unanswered
-        delay = (
-            options.ping_timeout
-            if options.ping_timeout < options.ping_interval
-            else (options.ping_interval)
-        )
+        delay = min(options.ping_timeout, options.ping_interval)
         self.ping_timer = self.loop.call_later(delay, self._ping)
 
     def _close_expired(self) -> None:
@@ -361,6 +359,9 @@ class WebSocketSession:
         try:
             await app(scope, self.receive, self.send)
         except BaseException as exc:
+            if self.denial is not None:
+                self.denial._failed(exc)  # the denial's answer is the cycle's, as any answer
+                return
             if not isinstance(exc, Exception):
                 self._abort_on_exit()
                 raise  # a cancellation or an exit is the loop's business
@@ -375,14 +376,11 @@ class WebSocketSession:
             return
         if self.accepted:
             self._send_close(1000, "")
+        elif self.denial is not None:
+            if not self.denial.complete:
+                self.denial._incomplete()
         elif not self.answered:
-            if self.denial_status is not None:
-                self.log.error(
-                    "ASGI application returned before the end of its response to %s", self._where()
-                )
-                self._give_up()
-            else:
-                self._answer_http(403)  # returned without accepting: the spec's 403
+            self._answer_http(403)  # returned without accepting: the spec's 403
 
     def _abort_on_exit(self) -> None:
         if self.accepted:
@@ -432,25 +430,19 @@ class WebSocketSession:
             await waiter
 
     def _wake_reader(self) -> None:
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self.waiter = self.waiter, None
+        release(waiter)
 
     def _wake_writer(self) -> None:
-        writable = self.writable
-        if writable is not None:
-            self.writable = None
-            if not writable.done():
-                writable.set_result(None)
+        writable, self.writable = self.writable, None
+        release(writable)
 
     async def send(self, message: dict[str, Any]) -> None:
         kind = message.get("type") if type(message) is dict else None
         if kind == "websocket.send":
             await self._send_message(message)
         elif kind == "websocket.accept":
-            if self.accepted or self.answered or self.denial_status is not None:
+            if self.accepted or self.answered:
                 self._violation("websocket.accept after the handshake was answered")
             try:
                 self._accept(message)
@@ -463,23 +455,26 @@ class WebSocketSession:
                 if self.closed:
                     raise ClientDisconnected("client went away")
                 self._send_close(code, reason)
-            elif self.answered or self.denial_status is not None:
+            elif self.answered:
                 self._violation("websocket.close after the handshake was answered")
             else:
                 self._answer_http(403)
         elif kind == "websocket.http.response.start":
-            if self.accepted or self.answered or self.denial_status is not None:
+            if self.accepted or self.answered:
                 self._violation("websocket.http.response.start after the handshake was answered")
-            try:
-                self.denial_status = _status_text(message.get("status"))
-                self.denial_headers = _str_headers(message.get("headers", ()))
-            except AsgiProtocolError as exc:
-                self.denial_status = None
-                self._violation(str(exc))
+            denial = self.denial = AsgiCycle(self.log, self.conn, self.exchange)
+            denial.keep_alive = False  # the connection was to be a WebSocket's: it ends here
+            self.answered = True
+            self._ended()
+            await denial.send({**message, "type": "http.response.start"})
         elif kind == "websocket.http.response.body":
-            if self.denial_status is None or self.answered:
-                self._violation("websocket.http.response.body without its start")
-            self._denial_body(message.get("body", b""), message.get("more_body", False))
+            denial = self.denial
+            if denial is None or denial.complete:
+                self._violation("websocket.http.response.body without its start, or after its end")
+            self.denial_body.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                body = b"".join(self.denial_body)
+                await denial.send({"type": "http.response.body", "body": body})
         else:
             self._violation(f"unknown message {kind!r} on a WebSocket connection")
 
@@ -505,47 +500,14 @@ class WebSocketSession:
             writable = self.writable = self.loop.create_future()
             await writable
 
-    def _denial_body(self, body: Any, more: Any) -> None:
-        if type(body) is not bytes:
-            body = bytes(body)
-        conn = self.conn
-        if conn.closed:
-            raise ClientDisconnected("client went away")
-        out = b""
-        if not self.denial_head_sent:
-            try:
-                head = build_head(
-                    self.denial_status,  # type: ignore[arg-type]
-                    self.denial_headers,
-                    conn.server.prefix,
-                    False,
-                    False,
-                    self.exchange.head.version,
-                    None if more else len(body),
-                )
-            except InvalidResponse as exc:
-                self._violation(str(exc))
-            self.denial_head_sent = True
-            self.exchange.status = head.status
-            out = head.data
-        out += body
-        self.exchange.response_bytes += len(body)
-        if more:
-            conn.write(out)
-            return
-        self.answered = True
-        conn.finish(self.exchange, False, out)
-        self._ended()
-
     def _violation(self, what: str) -> None:
         self.log.error("ASGI protocol error in %s: %s", self._where(), what)
         if self.accepted:
             self._send_close(1011, "")
+        elif self.denial is not None:
+            self.denial._give_up()  # 500 if its head is not out yet, else the connection closes
         elif not self.answered:
-            if self.denial_head_sent:
-                self._give_up()
-            else:
-                self._answer_http(500)
+            self._answer_http(500)
         raise AsgiProtocolError(what)
 
 
