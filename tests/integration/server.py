@@ -274,6 +274,13 @@ def children(pid: int) -> list[int]:
     return [child for child, fields in _processes() if int(fields[1]) == pid]
 
 
+def fetch(server: Server, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """One request on a fresh keep-alive connection; the connection is closed after."""
+    with server.connect() as sock:
+        sock.sendall(data)
+        return read_response(sock)
+
+
 def read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
     """Read one response (Content-Length or chunked framing) from a keep-alive socket."""
     buffer = b""

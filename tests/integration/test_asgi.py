@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.integration.server import Server, http_get, read_all, read_response, wait_for
+from tests.integration.server import Server, fetch, http_get, read_all, read_response, wait_for
 from tests.integration.test_http import Reader
 
 pytestmark = pytest.mark.usefixtures("each_core")
@@ -25,14 +25,8 @@ def server(each_core):
         yield running
 
 
-def exchange(server: Server, request: bytes) -> tuple[int, dict[str, str], bytes]:
-    with server.connect() as sock:
-        sock.sendall(request)
-        return read_response(sock)
-
-
 def scope_of(server: Server, request: bytes) -> dict:
-    status, _, body = exchange(server, request)
+    status, _, body = fetch(server, request)
     assert status == 200
     return json.loads(body)
 
@@ -111,7 +105,7 @@ def test_expect_100_continue_is_sent_on_the_first_receive(server: Server) -> Non
 
 
 def test_a_streamed_response_is_chunked(server: Server) -> None:
-    status, headers, body = exchange(server, b"GET /stream?n=4 HTTP/1.1\r\nHost: h\r\n\r\n")
+    status, headers, body = fetch(server, b"GET /stream?n=4 HTTP/1.1\r\nHost: h\r\n\r\n")
     assert status == 200 and headers["transfer-encoding"] == "chunked"
     assert body == b"part0;part1;part2;part3;"
 
@@ -170,7 +164,7 @@ def test_keep_alive_and_pipelining_keep_the_order(server: Server) -> None:
 
 
 def test_an_application_exception_is_a_500_and_one_traceback(server: Server) -> None:
-    status, headers, _ = exchange(server, b"GET /error HTTP/1.1\r\nHost: h\r\n\r\n")
+    status, headers, _ = fetch(server, b"GET /error HTTP/1.1\r\nHost: h\r\n\r\n")
     assert status == 500 and headers["connection"] == "close"
     server.wait_log(r"error handling GET /error")
     text = server.stderr
@@ -196,7 +190,7 @@ def test_an_exception_after_the_head_closes_the_connection(server: Server) -> No
     ],
 )
 def test_a_protocol_violation_is_a_500_and_a_logged_error(server: Server, path: str, line: str):
-    status, _, body = exchange(server, b"GET %s HTTP/1.1\r\nHost: h\r\n\r\n" % path.encode())
+    status, _, body = fetch(server, b"GET %s HTTP/1.1\r\nHost: h\r\n\r\n" % path.encode())
     assert status == 500
     assert b"Injected" not in body
     server.wait_log(rf"ERROR\].*{path}.*{line}|ERROR\].*{line}.*{path}")
@@ -343,7 +337,7 @@ def test_pathsend_sends_the_file_with_its_length(server: Server, tmp_path) -> No
 
 
 def test_pathsend_of_a_missing_file_is_a_500_and_logged(server: Server, tmp_path) -> None:
-    status, _, _ = exchange(
+    status, _, _ = fetch(
         server, f"GET /pathsend?path={tmp_path}/none HTTP/1.1\r\nHost: h\r\n\r\n".encode()
     )
     assert status == 500
@@ -353,7 +347,7 @@ def test_pathsend_of_a_missing_file_is_a_500_and_logged(server: Server, tmp_path
 def test_zerocopysend_sends_ranges_of_a_file_in_a_streamed_answer(server: Server, tmp_path):
     path = tmp_path / "zero.txt"
     path.write_bytes(b"0123456789abcdefghijklmnopqrstuvwxyz")
-    status, headers, body = exchange(
+    status, headers, body = fetch(
         server, f"GET /zerocopy?path={path} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
     )
     assert status == 200 and headers["transfer-encoding"] == "chunked"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.apps.wsgi_apps import apply_ops  # the app's own, run on BytesIO
-from tests.integration.server import Server, read_all, read_response, wait_for
+from tests.integration.server import Server, fetch, read_all, read_response, wait_for
 
 # every request here is answered by each core in turn
 pytestmark = pytest.mark.usefixtures("each_core")
@@ -168,13 +168,6 @@ class Reader:
         data = bytes(self.buffer)
         self.buffer.clear()
         return data
-
-
-def fetch(server: Server, data: bytes) -> tuple[int, dict[str, str], bytes]:
-    """One request on a fresh keep-alive connection; the connection is closed after."""
-    with server.connect() as sock:
-        sock.sendall(data)
-        return read_response(sock)
 
 
 def fetch_closed(server: Server, data: bytes) -> bytes:
