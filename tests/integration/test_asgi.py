@@ -196,6 +196,25 @@ def test_a_protocol_violation_is_a_500_and_a_logged_error(server: Server, path: 
     server.wait_log(rf"ERROR\].*{path}.*{line}|ERROR\].*{line}.*{path}")
 
 
+def test_headers_may_be_lists_of_pairs_and_anything_else_is_a_500(server: Server) -> None:
+    reply = server.raw(b"GET /header-forms?form=lists HTTP/1.0\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and reply.endswith(b"\r\n\r\nok")
+    assert b"\r\nx-form: lists\r\nx-form: tuple\r\n" in reply
+    for form, line in [
+        ("bytearray", "name and value must be bytes"),
+        ("str", "name and value must be bytes"),
+        ("triple", r"a header must be a \(name, value\) pair"),
+        ("not-pairs", "headers must be an iterable of pairs"),
+    ]:
+        request = b"GET /header-forms?form=%s HTTP/1.1\r\nHost: h\r\n\r\n" % form.encode()
+        assert fetch(server, request)[0] == 500, form
+        server.wait_log(rf"ERROR\].*{line}")
+
+
+def test_what_send_returns_is_a_coroutine_to_asyncio_and_anyio(server: Server) -> None:
+    assert http_get(server, "/send-in-tasks") == (200, b"sent by tasks")
+
+
 def test_a_header_value_with_crlf_never_reaches_the_wire(server: Server) -> None:
     reply = server.raw(b"GET /crlf HTTP/1.1\r\nHost: h\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 500 ")

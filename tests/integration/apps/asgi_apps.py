@@ -4,7 +4,9 @@
 body read with ``receive()``, each message's size and ``more_body`` in ``x-messages``),
 ``/stream`` (``?n=`` chunks, each its own ``http.response.body``), ``/big`` (``?mb=`` MiB in
 64 KiB messages), ``/error`` (raises), ``/body-first``, ``/double-start``, ``/bad-status``,
-``/crlf`` (protocol violations), ``/after-start`` (raises once the head went out),
+``/crlf`` (protocol violations), ``/header-forms?form=`` (lists, or malformed),
+``/after-start`` (raises once the head went out), ``/send-in-tasks`` (each message sent by
+a task of its own: asyncio's ``create_task``, then anyio's ``start_soon``),
 ``/no-response`` (returns without answering), ``/wait-disconnect`` (streams one chunk, then
 waits for ``http.disconnect`` and prints ``disconnect seen <path>`` on standard error),
 ``/pathsend?path=`` and ``/zerocopy?path=`` (the extensions, on a file), ``/trailers`` (two
@@ -80,6 +82,24 @@ async def app(scope, receive, send):
         await _answer(send, "200", b"x")
     elif path == "/crlf":
         await _answer(send, 200, b"x", [(b"x-evil", b"a\r\nInjected: yes")])
+    elif path == "/header-forms":
+        headers = {
+            "lists": [[b"x-form", b"lists"], (b"x-form", b"tuple")],
+            "bytearray": [(bytearray(b"x-form"), b"v")],
+            "str": [("x-form", "v")],
+            "triple": [(b"x-form", b"v", b"w")],
+            "not-pairs": 5,
+        }[query["form"][0]]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"ok"})
+    elif path == "/send-in-tasks":
+        import asyncio
+
+        import anyio
+
+        await asyncio.create_task(send({"type": "http.response.start", "status": 200}))
+        async with anyio.create_task_group() as group:
+            group.start_soon(send, {"type": "http.response.body", "body": b"sent by tasks"})
     elif path == "/after-start":
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"first;", "more_body": True})

@@ -8,10 +8,14 @@ from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerS
 
 cpdef release(object waiter)
 cpdef str _status_text(object status)
-@cython.locals(out=list)
+@cython.locals(out=list, fields=dict, field=object)
 cpdef list _str_headers(object headers)
+cpdef tuple _str_field(object header)
 
 cdef class _EmptyBody:
+    pass
+
+cdef class Sent:
     pass
 
 cdef class AsgiBody:

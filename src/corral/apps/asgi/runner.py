@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import os
 from asyncio import CancelledError, gather, shield
+from collections.abc import Coroutine
 from functools import partial
 from typing import Any
 
@@ -136,6 +137,36 @@ class AsgiBody:
         return data
 
 
+class Sent:
+    """What ``send()`` returns once its message went out whole: an awaitable that is
+    already done. It is a coroutine to asyncio and anyio (the `Coroutine` protocol), so
+    ``create_task(send(message))`` and ``start_soon(send, message)`` still take it."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Any:
+        return self
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        raise StopIteration
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, kind: Any, value: Any = None, traceback: Any = None) -> Any:
+        raise kind if value is None else value
+
+    def close(self) -> None:
+        pass
+
+
+SENT = Sent()
+Coroutine.register(Sent)
+
+
 def release(waiter: Any) -> None:
     """Let whoever awaits ``waiter`` (a future, or None: nobody) go on."""
     if waiter is not None and not waiter.done():
@@ -155,18 +186,47 @@ def _status_text(status: Any) -> str:
     return text
 
 
+# the application's (name, value) byte pairs as latin-1 strings, made once for each pair seen
+# (most answers repeat their fields); long values are converted every time, not kept
+_STR_FIELDS: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+_STR_FIELDS_MAX = 4096
+_STR_FIELD_KEPT = 256
+
+
 def _str_headers(headers: Any) -> list[tuple[str, str]]:
     """The application's byte-string header pairs as build_head's latin-1 strings (which
     build_head then checks: a token name, no CR, LF or NUL in a value)."""
     out = []
+    fields = _STR_FIELDS
     try:
-        for name, value in headers:
-            if not isinstance(name, bytes) or not isinstance(value, bytes):
-                raise AsgiProtocolError(f"header {name!r}: name and value must be bytes")
-            out.append((name.decode("latin-1"), value.decode("latin-1")))
-    except (TypeError, ValueError):
+        for header in headers:
+            try:
+                field = fields.get(header) if type(header) is tuple else None
+            except TypeError:  # an unhashable name or value: refused below
+                field = None
+            if field is None:
+                field = _str_field(header)
+            out.append(field)
+    except TypeError:
         raise AsgiProtocolError(f"headers must be an iterable of pairs, not {headers!r}") from None
     return out
+
+
+def _str_field(header: Any) -> tuple[str, str]:
+    try:
+        name, value = header
+    except (TypeError, ValueError):
+        raise AsgiProtocolError(f"a header must be a (name, value) pair, not {header!r}") from None
+    if type(name) is not bytes or type(value) is not bytes:
+        if not isinstance(name, bytes) or not isinstance(value, bytes):
+            raise AsgiProtocolError(f"header {name!r}: name and value must be bytes")
+        name, value = bytes(name), bytes(value)
+    field = (name.decode("latin-1"), value.decode("latin-1"))
+    if type(header) is tuple and len(name) + len(value) <= _STR_FIELD_KEPT:
+        if len(_STR_FIELDS) >= _STR_FIELDS_MAX:
+            _STR_FIELDS.clear()
+        _STR_FIELDS[header] = field
+    return field
 
 
 class AsgiCycle:
@@ -298,7 +358,9 @@ class AsgiCycle:
 
     # -- send -----------------------------------------------------------------------
 
-    async def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any]) -> Any:
+        """ASGI's ``send``: the message goes out now; what is returned is awaited for the
+        rest (`SENT` when nothing is left to wait for: no coroutine made per message)."""
         kind = message.get("type") if type(message) is dict else None
         if kind == "http.response.body":
             if self.status is None:
@@ -308,7 +370,7 @@ class AsgiCycle:
                     raise ClientDisconnected("client went away")
                 self._violation("http.response.body after the end of the response")
             if self._write_body(message.get("body", b""), message.get("more_body", False)):
-                await self._writable()
+                return self._writable()
         elif kind == "http.response.start":
             if self.status is not None:
                 self._violation("a second http.response.start")
@@ -324,11 +386,12 @@ class AsgiCycle:
         elif kind == "http.response.trailers":
             self._trailers(message)
         elif kind == "http.response.pathsend":
-            await self._pathsend(message)
+            return self._pathsend(message)
         elif kind == "http.response.zerocopysend":
-            await self._zerocopysend(message)
+            return self._zerocopysend(message)
         else:
             self._violation(f"unknown message {kind!r} on an HTTP connection")
+        return SENT
 
     def _write_body(self, data: Any, more: Any) -> bool:
         """Frame and write a body message; True when the caller must wait for the client
