@@ -33,8 +33,17 @@ def frame(opcode: int, payload: bytes = b"", fin: bool = True, rsv: int = 0) -> 
     else:
         head = struct.pack("!BBQ", first, 0x80 | 127, length)
     mask = os.urandom(4)
-    masked = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
-    return head + mask + masked
+    return head + mask + masked(payload, mask)
+
+
+def masked(payload: bytes, mask: bytes) -> bytes:
+    """``payload`` XOR the repeated 4-byte ``mask`` (RFC 6455 5.3), as one big-int XOR: fast
+    enough for the 16 MiB messages of Autobahn's section 9."""
+    size = len(payload)
+    if not size:
+        return b""
+    key = (mask * (size // 4 + 1))[:size]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(size, "big")
 
 
 def close_frame(code: int | None = 1000, reason: bytes = b"") -> bytes:
@@ -47,7 +56,7 @@ class WebSocket:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         OPEN.append(self)
-        self.buffer = b""
+        self.buffer = bytearray()
         self.status = 0
         self.headers: dict[str, str] = {}
         self.body = b""
@@ -61,14 +70,16 @@ class WebSocket:
     def _take(self, count: int) -> bytes:
         while len(self.buffer) < count:
             self._more()
-        data, self.buffer = self.buffer[:count], self.buffer[count:]
+        data = bytes(self.buffer[:count])
+        del self.buffer[:count]
         return data
 
     def handshake(self, request: bytes) -> None:
         self.sock.sendall(request)
         while b"\r\n\r\n" not in self.buffer:
             self._more()
-        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        head, rest = self.buffer.split(b"\r\n\r\n", 1)
+        self.buffer = bytearray(rest)
         lines = head.decode("latin-1").split("\r\n")
         self.status = int(lines[0].split()[1])
         for line in lines[1:]:
@@ -81,7 +92,7 @@ class WebSocket:
             try:
                 self._more()
             except (EOFError, ConnectionResetError):
-                return self.buffer
+                return bytes(self.buffer)
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
