@@ -229,6 +229,13 @@ def test_invalid_input_changes_nothing():
             "detail": "JSON is malformed: invalid character at line 3, column 14",
             "location": {"offset": 40, "line": 3, "column": 14},
         }
+        body = b'{"module": "proc_apps", "workers": 1, "workers": 3}'
+        answer = control.put("/config/applications/proc_apps", body)
+        assert answer.status == 400
+        assert answer.json == {
+            "error": "Invalid JSON.",
+            "detail": 'duplicate object member "workers"',
+        }
         answer = control.put("/config/applications/proc_apps/processes", "two")
         assert answer.status == 400
         assert answer.json == {

@@ -270,6 +270,21 @@ def test_decode_refuses_a_value_nested_too_deep(depth):
             tree.decode(body)
 
 
+@pytest.mark.parametrize(
+    ("body", "name"),
+    [
+        (b'{"a": 1, "a": 2}', "a"),
+        (b'{"x": {"listeners": {}, "b": 1, "b": 1}}', "b"),
+        (b'[1, {"k\\u00e9": 1, "k\xc3\xa9": 2}]', "k\u00e9"),  # one name, two spellings
+    ],
+)
+def test_decode_refuses_two_members_of_one_name(body, name):
+    with pytest.raises(InvalidJson) as caught:
+        tree.decode(body)
+    assert caught.value.detail == f"duplicate object member {json.dumps(name)}"
+    assert tree.decode(b'{"a": {"b": 1}, "b": {"a": 2}}') == {"a": {"b": 1}, "b": {"a": 2}}
+
+
 def test_decode_takes_a_value_at_the_depth_limit():
     depth = tree.MAX_DEPTH
     assert tree.decode(b"[" * depth + b"]" * depth) is not None

@@ -13,11 +13,13 @@ knows HTTP or the server. Invariants:
 - `decode` accepts exactly one JSON value (a UTF-8 byte order mark is skipped) and reports a
   failure as `InvalidJson` with the offset, line and column (1-based) of the fault; a value
   nested deeper than `MAX_DEPTH` is refused the same way (a whole document is about 8 levels
-  deep; thousands would exhaust the recursion of the decoder or of what walks the value).
+  deep; thousands would exhaust the recursion of the decoder or of what walks the value), and
+  so is an object with two members of one name.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from urllib.parse import quote, unquote
@@ -224,6 +226,24 @@ def _too_deep(value: Any) -> bool:
     return any(isinstance(node, (dict, list)) for node in level)
 
 
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise InvalidJson(f"duplicate object member {json.dumps(name)}", None)
+            seen.add(name)
+    return members
+
+
+def _refuse_duplicate_members(body: bytes) -> None:
+    """msgspec keeps the last of two members of one name; NGINX Unit, and this API, refuse
+    the body (RFC 8259 4: the names "SHOULD be unique", and which one counts is unsaid). The
+    standard library's parser is the one that shows every member; ``body`` is known valid."""
+    json.loads(body, object_pairs_hook=_unique_members)
+
+
 _AT_BYTE = re.compile(r"(?P<what>.*?) \(byte (?P<offset>\d+)\)")
 
 
@@ -241,6 +261,8 @@ def decode(body: bytes) -> Any:
     else:
         if _too_deep(value):
             raise too_deep
+        if isinstance(value, (dict, list)):
+            _refuse_duplicate_members(body)
         return value
     offset: int | None
     if match := _AT_BYTE.fullmatch(text):
