@@ -388,6 +388,34 @@ def test_an_application_that_fails_to_import_is_rolled_back(module, cause):
         assert server.stop() == 0
 
 
+def test_a_worker_that_never_gets_ready_rolls_the_change_back_after_startup_timeout():
+    """With ``timeout`` 0 the change waited for ever, holding the apply lock."""
+    with (
+        short_dir() as directory,
+        Server(
+            "chaos_app", f"--control=unix:{directory}/c.sock", "--timeout", "0",
+            "--startup-timeout", "1",
+        ) as server,
+    ):  # fmt: skip
+        control = Control.of(server)
+        before = control.get("/config").json
+        pids = set(server.worker_pids())
+        started = time.monotonic()
+        answer = control.put("/config/applications/chaos_app/module", "proc_hang_import")
+        assert answer.status == 500
+        assert time.monotonic() - started < 10
+        assert re.fullmatch(
+            r"worker 0 exited \(signal SIG\w+\) before it was ready", answer.json["detail"]
+        ), answer.json
+        server.wait_log(r"worker 0 \(pid \d+\): not ready after \d+s \(startup_timeout 1s\)")
+        assert control.get("/config").json == before
+        assert set(server.worker_pids()) == pids
+        assert get(server, "/pid")[0] == 200
+        # the lock is free: the next change goes through
+        assert control.put("/config/applications/chaos_app/processes", 2).status == 200
+        assert server.stop() == 0
+
+
 def test_concurrent_changes_are_serialised():
     with (
         short_dir() as directory,

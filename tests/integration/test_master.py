@@ -164,7 +164,7 @@ def test_killed_workers_of_a_pool_are_all_replaced():
         assert server.stop() == 0
 
 
-RESPAWN = re.compile(r"respawning worker 0 in ([\d.]+)s")
+RESPAWN = re.compile(r"worker 0 keeps dying young \(\d+ in a row\): respawning it in ([\d.]+)s")
 SPAWNED = re.compile(r"worker 0 spawned")
 
 

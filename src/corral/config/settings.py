@@ -945,6 +945,14 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("-t", "--timeout"), metavar="SECONDS",
     ),
     Setting(
+        "startup_timeout", _TIMEOUTS, _A, _SECONDS, 60.0,
+        "A worker that is not ready this long after it started (its application still "
+        "importing, or the lifespan's startup still running) is killed: at start-up it is "
+        "retried with the crash backoff, in a reload or a change through the control API the "
+        "change is rolled back. 0 waits for ever.",
+        flags=("--startup-timeout",), metavar="SECONDS",
+    ),
+    Setting(
         "graceful_timeout", _TIMEOUTS, _S, _SECONDS, 30.0,
         "On shutdown or restart, how long workers may finish in-flight requests before they "
         "are killed.",

@@ -54,8 +54,9 @@ from corral.apps.loader import AppLoadError, describe_load_failure, load_entry_p
 from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
 from corral.config import ConfigError, Document
 from corral.hooks import HookError, Hooks
-from corral.master import scaling, systemd, upgrade
+from corral.master import lifecycle, scaling, systemd, upgrade
 from corral.master.identity import Identity
+from corral.master.lifecycle import Exit, Tick
 from corral.master.listeners import (
     ListenError,
     bind_all,
@@ -76,16 +77,11 @@ from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
 
-# Crash-loop backoff: first delay and cap.
-BACKOFF_FIRST = 0.1
-BACKOFF_MAX = 10.0
 # A worker killed for a timeout gets this long to report its request before SIGKILL.
 ABORT_GRACE = 1.0
 # How long a control API answer waits for the retired workers to stop accepting (a worker
 # whose loop the application blocks acts on TERM only when the call returns).
 STOP_ACCEPTING_WAIT = 2.0
-# A retiring worker still alive this long after its graceful_timeout is killed.
-DRAIN_SLACK = 5.0
 
 _HANDLED_SIGNALS = (
     signal.SIGTERM,
@@ -319,8 +315,7 @@ class Arbiter:
         self.stopping = False
         self._graceful = True
         self.exit_code = 0
-        self.failures = 0  # early deaths in a row, for the backoff
-        self.last_failure = 0.0  # time.monotonic() of the last one
+        self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
         self.all_ready = False  # start-up is complete: every pool was ready once
         self.reload_queued: str | None = None
         self.pidfile: PidFile | None = None
@@ -785,33 +780,48 @@ class Arbiter:
         self.hooks.call("child_exit", worker)
         code = os.waitstatus_to_exitcode(status)
         how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
-        slot, pid = worker.slot, worker.pid
-        if self.stopping:
-            self.log.debug("%s (pid %d) exited: %s", self._who(slot, worker.pool), pid, how)
+        slot, pid, pool, gen = worker.slot, worker.pid, worker.pool, worker.generation
+        failed_to_load = code == EXIT_APP_LOAD and not self.all_ready
+        decision = lifecycle.after_exit(
+            lifecycle.ExitFacts(
+                stopping=self.stopping,
+                retiring=worker.retiring,
+                pending=gen is self.pending,
+                failed_to_load=failed_to_load,
+                # not with the state directory's saved configuration: stopping would leave
+                # nothing to fix it through, so the others serve and this one is retried
+                may_shut_down=self.origin is None or self.origin.reread is not None,
+                replaces=worker.replaces is not None,
+                has_successor=worker.successor is not None,
+                slot_wanted=gen is self.current and slot < self.counts.get(pool.name, 0),
+                timed_out=worker.timed_out,
+                ready=worker.ready,
+                lived=worker.age,
+                min_lifetime=pool.application.min_worker_lifetime,
+            )
+        )
+        if decision is Exit.LOG_ONLY:
+            log = self.log.debug if self.stopping else self.log.info
+            log("%s (pid %d) exited: %s", self._who(slot, pool), pid, how)
             return
-        if worker.retiring:
-            self.log.info("%s (pid %d) exited: %s", self._who(slot, worker.pool), pid, how)
-            return
-        gen = worker.generation
-        if gen is self.pending:  # ready or not: the new generation is not whole
+        if decision is Exit.ROLLBACK:  # ready or not: the new generation is not whole
             when = "after it was ready" if worker.ready else "before it was ready"
             self._rollback_reload(f"worker {slot} exited ({how}) {when}", worker.failure)
             return
-        if code == EXIT_APP_LOAD and not self.all_ready:
-            if self.origin is None or self.origin.reread is not None:
-                self.log.critical("application %s failed to load; shutting down", worker.pool.name)
-                self.exit_code = EXIT_APP_LOAD
-                self.begin_stop(graceful=False)
-                return
-            # the state directory's saved configuration: stopping would leave nothing to fix
-            # it through, so the others serve and this one is retried (below)
-            self._failed_at_start(worker.pool, worker.failure or how)
-        old = worker.replaces
-        if old is not None:  # a successor that did not make it: the old worker serves on
+        if decision is Exit.SHUT_DOWN:
+            self.log.critical("application %s failed to load; shutting down", pool.name)
+            self.exit_code = EXIT_APP_LOAD
+            self.begin_stop(graceful=False)
+            return
+        if failed_to_load:
+            self._failed_at_start(pool, worker.failure or how)
+        assert self.loop is not None
+        if decision is Exit.RETRY_LATER:  # a successor that did not make it: the old serves on
+            old = worker.replaces
+            assert old is not None
             old.successor = None
-            delay = self._backoff_delay()
+            delay = self.backoff.failed((pool.name, slot), time.monotonic())
             old.recycle_not_before = time.monotonic() + delay
-            assert self.loop is not None
             self.loop.call_later(delay + 0.01, self._consider_recycling, old)
             self.log.error(
                 "replacement for worker %d (pid %d) exited (%s) before it was ready; "
@@ -823,36 +833,24 @@ class Arbiter:
                 delay,
             )
             return
-        lived = worker.age
         if worker.timed_out:
-            self.log.info("%s (pid %d) exited: %s", self._who(slot, worker.pool), pid, how)
+            self.log.info("%s (pid %d) exited: %s", self._who(slot, pool), pid, how)
         else:
-            self.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, lived)
-        successor = worker.successor
-        if successor is not None:  # it was being recycled: the successor takes the slot
-            successor.replaces = None
-            return
-        pool = worker.pool
-        if gen is not self.current or slot >= self.counts.get(pool.name, 0):
-            return
-        if worker.timed_out or (worker.ready and lived >= pool.application.min_worker_lifetime):
-            self.failures = 0
+            self.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, worker.age)
+        if decision is Exit.SUCCESSOR:
+            worker.successor.replaces = None  # type: ignore[union-attr]
+        elif decision is Exit.RESPAWN:
+            self.backoff.forget((pool.name, slot))
             self.spawn(gen, pool, slot)
-            return
-        delay = self._backoff_delay()
-        self.log.error(
-            "workers keep dying young (%d in a row): respawning worker %d in %.1fs",
-            self.failures,
-            slot,
-            delay,
-        )
-        assert self.loop is not None
-        self.loop.call_later(delay, self._respawn, pool, slot)
-
-    def _backoff_delay(self) -> float:
-        self.failures += 1
-        self.last_failure = time.monotonic()
-        return min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
+        elif decision is Exit.BACK_OFF:
+            delay = self.backoff.failed((pool.name, slot), time.monotonic())
+            self.log.error(
+                "worker %d keeps dying young (%d in a row): respawning it in %.1fs",
+                slot,
+                self.backoff.failures((pool.name, slot)),
+                delay,
+            )
+            self.loop.call_later(delay, self._respawn, pool, slot)
 
     def _respawn(self, pool: Pool, slot: int) -> None:
         """Start the worker of ``slot`` unless it runs, or its pool no longer serves."""
@@ -914,39 +912,43 @@ class Arbiter:
 
     def _check(self, worker: WorkerProcess, now: float) -> None:
         settings = worker.generation.settings
-        if worker.retiring:
-            overdue = now - worker.retired_at > settings.graceful_timeout + DRAIN_SLACK
-            if overdue and not worker.killed:
-                worker.killed = True
-                self.log.warning(
-                    "worker %d (pid %d) still draining after graceful_timeout (%gs); killing it",
-                    worker.slot,
-                    worker.pid,
-                    settings.graceful_timeout,
-                )
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(worker.pid, signal.SIGKILL)
-            return
-        if worker.timed_out:
-            return
-        # the deaths in a row are over when a worker started since the last one outlives
-        # min_worker_lifetime; an older worker proves nothing (its successors may keep dying)
-        stable = now - worker.started >= worker.pool.application.min_worker_lifetime
-        if worker.ready and self.failures and stable and worker.started > self.last_failure:
-            self.failures = 0
-        timeout = settings.timeout
-        silent = now - worker.last_beat
-        if timeout:
-            if not worker.ready and silent > max(timeout, 30.0):
-                self._kill(worker, f"not ready after {silent:.0f}s")
-                return
-            if worker.ready and silent > timeout:
-                self._kill(worker, f"event loop silent for {silent:.0f}s (timeout {timeout:g}s)")
-                return
-            if worker.request is not None and worker.request[0] > timeout:
-                self._kill(worker, f"a request ran past the timeout ({timeout:g}s)")
-                return
-        self._consider_recycling(worker)
+        application = worker.pool.application
+        self.backoff.settle(
+            (worker.pool.name, worker.slot),
+            worker.started,
+            worker.ready,
+            now,
+            application.min_worker_lifetime,
+        )
+        decision, why = lifecycle.at_tick(
+            lifecycle.TickFacts(
+                retiring=worker.retiring,
+                drained_for=now - worker.retired_at if worker.retiring else 0.0,
+                graceful_timeout=settings.graceful_timeout,
+                killed=worker.killed,
+                timed_out=worker.timed_out,
+                ready=worker.ready,
+                age=now - worker.started,
+                silent=now - worker.last_beat,
+                timeout=settings.timeout,
+                startup_timeout=application.startup_timeout,
+                request_age=worker.request[0] if worker.request is not None else None,
+            )
+        )
+        if decision is Tick.KILL:
+            worker.killed = True
+            self.log.warning(
+                "worker %d (pid %d) still draining after graceful_timeout (%gs); killing it",
+                worker.slot,
+                worker.pid,
+                settings.graceful_timeout,
+            )
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGKILL)
+        elif decision is Tick.TIME_OUT:
+            self._kill(worker, why)
+        elif decision is Tick.CONSIDER_RECYCLING:
+            self._consider_recycling(worker)
 
     def _consider_recycling(self, worker: WorkerProcess) -> None:
         gen = worker.generation
