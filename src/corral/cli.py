@@ -1,7 +1,7 @@
 """The `corral` command: argv in, exit code out.
 
 This module owns what the command prints and its exit codes, nothing else: parsing and
-validation live in `corral.config`, serving in `corral.master.arbiter` (imported only when the
+validation live in `corral.config`, serving in `corral.master.startup` (imported only when the
 server actually starts), the control API's client in `corral.control.ctl` (``corral ctl ...``).
 Exit codes: 0 for --help, --version and a valid --check-config; 2 for any configuration
 error, reported as one line on stderr (``corral: error: ...``), never a traceback; otherwise
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         print(dump_document(doc))
         return 0
     from corral.master import daemon
-    from corral.master.arbiter import Origin, serve
+    from corral.master.generation import Origin
+    from corral.master.startup import serve
 
     if emperor is not None or (control is not None and control.owns_config):
         # the vassal files, or the saved document, are their own source: a reload restarts

@@ -106,13 +106,14 @@ def test_help_is_grouped_and_shows_defaults() -> None:
 
 
 def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    from corral.master import arbiter
+    from corral.master import startup
+    from corral.master.generation import Origin
 
-    served: list[tuple[Document, arbiter.Origin]] = []
+    served: list[tuple[Document, Origin]] = []
 
     def serve(
         doc: Document,
-        origin: arbiter.Origin,
+        origin: Origin,
         control: object = None,
         started: object = None,
         emperor: object = None,
@@ -123,7 +124,7 @@ def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
         served.append((doc, origin))
         return 7
 
-    monkeypatch.setattr(arbiter, "serve", serve)
+    monkeypatch.setattr(startup, "serve", serve)
     assert cli.main(["pkg:app", "-w", "2"]) == 7
     doc, origin = served[0]
     assert doc.applications["pkg"].workers == 2

@@ -24,7 +24,8 @@ from typing import Any
 
 from corral.config import ConfigError, Document, document_builtins, validate_document
 from corral.control import tree
-from corral.master.arbiter import ApplyFailed, Arbiter
+from corral.master.arbiter import Arbiter
+from corral.master.generation import ApplyFailed
 from corral.observe import latency
 
 DONE = "Reconfiguration done."

@@ -43,19 +43,15 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-import msgspec
-
 from corral import __version__, core
-from corral.apps.loader import AppLoadError, describe_load_failure, load_entry_points
-from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
-from corral.config import ConfigError, Document
-from corral.hooks import HookError, Hooks
-from corral.master import lifecycle, scaling, systemd, upgrade
-from corral.master.identity import Identity
+from corral.apps.loader import describe_load_failure, load_entry_points
+from corral.config import Document
+from corral.hooks import Hooks
+from corral.master import child, lifecycle, scaling, systemd, upgrade
+from corral.master.generation import ApplyFailed, Generation, Origin, Pool, protocol_of, uses_routes
 from corral.master.lifecycle import Exit, Tick
 from corral.master.listeners import (
     ListenError,
@@ -70,9 +66,7 @@ from corral.master.process import Tally, WorkerProcess, request_of
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import reopen_error_log, setup_error_log
-from corral.server.acceptor import LoadBoard
-from corral.server.plan import ListenerSpec
-from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
+from corral.server.worker import EXIT_APP_LOAD
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
@@ -96,199 +90,6 @@ _HANDLED_SIGNALS = (
     signal.SIGWINCH,
 )
 
-BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
-
-
-def _set_title(title: str) -> None:
-    try:
-        import setproctitle
-    except ImportError:  # pragma: no cover - a declared dependency
-        return
-    setproctitle.setproctitle(title)
-
-
-class ApplyFailed(Exception):
-    """A document that could not be put in place; the running configuration is unchanged.
-
-    ``status`` is the control API's answer: 400 for a document this server cannot run, 500
-    for one that failed while it was being applied (a bind, the user, the application).
-    """
-
-    def __init__(self, detail: str, status: int = 500) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.status = status
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where the running document came from, so that reload and upgrade can redo it."""
-
-    # the document as the command line and file say now; None: the running document is its
-    # own source (the control API's state directory owns it), so a reload restarts it
-    reread: Callable[[], Document] | None
-    argv: list[str] = field(default_factory=list)  # the command's arguments, for USR2
-    cwd: str = field(default_factory=os.getcwd)  # where the command was started
-    config_file: str | None = None
-
-
-class Pool:
-    """One application's workers in a generation: what they run and where they accept.
-
-    A pool whose workers would get at their fork exactly what its predecessor's got (same
-    application, settings, access log, listener sockets and their passes, routes, hand-off
-    sockets and preloaded module) is *carried* into the next generation instead: its workers
-    serve on, unrestarted (see `same_workers`).
-    """
-
-    def __init__(self, name: str, doc: Document) -> None:
-        self.name = name
-        self.doc = doc  # the document it was started from (hooks read it as Gunicorn's cfg)
-        self.application: Any = doc.applications[name]
-        self.settings = doc.settings
-        self.access_log = doc.access_log
-        app = self.application
-        # resolved now: an unknown user or group is a configuration error (ValueError)
-        self.identity = Identity(app.user, app.group)
-        self.sockets: dict[str, socket.socket] = {}  # the listeners it accepts on, by address
-        self.routes: Any = None  # the document's routes, when one of its listeners uses them
-        self.router: Any = None  # ... compiled
-        self.handoff: socket.socket | None = None  # its hand-off socket (with routes)
-        self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to
-        self.loaded_app: Any = None  # the preloaded application, when preload is on
-        # several threaded workers spread their connections by what each holds (acceptor.py)
-        most = max(app.workers, app.dynamic.max if app.dynamic else 1)
-        self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
-        self.ever_ready = False
-        self.failed_to_load = False  # at start-up, from the state directory (see _on_exit)
-
-    @property
-    def workers(self) -> int:
-        return int(self.application.workers)
-
-    @property
-    def listeners(self) -> list[ListenerSpec]:
-        """Each of its listening sockets with what its document listener says."""
-        from corral.server.proxied import proxy_choice
-
-        found = []
-        for address, sock in self.sockets.items():
-            listener = self.doc.listeners[address]
-            forwarded = listener.forwarded
-            found.append(
-                ListenerSpec(
-                    sock,
-                    listener.pass_,
-                    None if forwarded is msgspec.UNSET else forwarded,
-                    proxy_choice(listener, self.settings),
-                    _protocol(self.doc, address),
-                )
-            )
-        return found
-
-    def same_workers(self, other: Pool) -> bool:
-        """Whether ``other``'s workers would start exactly as this pool's did."""
-        return (
-            self.application == other.application
-            and self.settings == other.settings
-            and self.access_log == other.access_log
-            and self.listeners == other.listeners  # the same socket objects, the same keys
-            and self.routes == other.routes
-            and self.handoff is other.handoff
-            and self.handoff_addresses == other.handoff_addresses
-            and (not self.application.preload or self.loaded_app is other.loaded_app)
-        )
-
-
-def _protocol(doc: Document, address: str) -> str:
-    """A listener's wire protocol: corral's `protocol` key, HTTP when absent."""
-    listener = doc.listeners.get(address)
-    protocol = listener.protocol if listener is not None else msgspec.UNSET
-    return "http" if protocol is msgspec.UNSET else protocol
-
-
-def uses_routes(doc: Document) -> bool:
-    """Whether a listener's requests are routed (its pass is not one application's name):
-    then the applications sharing such listeners get hand-off sockets."""
-    direct = {f"applications/{name}" for name in doc.applications}
-    return any(listener.pass_ not in direct for listener in doc.listeners.values())
-
-
-class Generation:
-    """One document the workers were started from: the listeners and a pool per application.
-
-    Which pool accepts on which listener: a listener passing to ``applications/NAME`` is
-    NAME's alone; one passing to routes (or to an application named by variables) is shared
-    by every application its routes may pass to (`Router.reached`), or by all of them when
-    that cannot be told or is none (a table of ``return`` actions); a worker that routes a
-    request to another application hands the connection to it (see handoff.py).
-    """
-
-    def __init__(
-        self,
-        number: int,
-        doc: Document,
-        sockets: dict[str, socket.socket],
-        handoffs: dict[str, tuple[str, socket.socket]] | None = None,
-    ) -> None:
-        self.number = number
-        self.doc = doc
-        self.settings = doc.settings
-        self.pools = {name: Pool(name, doc) for name in doc.applications}
-        self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
-        # set while it is the pending generation: the reason it was rolled back, or None
-        self.settled: asyncio.Future[str | None] | None = None
-        self.sockets: dict[str, socket.socket] = {}
-        self.attach(sockets, handoffs or {})
-
-    def attach(
-        self, sockets: dict[str, socket.socket], handoffs: dict[str, tuple[str, socket.socket]]
-    ) -> None:
-        """Lay the listeners (and, with routes, the hand-off sockets) out on the pools."""
-        self.sockets = sockets
-        doc = self.doc
-        router = None
-        if uses_routes(doc):
-            from corral.config.document import route_targets
-            from corral.routing import compile_routes
-
-            routes = None if doc.routes is msgspec.UNSET else doc.routes
-            router = compile_routes(routes, applications=route_targets(doc.applications))
-        for pool in self.pools.values():
-            pool.sockets = {}
-        for address, sock in sockets.items():
-            for name in self._served_by(doc.listeners[address].pass_, router):
-                self.pools[name].sockets[address] = sock
-        # Every pool gets its hand-off socket, also one its routes do not reach now: the
-        # workers a change retires still route by the old table while they drain, and a
-        # connection they hand over must find a worker (which routes it by the new one).
-        for name in self.pools.keys() & handoffs.keys():
-            pool = self.pools[name]
-            pool.routes, pool.router = doc.routes, router
-            pool.handoff = handoffs[name][1]
-            pool.handoff_addresses = {
-                other: address for other, (address, _) in handoffs.items() if other != name
-            }
-
-    def _served_by(self, pass_: str, router: Any) -> list[str]:
-        # "applications/NAME/TARGET" is NAME's too: its workers run every target
-        name = pass_.removeprefix("applications/").partition("/")[0]
-        if name in self.pools:
-            return [name]
-        reached = router.reached if pass_.startswith("routes") else None
-        return [n for n in self.pools if not reached or n in reached]
-
-    @property
-    def application(self) -> Any:
-        """The application when there is exactly one (what single-application views show)."""
-        if len(self.pools) != 1:
-            return None
-        return next(iter(self.pools.values())).application
-
-    @property
-    def app_name(self) -> str | None:
-        return next(iter(self.pools)) if len(self.pools) == 1 else None
-
 
 class Arbiter:
     def __init__(self, doc: Document, log: logging.Logger, origin: Origin | None = None) -> None:
@@ -310,7 +111,7 @@ class Arbiter:
         self.start_cwd = os.getcwd()
         # what the master itself took of an application's environment at start-up (with one
         # application, as Gunicorn's master does): a worker of another one takes it back
-        self.entered = Entered()
+        self.entered = child.Entered()
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
         self._graceful = True
@@ -361,7 +162,7 @@ class Arbiter:
     # -- start ----------------------------------------------------------------------
 
     def run(self) -> int:
-        _set_title(f"corral: master [{self.title_name}]")
+        child.set_title(f"corral: master [{self.title_name}]")
         loop = asyncio.new_event_loop()
         self.loop = loop
         self.signals = asyncio.Queue()
@@ -384,7 +185,7 @@ class Arbiter:
         self.log.info("corral %s, %s", __version__, core.NAME)
         for address, sock in gen.sockets.items():
             origin = "from systemd" if self.from_systemd else address
-            protocol = _protocol(gen.doc, address)
+            protocol = protocol_of(gen.doc, address)
             self.log.info("listening on %s (%s)", describe(sock, protocol), origin)
         loop = self.loop
         assert loop is not None
@@ -480,42 +281,36 @@ class Arbiter:
         except OSError:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             raise
-        if pid == 0:  # the worker
-            code = 1
+        if pid == 0:  # the worker: child.run never returns
             try:
-                signal.set_wakeup_fd(-1)
-                os.close(read_fd)
-                for other in self.workers.values():
-                    with contextlib.suppress(OSError):
-                        os.close(other.beat_fd)
-                for address, sock in self.sockets.items():
-                    if address not in pool.sockets:
-                        sock.close()  # a listener its pool does not serve must not stay open
-                for _, handoff in self.handoffs.values():
-                    if handoff is not pool.handoff:
-                        # else a hand-off to an application whose workers are all gone would
-                        # wait for the timeout instead of finding no listener
-                        handoff.close()
-                if self.control is not None:
-                    self.control.close_in_child()  # else a worker holds API connections open
-                self._enter(pool.application)
-                self.hooks.call("post_fork")
-                code = self._worker_main(pool, slot, write_fd, max_requests)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except ImportError as exc:
-                # corral's or the loop's own import, after the application's (which says
-                # itself why it failed): a respawn would fail the same way, so it stops as
-                # an application that cannot load does, in one line
-                sys.stderr.write(f"corral: error: {_import_failure(exc, pool.identity)}\n")
-                code = EXIT_APP_LOAD
-            except BaseException:
-                traceback.print_exc()
+                child.run(
+                    child.Fork(
+                        pool=pool,
+                        slot=slot,
+                        beat_fd=write_fd,
+                        max_requests=max_requests,
+                        hooks=self.hooks,
+                        latency_histogram=self.latency_histogram(pool.settings),
+                        log=self.log,
+                    ),
+                    close=[read_fd, *(other.beat_fd for other in self.workers.values())],
+                    close_sockets=[
+                        # a listener its pool does not serve must not stay open; nor another
+                        # pool's hand-off socket, else a hand-off to an application whose workers
+                        # are all gone would wait for the timeout instead of finding no listener
+                        *(
+                            sock
+                            for address, sock in self.sockets.items()
+                            if address not in pool.sockets
+                        ),
+                        *(h for _, h in self.handoffs.values() if h is not pool.handoff),
+                    ],
+                    control=self.control,
+                    entered=self.entered,
+                    start_cwd=self.start_cwd,
+                )
             finally:
-                with contextlib.suppress(Exception):
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                os._exit(code)
+                os._exit(1)  # not reached, unless its arguments could not be made
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         worker = WorkerProcess(pid, slot, gen, pool, read_fd)
@@ -528,68 +323,10 @@ class Arbiter:
         self.log.debug("%s spawned (pid %d, generation %d)", self._who(slot, pool), pid, gen.number)
         return worker
 
-    def _enter(self, app: Any) -> None:
-        """In a new worker: leave what the master took of an application's environment at
-        start-up (what hooks changed stays), then enter ``app``'s."""
-        self.entered.undo()
-        os.chdir(self.start_cwd)  # an application's relative chdir and paths start here
-        _apply_environment(app)
-
     def _who(self, slot: int, pool: Pool) -> str:
         """``worker 2``, or ``worker 2 of blog`` when the server runs several applications."""
         several = len(self.counts) > 1 or (self.pending is not None and len(self.pending.pools) > 1)
         return f"worker {slot} of {pool.name}" if several else f"worker {slot}"
-
-    def _worker_main(self, pool: Pool, slot: int, beat_fd: int, max_requests: int) -> int:
-        # Gunicorn's [proc_name] when one application runs, else the application's own name
-        # (also for one made through the control API, which the master's title cannot know)
-        proc_name = pool.settings.proc_name
-        several = len(pool.doc.applications) > 1
-        _set_title(f"corral: worker [{proc_name if proc_name and not several else pool.name}]")
-        app = pool.application
-        settings = pool.settings
-        access_log = None
-        if pool.doc.access_logfile:  # opened before the switch, as Gunicorn does
-            from corral.observe.accesslog import AccessLog
-
-            access_log = AccessLog(pool.doc.access_logfile, pool.doc.access_logformat)
-        stdio: dict[int, int] = {}
-        if app.stdout is not None or app.stderr is not None:  # NGINX Unit's, as the access log
-            try:
-                stdio = open_stdio(app.stdout, app.stderr)
-            except StdioError as exc:
-                self.log.error("%s cannot start: %s", pool.name, exc)
-                with contextlib.suppress(OSError):
-                    os.write(beat_fd, f"failed {exc}\n".encode("utf-8", "replace"))
-                return EXIT_APP_LOAD  # as an application that cannot import: it would again
-        try:
-            pool.identity.switch()
-        except OSError as exc:
-            sys.stderr.write(f"corral: error: cannot switch the worker's user: {exc}\n")
-            return EXIT_APP_LOAD  # the master stops: a respawn would fail the same way
-        if stdio:  # after the switch's own error, which is corral's
-            redirect_stdio(stdio, access_log)
-        spec = WorkerSpec(
-            application=app,
-            settings=settings,
-            listeners=pool.listeners,
-            router=pool.router,
-            app_name=pool.name,
-            handoff_socket=pool.handoff,
-            handoff_addresses=pool.handoff_addresses,
-            heartbeat_fd=beat_fd,
-            loaded_app=pool.loaded_app,
-            # other processes may serve it too (a dynamic pool may grow to max)
-            multiprocess=max(app.workers, app.dynamic.max if app.dynamic else 1) > 1,
-            access_log=access_log,
-            max_requests=max_requests,
-            hooks=self.hooks,
-            latency_histogram=self.latency_histogram(settings),
-            handoff_timeout=settings.handoff_timeout,
-            board=pool.board,
-            slot=slot,
-        )
-        return run_worker(spec)
 
     def _on_beat(self, worker: WorkerProcess) -> None:
         try:
@@ -1137,9 +874,11 @@ class Arbiter:
             sockets[address] = bound.get(address) or self.sockets[address]
         self.sockets.update(bound)
         for address, sock in bound.items():
-            self.log.info("listening on %s (%s)", describe(sock, _protocol(doc, address)), address)
+            self.log.info(
+                "listening on %s (%s)", describe(sock, protocol_of(doc, address)), address
+            )
         try:
-            handoffs = self._bind_handoffs(doc)
+            handoffs = self.bind_handoffs(doc)
             gen = Generation(self.generation_number + 1, doc, sockets, handoffs)
             for name, pool in gen.pools.items():
                 old = current.pools.get(name)
@@ -1155,7 +894,7 @@ class Arbiter:
         self.generation_number = gen.number
         return gen
 
-    def _bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
+    def bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
         """With routes, a hand-off socket per application of ``doc``; those of applications
         already running are kept (their workers accept on them)."""
         if not uses_routes(doc):
@@ -1204,7 +943,7 @@ class Arbiter:
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:
             self.title_name = title
-            _set_title(f"corral: master [{title}]")
+            child.set_title(f"corral: master [{title}]")
         carried = sorted(set(gen.pools) - gen.fresh)
         self.log.info(
             "reload complete: generation %d serving with %d worker(s)%s",
@@ -1398,209 +1137,3 @@ class Arbiter:
             "keeps serving",
             f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
         )
-
-
-@dataclass
-class Entered:
-    """What `_apply_environment` changed: the sys.path entries it added and, for each
-    environment variable it set, the value before (None: unset)."""
-
-    paths: list[str] = field(default_factory=list)
-    environ: dict[str, str | None] = field(default_factory=dict)
-
-    def undo(self) -> None:
-        for path in self.paths:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(path)
-        for key, before in self.environ.items():
-            if before is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = before
-
-
-def _apply_environment(app: Any) -> Entered:
-    entered = Entered()
-    if app.chdir:
-        os.chdir(app.chdir)
-    for path in reversed(app.pythonpath or []):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-            entered.paths.append(path)
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like gunicorn: the working directory is importable
-        entered.paths.append(os.getcwd())
-    for key, value in (app.env or {}).items():
-        entered.environ[key] = os.environ.get(key)
-        os.environ[key] = value
-    return entered
-
-
-def _import_failure(exc: ImportError, identity: Identity) -> str:
-    """One line for a worker that could not import a module it needs."""
-    line = f"a worker could not import {exc.name or 'a module'}: {exc}"
-    if identity.uid is not None or identity.gid is not None:
-        line += (
-            f" (the worker runs as another user: {sys.base_prefix} must be readable by it; "
-            "use a virtualenv made from a Python every user can read, such as /usr/bin/python3)"
-        )
-    return line
-
-
-def serve(
-    doc: Document,
-    origin: Origin | None = None,
-    control: Any = None,
-    started: Callable[[], None] | None = None,
-    emperor: str | None = None,
-) -> int:
-    """Run the server the document describes until it is stopped; returns the exit code.
-
-    ``control`` (`corral.control.options.ControlOptions`, or None) turns the control API on;
-    ``started`` is called once every worker of the first generation is ready (a daemon's
-    foreground process is waiting for it). With ``emperor`` (a directory), ``doc`` holds the
-    server-wide settings and the applications are the vassal files of that directory
-    (master/emperor.py).
-    """
-    settings = doc.settings
-    log = setup_error_log(settings.error_logfile, str(settings.log_level))
-    vassals = None
-    if emperor is not None:
-        from corral.master.emperor import Emperor
-
-        vassals = Emperor(emperor, doc, log)
-        vassals.look()
-        doc = vassals.document()
-        origin = replace(origin or Origin(None), reread=vassals.document)
-    old_master = upgrade.take_old_master()
-    inherited = upgrade.take_inherited_listeners()
-    if control is None:
-        return _serve(doc, origin, log, old_master, inherited, None, started, vassals)
-    from corral.control.server import ControlServer
-
-    control_server = ControlServer(control, log)
-    try:
-        control_server.bind(inherited.pop(control_server.inherit_key, None))
-    except (ConfigError, ListenError) as exc:
-        sys.stderr.write(f"corral: error: {exc}\n")
-        close_all(inherited, unlink=False)
-        return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_LISTEN
-    try:
-        return _serve(doc, origin, log, old_master, inherited, control_server, started, vassals)
-    finally:  # unless the arbiter ran and closed it: a start that failed
-        control_server.close_socket(unlink=control_server.bound_here)
-
-
-def _serve(
-    doc: Document,
-    origin: Origin | None,
-    log: logging.Logger,
-    old_master: int | None,
-    inherited: dict[str, socket.socket],
-    control_server: Any,
-    started: Callable[[], None] | None = None,
-    vassals: Any = None,
-) -> int:
-    settings = doc.settings
-    activated = systemd.listen_fds()
-    if upgrade.take_activated():  # an old master passed on what systemd gave it
-        activated = inherited
-    if activated:  # Gunicorn's rule: they replace the configured binds, reloads included
-        addresses = list(activated)
-        if set(doc.listeners) != set(addresses):
-            log.info("socket activation: not binding %s", ", ".join(doc.listeners))
-        doc = systemd.replace_binds(doc, addresses)
-        if origin is not None and origin.reread is not None:
-            reread = origin.reread
-            origin = replace(origin, reread=lambda: systemd.replace_binds(reread(), addresses))
-        inherited = activated
-    try:
-        arbiter = Arbiter(doc, log, origin)
-    except ValueError as exc:
-        sys.stderr.write(f"corral: error: {exc}\n")
-        return EXIT_CONFIG
-    arbiter.emperor = vassals
-    if control_server is not None:
-        control_server.arbiter = arbiter
-        arbiter.control = control_server
-        if control_server.options.owns_config:
-            arbiter.persist = control_server.save
-    if settings.reload:
-        try:
-            import watchfiles  # noqa: F401  (the watcher thread imports it again)
-        except ImportError:
-            sys.stderr.write(
-                "corral: error: --reload needs the watchfiles package: "
-                f"{sys.executable} -m pip install watchfiles\n"
-            )
-            return EXIT_CONFIG
-    arbiter.old_master = old_master
-    arbiter.from_systemd = bool(activated)
-    arbiter.started = started
-    if arbiter.current.application is not None:
-        arbiter.entered = _apply_environment(arbiter.current.application)
-    try:
-        arbiter.hooks.load(settings.hooks)
-    except HookError as exc:
-        sys.stderr.write(f"corral: error: {exc}\n")
-        close_all(inherited, unlink=False)
-        return EXIT_CONFIG
-    arbiter.hooks.call("nworkers_changed", arbiter.num_workers)
-    pidfile = PidFile(settings.pid) if settings.pid else None
-    if pidfile is not None:
-        try:
-            pidfile.create()
-        except (RuntimeError, OSError) as exc:
-            sys.stderr.write(f"corral: error: {exc}\n")
-            close_all(inherited, unlink=False)
-            return EXIT_LISTEN
-    arbiter.pidfile = pidfile
-    try:
-        arbiter.hooks.call("on_starting")
-        sockets = {a: s for a, s in inherited.items() if a in doc.listeners}
-        close_all({a: s for a, s in inherited.items() if a not in sockets}, unlink=False)
-        try:
-            sockets.update(
-                bind_all(
-                    [address for address in doc.listeners if address not in sockets],
-                    backlog=settings.backlog,
-                    unix_mode=settings.unix_socket_mode,
-                    reuse_port=settings.reuse_port,
-                )
-            )
-        except ListenError as exc:
-            sys.stderr.write(f"corral: error: {exc}\n")
-            close_all(sockets, unlink=False)
-            return EXIT_LISTEN
-        arbiter.sockets = dict(sockets)
-        try:
-            arbiter.current.attach(sockets, arbiter._bind_handoffs(doc))
-        except ListenError as exc:
-            sys.stderr.write(f"corral: error: {exc}\n")
-            return EXIT_LISTEN
-        try:
-            for pool in arbiter.current.pools.values():
-                app = pool.application
-                if not app.preload:
-                    continue
-                try:
-                    pool.loaded_app = load_entry_points(app.entry_points, app.factory)
-                except Exception as exc:
-                    # one line when it says it all (as a worker logs it), else the traceback
-                    why = (
-                        f" {exc}\n"
-                        if isinstance(exc, AppLoadError)
-                        else "\n" + traceback.format_exc()
-                    )
-                    sys.stderr.write(
-                        f"corral: error: application {app.entry_points[0].module!r} "
-                        f"failed to load:{why}"
-                    )
-                    return EXIT_APP_LOAD
-            return arbiter.run()
-        finally:
-            close_all(arbiter.sockets, unlink=arbiter.unlinks_on_close)
-    finally:
-        if pidfile is not None:
-            pidfile.remove()
-        arbiter.hooks.call("on_exit")

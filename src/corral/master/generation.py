@@ -1,0 +1,211 @@
+"""Generations and pools: which document the workers were started from, and which
+application's workers accept on which listener.
+
+A `Generation` is one document put in place: its listeners' sockets laid out on a `Pool` per
+application (with routes, the hand-off sockets too). The arbiter keeps the current one and,
+during a reload or an apply, the pending one; a pool whose workers would start exactly as
+its predecessor's did is carried into the next generation instead of restarted
+(`Pool.same_workers`). Nothing here forks or signals: these are the plain data the master's
+decisions read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from corral.config import Document
+from corral.master.identity import Identity
+from corral.server.acceptor import LoadBoard
+from corral.server.plan import ListenerSpec
+
+BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
+
+
+class ApplyFailed(Exception):
+    """A document that could not be put in place; the running configuration is unchanged.
+
+    ``status`` is the control API's answer: 400 for a document this server cannot run, 500
+    for one that failed while it was being applied (a bind, the user, the application).
+    """
+
+    def __init__(self, detail: str, status: int = 500) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the running document came from, so that reload and upgrade can redo it."""
+
+    # the document as the command line and file say now; None: the running document is its
+    # own source (the control API's state directory owns it), so a reload restarts it
+    reread: Callable[[], Document] | None
+    argv: list[str] = field(default_factory=list)  # the command's arguments, for USR2
+    cwd: str = field(default_factory=os.getcwd)  # where the command was started
+    config_file: str | None = None
+
+
+class Pool:
+    """One application's workers in a generation: what they run and where they accept.
+
+    A pool whose workers would get at their fork exactly what its predecessor's got (same
+    application, settings, access log, listener sockets and their passes, routes, hand-off
+    sockets and preloaded module) is *carried* into the next generation instead: its workers
+    serve on, unrestarted (see `same_workers`).
+    """
+
+    def __init__(self, name: str, doc: Document) -> None:
+        self.name = name
+        self.doc = doc  # the document it was started from (hooks read it as Gunicorn's cfg)
+        self.application: Any = doc.applications[name]
+        self.settings = doc.settings
+        self.access_log = doc.access_log
+        app = self.application
+        # resolved now: an unknown user or group is a configuration error (ValueError)
+        self.identity = Identity(app.user, app.group)
+        self.sockets: dict[str, socket.socket] = {}  # the listeners it accepts on, by address
+        self.routes: Any = None  # the document's routes, when one of its listeners uses them
+        self.router: Any = None  # ... compiled
+        self.handoff: socket.socket | None = None  # its hand-off socket (with routes)
+        self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to
+        self.loaded_app: Any = None  # the preloaded application, when preload is on
+        # several threaded workers spread their connections by what each holds (acceptor.py)
+        most = max(app.workers, app.dynamic.max if app.dynamic else 1)
+        self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
+        self.ever_ready = False
+        self.failed_to_load = False  # at start-up, from the state directory (see _on_exit)
+
+    @property
+    def workers(self) -> int:
+        return int(self.application.workers)
+
+    @property
+    def listeners(self) -> list[ListenerSpec]:
+        """Each of its listening sockets with what its document listener says."""
+        from corral.server.proxied import proxy_choice
+
+        found = []
+        for address, sock in self.sockets.items():
+            listener = self.doc.listeners[address]
+            forwarded = listener.forwarded
+            found.append(
+                ListenerSpec(
+                    sock,
+                    listener.pass_,
+                    None if forwarded is msgspec.UNSET else forwarded,
+                    proxy_choice(listener, self.settings),
+                    protocol_of(self.doc, address),
+                )
+            )
+        return found
+
+    def same_workers(self, other: Pool) -> bool:
+        """Whether ``other``'s workers would start exactly as this pool's did."""
+        return (
+            self.application == other.application
+            and self.settings == other.settings
+            and self.access_log == other.access_log
+            and self.listeners == other.listeners  # the same socket objects, the same keys
+            and self.routes == other.routes
+            and self.handoff is other.handoff
+            and self.handoff_addresses == other.handoff_addresses
+            and (not self.application.preload or self.loaded_app is other.loaded_app)
+        )
+
+
+def protocol_of(doc: Document, address: str) -> str:
+    """A listener's wire protocol: corral's `protocol` key, HTTP when absent."""
+    listener = doc.listeners.get(address)
+    protocol = listener.protocol if listener is not None else msgspec.UNSET
+    return "http" if protocol is msgspec.UNSET else protocol
+
+
+def uses_routes(doc: Document) -> bool:
+    """Whether a listener's requests are routed (its pass is not one application's name):
+    then the applications sharing such listeners get hand-off sockets."""
+    direct = {f"applications/{name}" for name in doc.applications}
+    return any(listener.pass_ not in direct for listener in doc.listeners.values())
+
+
+class Generation:
+    """One document the workers were started from: the listeners and a pool per application.
+
+    Which pool accepts on which listener: a listener passing to ``applications/NAME`` is
+    NAME's alone; one passing to routes (or to an application named by variables) is shared
+    by every application its routes may pass to (`Router.reached`), or by all of them when
+    that cannot be told or is none (a table of ``return`` actions); a worker that routes a
+    request to another application hands the connection to it (see handoff.py).
+    """
+
+    def __init__(
+        self,
+        number: int,
+        doc: Document,
+        sockets: dict[str, socket.socket],
+        handoffs: dict[str, tuple[str, socket.socket]] | None = None,
+    ) -> None:
+        self.number = number
+        self.doc = doc
+        self.settings = doc.settings
+        self.pools = {name: Pool(name, doc) for name in doc.applications}
+        self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
+        # set while it is the pending generation: the reason it was rolled back, or None
+        self.settled: asyncio.Future[str | None] | None = None
+        self.sockets: dict[str, socket.socket] = {}
+        self.attach(sockets, handoffs or {})
+
+    def attach(
+        self, sockets: dict[str, socket.socket], handoffs: dict[str, tuple[str, socket.socket]]
+    ) -> None:
+        """Lay the listeners (and, with routes, the hand-off sockets) out on the pools."""
+        self.sockets = sockets
+        doc = self.doc
+        router = None
+        if uses_routes(doc):
+            from corral.config.document import route_targets
+            from corral.routing import compile_routes
+
+            routes = None if doc.routes is msgspec.UNSET else doc.routes
+            router = compile_routes(routes, applications=route_targets(doc.applications))
+        for pool in self.pools.values():
+            pool.sockets = {}
+        for address, sock in sockets.items():
+            for name in self._served_by(doc.listeners[address].pass_, router):
+                self.pools[name].sockets[address] = sock
+        # Every pool gets its hand-off socket, also one its routes do not reach now: the
+        # workers a change retires still route by the old table while they drain, and a
+        # connection they hand over must find a worker (which routes it by the new one).
+        for name in self.pools.keys() & handoffs.keys():
+            pool = self.pools[name]
+            pool.routes, pool.router = doc.routes, router
+            pool.handoff = handoffs[name][1]
+            pool.handoff_addresses = {
+                other: address for other, (address, _) in handoffs.items() if other != name
+            }
+
+    def _served_by(self, pass_: str, router: Any) -> list[str]:
+        # "applications/NAME/TARGET" is NAME's too: its workers run every target
+        name = pass_.removeprefix("applications/").partition("/")[0]
+        if name in self.pools:
+            return [name]
+        reached = router.reached if pass_.startswith("routes") else None
+        return [n for n in self.pools if not reached or n in reached]
+
+    @property
+    def application(self) -> Any:
+        """The application when there is exactly one (what single-application views show)."""
+        if len(self.pools) != 1:
+            return None
+        return next(iter(self.pools.values())).application
+
+    @property
+    def app_name(self) -> str | None:
+        return next(iter(self.pools)) if len(self.pools) == 1 else None

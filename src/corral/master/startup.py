@@ -1,0 +1,189 @@
+"""Start-up: from the document to a running arbiter, or one line and an exit code.
+
+The order matters and is kept here: the error log, the emperor's vassals, what an old master
+(USR2) or systemd passed on, the control socket, the arbiter, hooks, the pid file, the
+listeners (inherited ones first), the preloaded applications, then `Arbiter.run`. Every
+failure before the arbiter runs is one line on standard error (``corral: error: ...``) and
+its exit code: 2 for the configuration, 1 for a listener, 3 for an application that cannot
+load.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from corral.apps.loader import AppLoadError, load_entry_points
+from corral.config import ConfigError, Document
+from corral.hooks import HookError
+from corral.master import child, systemd, upgrade
+from corral.master.arbiter import EXIT_CONFIG, EXIT_LISTEN, Arbiter
+from corral.master.generation import Origin
+from corral.master.listeners import ListenError, bind_all, close_all
+from corral.master.pidfile import PidFile
+from corral.observe.errorlog import setup_error_log
+from corral.server.worker import EXIT_APP_LOAD
+
+
+def serve(
+    doc: Document,
+    origin: Origin | None = None,
+    control: Any = None,
+    started: Callable[[], None] | None = None,
+    emperor: str | None = None,
+) -> int:
+    """Run the server the document describes until it is stopped; returns the exit code.
+
+    ``control`` (`corral.control.options.ControlOptions`, or None) turns the control API on;
+    ``started`` is called once every worker of the first generation is ready (a daemon's
+    foreground process is waiting for it). With ``emperor`` (a directory), ``doc`` holds the
+    server-wide settings and the applications are the vassal files of that directory
+    (master/emperor.py).
+    """
+    settings = doc.settings
+    log = setup_error_log(settings.error_logfile, str(settings.log_level))
+    vassals = None
+    if emperor is not None:
+        from corral.master.emperor import Emperor
+
+        vassals = Emperor(emperor, doc, log)
+        vassals.look()
+        doc = vassals.document()
+        origin = replace(origin or Origin(None), reread=vassals.document)
+    old_master = upgrade.take_old_master()
+    inherited = upgrade.take_inherited_listeners()
+    if control is None:
+        return _serve(doc, origin, log, old_master, inherited, None, started, vassals)
+    from corral.control.server import ControlServer
+
+    control_server = ControlServer(control, log)
+    try:
+        control_server.bind(inherited.pop(control_server.inherit_key, None))
+    except (ConfigError, ListenError) as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        close_all(inherited, unlink=False)
+        return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_LISTEN
+    try:
+        return _serve(doc, origin, log, old_master, inherited, control_server, started, vassals)
+    finally:  # unless the arbiter ran and closed it: a start that failed
+        control_server.close_socket(unlink=control_server.bound_here)
+
+
+def _serve(
+    doc: Document,
+    origin: Origin | None,
+    log: logging.Logger,
+    old_master: int | None,
+    inherited: dict[str, socket.socket],
+    control_server: Any,
+    started: Callable[[], None] | None = None,
+    vassals: Any = None,
+) -> int:
+    settings = doc.settings
+    activated = systemd.listen_fds()
+    if upgrade.take_activated():  # an old master passed on what systemd gave it
+        activated = inherited
+    if activated:  # Gunicorn's rule: they replace the configured binds, reloads included
+        addresses = list(activated)
+        if set(doc.listeners) != set(addresses):
+            log.info("socket activation: not binding %s", ", ".join(doc.listeners))
+        doc = systemd.replace_binds(doc, addresses)
+        if origin is not None and origin.reread is not None:
+            reread = origin.reread
+            origin = replace(origin, reread=lambda: systemd.replace_binds(reread(), addresses))
+        inherited = activated
+    try:
+        arbiter = Arbiter(doc, log, origin)
+    except ValueError as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        return EXIT_CONFIG
+    arbiter.emperor = vassals
+    if control_server is not None:
+        control_server.arbiter = arbiter
+        arbiter.control = control_server
+        if control_server.options.owns_config:
+            arbiter.persist = control_server.save
+    if settings.reload:
+        try:
+            import watchfiles  # noqa: F401  (the watcher thread imports it again)
+        except ImportError:
+            sys.stderr.write(
+                "corral: error: --reload needs the watchfiles package: "
+                f"{sys.executable} -m pip install watchfiles\n"
+            )
+            return EXIT_CONFIG
+    arbiter.old_master = old_master
+    arbiter.from_systemd = bool(activated)
+    arbiter.started = started
+    if arbiter.current.application is not None:
+        arbiter.entered = child.apply_environment(arbiter.current.application)
+    try:
+        arbiter.hooks.load(settings.hooks)
+    except HookError as exc:
+        sys.stderr.write(f"corral: error: {exc}\n")
+        close_all(inherited, unlink=False)
+        return EXIT_CONFIG
+    arbiter.hooks.call("nworkers_changed", arbiter.num_workers)
+    pidfile = PidFile(settings.pid) if settings.pid else None
+    if pidfile is not None:
+        try:
+            pidfile.create()
+        except (RuntimeError, OSError) as exc:
+            sys.stderr.write(f"corral: error: {exc}\n")
+            close_all(inherited, unlink=False)
+            return EXIT_LISTEN
+    arbiter.pidfile = pidfile
+    try:
+        arbiter.hooks.call("on_starting")
+        sockets = {a: s for a, s in inherited.items() if a in doc.listeners}
+        close_all({a: s for a, s in inherited.items() if a not in sockets}, unlink=False)
+        try:
+            sockets.update(
+                bind_all(
+                    [address for address in doc.listeners if address not in sockets],
+                    backlog=settings.backlog,
+                    unix_mode=settings.unix_socket_mode,
+                    reuse_port=settings.reuse_port,
+                )
+            )
+        except ListenError as exc:
+            sys.stderr.write(f"corral: error: {exc}\n")
+            close_all(sockets, unlink=False)
+            return EXIT_LISTEN
+        arbiter.sockets = dict(sockets)
+        try:
+            arbiter.current.attach(sockets, arbiter.bind_handoffs(doc))
+        except ListenError as exc:
+            sys.stderr.write(f"corral: error: {exc}\n")
+            return EXIT_LISTEN
+        try:
+            for pool in arbiter.current.pools.values():
+                app = pool.application
+                if not app.preload:
+                    continue
+                try:
+                    pool.loaded_app = load_entry_points(app.entry_points, app.factory)
+                except Exception as exc:
+                    # one line when it says it all (as a worker logs it), else the traceback
+                    why = (
+                        f" {exc}\n"
+                        if isinstance(exc, AppLoadError)
+                        else "\n" + traceback.format_exc()
+                    )
+                    sys.stderr.write(
+                        f"corral: error: application {app.entry_points[0].module!r} "
+                        f"failed to load:{why}"
+                    )
+                    return EXIT_APP_LOAD
+            return arbiter.run()
+        finally:
+            close_all(arbiter.sockets, unlink=arbiter.unlinks_on_close)
+    finally:
+        if pidfile is not None:
+            pidfile.remove()
+        arbiter.hooks.call("on_exit")
