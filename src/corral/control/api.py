@@ -3,7 +3,7 @@
 No socket here (`server.py` speaks HTTP); the arbiter is the only state. Endpoints:
 
 - ``/config`` and any path inside it: GET, PUT, POST (append to an array), DELETE. A change
-  is computed on the running document inside `Arbiter.apply`, so concurrent changes apply
+  is computed on the running document inside `Reloads.apply`, so concurrent changes apply
   one after the other, each on the result of the one before; the whole new document is
   validated, then applied; the answer comes once it serves or was rolled back.
 - ``/status`` and its sub-paths: GET; what the master knows of its workers.
@@ -126,7 +126,7 @@ async def _config(
     def change(doc: Document) -> Document:
         return validate_document(operation(_tree(doc)))
 
-    await arbiter.apply(change, f"{method} {path}")
+    await arbiter.reloads.apply(change, f"{method} {path}")
     return Reply(200, {"success": DONE})
 
 
@@ -143,7 +143,7 @@ async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]
             raise tree.NotFound(f"{where} does not exist", where)
         return doc
 
-    await arbiter.apply(same, f"restart of {name}", restart=(name,))
+    await arbiter.reloads.apply(same, f"restart of {name}", restart=(name,))
     return Reply(200, {"success": "Ok"})
 
 

@@ -10,7 +10,7 @@ Invariants:
   only when every new worker is ready; if one of them exits before it is ready, the
   new generation is discarded and the old one keeps serving. Nothing retries a failed
   reload by itself. One change is under way at a time: a reload asked for meanwhile
-  runs after it, an apply waits for it (``Arbiter.apply`` holds one asyncio.Lock).
+  runs after it, an apply waits for it (``Reloads.apply`` in reload.py holds one asyncio.Lock).
 - A document may hold no application (a server started empty for the control API):
   its generation has no worker, and is committed at once.
 - A slot that is still wanted is never left empty on purpose: recycling starts a
@@ -41,29 +41,24 @@ import signal
 import socket
 import sys
 import time
-import traceback
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from corral import __version__, core
-from corral.apps.loader import describe_load_failure, load_entry_points
 from corral.config import Document
 from corral.hooks import Hooks
 from corral.master import child, lifecycle, scaling, systemd, upgrade
-from corral.master.generation import ApplyFailed, Generation, Origin, Pool, protocol_of, uses_routes
+from corral.master.generation import ApplyFailed, Generation, Origin, Pool, protocol_of
 from corral.master.lifecycle import Exit, Tick
 from corral.master.listeners import (
-    ListenError,
-    bind_all,
-    bind_handoff,
     close_all,
     describe,
-    handoff_address,
 )
 from corral.master.pidfile import PidFile
 from corral.master.process import Tally, WorkerProcess, request_of
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
+from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import reopen_error_log, setup_error_log
 from corral.server.worker import EXIT_APP_LOAD
@@ -73,9 +68,6 @@ EXIT_LISTEN = 1
 
 # A worker killed for a timeout gets this long to report its request before SIGKILL.
 ABORT_GRACE = 1.0
-# How long a control API answer waits for the retired workers to stop accepting (a worker
-# whose loop the application blocks acts on TERM only when the call returns).
-STOP_ACCEPTING_WAIT = 2.0
 
 _HANDLED_SIGNALS = (
     signal.SIGTERM,
@@ -95,15 +87,8 @@ class Arbiter:
     def __init__(self, doc: Document, log: logging.Logger, origin: Origin | None = None) -> None:
         self.log = log
         self.origin = origin
-        self.current = Generation(1, doc, {})
-        self.pending: Generation | None = None
-        # the last number given: a generation that was rolled back keeps its number, so that
-        # the log never names two generations alike
-        self.generation_number = 1
+        self.reloads = Reloads(self, doc)
         self.title_name = doc.settings.proc_name or self.current.app_name or "corral"
-        self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
-        # with routes, each application's hand-off socket and its address, by name
-        self.handoffs: dict[str, tuple[str, socket.socket]] = {}
         self.workers: dict[int, WorkerProcess] = {}
         # the workers wanted per application (TTIN and TTOU change it between generations)
         self.counts = {name: pool.workers for name, pool in self.current.pools.items()}
@@ -118,7 +103,6 @@ class Arbiter:
         self.exit_code = 0
         self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
         self.all_ready = False  # start-up is complete: every pool was ready once
-        self.reload_queued: str | None = None
         self.pidfile: PidFile | None = None
         self.new_master: int | None = None  # pid of the master a USR2 started
         self.old_master: int | None = None  # pid of the master this one replaces
@@ -132,10 +116,23 @@ class Arbiter:
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
         self._vassal_change: asyncio.Task[None] | None = None
-        self._apply_lock = asyncio.Lock()
-        # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
-        self._accepting_changed = asyncio.Event()
         self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
+
+    @property
+    def current(self) -> Generation:
+        return self.reloads.current
+
+    @property
+    def pending(self) -> Generation | None:
+        return self.reloads.pending
+
+    @property
+    def sockets(self) -> dict[str, socket.socket]:
+        return self.reloads.sockets
+
+    @property
+    def handoffs(self) -> dict[str, tuple[str, socket.socket]]:
+        return self.reloads.handoffs
 
     @property
     def settings(self) -> Any:
@@ -230,13 +227,13 @@ class Arbiter:
         assert self.loop is not None
         self.loop.call_later(interval, self._watchdog, interval)
 
-    def _notify(self, *lines: str) -> None:
+    def notify(self, *lines: str) -> None:
         """Tell systemd, unless this master is a USR2 upgrade that has not taken over yet."""
         if self.old_master is None:
             systemd.notify(*lines)
 
-    def _notify_ready(self) -> None:
-        self._notify("READY=1", self._status())
+    def notify_ready(self) -> None:
+        self.notify("READY=1", self._status())
 
     def _status(self) -> str:
         if not self.counts:
@@ -254,7 +251,7 @@ class Arbiter:
         assert loop is not None
 
         def changed(path: str) -> None:
-            loop.call_soon_threadsafe(self.reload, f"{path} changed")
+            loop.call_soon_threadsafe(self.reloads.reload, f"{path} changed")
 
         self.watcher = SourceWatcher(directories, files, changed)
         self.watcher.start()
@@ -349,7 +346,7 @@ class Arbiter:
             self._on_ready(worker)
         elif line == "closed":
             worker.stopped_accepting = True
-            self._accepting_changed.set()
+            self.reloads.accepting_changed.set()
         elif line.startswith("retire "):
             limit = worker.pool.application.max_requests
             worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
@@ -386,12 +383,12 @@ class Arbiter:
             worker.replaces = None
             old.successor = None
             if old.pid in self.workers:
-                self._retire(old)
+                self.retire(old)
         pending = self.pending
         if worker.generation is pending and all(
             w.ready for w in self.workers.values() if w.generation is pending
         ):
-            self._commit_reload()
+            self.reloads.commit()
         elif not self.all_ready and self._all_slots_ready():
             self.all_ready = True
             self._on_all_ready()
@@ -428,7 +425,7 @@ class Arbiter:
             self.started()
             self.started = None
         if self.old_master is None:
-            self._notify_ready()
+            self.notify_ready()
         else:
             # systemd follows this master from now on
             systemd.notify(f"MAINPID={os.getpid()}", "READY=1", self._status())
@@ -455,7 +452,7 @@ class Arbiter:
             w.slot == slot and w.pool is pool and not w.retiring for w in self.workers.values()
         )
 
-    def _retire(self, worker: WorkerProcess) -> None:
+    def retire(self, worker: WorkerProcess) -> None:
         """Stop a worker on purpose: drain if it serves, kill if it was still booting."""
         if worker.retiring:
             return
@@ -464,7 +461,7 @@ class Arbiter:
         successor = worker.successor
         if successor is not None:
             worker.successor = None
-            self._retire(successor)
+            self.retire(successor)
         sig = signal.SIGTERM if worker.ready else signal.SIGKILL
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, sig)
@@ -488,7 +485,7 @@ class Arbiter:
             self._last_words(worker)
             os.close(worker.beat_fd)
             self.gone.setdefault(worker.pool.name, Tally()).add(worker)
-            self._accepting_changed.set()
+            self.reloads.accepting_changed.set()
             self._off_the_board(worker)
             self._on_exit(worker, status)
 
@@ -543,7 +540,7 @@ class Arbiter:
             return
         if decision is Exit.ROLLBACK:  # ready or not: the new generation is not whole
             when = "after it was ready" if worker.ready else "before it was ready"
-            self._rollback_reload(f"worker {slot} exited ({how}) {when}", worker.failure)
+            self.reloads.rollback(f"worker {slot} exited ({how}) {when}", worker.failure)
             return
         if decision is Exit.SHUT_DOWN:
             self.log.critical("application %s failed to load; shutting down", pool.name)
@@ -609,7 +606,7 @@ class Arbiter:
                     self._scale(pool, now)
             touched = self.touched.changed()
             if touched is not None:
-                self.reload(f"{touched} was touched")
+                self.reloads.reload(f"{touched} was touched")
             if self.emperor is not None:
                 self._look_at_vassals()
 
@@ -624,7 +621,7 @@ class Arbiter:
 
     async def _apply_vassals(self, change: Any) -> None:
         try:
-            await self.apply(change.document, change.why, restart=change.restart)
+            await self.reloads.apply(change.document, change.why, restart=change.restart)
         except ApplyFailed:  # logged where it failed; the running applications serve on
             self.emperor.forget(change)
 
@@ -737,191 +734,8 @@ class Arbiter:
 
     # -- reload -------------------------------------------------------------------------
 
-    def reload(self, why: str) -> None:
-        """Start a new generation from the configuration as it is now; see the module doc."""
-        if self.stopping:
-            return
-        if self.pending is not None:
-            self.reload_queued = why  # after the one under way, so the latest change counts
-            return
-        with contextlib.suppress(ApplyFailed):  # logged
-            self._start_generation(self._reread, "reloading", why, restart=None)
-
-    def _reread(self) -> Document:
-        """The document a reload starts from: the command line and file read again, or the
-        running document when it is its own source."""
-        if self.origin is None or self.origin.reread is None:
-            return self.current.doc
-        here = os.getcwd()
-        os.chdir(self.origin.cwd)  # the command line's relative paths (-c FILE) start here
-        try:
-            return self.origin.reread()
-        finally:
-            os.chdir(here)
-
-    async def apply(
-        self,
-        change: Document | Callable[[Document], Document],
-        why: str,
-        *,
-        restart: Collection[str] = (),
-    ) -> None:
-        """Run the document ``change`` gives (a document, or a function of the running one);
-        return once it serves, or raise `ApplyFailed` once it was rolled back.
-
-        Changes are serialised: ``change`` is called with the running document only when no
-        other change is under way, and what it raises goes to the caller unchanged. Only the
-        applications the change touches get new workers, and those named in ``restart``; a
-        document equal to the running one with nothing to restart is done at once. When it
-        serves, ``persist`` (if set) saves it, still in turn.
-        """
-        async with self._apply_lock:
-            while self.pending is not None:
-                assert self.pending.settled is not None
-                await asyncio.shield(self.pending.settled)
-            if self.stopping:
-                raise ApplyFailed("the server is stopping", 503)
-            doc = change(self.current.doc) if callable(change) else change
-            if doc == self.current.doc and not restart:
-                return
-            gen = self._start_generation(lambda: doc, "reconfiguring", why, restart=restart)
-            assert gen.settled is not None
-            failure = await asyncio.shield(gen.settled)
-            if failure is not None:
-                raise ApplyFailed(failure)
-            await self._retired_stop_accepting()
-            if self.persist is not None:
-                try:
-                    self.persist(doc)
-                except OSError as exc:
-                    self.log.error("the new configuration could not be saved: %s", exc)
-                    raise ApplyFailed(
-                        f"the new configuration serves, but could not be saved: {exc}"
-                    ) from None
-
-    async def _retired_stop_accepting(self) -> None:
-        """Wait until every retiring worker said it stopped accepting (``closed``) or exited,
-        at most `STOP_ACCEPTING_WAIT`: between its TERM and its drain an old worker still
-        accepts, and a connection opened after the API's answer would meet the old
-        configuration (an old route, an old application's code)."""
-        deadline = time.monotonic() + STOP_ACCEPTING_WAIT
-        while any(
-            w.retiring and w.ready and not w.stopped_accepting for w in self.workers.values()
-        ):
-            self._accepting_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._accepting_changed.wait(), max(0.0, deadline - time.monotonic())
-                )
-            if time.monotonic() >= deadline:
-                return
-
-    def _start_generation(
-        self,
-        make_doc: Callable[[], Document],
-        doing: str,
-        why: str,
-        restart: Collection[str] | None,
-    ) -> Generation:
-        """Bind, resolve and spawn the generation ``make_doc()`` describes; it becomes
-        ``pending`` (or current at once, when it has no new worker to wait for). A pool that
-        would start as it runs now is carried over, unless ``restart`` names it (None: every
-        pool restarts, as a reload does). When that fails before anything is spawned (a bad
-        file, an address in use, a preload that raises), the failure is logged and raised as
-        `ApplyFailed`; the running workers go on."""
-        self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
-        self.log.info("%s (%s)", doing, why)
-        failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
-        try:
-            gen = self._next_generation(make_doc(), restart)
-        except (ValueError, ListenError) as exc:  # ConfigError is a ValueError
-            self.log.error("%s: %s; the running workers keep serving", failed, exc)
-            self._notify_ready()
-            raise ApplyFailed(str(exc)) from None
-        except Exception as exc:
-            self.log.error(
-                "%s: the application could not be loaded; the running workers keep serving\n%s",
-                failed,
-                traceback.format_exc().rstrip(),
-            )
-            self._notify_ready()
-            raise ApplyFailed(
-                f"the application failed to load: {describe_load_failure(exc)}"
-            ) from None
-        assert self.loop is not None
-        gen.settled = self.loop.create_future()
-        self.pending = gen
-        self.hooks.call("on_reload")
-        fresh = [gen.pools[name] for name in gen.fresh]
-        for pool in fresh:
-            for slot in range(pool.workers):
-                self.spawn(gen, pool, slot)
-        if not any(pool.workers for pool in fresh):  # nothing to wait for
-            self._commit_reload()
-        return gen
-
-    def _next_generation(self, doc: Document, restart: Collection[str] | None) -> Generation:
-        current = self.current
-        sockets: dict[str, socket.socket] = {}
-        new = [address for address in doc.listeners if address not in self.sockets]
-        bound = bind_all(
-            new,
-            backlog=doc.settings.backlog,
-            unix_mode=doc.settings.unix_socket_mode,
-            reuse_port=doc.settings.reuse_port,
-        )
-        for address in doc.listeners:
-            sockets[address] = bound.get(address) or self.sockets[address]
-        self.sockets.update(bound)
-        for address, sock in bound.items():
-            self.log.info(
-                "listening on %s (%s)", describe(sock, protocol_of(doc, address)), address
-            )
-        try:
-            handoffs = self.bind_handoffs(doc)
-            gen = Generation(self.generation_number + 1, doc, sockets, handoffs)
-            for name, pool in gen.pools.items():
-                old = current.pools.get(name)
-                if pool.application.preload:
-                    pool.loaded_app = self._preload(pool, old)
-                kept = restart is not None and name not in restart
-                if kept and old is not None and old.same_workers(pool):
-                    gen.pools[name] = old  # its workers serve on
-                    gen.fresh.discard(name)
-        except BaseException:  # ValueError (a user), or what a preloaded application raised
-            self._close_unused(set(current.sockets))
-            raise
-        self.generation_number = gen.number
-        return gen
-
-    def bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
-        """With routes, a hand-off socket per application of ``doc``; those of applications
-        already running are kept (their workers accept on them)."""
-        if not uses_routes(doc):
-            return {}
-        for name in doc.applications:
-            if name not in self.handoffs:
-                address = handoff_address(os.getpid(), name)
-                self.handoffs[name] = (address, bind_handoff(address, doc.settings.backlog))
-        return {name: self.handoffs[name] for name in doc.applications}
-
-    def _preload(self, pool: Pool, old: Pool | None) -> Any:
-        """The application object for a preloaded pool: its predecessor's if it imports the
-        same name (the master cannot forget a module: restart it for new code)."""
-        app = pool.application
-        names = (app.entry_points, app.factory)
-        old_names = (old.application.entry_points, old.application.factory) if old else None
-        if old is not None and old.loaded_app is not None and names == old_names:
-            self.log.info("the preloaded application is kept: restart to load new code")
-            return old.loaded_app
-        return load_entry_points(app.entry_points, app.factory)
-
-    def _commit_reload(self) -> None:
-        gen = self.pending
-        assert gen is not None
-        old = self.current
-        self.pending = None
-        self.current = gen
+    def committed(self, old: Generation, gen: Generation) -> None:
+        """``gen`` took over from ``old`` (reload.py): its workers, counts, logs and title."""
         # a carried pool keeps the count TTIN/TTOU gave it
         self.counts = {
             name: self.counts[name] if name not in gen.fresh and name in self.counts else p.workers
@@ -932,8 +746,7 @@ class Arbiter:
             if gen.pools.get(worker.pool.name) is worker.pool:
                 worker.generation = gen  # new, or carried over
             else:
-                self._retire(worker)
-        self._close_unused(set(gen.sockets))
+                self.retire(worker)
         if (gen.settings.error_logfile, gen.settings.log_level) != (
             old.settings.error_logfile,
             old.settings.log_level,
@@ -944,52 +757,6 @@ class Arbiter:
         if title != self.title_name:
             self.title_name = title
             child.set_title(f"corral: master [{title}]")
-        carried = sorted(set(gen.pools) - gen.fresh)
-        self.log.info(
-            "reload complete: generation %d serving with %d worker(s)%s",
-            gen.number,
-            self.num_workers,
-            f" ({', '.join(carried)} carried over)" if carried else "",
-        )
-        if gen.settled is not None and not gen.settled.done():
-            gen.settled.set_result(None)
-        self._after_reload()
-
-    def _rollback_reload(self, why: str, cause: str | None = None) -> None:
-        gen = self.pending
-        assert gen is not None
-        self.pending = None
-        for worker in list(self.workers.values()):
-            if worker.generation is gen:
-                self._retire(worker)
-        self._close_unused(set(self.current.sockets))
-        self.log.error("reload failed: %s; generation %d keeps serving", why, self.current.number)
-        if gen.settled is not None and not gen.settled.done():
-            gen.settled.set_result(f"{why}: {cause}" if cause else why)
-        self._after_reload()
-
-    def _after_reload(self) -> None:
-        queued, self.reload_queued = self.reload_queued, None
-        if queued is not None:
-            self.reload(queued)
-        else:
-            self._notify_ready()
-
-    def _close_unused(self, keep: set[str]) -> None:
-        """Close the master's listeners outside ``keep`` (and the pending generation's), and
-        the hand-off sockets no pool of the current or pending generation holds."""
-        if self.pending is not None:
-            keep |= set(self.pending.sockets)
-        unused = {a: s for a, s in self.sockets.items() if a not in keep}
-        for address in unused:
-            del self.sockets[address]
-        close_all(unused)
-        generations = [self.current] if self.pending is None else [self.current, self.pending]
-        held = {id(p.handoff) for gen in generations for p in gen.pools.values()}
-        for name, (_, sock) in list(self.handoffs.items()):
-            if id(sock) not in held:
-                del self.handoffs[name]
-                sock.close()
 
     # -- signals and stopping -----------------------------------------------------------
 
@@ -1004,7 +771,7 @@ class Arbiter:
             self.log.info("SIGQUIT: immediate shutdown")
             self.begin_stop(graceful=False)
         elif sig == signal.SIGHUP:
-            self.reload("SIGHUP")
+            self.reloads.reload("SIGHUP")
         elif sig in (signal.SIGTTIN, signal.SIGTTOU) and len(self.counts) != 1:
             self.log.info(
                 "%s: %s; ignored",
@@ -1036,7 +803,7 @@ class Arbiter:
             self.counts = dict.fromkeys(self.counts, 0)
             self.hooks.call("nworkers_changed", self.num_workers)
             if self.pending is not None:
-                self._rollback_reload("SIGWINCH")
+                self.reloads.rollback("SIGWINCH")
             self._retire_extra_workers()
         elif sig == signal.SIGUSR1:
             self.log.info("SIGUSR1: reopening the log files")
@@ -1052,7 +819,7 @@ class Arbiter:
         for worker in list(self.workers.values()):
             wanted = self.counts.get(worker.pool.name, 0)
             if worker.generation is self.current and worker.slot >= wanted:
-                self._retire(worker)
+                self.retire(worker)
 
     def begin_stop(self, *, graceful: bool) -> None:
         self.stopping = True
@@ -1061,7 +828,7 @@ class Arbiter:
         if pending is not None and pending.settled is not None and not pending.settled.done():
             pending.settled.set_result("the server is stopping")
         if self.new_master is None:  # a master replaced by USR2 is not the service stopping
-            self._notify("STOPPING=1")
+            self.notify("STOPPING=1")
         # the kernel stops queueing connections no worker will take; the socket files
         # of unix listeners stay when a new master (or systemd) holds them
         close_all(self.sockets, unlink=self.unlinks_on_close)

@@ -8,7 +8,7 @@ file (``blog.ini`` is ``blog``); a vassal with several names them ``FILE-NAME``.
 settings are the emperor's own (its command line): a vassal's are ignored, with a warning.
 
 The arbiter looks every second (its tick) and applies a change through the path the control
-API uses (`Arbiter.apply`): a file added, changed or touched (a new mtime, same content
+API uses (`Reloads.apply`): a file added, changed or touched (a new mtime, same content
 included) starts or restarts its applications only, a file removed stops them; the others'
 workers serve on. A vassal that cannot be read, or whose listener another vassal has, is one
 log line and changes nothing: the applications it had serve on as they were, and a new one is

@@ -155,9 +155,9 @@ def _serve(
             sys.stderr.write(f"corral: error: {exc}\n")
             close_all(sockets, unlink=False)
             return EXIT_LISTEN
-        arbiter.sockets = dict(sockets)
+        arbiter.reloads.sockets = dict(sockets)
         try:
-            arbiter.current.attach(sockets, arbiter.bind_handoffs(doc))
+            arbiter.current.attach(sockets, arbiter.reloads.bind_handoffs(doc))
         except ListenError as exc:
             sys.stderr.write(f"corral: error: {exc}\n")
             return EXIT_LISTEN

@@ -1,0 +1,298 @@
+"""Reload and apply: a whole new generation beside the running one, or none.
+
+A reload (HUP, a touched file, ``--reload``) and an apply (the control API's document, an
+emperor's vassal file) take one path: build the next `Generation` from the document (bind
+the new listeners, the hand-off sockets, preload), spawn the workers of the pools it does
+not carry over, and commit it once every one of them is ready: the master retires the old
+workers then. If one exits before, the new generation is rolled back and the running one
+serves on; nothing retries a failed reload by itself. One change is under way at a time: a
+reload asked for meanwhile runs after it (the latest one counts), an apply waits for it
+(`Reloads.apply` holds one lock). The master (`corral.master.arbiter.Arbiter`) spawns and
+retires; this module decides what, and keeps the generations and the sockets they share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
+
+from corral.apps.loader import describe_load_failure, load_entry_points
+from corral.config import Document
+from corral.master import systemd
+from corral.master.generation import ApplyFailed, Generation, Pool, protocol_of, uses_routes
+from corral.master.listeners import (
+    ListenError,
+    bind_all,
+    bind_handoff,
+    close_all,
+    describe,
+    handoff_address,
+)
+
+if TYPE_CHECKING:
+    from corral.master.arbiter import Arbiter
+
+# How long a control API answer waits for the retired workers to stop accepting (a worker
+# whose loop the application blocks acts on TERM only when the call returns).
+STOP_ACCEPTING_WAIT = 2.0
+
+
+class Reloads:
+    """The generations of one master: the current one, the pending one while a change is
+    under way, and the listener and hand-off sockets they share."""
+
+    def __init__(self, master: Arbiter, doc: Document) -> None:
+        self.master = master
+        self.log = master.log
+        self.current = Generation(1, doc, {})
+        self.pending: Generation | None = None
+        # the last number given: a generation that was rolled back keeps its number, so that
+        # the log never names two generations alike
+        self.number = 1
+        self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
+        # with routes, each application's hand-off socket and its address, by name
+        self.handoffs: dict[str, tuple[str, socket.socket]] = {}
+        self.queued: str | None = None  # a reload asked for while a change is under way
+        self._lock = asyncio.Lock()
+        # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
+        self.accepting_changed = asyncio.Event()
+
+    def reload(self, why: str) -> None:
+        """Start a new generation from the configuration as it is now; see the module doc."""
+        if self.master.stopping:
+            return
+        if self.pending is not None:
+            self.queued = why  # after the one under way, so the latest change counts
+            return
+        with contextlib.suppress(ApplyFailed):  # logged
+            self._start(self._reread, "reloading", why, restart=None)
+
+    def _reread(self) -> Document:
+        """The document a reload starts from: the command line and file read again, or the
+        running document when it is its own source."""
+        if self.master.origin is None or self.master.origin.reread is None:
+            return self.current.doc
+        here = os.getcwd()
+        os.chdir(self.master.origin.cwd)  # the command line's relative paths (-c FILE) start here
+        try:
+            return self.master.origin.reread()
+        finally:
+            os.chdir(here)
+
+    async def apply(
+        self,
+        change: Document | Callable[[Document], Document],
+        why: str,
+        *,
+        restart: Collection[str] = (),
+    ) -> None:
+        """Run the document ``change`` gives (a document, or a function of the running one);
+        return once it serves, or raise `ApplyFailed` once it was rolled back.
+
+        Changes are serialised: ``change`` is called with the running document only when no
+        other change is under way, and what it raises goes to the caller unchanged. Only the
+        applications the change touches get new workers, and those named in ``restart``; a
+        document equal to the running one with nothing to restart is done at once. When it
+        serves, ``persist`` (if set) saves it, still in turn.
+        """
+        async with self._lock:
+            while self.pending is not None:
+                assert self.pending.settled is not None
+                await asyncio.shield(self.pending.settled)
+            if self.master.stopping:
+                raise ApplyFailed("the server is stopping", 503)
+            doc = change(self.current.doc) if callable(change) else change
+            if doc == self.current.doc and not restart:
+                return
+            gen = self._start(lambda: doc, "reconfiguring", why, restart=restart)
+            assert gen.settled is not None
+            failure = await asyncio.shield(gen.settled)
+            if failure is not None:
+                raise ApplyFailed(failure)
+            await self._retired_stop_accepting()
+            if self.master.persist is not None:
+                try:
+                    self.master.persist(doc)
+                except OSError as exc:
+                    self.log.error("the new configuration could not be saved: %s", exc)
+                    raise ApplyFailed(
+                        f"the new configuration serves, but could not be saved: {exc}"
+                    ) from None
+
+    async def _retired_stop_accepting(self) -> None:
+        """Wait until every retiring worker said it stopped accepting (``closed``) or exited,
+        at most `STOP_ACCEPTING_WAIT`: between its TERM and its drain an old worker still
+        accepts, and a connection opened after the API's answer would meet the old
+        configuration (an old route, an old application's code)."""
+        deadline = time.monotonic() + STOP_ACCEPTING_WAIT
+        while any(
+            w.retiring and w.ready and not w.stopped_accepting for w in self.master.workers.values()
+        ):
+            self.accepting_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self.accepting_changed.wait(), max(0.0, deadline - time.monotonic())
+                )
+            if time.monotonic() >= deadline:
+                return
+
+    def _start(
+        self,
+        make_doc: Callable[[], Document],
+        doing: str,
+        why: str,
+        restart: Collection[str] | None,
+    ) -> Generation:
+        """Bind, resolve and spawn the generation ``make_doc()`` describes; it becomes
+        ``pending`` (or current at once, when it has no new worker to wait for). A pool that
+        would start as it runs now is carried over, unless ``restart`` names it (None: every
+        pool restarts, as a reload does). When that fails before anything is spawned (a bad
+        file, an address in use, a preload that raises), the failure is logged and raised as
+        `ApplyFailed`; the running workers go on."""
+        self.master.notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
+        self.log.info("%s (%s)", doing, why)
+        failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
+        try:
+            gen = self._next(make_doc(), restart)
+        except (ValueError, ListenError) as exc:  # ConfigError is a ValueError
+            self.log.error("%s: %s; the running workers keep serving", failed, exc)
+            self.master.notify_ready()
+            raise ApplyFailed(str(exc)) from None
+        except Exception as exc:
+            self.log.error(
+                "%s: the application could not be loaded; the running workers keep serving\n%s",
+                failed,
+                traceback.format_exc().rstrip(),
+            )
+            self.master.notify_ready()
+            raise ApplyFailed(
+                f"the application failed to load: {describe_load_failure(exc)}"
+            ) from None
+        assert self.master.loop is not None
+        gen.settled = self.master.loop.create_future()
+        self.pending = gen
+        self.master.hooks.call("on_reload")
+        fresh = [gen.pools[name] for name in gen.fresh]
+        for pool in fresh:
+            for slot in range(pool.workers):
+                self.master.spawn(gen, pool, slot)
+        if not any(pool.workers for pool in fresh):  # nothing to wait for
+            self.commit()
+        return gen
+
+    def _next(self, doc: Document, restart: Collection[str] | None) -> Generation:
+        current = self.current
+        sockets: dict[str, socket.socket] = {}
+        new = [address for address in doc.listeners if address not in self.sockets]
+        bound = bind_all(
+            new,
+            backlog=doc.settings.backlog,
+            unix_mode=doc.settings.unix_socket_mode,
+            reuse_port=doc.settings.reuse_port,
+        )
+        for address in doc.listeners:
+            sockets[address] = bound.get(address) or self.sockets[address]
+        self.sockets.update(bound)
+        for address, sock in bound.items():
+            self.log.info(
+                "listening on %s (%s)", describe(sock, protocol_of(doc, address)), address
+            )
+        try:
+            handoffs = self.bind_handoffs(doc)
+            gen = Generation(self.number + 1, doc, sockets, handoffs)
+            for name, pool in gen.pools.items():
+                old = current.pools.get(name)
+                if pool.application.preload:
+                    pool.loaded_app = self._preload(pool, old)
+                kept = restart is not None and name not in restart
+                if kept and old is not None and old.same_workers(pool):
+                    gen.pools[name] = old  # its workers serve on
+                    gen.fresh.discard(name)
+        except BaseException:  # ValueError (a user), or what a preloaded application raised
+            self.close_unused(set(current.sockets))
+            raise
+        self.number = gen.number
+        return gen
+
+    def bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
+        """With routes, a hand-off socket per application of ``doc``; those of applications
+        already running are kept (their workers accept on them)."""
+        if not uses_routes(doc):
+            return {}
+        for name in doc.applications:
+            if name not in self.handoffs:
+                address = handoff_address(os.getpid(), name)
+                self.handoffs[name] = (address, bind_handoff(address, doc.settings.backlog))
+        return {name: self.handoffs[name] for name in doc.applications}
+
+    def _preload(self, pool: Pool, old: Pool | None) -> Any:
+        """The application object for a preloaded pool: its predecessor's if it imports the
+        same name (the master cannot forget a module: restart it for new code)."""
+        app = pool.application
+        names = (app.entry_points, app.factory)
+        old_names = (old.application.entry_points, old.application.factory) if old else None
+        if old is not None and old.loaded_app is not None and names == old_names:
+            self.log.info("the preloaded application is kept: restart to load new code")
+            return old.loaded_app
+        return load_entry_points(app.entry_points, app.factory)
+
+    def commit(self) -> None:
+        gen = self.pending
+        assert gen is not None
+        old = self.current
+        self.pending = None
+        self.current = gen
+        self.master.committed(old, gen)
+        self.close_unused(set(gen.sockets))
+        carried = sorted(set(gen.pools) - gen.fresh)
+        self.log.info(
+            "reload complete: generation %d serving with %d worker(s)%s",
+            gen.number,
+            self.master.num_workers,
+            f" ({', '.join(carried)} carried over)" if carried else "",
+        )
+        if gen.settled is not None and not gen.settled.done():
+            gen.settled.set_result(None)
+        self._after()
+
+    def rollback(self, why: str, cause: str | None = None) -> None:
+        gen = self.pending
+        assert gen is not None
+        self.pending = None
+        for worker in list(self.master.workers.values()):
+            if worker.generation is gen:
+                self.master.retire(worker)
+        self.close_unused(set(self.current.sockets))
+        self.log.error("reload failed: %s; generation %d keeps serving", why, self.current.number)
+        if gen.settled is not None and not gen.settled.done():
+            gen.settled.set_result(f"{why}: {cause}" if cause else why)
+        self._after()
+
+    def _after(self) -> None:
+        queued, self.queued = self.queued, None
+        if queued is not None:
+            self.reload(queued)
+        else:
+            self.master.notify_ready()
+
+    def close_unused(self, keep: set[str]) -> None:
+        """Close the master's listeners outside ``keep`` (and the pending generation's), and
+        the hand-off sockets no pool of the current or pending generation holds."""
+        if self.pending is not None:
+            keep |= set(self.pending.sockets)
+        unused = {a: s for a, s in self.sockets.items() if a not in keep}
+        for address in unused:
+            del self.sockets[address]
+        close_all(unused)
+        generations = [self.current] if self.pending is None else [self.current, self.pending]
+        held = {id(p.handoff) for gen in generations for p in gen.pools.values()}
+        for name, (_, sock) in list(self.handoffs.items()):
+            if id(sock) not in held:
+                del self.handoffs[name]
+                sock.close()
