@@ -67,6 +67,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from corral.jsonpath import member
+
 __all__ = [
     "BAD_REQUEST",
     "MAX_HOPS",
@@ -986,10 +988,6 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _member(path: str, name: str) -> str:
-    return f"{path}.{name}" if name.isidentifier() else f"{path}[{name!r}]"
-
-
 def _object(value: Any, path: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise RouteError(path, f"expected {what} (an object), got {_describe(value)}")
@@ -1001,7 +999,8 @@ def _known_keys(value: dict[str, Any], allowed: Iterable[str], path: str, what: 
     for key in value:
         if key not in allowed:
             raise RouteError(
-                _member(path, key), f"unknown {what} option (expected one of {', '.join(allowed)})"
+                f"{path}{member(key)}",
+                f"unknown {what} option (expected one of {', '.join(allowed)})",
             )
 
 
@@ -1079,7 +1078,7 @@ class _Compiler:
             self.sources[None] = (routes, path)
         elif isinstance(routes, dict):
             for name, steps in routes.items():
-                route_path = _member(path, name)
+                route_path = f"{path}{member(name)}"
                 if not isinstance(steps, list):
                     raise RouteError(
                         route_path, f"expected an array of route steps, got {_describe(steps)}"
@@ -1189,7 +1188,7 @@ class _Compiler:
                 )
             rules = []
             for name, pats in entry.items():
-                name_path = _member(entry_path, name)
+                name_path = f"{entry_path}{member(name)}"
                 if not name:
                     raise RouteError(entry_path, f"a {what} name must not be empty")
                 rules.append((names(name, name_path), patterns.rule(pats, name_path)))
@@ -1288,7 +1287,7 @@ class _Compiler:
         action = _object(action, path, "an action")
         for option, why in _UNSUPPORTED_ACTION_OPTIONS.items():
             if option in action:
-                raise RouteError(_member(path, option), why)
+                raise RouteError(f"{path}{member(option)}", why)
         kinds = [k for k in ("pass", "return", "share") if k in action]
         if len(kinds) != 1:
             found = "none" if not kinds else " and ".join(kinds)

@@ -715,7 +715,8 @@ ERROR_CASES = [
     (5, "$.routes: expected an array of route steps or an object of named arrays, got 5"),
     ("x", "$.routes: expected an array of route steps or an object of named arrays, got 'x'"),
     ({"main": {}}, "$.routes.main: expected an array of route steps, got an object"),
-    ({"a b": [5]}, "$.routes['a b'][0]: expected a route step (an object), got 5"),
+    ({"a b": [5]}, '$.routes["a b"][0]: expected a route step (an object), got 5'),
+    ({"café": [5]}, '$.routes["café"][0]: expected a route step (an object), got 5'),
     ([None], "$.routes[0]: expected a route step (an object), got null"),
     ([{}], "$.routes[0]: a route step needs an 'action'"),
     ([{"match": {}}], "$.routes[0]: a route step needs an 'action'"),
@@ -761,11 +762,11 @@ ERROR_CASES = [
     ),
     (
         when({"cookies": {"a-b": [True]}}),
-        "$.routes[0].match.cookies['a-b'][0]: expected a pattern string, got true",
+        '$.routes[0].match.cookies["a-b"][0]: expected a pattern string, got true',
     ),
     (
         when({"arguments": {"a%zz": "x"}}),
-        "$.routes[0].match.arguments['a%zz']: argument name 'a%zz': '%' must be",
+        "$.routes[0].match.arguments[\"a%zz\"]: argument name 'a%zz': '%' must be",
     ),
     (
         when({"source": 5}),

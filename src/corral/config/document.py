@@ -49,6 +49,7 @@ from corral.config.settings import (
     parse_mode,
     show,
 )
+from corral.jsonpath import member
 
 __all__ = [
     "AccessLog",
@@ -701,11 +702,6 @@ def _lookup(value: Any, path: str) -> Any:
         else:
             return ...
     return value
-
-
-def member(key: str) -> str:
-    """A JSON-path step for `key`: ``.workers``, or ``["myproj.wsgi"]`` when not a plain name."""
-    return f".{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else f"[{show(key)}]"
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
