@@ -1,11 +1,12 @@
 """How a validation message names the place in a JSON document where a value went wrong.
 
-The configuration document (`corral.config.document`) and the routes (`corral.routing`) both
-report an invalid value as one line, ``PATH: what was expected``. A user reads PATH to find
-the value in their file or in the control API's tree, so it is spelled one way whichever part
-found the problem: ``$`` for the document, ``.name`` for a member whose name is a plain ASCII
-identifier, ``["name"]`` (JSON's spelling of the name) for any other, ``[0]`` for an array's
-item: ``$.listeners["127.0.0.1:8080"].pass``, ``$.routes["my-site"][0].match.uri``.
+The configuration document (`corral.config.document`), the routes (`corral.routing`) and the
+address patterns (`corral.net.addresses`) all report an invalid value as one line,
+``PATH: what was expected``. A user reads PATH to find the value in their file or in the
+control API's tree, so it is spelled one way whichever part found the problem: ``$`` for the
+document, ``.name`` for a member whose name is a plain ASCII identifier, ``["name"]`` (JSON's
+spelling of the name) for any other, ``[0]`` for an array's item:
+``$.listeners["127.0.0.1:8080"].pass``, ``$.routes["my-site"][0].match.uri``.
 
 Stdlib only, like `corral.routing`, which imports no msgspec.
 """
@@ -13,8 +14,9 @@ Stdlib only, like `corral.routing`, which imports no msgspec.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["member"]
+__all__ = ["PathError", "describe_value", "member"]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LONGEST_NAME = 60  # characters of a quoted name shown, as `corral.config.settings.show`
@@ -27,6 +29,30 @@ _ESCAPES = {
     "\r": "\\r",
     "\t": "\\t",
 }
+
+
+class PathError(ValueError):
+    """An invalid value at ``path``: ``str()`` is one line, ``PATH: what was expected``."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+        self.detail = detail
+
+
+def describe_value(value: Any) -> str:
+    """What was found, for ``got ...``: JSON's ``null``/``true``/``false``, ``an object``,
+    ``an array``, else the value's repr, shortened."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def member(key: str) -> str:

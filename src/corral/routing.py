@@ -62,12 +62,12 @@ reached step asks for them. bench/routing_micro.py measures a 10-step table.
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from corral.jsonpath import member
+from corral.jsonpath import PathError, describe_value, member
+from corral.net.addresses import AddressError, address_matcher, socket_address
 
 __all__ = [
     "BAD_REQUEST",
@@ -91,13 +91,8 @@ __all__ = [
 MAX_HOPS = 32  # passes with variables to a route, per request: only they can loop
 
 
-class RouteError(ValueError):
+class RouteError(PathError):
     """An invalid routes value: ``str()`` is one line, ``PATH: what was expected``."""
-
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
-        self.path = path
-        self.detail = detail
 
 
 # -- actions ------------------------------------------------------------------------------------
@@ -194,20 +189,6 @@ ROUTING_LOOP = Respond(500)
 
 class _BadTarget(Exception):
     """The request target cannot be normalized: Unit answers 400."""
-
-
-_UNIX = (1, 0, 0)  # (family, address, port) of a unix socket peer; 4 and 6 are IP families
-
-
-def socket_address(address: Any) -> tuple[int, int, int]:
-    """A peer or local address as ``(family, address, port)``: what address patterns test."""
-    if not isinstance(address, tuple):
-        return _UNIX
-    host, port = address[0], address[1]
-    if ":" in host:
-        packed = socket.inet_pton(socket.AF_INET6, host.partition("%")[0])
-        return (6, int.from_bytes(packed, "big"), port)
-    return (4, int.from_bytes(socket.inet_aton(host), "big"), port)
 
 
 class RouteRequest:
@@ -587,7 +568,7 @@ class _Patterns:
     def one(self, raw: Any, path: str) -> tuple[bool, bool, Any]:
         """(negative, is_regex, matcher) of one pattern string."""
         if not isinstance(raw, str):
-            raise RouteError(path, f"expected a pattern string, got {_describe(raw)}")
+            raise RouteError(path, f"expected a pattern string, got {describe_value(raw)}")
         text = _as_bytes_str(raw)
         negative = text.startswith("!")
         if negative:
@@ -620,7 +601,7 @@ class _Patterns:
             compiled = [self.one(item, f"{path}[{i}]") for i, item in enumerate(value)]
         else:
             raise RouteError(
-                path, f"expected a pattern string or an array of them, got {_describe(value)}"
+                path, f"expected a pattern string or an array of them, got {describe_value(value)}"
             )
         if not compiled:
             return _always  # Unit: an empty list of patterns matches anything
@@ -663,158 +644,6 @@ _ARGUMENT = _Patterns(decode=_PLUS_DECODE)
 _HEADER = _Patterns(folded=True)
 _COOKIE = _Patterns()
 _MIME_TYPE = _Patterns(case="lower", folded=True)
-
-
-# -- address patterns ---------------------------------------------------------------------------
-
-_ANY_PORT = (0, 65535)
-_IPV4_MAX = (1 << 32) - 1
-_IPV6_MAX = (1 << 128) - 1
-
-
-def _ipv4(text: str) -> int | None:
-    parts = text.split(".")
-    if len(parts) != 4:
-        return None
-    value = 0
-    for part in parts:
-        if not (part.isdigit() and part.isascii() and len(part) <= 3 and int(part) <= 255):
-            return None
-        value = value << 8 | int(part)
-    return value
-
-
-def _ipv6(text: str) -> int | None:
-    # Unit also refuses a group of more than four digits (inet_pton does too).
-    try:
-        return int.from_bytes(socket.inet_pton(socket.AF_INET6, text), "big")
-    except (OSError, ValueError):
-        return None
-
-
-def _ports(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return _ANY_PORT
-    low, dash, high = text.partition("-")
-    if not dash:
-        high = low
-    if not (low.isdigit() and high.isdigit() and low.isascii() and high.isascii()):
-        return None
-    first, last = int(low), int(high)
-    if first > 65535 or last > 65535 or last < first:
-        return None
-    return first, last
-
-
-def _address_pattern(raw: Any, path: str) -> tuple[bool, int, int, int, int, int]:
-    """(negative, family, low, high, first port, last port): family 0 is any IP, 1 unix."""
-    if not isinstance(raw, str):
-        raise RouteError(path, f"expected an address pattern string, got {_describe(raw)}")
-    negative = raw.startswith("!")
-    text = raw[1:] if negative else raw
-
-    def bad(why: str) -> RouteError:
-        return RouteError(path, f"address pattern {raw!r}: {why}")
-
-    if text == "unix":
-        return negative, 1, 0, 0, 0, 0
-    if text == "*":
-        raise bad("'*' needs a port ('*:80'); any IPv4 address is '0.0.0.0/0', IPv6 '::/0'")
-    port_text: str | None = None
-    if text.startswith("*:"):
-        ports = _ports(text[2:])
-        if ports is None:
-            raise bad("expected a port or a port range (0-65535) after '*:'")
-        return negative, 0, 0, _IPV6_MAX, *ports
-    if text.startswith("[") or text.count(":") >= 2:
-        family, parse, bits = 6, _ipv6, 128
-        if text.startswith("["):
-            address, sep, port_text = text[1:].rpartition("]:")
-            if not sep:
-                raise bad("a bracketed IPv6 address needs a port: '[ADDRESS]:PORT'")
-        else:
-            address = text
-    else:
-        family, parse, bits = 4, _ipv4, 32
-        address, colon, port_text = text.partition(":")
-        if not colon:
-            port_text = None
-    ports = _ports(port_text)
-    if ports is None:
-        raise bad("expected a port (0-65535) or a range LOW-HIGH after ':'")
-    top = (1 << bits) - 1
-    if "-" in address:
-        first_text, _, last_text = address.partition("-")
-        low, high = parse(first_text), parse(last_text)
-        if low is None or high is None:
-            raise bad(f"expected a range of two IPv{family} addresses 'A-B'")
-        if low > high:
-            raise bad("the range starts above its end")
-    elif "/" in address:
-        base_text, _, prefix_text = address.partition("/")
-        base = parse(base_text)
-        if base is None:
-            raise bad(f"expected an IPv{family} address before '/'")
-        if not (prefix_text.isdigit() and prefix_text.isascii() and int(prefix_text) <= bits):
-            raise bad(f"expected a CIDR prefix length 0-{bits} after '/'")
-        host_bits = bits - int(prefix_text)
-        low = base >> host_bits << host_bits  # host bits are ignored, as in Unit
-        high = low | ((1 << host_bits) - 1)
-    else:
-        low = high = parse(address)  # type: ignore[assignment]
-        if low is None:
-            raise bad(f"expected an IPv{family} address, a CIDR block or a range")
-    assert 0 <= low <= high <= top
-    return negative, family, low, high, *ports
-
-
-def _address_rule(value: Any, path: str) -> Callable[[tuple[int, int, int]], bool]:
-    if isinstance(value, str):
-        compiled = [_address_pattern(value, path)]
-    elif isinstance(value, list):
-        compiled = [_address_pattern(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    else:
-        raise RouteError(
-            path, f"expected an address pattern or an array of them, got {_describe(value)}"
-        )
-    positive = tuple(p[1:] for p in compiled if not p[0])
-    negative = tuple(p[1:] for p in compiled if p[0])
-
-    def hit(patterns: tuple[tuple[int, ...], ...], address: tuple[int, int, int]) -> bool:
-        family, number, port = address
-        for want, low, high, first, last in patterns:
-            if want == 1 or family == 1:
-                if want == family:
-                    return True
-            elif (want == 0 or want == family) and low <= number <= high and first <= port <= last:
-                return True
-        return False
-
-    if not compiled:
-        return lambda address: False  # Unit: an empty address list matches nothing
-
-    def rule(address: tuple[int, int, int]) -> bool:
-        if negative and hit(negative, address):
-            return False
-        return not positive or hit(positive, address)
-
-    return rule
-
-
-def address_matcher(
-    patterns: str | list[str], path: str = "$"
-) -> Callable[[tuple[int, int, int]], bool]:
-    """Unit's address-pattern semantics (``source``/``destination``) for filters outside
-    routes, such as a listener's ``forwarded.source``; raises :class:`RouteError` at `path`."""
-    return _address_rule(patterns, path)
-
-
-def address_ports_matter(patterns: str | list[str]) -> bool:
-    """Whether the port of an address can change what ``address_matcher(patterns)`` answers
-    (some pattern names a port or a range of them); ``patterns`` are valid ones."""
-    items = [patterns] if isinstance(patterns, str) else patterns
-    compiled = [_address_pattern(item, "$") for item in items]
-    return any(pattern[4:] != _ANY_PORT for pattern in compiled if pattern[1] != 1)
 
 
 # -- variables ----------------------------------------------------------------------------------
@@ -975,22 +804,9 @@ class _Route:
         return f"<route {self.label}: {len(self.steps)} steps>"
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _object(value: Any, path: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise RouteError(path, f"expected {what} (an object), got {_describe(value)}")
+        raise RouteError(path, f"expected {what} (an object), got {describe_value(value)}")
     return value
 
 
@@ -1026,6 +842,14 @@ _FALSE_CONDITIONS = frozenset(("", "0", "false", "null", "undefined"))
 
 
 _LISTENER = object()  # a pass compiled for a listener, outside any route
+
+
+def _addresses(value: Any, path: str) -> Callable[[tuple[int, int, int]], bool]:
+    """A ``source``/``destination`` test; an invalid pattern is a :class:`RouteError`."""
+    try:
+        return address_matcher(value, path)
+    except AddressError as exc:
+        raise RouteError(exc.path, exc.detail) from None
 
 
 def _split_pass(target: str) -> list[str] | None:
@@ -1081,7 +905,7 @@ class _Compiler:
                 route_path = f"{path}{member(name)}"
                 if not isinstance(steps, list):
                     raise RouteError(
-                        route_path, f"expected an array of route steps, got {_describe(steps)}"
+                        route_path, f"expected an array of route steps, got {describe_value(steps)}"
                     )
                 self.routes[name] = _Route(f"routes/{name}")
                 self.sources[name] = (steps, route_path)
@@ -1089,7 +913,7 @@ class _Compiler:
             raise RouteError(
                 path,
                 "expected an array of route steps or an object of named arrays, "
-                f"got {_describe(routes)}",
+                f"got {describe_value(routes)}",
             )
 
     def compile(self) -> Router:
@@ -1132,7 +956,7 @@ class _Compiler:
 
     def match_scheme(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
         if not isinstance(value, str) or value.lower() not in ("http", "https"):
-            raise RouteError(path, f'expected "http" or "https", got {_describe(value)}')
+            raise RouteError(path, f'expected "http" or "https", got {describe_value(value)}')
         scheme = value.lower()
         return lambda r: r.scheme == scheme
 
@@ -1184,7 +1008,8 @@ class _Compiler:
                 raise RouteError(
                     entry_path,
                     f"expected an object of {what} names and patterns"
-                    f"{' or an array of them' if entry is value else ''}, got {_describe(entry)}",
+                    f"{' or an array of them' if entry is value else ''}, "
+                    f"got {describe_value(entry)}",
                 )
             rules = []
             for name, pats in entry.items():
@@ -1227,7 +1052,7 @@ class _Compiler:
     def match_headers(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
         if not isinstance(value, dict | list):
             raise RouteError(
-                path, f"expected an object or an array of objects, got {_describe(value)}"
+                path, f"expected an object or an array of objects, got {describe_value(value)}"
             )
         table = self.table(
             value, path, "header", lambda name, p: name.encode("utf-8").lower(), _HEADER
@@ -1239,7 +1064,7 @@ class _Compiler:
     def match_arguments(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
         if not isinstance(value, dict | list):
             raise RouteError(
-                path, f"expected an object or an array of objects, got {_describe(value)}"
+                path, f"expected an object or an array of objects, got {describe_value(value)}"
             )
 
         def name_of(name: str, name_path: str) -> str:
@@ -1256,7 +1081,7 @@ class _Compiler:
     def match_cookies(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
         if not isinstance(value, dict | list):
             raise RouteError(
-                path, f"expected an object or an array of objects, got {_describe(value)}"
+                path, f"expected an object or an array of objects, got {describe_value(value)}"
             )
         table = self.table(value, path, "cookie", lambda name, p: _as_bytes_str(name), _COOKIE)
         return self.table_test(
@@ -1264,16 +1089,16 @@ class _Compiler:
         )
 
     def match_source(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
-        rule = _address_rule(value, path)
+        rule = _addresses(value, path)
         return lambda r: rule(r._src if r._src is not None else r._load_src())
 
     def match_destination(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
-        rule = _address_rule(value, path)
+        rule = _addresses(value, path)
         return lambda r: rule(r._dst if r._dst is not None else r._load_dst())
 
     def match_if(self, value: Any, path: str) -> Callable[[RouteRequest], bool]:
         if not isinstance(value, str):
-            raise RouteError(path, f"expected a string, got {_describe(value)}")
+            raise RouteError(path, f"expected a string, got {describe_value(value)}")
         negate = value.startswith("!")
         expression = _template(value[1:] if negate else value, path)
         if isinstance(expression, tuple):
@@ -1311,7 +1136,7 @@ class _Compiler:
 
     def pass_action(self, value: Any, path: str) -> tuple[int, Any]:
         if not isinstance(value, str):
-            raise RouteError(path, f"expected a pass target string, got {_describe(value)}")
+            raise RouteError(path, f"expected a pass target string, got {describe_value(value)}")
         template = _template(value, path)
         if isinstance(template, tuple):
             return self.static_pass(value, path)
@@ -1355,14 +1180,14 @@ class _Compiler:
         status = action["return"]
         if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
             raise RouteError(
-                f"{path}.return", f"expected a status code 0-999, got {_describe(status)}"
+                f"{path}.return", f"expected a status code 0-999, got {describe_value(status)}"
             )
         if "location" not in action:
             return _FINAL, Respond(status)
         location = action["location"]
         if not isinstance(location, str):
             raise RouteError(
-                f"{path}.location", f"expected a URI string, got {_describe(location)}"
+                f"{path}.location", f"expected a URI string, got {describe_value(location)}"
             )
         template = _template(location, f"{path}.location")
         if isinstance(template, tuple):
@@ -1376,24 +1201,26 @@ class _Compiler:
             share = [share]
         elif not isinstance(share, list) or not share:
             raise RouteError(
-                share_path, f"expected a path or a non-empty array of paths, got {_describe(share)}"
+                share_path,
+                f"expected a path or a non-empty array of paths, got {describe_value(share)}",
             )
         templates = []
         for i, item in enumerate(share):
             item_path = f"{share_path}[{i}]" if isinstance(action["share"], list) else share_path
             if not isinstance(item, str):
-                raise RouteError(item_path, f"expected a path string, got {_describe(item)}")
+                raise RouteError(item_path, f"expected a path string, got {describe_value(item)}")
             templates.append(_template(item, item_path))
         options: dict[str, Any] = {}
         index = action.get("index", "index.html")
         if not isinstance(index, str):
-            raise RouteError(f"{path}.index", f"expected a file name, got {_describe(index)}")
+            raise RouteError(f"{path}.index", f"expected a file name, got {describe_value(index)}")
         options["index"] = _as_bytes_str(index)
         for flag in ("follow_symlinks", "traverse_mounts"):
             if flag in action:
                 if not isinstance(action[flag], bool):
                     raise RouteError(
-                        f"{path}.{flag}", f"expected true or false, got {_describe(action[flag])}"
+                        f"{path}.{flag}",
+                        f"expected true or false, got {describe_value(action[flag])}",
                     )
                 options[flag] = action[flag]
         if "types" in action:
@@ -1403,7 +1230,7 @@ class _Compiler:
             if not isinstance(action["chroot"], str):
                 raise RouteError(
                     f"{path}.chroot",
-                    f"expected a directory path, got {_describe(action['chroot'])}",
+                    f"expected a directory path, got {describe_value(action['chroot'])}",
                 )
             chroot = _template(action["chroot"], f"{path}.chroot")
         if "fallback" in action:

@@ -483,11 +483,14 @@ def _route_check(check: Callable[[], Any]) -> Any:
 
 
 def _check_forwarded(forwarded: Forwarded, where: str) -> None:
-    from corral.routing import address_matcher
+    from corral.net.addresses import AddressError, address_matcher
 
     if forwarded.client_ip is UNSET and forwarded.protocol is UNSET:
         raise ConfigError(f'{where}: needs "client_ip" or "protocol" (a header name)')
-    _route_check(lambda: address_matcher(forwarded.source, f"{where}.source"))
+    try:
+        address_matcher(forwarded.source, f"{where}.source")
+    except AddressError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_proxy_allow(allowed: str | list[str], where: str) -> None:
