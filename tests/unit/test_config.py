@@ -559,6 +559,9 @@ def test_validate_document_normalizes_listener_keys() -> None:
         ({"routes": [{"action": {"pass": "applications/nope"}}], "applications": {}},
          "$.routes[0].action.pass: 'applications/nope' names no application of the "),
         ({"routes": {"main": [{"action": {"proxy": "http://x"}}]}}, "$.routes.main[0].action"),
+        # a route's name is spelled as a listener's address: one path spelling
+        ({"routes": {"my-site": [{"action": {"proxy": "http://x"}}]}},
+         '$.routes["my-site"][0].action.proxy: proxy actions are not supported by corral'),
         ({"listeners": {":80": {"pass": "routes"}}}, '$.listeners[":80"].pass: \'routes\' names '
          "no route of the configuration"),
         ({"listeners": {":80": {"pass": "routes"}}, "routes": {"a": []}},

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from corral.http.head import Limits, RequestSink
 from corral.http.parser import RequestParser
+from corral.net.addresses import AddressError, address_matcher
 from corral.routing import (
     BAD_REQUEST,
     MAX_HOPS,
@@ -715,7 +716,8 @@ ERROR_CASES = [
     (5, "$.routes: expected an array of route steps or an object of named arrays, got 5"),
     ("x", "$.routes: expected an array of route steps or an object of named arrays, got 'x'"),
     ({"main": {}}, "$.routes.main: expected an array of route steps, got an object"),
-    ({"a b": [5]}, "$.routes['a b'][0]: expected a route step (an object), got 5"),
+    ({"a b": [5]}, '$.routes["a b"][0]: expected a route step (an object), got 5'),
+    ({"café": [5]}, '$.routes["café"][0]: expected a route step (an object), got 5'),
     ([None], "$.routes[0]: expected a route step (an object), got null"),
     ([{}], "$.routes[0]: a route step needs an 'action'"),
     ([{"match": {}}], "$.routes[0]: a route step needs an 'action'"),
@@ -761,11 +763,11 @@ ERROR_CASES = [
     ),
     (
         when({"cookies": {"a-b": [True]}}),
-        "$.routes[0].match.cookies['a-b'][0]: expected a pattern string, got true",
+        '$.routes[0].match.cookies["a-b"][0]: expected a pattern string, got true',
     ),
     (
         when({"arguments": {"a%zz": "x"}}),
-        "$.routes[0].match.arguments['a%zz']: argument name 'a%zz': '%' must be",
+        "$.routes[0].match.arguments[\"a%zz\"]: argument name 'a%zz': '%' must be",
     ),
     (
         when({"source": 5}),
@@ -1028,6 +1030,28 @@ def test_the_module_stays_out_of_asyncio_and_sockets() -> None:
     )
     env_path = str(ROOT / "src")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": env_path})
+
+
+def test_address_patterns_load_without_the_route_compiler() -> None:
+    """A listener's ``forwarded`` and the configuration's checks parse address patterns with
+    corral.net.addresses alone: the routes are not loaded for them."""
+    code = (
+        "import sys, corral.net.addresses, corral.filters.forwarded, corral.server.proxied\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('corral.routing'))\n"
+        "assert not loaded, loaded\n"
+    )
+    env_path = str(ROOT / "src")
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": env_path})
+
+
+def test_an_address_pattern_outside_routes_is_an_address_error() -> None:
+    with pytest.raises(AddressError) as info:
+        address_matcher(["10.0.0.1", "10.0.0.0/40"], '$.listeners["*:80"].forwarded.source')
+    assert str(info.value) == (
+        "$.listeners[\"*:80\"].forwarded.source[1]: address pattern '10.0.0.0/40': "
+        "expected a CIDR prefix length 0-32 after '/'"
+    )
+    assert not isinstance(info.value, RouteError)  # the routes' own errors stay theirs
 
 
 def test_application_targets() -> None:

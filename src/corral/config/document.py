@@ -49,6 +49,7 @@ from corral.config.settings import (
     parse_mode,
     show,
 )
+from corral.jsonpath import member
 
 __all__ = [
     "AccessLog",
@@ -482,11 +483,14 @@ def _route_check(check: Callable[[], Any]) -> Any:
 
 
 def _check_forwarded(forwarded: Forwarded, where: str) -> None:
-    from corral.routing import address_matcher
+    from corral.net.addresses import AddressError, address_matcher
 
     if forwarded.client_ip is UNSET and forwarded.protocol is UNSET:
         raise ConfigError(f'{where}: needs "client_ip" or "protocol" (a header name)')
-    _route_check(lambda: address_matcher(forwarded.source, f"{where}.source"))
+    try:
+        address_matcher(forwarded.source, f"{where}.source")
+    except AddressError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_proxy_allow(allowed: str | list[str], where: str) -> None:
@@ -701,11 +705,6 @@ def _lookup(value: Any, path: str) -> Any:
         else:
             return ...
     return value
-
-
-def member(key: str) -> str:
-    """A JSON-path step for `key`: ``.workers``, or ``["myproj.wsgi"]`` when not a plain name."""
-    return f".{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else f"[{show(key)}]"
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

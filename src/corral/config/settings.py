@@ -515,17 +515,17 @@ def address_list(value: list[str] | str) -> list[str]:
 def _check_addresses(value: list[str] | str, items: list[str], *, unit_message: bool) -> None:
     """Each of ``items`` (``value`` split) is an address pattern, or ``*``; the error names the
     item's place in a list, with Unit's own message or Gunicorn's kind of value."""
-    from corral.routing import RouteError, address_matcher
+    from corral.net.addresses import AddressError, address_matcher
 
     for index, item in enumerate(items):
         if item == "*":
             continue
         try:
-            address_matcher(item, "")
-        except RouteError as exc:
+            address_matcher(item)
+        except AddressError as exc:
             at = f"[{index}]" if isinstance(value, list) else ""
             if unit_message:
-                raise Invalid(message=str(exc).removeprefix(": "), at=at) from None
+                raise Invalid(message=exc.detail, at=at) from None
             raise Invalid("an IP address or a CIDR network", item, at=at) from None
 
 

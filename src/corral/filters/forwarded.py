@@ -35,9 +35,8 @@ import socket
 from typing import Any
 
 from corral.http.fieldnames import discards
-from corral.routing import address_matcher, address_ports_matter, socket_address
+from corral.net.addresses import address_matcher, address_ports_matter, socket_address
 
-_UNIX = (1, 0, 0)  # the matcher's (family, number, port) for a unix socket peer
 _SCHEMES = {b"http": "http", b"https": "https", b"on": "https"}
 _VERDICTS_KEPT = 4096  # peer hosts whose verdict is remembered; forgotten all at once past it
 

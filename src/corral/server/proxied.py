@@ -39,7 +39,7 @@ import msgspec
 
 from corral.config.settings import ProxyMode, address_list, proxy_mode
 from corral.http.proxyheader import ProxyHeaderParser
-from corral.routing import address_matcher, socket_address
+from corral.net.addresses import address_matcher, socket_address
 
 
 def proxy_choice(listener: Any, settings: Any) -> tuple[ProxyMode, tuple[str, ...]] | None:

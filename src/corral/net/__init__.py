@@ -1,0 +1,1 @@
+"""Network addresses as corral's configuration names them, for every part that matches a peer."""

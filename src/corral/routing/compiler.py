@@ -1,0 +1,325 @@
+"""The route compiler: a Unit ``routes`` value, validated and made into a :class:`Router`.
+
+Everything a request would otherwise look up or parse per request is done here once per
+configuration: each step becomes its tests (`corral.routing.conditions`) and its outcome, a
+prebuilt action, the next route, or a function of the request when variables are involved
+(`corral.routing.variables`). Validation is the same walk: the first invalid place is a
+:class:`RouteError` naming its JSON path, which the configuration reports as it is.
+
+Unit's rules, kept exactly: a step is ``{"match": ..., "action": ...}``; an action is one of
+``pass`` (``applications/NAME``, ``applications/NAME/TARGET``, ``routes``, ``routes/NAME``; a
+target is resolved to its position in the application's ``targets``), ``return`` (000-999,
+optional ``location``) or ``share`` (paths, ``index``, ``types``, ``chroot``,
+``follow_symlinks``, ``traverse_mounts``, ``fallback``). ``proxy``, ``rewrite``,
+``response_headers`` and upstreams are refused with a clear error, and so is a cycle of
+static passes (`_Compiler.check_loops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from corral.jsonpath import describe_value, member
+from corral.routing.actions import Respond, Share, ToApplication
+from corral.routing.conditions import compile_match
+from corral.routing.errors import RouteError, check_options, expect_object
+from corral.routing.patterns import MIME_TYPE_PATTERNS, as_bytes_str
+from corral.routing.request import RouteRequest
+from corral.routing.router import (
+    DYNAMIC,
+    FINAL,
+    GOTO,
+    DynamicPass,
+    Route,
+    Router,
+    split_pass,
+    target_index,
+)
+from corral.routing.variables import compile_template, encode_location
+
+__all__ = ["compile_routes"]
+
+_UNSUPPORTED_ACTION_OPTIONS = {
+    "proxy": "proxy actions are not supported by corral",
+    "rewrite": "'rewrite' is not supported by corral",
+    "response_headers": "'response_headers' is not supported by corral",
+}
+
+
+_LISTENER = object()  # a pass compiled for a listener, outside any route
+
+
+def compile_routes(
+    routes: Any,
+    *,
+    applications: Collection[str] | None = None,
+    path: str = "$.routes",
+) -> Router:
+    """Validate and compile a Unit ``routes`` value (parsed JSON; ``None`` for none).
+
+    ``applications``: the names a static ``applications/NAME`` pass may use (``None``: any); a
+    mapping gives each one's target names too, in order (empty: no targets), which an
+    ``applications/NAME/TARGET`` pass needs.
+    ``path``: where ``routes`` sits in the document, for error messages.
+    Raises :class:`RouteError` naming the first invalid place.
+    """
+    return _Compiler(routes, applications, path).compile()
+
+
+class _Compiler:
+    """One routes value being compiled; the router it makes keeps it for listeners' passes."""
+
+    def __init__(self, routes: Any, applications: Collection[str] | None, path: str) -> None:
+        self.applications = None if applications is None else frozenset(applications)
+        # each application's target names, in order, when ``applications`` maps them
+        self.targets: Mapping[str, Sequence[str]] | None = (
+            dict(applications) if isinstance(applications, Mapping) else None
+        )
+        self.array_mode = isinstance(routes, list)
+        self.routes: dict[str | None, Route] = {}  # None: the array-mode list
+        self.sources: dict[str | None, tuple[Any, str]] = {}
+        self.edges: dict[str | None, list[tuple[str | None, str]]] = {}  # static passes
+        self.current: Any = _LISTENER  # the route whose steps are being compiled
+        # the applications a static pass names; None once a pass built from variables could
+        # name any
+        self.reached: set[str] | None = set()
+        if routes is None:
+            return
+        if isinstance(routes, list):
+            self.routes[None] = Route("routes")
+            self.sources[None] = (routes, path)
+        elif isinstance(routes, dict):
+            for name, steps in routes.items():
+                route_path = f"{path}{member(name)}"
+                if not isinstance(steps, list):
+                    raise RouteError(
+                        route_path, f"expected an array of route steps, got {describe_value(steps)}"
+                    )
+                self.routes[name] = Route(f"routes/{name}")
+                self.sources[name] = (steps, route_path)
+        else:
+            raise RouteError(
+                path,
+                "expected an array of route steps or an object of named arrays, "
+                f"got {describe_value(routes)}",
+            )
+
+    def compile(self) -> Router:
+        for name, route in self.routes.items():
+            steps, route_path = self.sources[name]
+            self.current = name
+            for i, step in enumerate(steps):
+                route.steps.append(self.step(step, f"{route_path}[{i}]"))
+        self.check_loops()
+        reached = None if self.reached is None else frozenset(self.reached)
+        return Router(self.routes, self.listener_pass, reached)
+
+    def listener_pass(self, target: str, path: str) -> tuple[int, Any]:
+        """A listener's ``pass`` (`Router.check_pass`): compiled as a step's, but outside any
+        route, so that it is no edge of a loop."""
+        self.current = _LISTENER
+        return self.pass_action(target, path)
+
+    # -- a step
+
+    def step(
+        self, step: Any, path: str
+    ) -> tuple[tuple[Callable[[RouteRequest], Any], ...], int, Any]:
+        step = expect_object(step, path, "a route step")
+        check_options(step, ("match", "action"), path, "route step")
+        if "action" not in step:
+            raise RouteError(path, "a route step needs an 'action'")
+        tests: tuple[Callable[[RouteRequest], Any], ...] = ()
+        if "match" in step:
+            tests = compile_match(
+                expect_object(step["match"], f"{path}.match", "match conditions"),
+                f"{path}.match",
+            )
+        kind, payload = self.action(step["action"], f"{path}.action")
+        return tests, kind, payload
+
+    # -- actions
+
+    def action(self, action: Any, path: str) -> tuple[int, Any]:
+        action = expect_object(action, path, "an action")
+        for option, why in _UNSUPPORTED_ACTION_OPTIONS.items():
+            if option in action:
+                raise RouteError(f"{path}{member(option)}", why)
+        kinds = [k for k in ("pass", "return", "share") if k in action]
+        if len(kinds) != 1:
+            found = "none" if not kinds else " and ".join(kinds)
+            raise RouteError(
+                path, f"an action needs exactly one of pass, return, share; got {found}"
+            )
+        kind = kinds[0]
+        if kind == "pass":
+            check_options(action, ("pass",), path, "pass action")
+            return self.pass_action(action["pass"], f"{path}.pass")
+        if kind == "return":
+            check_options(action, ("return", "location"), path, "return action")
+            return self.return_action(action, path)
+        check_options(
+            action,
+            ("share", "index", "fallback", "types", "chroot", "follow_symlinks", "traverse_mounts"),
+            path,
+            "share action",
+        )
+        return self.share_action(action, path)
+
+    def pass_action(self, value: Any, path: str) -> tuple[int, Any]:
+        if not isinstance(value, str):
+            raise RouteError(path, f"expected a pass target string, got {describe_value(value)}")
+        template = compile_template(value, path)
+        if isinstance(template, tuple):
+            return self.static_pass(value, path)
+        self.reached = None
+        dynamic = DynamicPass(
+            template, self.routes, self.array_mode, self.applications, self.targets
+        )
+        return DYNAMIC, dynamic
+
+    def static_pass(self, target: str, path: str) -> tuple[int, Any]:
+        segments = split_pass(target)
+        if segments is None:
+            raise RouteError(path, f"invalid pass target {target!r}")
+        head = segments[0]
+        if head == "applications":
+            if len(segments) < 2:
+                raise RouteError(path, f"invalid pass target {target!r}: 'applications/NAME'")
+            name = segments[1]
+            if self.applications is not None and name not in self.applications:
+                raise RouteError(path, f"{target!r} names no application of the configuration")
+            index = 0
+            if len(segments) == 3:
+                index = target_index(self.targets, name, segments[2])
+                if index is None:
+                    raise RouteError(path, f"{target!r} names no target of application {name!r}")
+            if self.reached is not None:
+                self.reached.add(name)
+            return FINAL, ToApplication(name, index)
+        if head == "routes":
+            name = segments[1] if len(segments) == 2 else None
+            if len(segments) == 3 or name not in self.routes or (name is None) != self.array_mode:
+                raise RouteError(path, f"{target!r} names no route of the configuration")
+            if self.current is not _LISTENER:
+                self.edges.setdefault(self.current, []).append((name, path))
+            return GOTO, self.routes[name]
+        if head == "upstreams":
+            raise RouteError(path, f"{target!r}: upstreams are not supported")
+        raise RouteError(
+            path,
+            f"invalid pass target {target!r} (expected applications/NAME, routes or routes/NAME)",
+        )
+
+    def return_action(self, action: dict[str, Any], path: str) -> tuple[int, Any]:
+        status = action["return"]
+        if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 999:
+            raise RouteError(
+                f"{path}.return", f"expected a status code 0-999, got {describe_value(status)}"
+            )
+        if "location" not in action:
+            return FINAL, Respond(status)
+        location = action["location"]
+        if not isinstance(location, str):
+            raise RouteError(
+                f"{path}.location", f"expected a URI string, got {describe_value(location)}"
+            )
+        template = compile_template(location, f"{path}.location")
+        if isinstance(template, tuple):
+            return FINAL, Respond(status, encode_location(template[0]))
+        return DYNAMIC, lambda r: Respond(status, encode_location(template(r)))
+
+    def share_action(self, action: dict[str, Any], path: str) -> tuple[int, Any]:
+        share = action["share"]
+        share_path = f"{path}.share"
+        if isinstance(share, str):
+            share = [share]
+        elif not isinstance(share, list) or not share:
+            raise RouteError(
+                share_path,
+                f"expected a path or a non-empty array of paths, got {describe_value(share)}",
+            )
+        templates = []
+        for i, item in enumerate(share):
+            item_path = f"{share_path}[{i}]" if isinstance(action["share"], list) else share_path
+            if not isinstance(item, str):
+                raise RouteError(item_path, f"expected a path string, got {describe_value(item)}")
+            templates.append(compile_template(item, item_path))
+        options: dict[str, Any] = {}
+        index = action.get("index", "index.html")
+        if not isinstance(index, str):
+            raise RouteError(f"{path}.index", f"expected a file name, got {describe_value(index)}")
+        options["index"] = as_bytes_str(index)
+        for flag in ("follow_symlinks", "traverse_mounts"):
+            if flag in action:
+                if not isinstance(action[flag], bool):
+                    raise RouteError(
+                        f"{path}.{flag}",
+                        f"expected true or false, got {describe_value(action[flag])}",
+                    )
+                options[flag] = action[flag]
+        if "types" in action:
+            options["types"] = MIME_TYPE_PATTERNS.rule(action["types"], f"{path}.types")
+        chroot: Any = None
+        if "chroot" in action:
+            if not isinstance(action["chroot"], str):
+                raise RouteError(
+                    f"{path}.chroot",
+                    f"expected a directory path, got {describe_value(action['chroot'])}",
+                )
+            chroot = compile_template(action["chroot"], f"{path}.chroot")
+        if "fallback" in action:
+            options["fallback"] = self.action(action["fallback"], f"{path}.fallback")
+        dynamic = any(not isinstance(t, tuple) for t in templates) or (
+            chroot is not None and not isinstance(chroot, tuple)
+        )
+        if not dynamic:
+            return FINAL, Share(
+                tuple(t[0] for t in templates),  # type: ignore[index]
+                chroot=None if chroot is None else chroot[0],
+                **options,
+            )
+        index = options.pop("index")
+        follow = options.pop("follow_symlinks", True)
+        traverse = options.pop("traverse_mounts", True)
+        types = options.pop("types", None)
+        fallback = options.pop("fallback", None)
+        expanders = tuple(
+            (lambda r, text=t[0]: text) if isinstance(t, tuple) else t for t in templates
+        )
+        root: Any = (lambda r: None) if chroot is None else chroot
+        if isinstance(root, tuple):
+            root = lambda r, text=chroot[0]: text  # noqa: E731
+
+        def expand(r: RouteRequest) -> Share:
+            paths = tuple([expander(r) for expander in expanders])
+            return Share(paths, index, root(r), follow, traverse, types, fallback)
+
+        return DYNAMIC, expand
+
+    # -- loops
+
+    def check_loops(self) -> None:
+        """Refuse a cycle of static passes: without rewrite the request is the same each time
+        round, so any request that enters the cycle would loop forever."""
+        done: set[str | None] = set()
+        walk: list[str | None] = []
+
+        def label(name: str | None) -> str:
+            return "routes" if name is None else f"routes/{name}"
+
+        def visit(name: str | None) -> None:
+            walk.append(name)
+            for target, where in self.edges.get(name, ()):
+                if target in walk:
+                    cycle = [*walk[walk.index(target) :], target]
+                    raise RouteError(where, "passes loop: " + " -> ".join(map(label, cycle)))
+                if target not in done:
+                    visit(target)
+            walk.pop()
+            done.add(name)
+
+        for name in self.routes:
+            if name not in done:
+                visit(name)
