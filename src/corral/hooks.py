@@ -194,6 +194,7 @@ class Hooks:
             args = (self._views.pop(args[0].pid, None) or self._orphan_view(args[0]),)
         function = self.functions.get(name)
         if function is not None:
+            lead: tuple[Any, ...]
             if name in _IN_WORKER:
                 lead = (self.server, worker) if SIGNATURES[name][0] == "server" else (worker,)
             else:

@@ -646,6 +646,33 @@ def test_committed_settings_doc_is_up_to_date() -> None:
     )
 
 
+def test_committed_structs_stub_is_up_to_date() -> None:
+    """The stub type checkers and editors read for the document's generated structs."""
+    from corral.config import stubs
+
+    committed = (ROOT / "src" / "corral" / "config" / "_structs.pyi").read_text(encoding="utf-8")
+    assert committed == stubs.stub(), (
+        "src/corral/config/_structs.pyi is stale: run "
+        "`python -m corral.config.stubs > src/corral/config/_structs.pyi`"
+    )
+
+
+def test_the_stub_names_every_field_of_the_runtime_structs() -> None:
+    import msgspec
+
+    from corral.config import document, stubs
+
+    text = stubs.stub()
+    for name in stubs.GENERATED:
+        struct = getattr(document, name)
+        body = text.split(f"class {name}(", 1)[1].split("\nclass ", 1)[0]
+        for field in msgspec.structs.fields(struct):
+            assert f"\n    {field.name}: " in body, (name, field.name)
+    # a setting the document keeps elsewhere (limits.timeout) is read under its flat name
+    assert "    def request_timeout(self) -> float: ..." in text
+    assert "    def entry_points(self) -> tuple[EntryPoint, ...]: ..." in text
+
+
 def test_docs_list_every_setting_and_flag() -> None:
     text = config_docs.render()
     for setting in SETTINGS:

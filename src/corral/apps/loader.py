@@ -103,13 +103,13 @@ def describe_load_failure(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError) and exc.filename:
         return f'{what} (File "{exc.filename}", line {exc.lineno})'
     # the application's own frames: those below load_app, without the import machinery's
-    frames = traceback.extract_tb(exc.__traceback__)
+    stack = traceback.extract_tb(exc.__traceback__)
     here = os.path.abspath(__file__)
-    below = [i for i, frame in enumerate(frames) if os.path.abspath(frame.filename) == here]
+    below = [i for i, frame in enumerate(stack) if os.path.abspath(frame.filename) == here]
     machinery = (os.path.dirname(importlib.__file__) + os.sep, "<frozen ")
     frames = [
         frame
-        for frame in frames[below[-1] + 1 if below else 0 :]
+        for frame in stack[below[-1] + 1 if below else 0 :]
         if not frame.filename.startswith(machinery)
     ]
     if not frames:

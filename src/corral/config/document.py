@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -50,6 +50,9 @@ from corral.config.settings import (
     show,
 )
 from corral.jsonpath import member
+
+if TYPE_CHECKING:
+    from corral.config._structs import AccessLog, Application, Document, Http, Limits, Settings
 
 __all__ = [
     "AccessLog",
@@ -175,13 +178,14 @@ def _server_field(self: Any) -> str:
     return f"{header}/{__version__}" if header and self.http.server_version else header
 
 
-Settings = _scope_struct(
-    "Settings",
-    Scope.SERVER,
-    "Server-wide settings (every `Scope.SERVER` declaration), NGINX Unit's `http` included.",
-    {"server": property(_server_field)},
-)
-Http = _NESTED["Http"]
+if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
+    Settings = _scope_struct(
+        "Settings",
+        Scope.SERVER,
+        "Server-wide settings (every `Scope.SERVER` declaration), NGINX Unit's `http` included.",
+        {"server": property(_server_field)},
+    )
+    Http = _NESTED["Http"]
 
 
 def _dynamic(self: Any) -> Processes | None:
@@ -226,24 +230,25 @@ def _target_names(self: Any) -> tuple[str, ...]:
     return () if self.targets is UNSET else tuple(self.targets)
 
 
-Application = _scope_struct(
-    "Application",
-    Scope.APPLICATION,
-    "One application: what to import and its process settings.",
-    {
-        "dynamic": property(_dynamic),
-        "entry_points": property(_entry_points),
-        "target_names": property(_target_names),
-    },
-    leading=[
-        ("type", _PYTHON, "python"),
-        ("module", _MODULE | None, None),  # None only with `targets`
-        ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
-        ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME
-        ("targets", dict[str, Target] | UnsetType, UNSET),
-    ],
-)
-Limits = _NESTED["Limits"]
+if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
+    Application = _scope_struct(
+        "Application",
+        Scope.APPLICATION,
+        "One application: what to import and its process settings.",
+        {
+            "dynamic": property(_dynamic),
+            "entry_points": property(_entry_points),
+            "target_names": property(_target_names),
+        },
+        leading=[
+            ("type", _PYTHON, "python"),
+            ("module", _MODULE | None, None),  # None only with `targets`
+            ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
+            ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME
+            ("targets", dict[str, Target] | UnsetType, UNSET),
+        ],
+    )
+    Limits = _NESTED["Limits"]
 
 
 class Forwarded(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -273,18 +278,19 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
 
 _ROUTES = list[Any] | dict[str, list[Any]]
 
-Document = _scope_struct(
-    "Document",
-    Scope.DOCUMENT,
-    "Everything the server does. Build it with `validate_document` or `corral.config.load`.",
-    leading=[
-        ("listeners", dict[str, Listener], {}),
-        ("routes", _ROUTES | UnsetType, UNSET),
-        ("applications", dict[str, Application], {}),
-        ("settings", Settings, msgspec.field(default_factory=Settings)),
-    ],
-)
-AccessLog = _NESTED["AccessLog"]
+if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
+    Document = _scope_struct(
+        "Document",
+        Scope.DOCUMENT,
+        "Everything the server does. Build it with `validate_document` or `corral.config.load`.",
+        leading=[
+            ("listeners", dict[str, Listener], {}),
+            ("routes", _ROUTES | UnsetType, UNSET),
+            ("applications", dict[str, Application], {}),
+            ("settings", Settings, msgspec.field(default_factory=Settings)),
+        ],
+    )
+    AccessLog = _NESTED["AccessLog"]
 
 # NGINX Unit's keys corral does not implement, by object: refused with their own words.
 _UNIT_ONLY: dict[type, tuple[str, ...]] = {
@@ -401,7 +407,7 @@ def validate_document(data: Any) -> Document:
                 )
         else:
             router = router or _router(UNSET, applications)
-            _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))
+            _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))  # type: ignore[misc]
         if listener.forwarded is not UNSET:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")
         if listener.proxy_allow_from is not UNSET:

@@ -566,9 +566,9 @@ def from_flags(given: Mapping[str, Any], argv: Iterable[str]) -> Reading:
     if refused:
         order = {flag: entry.name for entry in NAMES.values() for flag in entry.flags}
         for flag in typed:
-            name = order.get(flag)
-            if name in refused:
-                raise ConfigError(refused[name])
+            first = order.get(flag)
+            if first in refused:
+                raise ConfigError(refused[first])
         raise ConfigError(next(iter(refused.values())))
     return reading
 

@@ -193,7 +193,7 @@ class RequestParser(Parser):
         counting when the connection goes, instead of waiting for the cycle collector (a
         collection every ~60 connections under close-per-request traffic)."""
         self.ended = True
-        self._sink = self._begin = None
+        self._sink = self._begin = None  # type: ignore[assignment]  # detached: never used
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""

@@ -58,8 +58,9 @@ class UwsgiHead(RequestHead):
         # framed as for an HTTP/1.0 client: not chunked, then closed
         super().__init__(method, target, "1.0", headers, False, content_length, False, False)
         self.vars = variables  # decoded as latin-1, PEP 3333's native strings
-        self.protocol = variables.get("SERVER_PROTOCOL") or "HTTP/1.1"
-        self.client = variables.get("REMOTE_ADDR") or None
+        # the packet's own: an attribute where an HTTP head computes the property
+        self.protocol = variables.get("SERVER_PROTOCOL") or "HTTP/1.1"  # type: ignore[misc]
+        self.client = variables.get("REMOTE_ADDR") or None  # type: ignore[assignment]
         self.scheme = _scheme(variables)
 
 
@@ -106,7 +107,7 @@ class UwsgiParser(Parser):
     def detach(self) -> None:
         """The sink's connection closed: as RequestParser.detach."""
         self.ended = True
-        self._sink = None
+        self._sink = None  # type: ignore[assignment]  # detached: never used again
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``; raises :class:`HttpError` for anything not to be served."""

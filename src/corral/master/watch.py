@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 
 
 class TouchedFiles:
@@ -62,7 +63,7 @@ class SourceWatcher:
         sources = self._watchfiles.PythonFilter()
         files = self._files
 
-        def wanted(change: object, path: str) -> bool:
+        def wanted(change: Any, path: str) -> bool:
             return path in files or sources(change, path)
 
         for changes in self._watchfiles.watch(

@@ -139,9 +139,10 @@ def _pattern(raw: Any, path: str) -> tuple[bool, int, int, int, int, int]:
         low = base >> host_bits << host_bits  # host bits are ignored, as in Unit
         high = low | ((1 << host_bits) - 1)
     else:
-        low = high = parse(address)  # type: ignore[assignment]
-        if low is None:
+        single = parse(address)
+        if single is None:
             raise bad(f"expected an IPv{family} address, a CIDR block or a range")
+        low = high = single
     assert 0 <= low <= high <= top
     return negative, family, low, high, *ports
 

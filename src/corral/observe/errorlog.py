@@ -13,9 +13,9 @@ _FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 def setup_error_log(target: str | None, level: str) -> logging.Logger:
     """Send the ``corral`` logger to ``target`` (``-`` or None: stderr; else a file path)."""
     logger = logging.getLogger(LOGGER_NAME)
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+        old.close()
     if target in (None, "", "-"):
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
     else:

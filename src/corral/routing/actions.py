@@ -30,7 +30,7 @@ __all__ = [
 class Action:
     """What the server does with a request: one of the subclasses below."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def _fields(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)

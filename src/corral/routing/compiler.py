@@ -190,21 +190,21 @@ class _Compiler:
             name = segments[1]
             if self.applications is not None and name not in self.applications:
                 raise RouteError(path, f"{target!r} names no application of the configuration")
-            index = 0
+            index: int | None = 0
             if len(segments) == 3:
                 index = target_index(self.targets, name, segments[2])
                 if index is None:
                     raise RouteError(path, f"{target!r} names no target of application {name!r}")
             if self.reached is not None:
                 self.reached.add(name)
-            return FINAL, ToApplication(name, index)
+            return FINAL, ToApplication(name, index or 0)
         if head == "routes":
-            name = segments[1] if len(segments) == 2 else None
-            if len(segments) == 3 or name not in self.routes or (name is None) != self.array_mode:
+            route = segments[1] if len(segments) == 2 else None
+            if len(segments) == 3 or route not in self.routes or (route is None) != self.array_mode:
                 raise RouteError(path, f"{target!r} names no route of the configuration")
             if self.current is not _LISTENER:
-                self.edges.setdefault(self.current, []).append((name, path))
-            return GOTO, self.routes[name]
+                self.edges.setdefault(self.current, []).append((route, path))
+            return GOTO, self.routes[route]
         if head == "upstreams":
             raise RouteError(path, f"{target!r}: upstreams are not supported")
         raise RouteError(

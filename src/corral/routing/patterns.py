@@ -155,7 +155,7 @@ def _any_of(matchers: list[tuple[str, Any]]) -> Callable[[str], Any] | None:
         checks.append(lambda v: v.endswith(suffixes))
     for kind, data in matchers:
         if kind == "contains":
-            checks.append(lambda v, part=data: part in v)
+            checks.append(lambda v, part=data: part in v)  # type: ignore[misc]
         elif kind == "fn":
             checks.append(data)
     if len(checks) == 1:

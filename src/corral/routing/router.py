@@ -138,9 +138,9 @@ class DynamicPass:
                 action = self.cache[key] = ToApplication(name, index)
             return action
         if head == "routes" and len(segments) <= 2:
-            name = segments[1] if len(segments) == 2 else None
-            if (name is None) == self.array_mode and name in self.routes:
-                return self.routes[name]
+            route = segments[1] if len(segments) == 2 else None
+            if (route is None) == self.array_mode and route in self.routes:
+                return self.routes[route]
         return NOT_FOUND
 
 

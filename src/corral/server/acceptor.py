@@ -192,8 +192,8 @@ class Accepted(socket.socket):
     """
 
     __slots__ = ()
-    family = _socket.socket.family
-    type = _socket.socket.type
+    family = _socket.socket.family  # type: ignore[assignment]  # the plain int, on purpose
+    type = _socket.socket.type  # type: ignore[assignment]
 
 
 class BalancedAcceptor:
@@ -256,7 +256,7 @@ class BalancedAcceptor:
         try:
             for _ in range(min(room, BATCH)):
                 try:
-                    fd, _ = self._sock._accept()
+                    fd, _ = self._sock._accept()  # type: ignore[attr-defined]  # see above
                 except (BlockingIOError, InterruptedError):
                     self._declined_at = None  # nothing waits: whoever was to take it did
                     return

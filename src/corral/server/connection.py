@@ -93,7 +93,8 @@ class ServerState:
         on_finish: Callable[[HttpConnection, Exchange], None] | None = None,
     ) -> None:
         self.adapter = adapter
-        self.empty_body = adapter.empty_body  # every request without a body has this one
+        # every request without a body has this one (each adapter defines it)
+        self.empty_body = adapter.empty_body  # type: ignore[attr-defined]
         self.limits = limits
         self.keep_alive = keep_alive
         self.header_timeout = header_timeout
@@ -114,7 +115,8 @@ class ServerState:
         # told when a client closes its side of a connection that stays open for the answers
         # still due (a balanced pool's `connections`: it then no longer counts as held)
         self.on_client_gone: Callable[[HttpConnection], None] | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
+        # the worker's loop, set before the first connection is made
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
 
 
 class Exchange:

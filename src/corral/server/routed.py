@@ -164,7 +164,8 @@ class _HandOff(Exchange):
         self.address = address
 
     def start(self, conn: HttpConnection) -> None:
-        conn.route.hand_off()  # the exchange stays active: nothing after it is dispatched here
+        # the exchange stays active: nothing after it is dispatched here
+        conn.route.hand_off()  # type: ignore[union-attr]  # a routed connection has one
 
 
 def reply(
@@ -449,12 +450,13 @@ def adopt_factory(
         def factory() -> HttpConnection:
             conn = HttpConnection(server, plan)
             route = conn.route  # what the hand-off brought: read before the socket's bytes
+            assert route is not None  # the plan routes
             route.initial = payload
             route.hops = int(header.get("hops", 1))
             route.given_peer = given
             return conn
 
-        task = loop.create_task(loop.connect_accepted_socket(factory, client))
+        task = loop.create_task(loop.connect_accepted_socket(factory, client))  # type: ignore[type-var]
         routing.adopting.add(task)
         task.add_done_callback(_report_adoption)
 

@@ -16,7 +16,10 @@ from urllib.parse import unquote_to_bytes
 
 ASGI_VERSION = {"version": "3.0", "spec_version": "2.4"}
 # what every HTTP scope offers (http.response.trailers only where the client takes them)
-_EXTENSIONS = {"http.response.pathsend": {}, "http.response.zerocopysend": {}}
+_EXTENSIONS: dict[str, dict[str, Any]] = {
+    "http.response.pathsend": {},
+    "http.response.zerocopysend": {},
+}
 
 
 def connection_scope(sockname: Any, peer: Any, scheme: str = "http") -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-_EXTENSIONS = {"websocket.http.response": {}}
+_EXTENSIONS: dict[str, dict[str, Any]] = {"websocket.http.response": {}}
 
 
 @dataclass(frozen=True)

@@ -254,7 +254,7 @@ def request_environ(base: dict[str, Any], head: RequestHead, body: Any) -> dict[
     keys = _header_keys
     headers = head.headers
     for name, value in headers:
-        key = keys.get(name, _MISSING)
+        key: Any = keys.get(name, _MISSING)
         if key is _MISSING:
             key = _environ_key(name)
         if key is None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 
 class ClientDisconnected(OSError):
@@ -35,7 +35,7 @@ class _ReadLines:
         raise NotImplementedError
 
     def readlines(self, hint: int | None = -1) -> list[bytes]:
-        lines = []
+        lines: list[bytes] = []
         total = 0
         while True:
             line = self.readline()
@@ -85,7 +85,7 @@ class BufferedInput(_ReadLines):
     __slots__ = ("_file",)
 
     def __init__(self, spill: int) -> None:
-        self._file: BinaryIO = tempfile.SpooledTemporaryFile(max_size=spill)  # noqa: SIM115
+        self._file: Any = tempfile.SpooledTemporaryFile(max_size=spill)  # noqa: SIM115
 
     def feed(self, chunk: bytes) -> None:
         self._file.write(chunk)

@@ -24,14 +24,14 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
 from __future__ import annotations
 
 from asyncio import _set_running_loop
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.apps.deadline import RequestTimeoutExceeded
 from corral.apps.wsgi.environ import ConnectionEnviron
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.input import ClientDisconnected
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse
+from corral.http.response import InvalidResponse, ResponseHead
 from corral.server.connection import Exchange, HttpConnection
 
 _CHUNK_END = b"0\r\n\r\n"
@@ -105,6 +105,23 @@ class WsgiCall:
     """One request's call of the application, over HTTP or a uwsgi packet (its environ is
     the connection's `ConnectionEnviron`'s; the answer is the same HTTP/1.x response either
     way). Made by `make_call`."""
+
+    if TYPE_CHECKING:  # compiled, response.pxd declares them; made by make_call
+        app: Any
+        environ: ConnectionEnviron
+        conn: HttpConnection
+        exchange: Exchange
+        out: Output
+        log: Any
+        keep_alive: bool
+        discard_body: bool
+        status: str | None
+        headers: list[tuple[str, str]] | None
+        head: ResponseHead | None
+        result: Any
+        iterator: Any
+        sent: int
+        remaining: int | None
 
     # -- the application's side -------------------------------------------------
 

@@ -186,7 +186,7 @@ class ThreadOutput(Output):
         self.conn = conn
         self.exchange = exchange
         self.loop = conn.loop
-        self._cond: threading.Condition | None = None  # made by the first write()
+        self._cond: threading.Condition = None  # type: ignore[assignment]  # the first write()
         self._inflight = 0
         self._blocked = False
 
@@ -212,7 +212,7 @@ class ThreadOutput(Output):
             while (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
                 self._cond.wait(0.5)
         finally:
-            if clock is not None:
+            if watchdog is not None and clock is not None:
                 watchdog.resume(clock)
 
     def _write_on_loop(self, data: bytes) -> None:
@@ -312,7 +312,7 @@ class WsgiAdapter(Adapter):
         if self.pool is None and not head.expect_continue:
             return BufferedInput(self.body_buffer_size)
         exchange.streaming = True
-        call = conn.loop.call_soon_threadsafe  # type: ignore[union-attr]
+        call = conn.loop.call_soon_threadsafe
         return StreamingInput(
             BODY_HIGH_WATER,
             partial(call, conn.send_continue, exchange) if head.expect_continue else None,
