@@ -281,3 +281,35 @@ def test_messages_cut_anywhere_come_out_whole(messages, cuts):
 
 def test_in_progress_describes_the_request():
     assert REQUEST.describe() == "GET /a%20b?x=1"
+
+
+def test_the_master_keeps_what_a_worker_reports(logged):
+    """WorkerProcess.feed and record (master/process.py) read the messages, not the text."""
+    from types import SimpleNamespace
+
+    from corral.master.process import WorkerProcess
+
+    pool = SimpleNamespace(application=SimpleNamespace(threads=2))
+    worker = WorkerProcess(1234, 2, None, pool, -1)
+    counts = (1,) * (BOUNDS + 1)
+    data = b"".join(
+        encode(message)
+        for message in (
+            Connections(5, 3, 2, 0, 1),
+            Latency(2_000_000, counts),
+            Beat(9, InProgress(3.5, "GET", "/slow")),
+            Ready(),
+            Failed("boom"),
+        )
+    )
+    kept = [worker.record(message) for message in worker.feed(data + b"conn x\nhb 1 0")]
+    assert kept == [True, True, True, False, True]
+    assert worker.connections == (5, 3, 2, 0, 1)
+    assert worker.latency == (2_000_000, list(counts))
+    assert (worker.served, worker.request) == (9, (3.5, "GET /slow"))
+    assert worker.failure == "boom"
+    # the malformed conn line changed nothing; the hb line waits for its newline
+    assert [worker.record(m) for m in worker.feed(b"\n")] == [True]
+    assert (worker.served, worker.request, worker.connections[0]) == (1, None, 5)
+    (message,) = logged()
+    assert message.startswith("worker 2 (pid 1234): skipped a heartbeat line, ")

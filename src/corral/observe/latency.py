@@ -32,16 +32,6 @@ class LatencyHistogram:
         self.counts[min(max(index, 0), BOUNDS)] += 1
 
 
-def parse_line(line: str) -> tuple[int, list[int]] | None:
-    """``(sum_us, counts)`` from a ``lat`` line, or None if it is malformed."""
-    try:
-        _, total, counts = line.split(" ", 2)
-        values = [int(count) for count in counts.split(",")]
-        return (int(total), values) if len(values) == BOUNDS + 1 else None
-    except ValueError:
-        return None
-
-
 def add(total: tuple[int, list[int]] | None, more: tuple[int, list[int]]) -> tuple[int, list[int]]:
     """Two histograms' sums and counts added."""
     if total is None:
