@@ -5,8 +5,8 @@ Why a module of its own: the lines are written in three places (the worker's loo
 worker before the application is imported, ``Arbiter._worker_main``) and read by the master
 (``master/process.py``, ``Arbiter._on_line``), and later by a ``corral ctl top`` view. Each
 side builds or matches a message class; only this module knows the bytes. It imports neither
-the master nor the server, and nothing outside the standard library, so any of them can use
-it (``control/ctl.py`` is stdlib only).
+the master nor the server, only the standard library and ``observe/latency.py``'s bucket
+count (itself stdlib only), so any of them can use it (``control/ctl.py`` is stdlib only).
 
 The messages are frozen ``dataclass(slots=True)`` classes rather than ``msgspec.Struct``:
 the worker sends two or three lines a second, so the ~0.4 µs a frozen dataclass costs to
