@@ -2,7 +2,7 @@
 
 Why a module of its own: the lines are written in three places (the worker's loop,
 ``server/worker.py``; its watchdog thread, ``apps/deadline.py``; the master's code in a new
-worker before the application is imported, ``Arbiter._worker_main``) and read by the master
+worker before the application is imported, ``master/child.py``) and read by the master
 (``master/process.py``, ``Arbiter._on_line``), and later by a ``corral ctl top`` view. Each
 side builds or matches a message class; only this module knows the bytes. It imports neither
 the master nor the server, only the standard library and ``observe/latency.py``'s bucket
