@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from corral.apps.deadline import RequestClock, RequestTimeoutExceeded, Watchdog
+from corral.wire import Stuck, encode
 
 
 class Records(logging.Handler):
@@ -41,12 +42,12 @@ def records() -> Iterator[Records]:
 
 
 @pytest.fixture
-def watchdog(records: Records) -> Iterator[Callable[..., tuple[Watchdog, list[str]]]]:
+def watchdog(records: Records) -> Iterator[Callable[..., tuple[Watchdog, list[Stuck]]]]:
     previous = signal.getsignal(signal.SIGALRM)
     started: list[Watchdog] = []
 
     def start(timeout: float, grace: float = 60.0, interval: float | None = None):
-        reports: list[str] = []
+        reports: list[Stuck] = []
         dog = Watchdog(
             timeout,
             grace,
@@ -154,7 +155,7 @@ def test_a_thread_that_does_not_unwind_is_reported_once(watchdog, records):
         on_thread(lambda: clock.run(time.sleep, 0.6))
     assert time.monotonic() - started >= 0.6
     assert len(reports) == 1, reports
-    assert re.fullmatch(r"stuck 0\.[1-3] GET /a%20b", reports[0]), reports
+    assert re.fullmatch(rb"stuck 0\.[1-3] GET /a%20b\n", encode(reports[0])), reports
     assert records.messages[0].startswith("request timeout: GET /a b has run 0.")
     assert records.messages[1].startswith(
         "request timeout: GET /a b did not unwind within request_timeout_grace (0.1s)"

@@ -25,8 +25,8 @@ exception unwinds the application; ``WsgiCall.fail`` answers 504 (or closes a co
 whose response had begun) and calls the iterable's ``close()``, as for any failure. A pool
 thread blocked in C cannot be reached until the call returns: if a thread is still inside the
 application ``request_timeout_grace`` seconds after the exception was raised, the watchdog logs
-its stack again and writes ``stuck AGE METHOD TARGET`` to the heartbeat pipe, and the master
-kills and replaces the worker.
+its stack again and reports a :class:`~corral.wire.Stuck` message (the line ``stuck AGE
+METHOD TARGET`` on the heartbeat pipe), and the master kills and replaces the worker.
 
 Invariants:
 - An exception is raised into a thread only while that thread is inside a segment of the
@@ -58,6 +58,7 @@ from time import monotonic
 from typing import Any
 
 from corral.apps.wsgi.filewrapper import FileWrapper
+from corral.wire import InProgress, Stuck
 
 # Sent to the main thread with the exception, so that a blocking system call returns.
 WAKE_SIGNAL = signal.SIGALRM
@@ -222,14 +223,14 @@ class Watchdog:
         timeout: float,
         grace: float,
         log: logging.Logger,
-        report: Callable[[str], None],
+        report: Callable[[Stuck], None],
         *,
         interval: float | None = None,
     ) -> None:
         self.timeout = timeout
         self.grace = grace
         self.log = log
-        self.report = report  # writes one line to the heartbeat pipe
+        self.report = report  # writes the message to the heartbeat pipe (Worker._send)
         # a tenth of a second late at most, so the 504 leaves well within 0.25 s
         self.interval = interval or max(0.01, min(0.1, timeout / 4))
         self.lock = threading.Lock()
@@ -309,8 +310,8 @@ class Watchdog:
                 names.get(tid, tid),
                 _format(stack),
             )
-            target = clock.target.replace(" ", "%20")[:200]
-            self.report(f"stuck {ran:.1f} {clock.method} {target}")
+            # encode() cuts the target and writes its spaces %20
+            self.report(Stuck(InProgress(round(ran, 1), clock.method, clock.target)))
 
     # -- for the server's blocking waits, called from inside a segment -------------------
 

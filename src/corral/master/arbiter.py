@@ -62,6 +62,7 @@ from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import reopen_error_log, setup_error_log
 from corral.server.worker import EXIT_APP_LOAD
+from corral.wire import Abort, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
@@ -335,27 +336,27 @@ class Arbiter:
             self.loop.remove_reader(worker.beat_fd)
             return
         worker.last_beat = time.monotonic()
-        for line in worker.feed(data):
-            self._on_line(worker, line)
+        for message in worker.feed(data):
+            self._on_line(worker, message)
 
-    def _on_line(self, worker: WorkerProcess, line: str) -> None:
-        """One heartbeat line (see worker.py)."""
-        if worker.record(line):
+    def _on_line(self, worker: WorkerProcess, message: Message) -> None:
+        """One heartbeat message (see corral/wire.py)."""
+        if worker.record(message):
             return
-        if line == "ready":
+        if isinstance(message, Ready):
             self._on_ready(worker)
-        elif line == "closed":
+        elif isinstance(message, Closed):
             worker.stopped_accepting = True
             self.reloads.accepting_changed.set()
-        elif line.startswith("retire "):
+        elif isinstance(message, Retire):
             limit = worker.pool.application.max_requests
-            worker.retire_asked = f"served {line[7:]} requests (max_requests {limit})"
+            worker.retire_asked = f"served {message.served} requests (max_requests {limit})"
             self._consider_recycling(worker)
-        elif line.startswith("abort "):
-            worker.request = request_of(line.split(" ", 3)[1:])
+        elif isinstance(message, Abort):
+            worker.request = request_of(message.request)
             self._finish_kill(worker)
-        elif line.startswith("stuck ") and not worker.timed_out:
-            worker.request = request_of(line.split(" ", 3)[1:])
+        elif isinstance(message, Stuck) and not worker.timed_out:
+            worker.request = request_of(message.request)
             app = worker.pool.application
             self._kill(
                 worker,
@@ -507,8 +508,8 @@ class Arbiter:
         with contextlib.suppress(OSError):
             while chunk := os.read(worker.beat_fd, 65536):
                 data += chunk
-        for line in worker.feed(data):
-            worker.record(line)
+        for message in worker.feed(data):
+            worker.record(message)
 
     def _on_exit(self, worker: WorkerProcess, status: int) -> None:
         self.hooks.call("child_exit", worker)

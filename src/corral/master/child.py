@@ -24,6 +24,7 @@ from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
 from corral.master.generation import Pool
 from corral.master.identity import Identity
 from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
+from corral.wire import Failed, encode
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def worker_main(fork: Fork) -> int:
         except StdioError as exc:
             fork.log.error("%s cannot start: %s", pool.name, exc)
             with contextlib.suppress(OSError):
-                os.write(beat_fd, f"failed {exc}\n".encode("utf-8", "replace"))
+                os.write(beat_fd, encode(Failed(str(exc))))
             return EXIT_APP_LOAD  # as an application that cannot import: it would again
     try:
         pool.identity.switch()

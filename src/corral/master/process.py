@@ -8,6 +8,7 @@ from typing import Any
 
 from corral.master.scaling import IDLE
 from corral.observe import latency
+from corral.wire import Beat, Connections, Failed, InProgress, Latency, LineDecoder, Message
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -41,42 +42,40 @@ class WorkerProcess:
         self.kill_reason: str | None = None  # set while a timeout kill is under way
         self.timed_out = False
         self.served = 0
-        self.connections = (0, 0, 0, 0, 0)  # its last "conn" line: see Worker._connections_line
-        self.latency: tuple[int, list[int]] | None = None  # its last "lat" line: (sum µs, counts)
+        self.connections = (0, 0, 0, 0, 0)  # its last Connections message, as a tuple
+        self.latency: tuple[int, list[int]] | None = None  # its last Latency: (sum µs, counts)
         self.failure: str | None = None  # its "failed" line: why the application did not load
         # how busy it was (see master/scaling.py), from its "lat" and "conn" lines
         self.busy_share = 0.0
         self.idle_since: float | None = self.started  # idle until its heartbeats say busy
         self._busy_mark: tuple[float, int] | None = None  # (when, latency sum µs) last seen
-        self._partial = b""
+        self._decoder = LineDecoder(f"worker {slot} (pid {pid})")
 
     @property
     def age(self) -> float:
         return time.monotonic() - self.started
 
-    def feed(self, data: bytes) -> list[str]:
-        """Complete heartbeat lines in ``data`` (a line may span reads)."""
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        return [line.decode("utf-8", "replace") for line in lines]
+    def feed(self, data: bytes) -> list[Message]:
+        """The heartbeat messages ``data`` completes (a line may span reads; one that is not
+        a message is skipped, and logged once per kind: see corral/wire.py)."""
+        return self._decoder.feed(data)
 
-    def record(self, line: str) -> bool:
-        """Keep what a heartbeat line reports (see worker.py); False for a line that asks the
-        master to act (``ready``, ``retire``, ``abort``, ``stuck``)."""
-        if line.startswith("hb "):
-            parts = line.split(" ", 4)
-            self.served = int(parts[1])
-            self.request = request_of(parts[2:])
-        elif line.startswith("conn "):
-            self.connections = _connections_of(line)
-        elif line.startswith("lat "):
-            self.latency = latency.parse_line(line)
-            if self.latency is not None:
-                self._measure_busy(self.latency[0])
-        elif line.startswith("failed "):
-            self.failure = line[7:]
-        else:
-            return False
+    def record(self, message: Message) -> bool:
+        """Keep what a heartbeat message reports; False for one that asks the master to act
+        (``Ready``, ``Closed``, ``Retire``, ``Abort``, ``Stuck``)."""
+        match message:
+            case Beat(served, request):
+                self.served = served
+                self.request = request_of(request)
+            case Connections(accepted, closed, active, idle, busy):
+                self.connections = (accepted, closed, active, idle, busy)
+            case Latency(sum_us, counts):
+                self.latency = (sum_us, list(counts))
+                self._measure_busy(sum_us)
+            case Failed(cause):
+                self.failure = cause
+            case _:
+                return False
         return True
 
     def _measure_busy(self, sum_us: int) -> None:
@@ -103,20 +102,9 @@ class WorkerProcess:
             return 0.0
 
 
-def request_of(fields: list[str]) -> tuple[float, str] | None:
-    """``["AGE", "METHOD", "TARGET"]`` from a heartbeat, or None for ``["0"]``."""
-    if len(fields) < 3:
-        return None
-    return float(fields[0]), f"{fields[1]} {fields[2]}"
-
-
-def _connections_of(line: str) -> tuple[int, int, int, int, int]:
-    """A worker's ``conn ACCEPTED CLOSED ACTIVE IDLE BUSY`` line (zeros if malformed)."""
-    try:
-        accepted, closed, active, idle, busy = (int(field) for field in line.split()[1:6])
-    except ValueError:
-        return (0, 0, 0, 0, 0)
-    return (accepted, closed, active, idle, busy)
+def request_of(request: InProgress | None) -> tuple[float, str] | None:
+    """``(age, "METHOD TARGET")``, as the master keeps a heartbeat's request."""
+    return None if request is None else (request.age, request.describe())
 
 
 class Tally:

@@ -4,8 +4,8 @@ A :class:`LatencyHistogram` is called as each response finishes (like the access
 with the precise start the connection took for it) and costs one clock read, one
 ``bit_length`` and two additions. Bucket ``i`` counts durations below ``2**(i + 7)`` µs
 (128 µs, 256 µs, ... 16.8 s); the last one counts the rest. The worker sends the counts
-and the sum with its heartbeat (``lat SUM_US C0,C1,...``); the master adds them up per
-application and writes Prometheus' cumulative ``le`` buckets.
+and the sum with its heartbeat (``corral.wire.Latency``: ``lat SUM_US C0,C1,...``); the
+master adds them up per application and writes Prometheus' cumulative ``le`` buckets.
 """
 
 from __future__ import annotations
@@ -30,19 +30,6 @@ class LatencyHistogram:
         self.sum_us += micros
         index = micros.bit_length() - FIRST_BIT
         self.counts[min(max(index, 0), BOUNDS)] += 1
-
-    def line(self) -> str:
-        return f"lat {self.sum_us} {','.join(map(str, self.counts))}"
-
-
-def parse_line(line: str) -> tuple[int, list[int]] | None:
-    """``(sum_us, counts)`` from a ``lat`` line, or None if it is malformed."""
-    try:
-        _, total, counts = line.split(" ", 2)
-        values = [int(count) for count in counts.split(",")]
-        return (int(total), values) if len(values) == BOUNDS + 1 else None
-    except ValueError:
-        return None
 
 
 def add(total: tuple[int, list[int]] | None, more: tuple[int, list[int]]) -> tuple[int, list[int]]:

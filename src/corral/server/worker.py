@@ -2,7 +2,8 @@
 
 The worker owns its loop, its connections and its application; it learns
 nothing from the master but a :class:`WorkerSpec` and the TERM/QUIT signals, and
-tells the master only through its heartbeat pipe: ``ready`` once the application
+tells the master only through its heartbeat pipe (the messages of ``corral/wire.py``, one
+line each): ``ready`` once the application
 is imported and the listeners are served, then once a second a line with the
 requests served and the age, method and path of the oldest request in progress,
 and ``retire N`` once it has served its ``max_requests``; ``failed CAUSE`` (one line: the
@@ -80,12 +81,23 @@ from corral.server.handoff import HandoffServer
 from corral.server.plan import ListenerPlan, ListenerSpec
 from corral.server.proxied import ProxyPlan
 from corral.server.routed import Routing, adopt_factory
+from corral.wire import (
+    Abort,
+    Beat,
+    Closed,
+    Connections,
+    Failed,
+    InProgress,
+    Latency,
+    Message,
+    Ready,
+    Retire,
+    encode,
+)
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
 EXIT_ABORTED = 6  # killed by the master's ABRT after a timeout
-# A heartbeat line stays below PIPE_BUF (4096 bytes), so that one write is atomic.
-FAILURE_LINE_MAX = 1000
 
 
 @dataclass
@@ -194,8 +206,7 @@ class Worker:
                     else "\n" + traceback.format_exc().rstrip(),
                 )
                 # and to the master, which names the cause to the control API
-                cause = describe_load_failure(exc).replace("\n", " ")[:FAILURE_LINE_MAX]
-                self._send(f"failed {cause}")
+                self._send(Failed(describe_load_failure(exc)))
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
         set_unsafe_fields(settings.discard_unsafe_fields)
@@ -327,8 +338,7 @@ class Worker:
                 self.log.error(
                     "application %r: ASGI lifespan startup failed: %s", spec.app_name, exc
                 )
-                cause = f"ASGI lifespan startup failed: {exc}".replace("\n", " ")
-                self._send(f"failed {cause[:FAILURE_LINE_MAX]}")
+                self._send(Failed(f"ASGI lifespan startup failed: {exc}"))
                 return EXIT_APP_LOAD
         if self.stopping:
             await self._end_lifespans()
@@ -365,7 +375,7 @@ class Worker:
             handoffs.start()
             self.servers.append(handoffs)  # closed with the listeners when a drain begins
             self.handoffs = handoffs
-        self._send("ready")
+        self._send(Ready())
         self._schedule_tick()
         await self._done
         await self._end_lifespans()
@@ -453,8 +463,8 @@ class Worker:
         self._heartbeat()
         self._schedule_tick()
 
-    def _oldest_request(self, now: float) -> str:
-        """``"AGE METHOD TARGET"`` of the oldest request in progress, or ``"0"``."""
+    def _oldest_request(self, now: float) -> InProgress | None:
+        """The oldest request in progress (its age to a tenth of a second), or None."""
         state = self.state
         assert state is not None
         oldest = None
@@ -465,10 +475,9 @@ class Worker:
             if oldest is None or exchange.request_start < oldest[0]:
                 oldest = (exchange.request_start, exchange)
         if oldest is None:
-            return "0"
-        head = oldest[1].head
-        target = head.target.decode("latin-1").replace(" ", "%20")[:200]
-        return f"{now - oldest[0]:.1f} {head.method} {target}"
+            return None
+        head = oldest[1].head  # encode() cuts the target and writes its spaces %20
+        return InProgress(round(now - oldest[0], 1), head.method, head.target.decode("latin-1"))
 
     def _on_finish(self) -> Any:
         """What runs as each response finishes: the access log, the latency histogram."""
@@ -486,14 +495,15 @@ class Worker:
     def _heartbeat(self) -> None:
         state = self.state
         assert state is not None
-        self._send(self._connections_line())
-        if self.latency is not None:
-            self._send(self.latency.line())
-        self._send(f"hb {state.served} {self._oldest_request(state.now)}")
+        self._send(self._connections())
+        latency = self.latency
+        if latency is not None:
+            self._send(Latency(latency.sum_us, tuple(latency.counts)))
+        self._send(Beat(state.served, self._oldest_request(state.now)))
 
-    def _connections_line(self) -> str:
-        """``conn ACCEPTED CLOSED ACTIVE IDLE BUSY``: connections accepted and closed so far,
-        open ones with a request (active) or without (idle), requests in the application."""
+    def _connections(self) -> Connections:
+        """Connections accepted and closed so far, open ones with a request (active) or
+        without (idle), requests in the application."""
         state = self.state
         assert state is not None
         active = busy = 0
@@ -502,11 +512,13 @@ class Worker:
                 active += 1
                 busy += conn.active is not None and not conn.waiting_for_client()
         idle = len(state.connections) - active
-        return f"conn {state.accepted} {state.closed} {active} {idle} {busy}"
+        return Connections(state.accepted, state.closed, active, idle, busy)
 
-    def _send(self, line: str) -> None:
+    def _send(self, message: Message) -> None:
+        """One line to the heartbeat pipe (from the loop, the watchdog thread or a signal
+        handler: one write below PIPE_BUF is atomic); dropped when the pipe is full."""
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
-            os.write(self.spec.heartbeat_fd, (line + "\n").encode("utf-8", "replace"))
+            os.write(self.spec.heartbeat_fd, encode(message))
 
     def _retire(self) -> None:
         """``max_requests`` reached: the master starts a successor, then sends TERM.
@@ -516,7 +528,7 @@ class Worker:
         """
         state = self.state
         assert state is not None
-        self._send(f"retire {state.served}")
+        self._send(Retire(state.served))
 
     # -- logs -------------------------------------------------------------------------
 
@@ -552,7 +564,7 @@ class Worker:
         self.adapter.drain()
         # the master answers a control API change only once its retired workers said this:
         # a connection opened after the answer must not reach the old configuration
-        self._send("closed")
+        self._send(Closed())
         grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
         self.loop.call_later(grace, self._close_idle)
         self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
@@ -612,7 +624,7 @@ class Worker:
             # is on no thread's stack
             self.log.error("its pending tasks:\n%s", task_stacks(self.loop))
         if self.state is not None and self.loop is not None:
-            self._send(f"abort {self._oldest_request(self.loop.time())}")
+            self._send(Abort(self._oldest_request(self.loop.time())))
         os._exit(EXIT_ABORTED)
 
     def quit(self, *_: object) -> None:
