@@ -21,7 +21,8 @@ from typing import Any
 
 import msgspec
 
-from corral.config import document
+from corral.config import document, settings
+from corral.config.settings import BY_NAME
 
 # the structs written out, nested ones first (a field's type names its struct)
 GENERATED = ("Http", "Limits", "AccessLog", "Settings", "Application", "Document")
@@ -104,28 +105,20 @@ def _struct_source(cls: type, imports: _Imports) -> str:
     for name in sorted(vars(cls)):
         value = vars(cls)[name]
         if isinstance(value, property) and value.fget is not None:
-            returns = _property_type(cls, name, value)
+            returns = _property_type(name, value)
             lines += ["    @property", f"    def {name}(self) -> {render(returns, imports)}: ..."]
     return "\n".join(lines) + "\n"
 
 
-def _property_type(cls: type, name: str, prop: property) -> Any:
+def _property_type(name: str, prop: property) -> Any:
     """What a property of a struct gives: a setting read under its flat name has the type
     its view returns (or the setting's); the others say it in their annotation."""
-    from corral.config.settings import BY_NAME
-
     setting = BY_NAME.get(name)
     if setting is not None and setting.view is None:
         return setting.type
     function = setting.view if setting is not None else prop.fget
-    hints = typing.get_type_hints(function, vars(document) | vars(_settings_module()))
+    hints = typing.get_type_hints(function, vars(document) | vars(settings))
     return hints.get("return", Any)
-
-
-def _settings_module() -> types.ModuleType:
-    from corral.config import settings
-
-    return settings
 
 
 def stub() -> str:
