@@ -114,6 +114,7 @@ class Server:
     label: str
     build: Builder
     reference: bool = False
+    asgi: bool = False  # runs ASGI applications only: not in the WSGI scenarios
 
 
 @dataclass(frozen=True)
@@ -289,8 +290,8 @@ SERVERS: dict[str, Server] = {
     "uwsgi": Server("uwsgi", "uWSGI", uwsgi),
     "uwsgi-http11": Server("uwsgi", "uWSGI --http11-socket", uwsgi_http11),
     "granian": Server("granian", "Granian", granian),
-    "granian-asgi": Server("granian", "Granian ASGI", granian_asgi),
-    "uvicorn": Server("uvicorn", "Uvicorn", uvicorn),
+    "granian-asgi": Server("granian", "Granian ASGI", granian_asgi, asgi=True),
+    "uvicorn": Server("uvicorn", "Uvicorn", uvicorn, asgi=True),
     "waitress": Server("waitress", "Waitress", waitress),
     "bjoern": Server("bjoern", "bjoern (reference)", bjoern, reference=True),
     "nginx": Server("nginx", "nginx (reference)", nginx, reference=True),
@@ -317,7 +318,7 @@ def scenarios() -> list[Scenario]:
         "one thread, started by bench/apps/bjoern_serve.py) is a reference WSGI server.",
         [Load(c) for c in counts] + [Load(c, keepalive=False) for c in counts],
     )
-    a.configs = [Config(name, hello) for name in SERVERS]
+    a.configs = [Config(name, hello) for name, server in SERVERS.items() if not server.asgi]
 
     python_peers = ["corral", "gunicorn-gthread", "uwsgi", "granian", "waitress"]
     b = Scenario(
