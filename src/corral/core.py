@@ -29,7 +29,9 @@ _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 class _PythonTwins:
     """A meta-path finder that loads the ``.py`` of a compiled corral module that has one."""
 
-    def find_spec(self, fullname: str, path: object = None, target: ModuleType | None = None):
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith("corral."):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # type: ignore[arg-type]
@@ -72,7 +74,7 @@ def __getattr__(name: str) -> Any:
     if name != "RequestParser":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if NATIVE:
-        from corral.http._parser import RequestParser  # type: ignore[import-not-found]
+        from corral.http._parser import RequestParser
     else:
         from corral.http.parser import RequestParser
     globals()["RequestParser"] = RequestParser

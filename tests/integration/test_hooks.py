@@ -491,3 +491,31 @@ def test_pre_and_post_request_run_around_an_asgi_application(hooks_log):
     assert post["sent"] > 0 and ["content-type", "application/json"] in post["headers"]
     assert (post_error["path"], post_error["status_code"]) == ("/error", 500)  # runs on failure
     assert pre["pid"] == post["pid"] != server.proc.pid
+
+
+def test_child_exit_gets_each_worker_killed_at_the_end_of_the_graceful_timeout(hooks_log):
+    """TERM while both workers are busy past the graceful timeout: the master kills them and
+    calls child_exit once for each, with that worker (not the last one it killed)."""
+    with Server(
+        "proc_apps",
+        "--hooks",
+        RECORDER,
+        "--graceful-timeout",
+        "1",
+        workers=2,
+        env={"HOOKS_LOG": str(hooks_log)},
+    ) as server:
+        workers = set(server.worker_pids())
+        socks = []
+        for busy in (1, 2):  # one after the other: a busy one-thread worker accepts no more
+            socks.append(server.connect(timeout=30))
+            socks[-1].sendall(b"GET /sleep?s=30 HTTP/1.1\r\nHost: h\r\n\r\n")
+            wait_calls(hooks_log, "pre_request", count=busy)
+        assert {record["pid"] for record in named(calls(hooks_log), "pre_request")} == workers
+        server.send(signal.SIGTERM)
+        server.wait_log(r"did not stop in time; killing")
+        exits = wait_calls(hooks_log, "child_exit", count=2)
+        for sock in socks:
+            sock.close()
+        server.stop()
+    assert {record["worker_pid"] for record in exits} == workers

@@ -1,4 +1,5 @@
-"""The tree is ruff-clean (lint and format), as the style guide requires."""
+"""The tree is ruff-clean (lint and format) and type-checks under mypy at the strictness
+pyproject.toml's [tool.mypy] sets, as the style guide requires."""
 
 import subprocess
 import sys
@@ -20,4 +21,15 @@ def test_ruff_lint():
 
 def test_ruff_format():
     result = ruff("format", "--check", "src", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy():
+    # --no-incremental: a stale cache of another checkout never decides the answer
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -184,7 +184,7 @@ def _field(header: object) -> tuple[int, str, int]:
     if len(line) <= _FIELD_CACHE_LINE:
         if len(_fields) >= _FIELD_CACHE_MAX:
             _fields.clear()
-        _fields[header] = entry  # type: ignore[index]
+        _fields[header] = entry
     return entry
 
 

@@ -864,10 +864,10 @@ class Arbiter:
                 os.kill(worker.pid, signal.SIGKILL)
         while self.workers:
             pid, _status = os.waitpid(-1, 0)
-            worker = self.workers.pop(pid, None)
-            if worker is not None:
-                os.close(worker.beat_fd)
-                self.hooks.call("child_exit", worker)
+            gone = self.workers.pop(pid, None)
+            if gone is not None:
+                os.close(gone.beat_fd)
+                self.hooks.call("child_exit", gone)
         self.log.info("shutdown complete")
 
     # -- upgrade (USR2) -----------------------------------------------------------------

@@ -44,5 +44,5 @@ def error_log_stream() -> TextIO:
     for handler in logging.getLogger(LOGGER_NAME).handlers:
         stream = getattr(handler, "stream", None)
         if stream is not None:
-            return stream  # type: ignore[no-any-return]
+            return stream
     return sys.stderr

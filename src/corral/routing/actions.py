@@ -36,7 +36,7 @@ class Action:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._fields() == self._fields()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other._fields() == self._fields()
 
     def __hash__(self) -> int:
         return hash((type(self), self._fields()))

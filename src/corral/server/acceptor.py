@@ -83,7 +83,7 @@ class LoadBoard:
         return None if least == ABSENT else least
 
 
-class WatchedConnections(set):  # type: ignore[type-arg]
+class WatchedConnections(set):
     """A worker's set of open connections that tells its acceptors when one leaves.
 
     It stands for `ServerState.connections` in the workers that balance, so that the

@@ -260,7 +260,7 @@ class RouteState(RequestSink):
             raw = self.raw
             if raw.__class__ is bytes:
                 raw = self.raw = bytearray(raw)  # appended to from now on
-            raw += data  # type: ignore[operator]
+            raw += data
             if len(self.raw) > KEEP_MAX and self.routed == self.begun:
                 self.raw = b""  # only a request routed here: its bytes are not needed
                 self.raw_first = None
@@ -305,13 +305,13 @@ class RouteState(RequestSink):
             ),
         )
         if action.__class__ is ToApplication:
-            name = action.name  # type: ignore[attr-defined]
+            name = action.name
             if name == routing.application:
                 server = conn.server
                 exchange = conn._enqueue(Exchange(head, server.now, server.empty_body))
                 exchange.forwarded = forwarded
-                if action.target:  # type: ignore[attr-defined]
-                    exchange.target = action.target  # type: ignore[attr-defined]
+                if action.target:
+                    exchange.target = action.target
                 return
             address = routing.addresses.get(name)
             if address is None:
@@ -329,7 +329,7 @@ class RouteState(RequestSink):
                 return
         elif action.__class__ is Share:
             action = NOT_IMPLEMENTED
-        conn._enqueue(_Answer(head, conn.server.now, action))  # type: ignore[arg-type]
+        conn._enqueue(_Answer(head, conn.server.now, action))
         if forwarded is not None:
             conn.pipeline[-1].forwarded = forwarded  # the access log's client
 
@@ -375,7 +375,7 @@ class RouteState(RequestSink):
         self.raw = b""
         fd = conn.transport.get_extra_info("socket").fileno()
         self.sender = HandoffSender(
-            conn.loop,  # type: ignore[arg-type]
+            conn.loop,
             exchange.address,
             fd,
             frame,

@@ -361,7 +361,12 @@ class Worker:
                 acceptor.start()
                 self.servers.append(acceptor)
             else:
-                server = await loop.create_server(factory, sock=sock, backlog=backlog)
+                # a protocol by its methods: a compiled class cannot subclass asyncio.Protocol
+                server = await loop.create_server(
+                    factory,  # type: ignore[arg-type]
+                    sock=sock,
+                    backlog=backlog,
+                )
                 self.servers.append(server)
         if spec.handoff_socket is not None:
             assert routing is not None
@@ -391,7 +396,10 @@ class Worker:
         """What one listener's connections do, decided once: a plain one never pays for
         routing, `forwarded`, the PROXY protocol or another wire protocol."""
         sockname = listener.socket.getsockname()
-        proxy = ProxyPlan(*listener.proxy, self.log) if listener.proxy is not None else None
+        proxy = None
+        if listener.proxy is not None:
+            mode, peers = listener.proxy
+            proxy = ProxyPlan(mode, peers, self.log)
         if listener.protocol == "uwsgi":  # straight to this application (the document says so)
             return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy)
         forwarding = forwardings.get(sockname)

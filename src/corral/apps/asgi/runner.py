@@ -40,7 +40,7 @@ import os
 from asyncio import CancelledError, gather, shield
 from collections.abc import Coroutine
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from corral.apps.asgi.hooked import hooked_application
 from corral.apps.asgi.scope import connection_scope, request_scope
@@ -343,7 +343,7 @@ class AsgiCycle:
                 self.conn.send_continue(self.exchange)
             waiter = body.waiter
             if waiter is None:
-                waiter = body.waiter = self.conn.loop.create_future()  # type: ignore[union-attr]
+                waiter = body.waiter = self.conn.loop.create_future()
             # shared by concurrent receive() calls (Starlette listens for the disconnect in a
             # task of its own), each shielded: one cancelled caller leaves the others waiting
             await self._client_wait(shield(waiter))
@@ -440,7 +440,7 @@ class AsgiCycle:
         """Wait while the client does not read (the connection's send deadline runs)."""
         conn = self.conn
         if conn.write_paused and not conn.closed:
-            waiter = conn.loop.create_future()  # type: ignore[union-attr]
+            waiter = conn.loop.create_future()
             conn.on_writable = partial(release, waiter)
             await self._client_wait(waiter)
 
@@ -551,8 +551,13 @@ class AsgiCycle:
             out += b"%x\r\n" % count
         if out:
             conn.write(out)
-        done = conn.loop.create_future()  # type: ignore[union-attr]
-        conn.sendfile(fd, offset, count, lambda ok: done.done() or done.set_result(ok))
+        done = conn.loop.create_future()
+
+        def sent(ok: bool) -> None:
+            if not done.done():
+                done.set_result(ok)
+
+        conn.sendfile(fd, offset, count, sent)
         await self._client_wait(done)
         if not done.result():
             self._give_up()
@@ -566,10 +571,10 @@ class AsgiCycle:
     def _head(self, body_length: int | None) -> bytes:
         head = self.conn.answer_head(
             self.exchange,
-            self.status,
+            self.status,  # type: ignore[arg-type]  # http.response.start set it
             self.headers,
             self.keep_alive,
-            body_length,  # type: ignore[arg-type]
+            body_length,
         )
         self.head_sent = True
         self.chunked = head.chunked
@@ -582,7 +587,7 @@ class AsgiCycle:
 
     # -- errors -----------------------------------------------------------------------
 
-    def _violation(self, what: str) -> None:
+    def _violation(self, what: str) -> NoReturn:
         """Log, answer (500, or close if the answer began), and raise into the application."""
         self.log.error("ASGI protocol error in the answer to %s: %s", self._where(), what)
         self._give_up()
@@ -737,7 +742,7 @@ class AsgiAdapter(Adapter):
             and self.websocket is not None
             and wants_websocket(scope["headers"])
         ):
-            task = self._websocket(conn, exchange, app, websocket_scope(scope))
+            task = self._websocket(self.websocket, conn, exchange, app, websocket_scope(scope))
             if task is None:
                 return
             self.tasks.add(task)
@@ -746,7 +751,7 @@ class AsgiAdapter(Adapter):
         cycle = AsgiCycle(self.log, conn, exchange)
         # the cycle takes its task out of the set when it ends (no done callback: that would
         # be one more handle on the loop per request)
-        task = cycle.task = conn.loop.create_task(cycle.run(app, scope))  # type: ignore[union-attr]
+        task = cycle.task = conn.loop.create_task(cycle.run(app, scope))
         tasks = cycle.tasks = self.tasks
         tasks.add(task)
         if self.request_timeout:
@@ -754,15 +759,22 @@ class AsgiAdapter(Adapter):
                 cycle, task, self.request_timeout, self.request_timeout_grace, self.log
             )
 
-    def _websocket(self, conn: HttpConnection, exchange: Exchange, app: Any, scope: Any) -> Any:
+    def _websocket(
+        self,
+        options: WebSocketOptions,
+        conn: HttpConnection,
+        exchange: Exchange,
+        app: Any,
+        scope: Any,
+    ) -> Any:
         """Start a WebSocket session; None when its handshake was refused (and answered)."""
         from corral.apps.asgi.websocket_session import WebSocketSession
 
-        session = WebSocketSession(self.websocket, self.log, conn, exchange, self.sessions.discard)
+        session = WebSocketSession(options, self.log, conn, exchange, self.sessions.discard)
         if not session.check_handshake():
             return None
         self.sessions.add(session)
-        return conn.loop.create_task(session.run(app, scope))  # type: ignore[union-attr]
+        return conn.loop.create_task(session.run(app, scope))
 
     def drain(self) -> None:
         """The worker's graceful stop began: open WebSockets are closed with 1001."""
@@ -798,8 +810,9 @@ def as_asgi3(app: Any) -> Any:
 
     if not inspect.isclass(app):
         return app
+    instance_of: Any = app  # the class, called with the scope for each connection
 
     async def asgi3(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        await app(scope)(receive, send)
+        await instance_of(scope)(receive, send)
 
     return asgi3

@@ -41,7 +41,7 @@ from __future__ import annotations
 import codecs
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, NoReturn
 
 from websockets.datastructures import Headers
 from websockets.exceptions import InvalidHandshake, InvalidMethod, InvalidUpgrade
@@ -198,8 +198,9 @@ class WebSocketSession:
     def data_received(self, data: bytes) -> None:
         protocol = self.protocol
         protocol.receive_data(data)
+        # a server protocol past its handshake yields frames only (never a Request)
         for frame in protocol.events_received():
-            opcode = frame.opcode
+            opcode = frame.opcode  # type: ignore[union-attr]
             if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONT:
                 self._fragment(frame)
             elif opcode is Opcode.PONG:
@@ -468,13 +469,13 @@ class WebSocketSession:
             self._ended()
             await denial.send({**message, "type": "http.response.start"})
         elif kind == "websocket.http.response.body":
-            denial = self.denial
-            if denial is None or denial.complete:
+            started = self.denial
+            if started is None or started.complete:
                 self._violation("websocket.http.response.body without its start, or after its end")
             self.denial_body.append(message.get("body", b""))
             if not message.get("more_body", False):
                 body = b"".join(self.denial_body)
-                await denial.send({"type": "http.response.body", "body": body})
+                await started.send({"type": "http.response.body", "body": body})
         else:
             self._violation(f"unknown message {kind!r} on a WebSocket connection")
 
@@ -500,7 +501,7 @@ class WebSocketSession:
             writable = self.writable = self.loop.create_future()
             await writable
 
-    def _violation(self, what: str) -> None:
+    def _violation(self, what: str) -> NoReturn:
         self.log.error("ASGI protocol error in %s: %s", self._where(), what)
         if self.accepted:
             self._send_close(1011, "")

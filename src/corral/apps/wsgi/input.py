@@ -119,8 +119,8 @@ class StreamingInput(_ReadLines):
     def __init__(
         self,
         high_water: int,
-        on_first_read: Callable[[], None] | None,
-        on_drained: Callable[[], None],
+        on_first_read: Callable[[], object] | None,
+        on_drained: Callable[[], object],
         watchdog: Any = None,
     ) -> None:
         self._chunks: list[bytes] = []

@@ -24,6 +24,7 @@ only the :class:`Output` differs. Rules kept here (PEP 3333):
 from __future__ import annotations
 
 from asyncio import _set_running_loop
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from corral.apps.deadline import RequestTimeoutExceeded
@@ -125,7 +126,9 @@ class WsgiCall:
 
     # -- the application's side -------------------------------------------------
 
-    def start_response(self, status: str, headers: list[tuple[str, str]], exc_info: Any = None):
+    def start_response(
+        self, status: str, headers: list[tuple[str, str]], exc_info: Any = None
+    ) -> Callable[[bytes], None]:
         if exc_info:
             try:
                 if self.head is not None:
@@ -175,7 +178,7 @@ class WsgiCall:
                 data = data[:remaining]
                 self.keep_alive = False
             self.remaining = remaining - len(data)
-        elif head.chunked and data:
+        elif head.chunked and data:  # type: ignore[union-attr]  # _head set it
             data = b"%x\r\n%b\r\n" % (len(data), data)
         self.sent += len(data)
         if prefix or data:
@@ -189,9 +192,9 @@ class WsgiCall:
         head = self.head = self.conn.answer_head(
             self.exchange,
             self.status,
-            self.headers,
+            self.headers,  # type: ignore[arg-type]  # start_response set both
             self.keep_alive,
-            body_length,  # type: ignore[arg-type]
+            body_length,
         )
         self.remaining = head.content_length
         if head.close:
