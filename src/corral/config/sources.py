@@ -48,6 +48,7 @@ from corral.config.document import (
     member,
     validate_document,
 )
+from corral.config.given import Given
 from corral.config.settings import (
     BY_NAME,
     SECTIONS,
@@ -77,15 +78,6 @@ __all__ = [
     "load_file",
     "parse_command_line",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Given:
-    """A setting's value as given (input form, already type-checked) and where it came from."""
-
-    value: Any
-    where: str  # "--workers", "APP" or "config.toml: $.workers"
-    nested: bool = False  # whether errors inside the value append a sub-path to `where`
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,8 +51,8 @@ from typing import Any
 
 from corral import __version__
 from corral.config.document import ConfigError, convert, did_you_mean
+from corral.config.given import Given
 from corral.config.settings import BY_NAME, Invalid, Processes, parse_app, parse_bind, show
-from corral.config.sources import Given
 
 __all__ = [
     "ACCEPTED",
