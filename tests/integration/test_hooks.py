@@ -495,7 +495,7 @@ def test_pre_and_post_request_run_around_an_asgi_application(hooks_log):
 
 def test_child_exit_gets_each_worker_killed_at_the_end_of_the_graceful_timeout(hooks_log):
     """TERM while both workers are busy past the graceful timeout: the master kills them and
-    calls child_exit once for each, with that worker (not the last one it killed)."""
+    calls child_exit once for each, with that worker."""
     with Server(
         "proc_apps",
         "--hooks",

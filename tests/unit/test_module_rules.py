@@ -3,9 +3,9 @@
 Why: a newcomer reads one module for one concern, and a cycle means two modules that can only
 be understood (and imported, and tested) together. Lazy imports inside functions count, since
 they tie the modules as much at run time; imports under ``if TYPE_CHECKING:`` do not (they are
-for the type checker only). ``PENDING`` lists what breaks a rule today, each with the most it
-may reach, so that nothing grows while it waits; an entry that no longer breaks the rule must
-be removed (a test says so).
+for the type checker only). ``PENDING_LINES`` and ``PENDING_CYCLES`` list what breaks a rule
+today, a module with the most lines it may reach, so that nothing grows while it waits; an
+entry that no longer breaks its rule must be removed (a test says so).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ PENDING_LINES = {
 }
 # import cycles today (lazy imports included)
 PENDING_CYCLES = {
-    # the settings' hooks and Gunicorn's config file name each other's settings
+    # settings.py reads `worker_class` with gunicorn.worker_protocol (lazily); gunicorn.py
+    # maps onto the settings and runs a config file through hooks.py, which takes gunicorn's
+    # names of corral's settings
     frozenset(
         {
             "corral.config.document",
