@@ -565,6 +565,36 @@ def test_an_application_removed_from_the_routes_and_the_document_is_404_at_once(
             probe.connect(handoff_address(master, "b"))
 
 
+def test_a_removed_application_s_paths_are_404_on_a_draining_worker_s_connection_too():
+    """A's retired worker, draining a kept-open connection by the old table, hands a request
+    for B (gone with the change: nothing listens at its address) to A's new workers, which
+    answer it by the new table: 404, as a fresh connection gets, not a 502."""
+    settings = {"drain_idle_timeout": 30, "http": {"idle_timeout": 60}}
+    without_b = unit_document(
+        settings,
+        routes=[step for step in ROUTES if "applications/b" not in json.dumps(step)],
+        apps={"a": APPS["a"]},
+    )
+    with (
+        short_dir() as directory,
+        Routed(directory, unit_document(settings)) as routed,
+        routed.connect() as held,
+    ):
+        reader = Reader(held)
+        held.sendall(get("/a/0"))  # A's now, whoever accepted it (B hands it over)
+        [old_a] = routed.pids("a")
+        assert answered_by(routed, reader.response(), "a", "/a/0") == old_a
+        routed.apply("PUT", "/config", without_b)
+        assert _alive(old_a)  # draining its idle connection, by the old routes
+        held.sendall(get("/b/1"))
+        response = reader.response()
+        assert response.status == 404, response
+        assert "hand-off of GET /b/1 to b failed" not in routed.log()
+        with routed.connect() as fresh:
+            fresh.sendall(get("/b/2"))
+            assert Reader(fresh).response().status == 404
+
+
 def test_a_listener_passing_to_one_application_is_served_by_its_workers_only():
     """Beside the routed listener, one passing straight to B: only B's workers accept on it,
     and its requests are not routed (``/a/1`` and ``/old`` reach B's application)."""

@@ -75,7 +75,7 @@ class Pool:
         self.routes: Any = None  # the document's routes, when one of its listeners uses them
         self.router: Any = None  # ... compiled
         self.handoff: socket.socket | None = None  # its hand-off socket (with routes)
-        self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to
+        self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to, its own too
         self.loaded_app: Any = None  # the preloaded application, when preload is on
         # several threaded workers spread their connections by what each holds (acceptor.py)
         most = max(app.workers, app.dynamic.max if app.dynamic else 1)
@@ -187,9 +187,7 @@ class Generation:
             pool = self.pools[name]
             pool.routes, pool.router = doc.routes, router
             pool.handoff = handoffs[name][1]
-            pool.handoff_addresses = {
-                other: address for other, (address, _) in handoffs.items() if other != name
-            }
+            pool.handoff_addresses = {other: address for other, (address, _) in handoffs.items()}
 
     def _served_by(self, pass_: str, router: Any) -> list[str]:
         # "applications/NAME/TARGET" is NAME's too: its workers run every target

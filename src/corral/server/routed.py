@@ -72,6 +72,7 @@ from corral.http.response import server_head
 from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
 from corral.server.connection import BUSY, NEVER, Exchange, HttpConnection, ServerState
 from corral.server.handoff import (
+    BAD_GATEWAY,
     HANDED,
     HandoffSender,
     HandoffServer,
@@ -101,7 +102,10 @@ class Routing:
     ) -> None:
         self.router = router
         self.application = application  # this worker's own application
-        self.addresses = addresses  # hand-off socket path of every other application
+        # the hand-off socket of every application, this worker's own too: a request a
+        # retired worker routes to an application the same change removed goes there, to be
+        # routed by the new table (``RouteState._handed``)
+        self.addresses = addresses
         self.timeout = timeout
         self.log = log
         # connections received by hand-off and not yet made connections of this worker: a
@@ -162,6 +166,7 @@ class _HandOff(Exchange):
         self.index = index  # among the requests begun on the connection
         self.application = application
         self.address = address
+        self.frame = b""  # what goes to the receiver, kept for a second try elsewhere
 
     def start(self, conn: HttpConnection) -> None:
         # the exchange stays active: nothing after it is dispatched here
@@ -371,14 +376,18 @@ class RouteState(RequestSink):
         header = {"pass": conn.plan.pass_target, "sockname": conn.sockname, "hops": self.hops + 1}
         if self.given_peer is not None:
             header["peer"] = self.given_peer
-        frame = encode_frame(header, bytes(self.raw[start:]))
+        exchange.frame = encode_frame(header, bytes(self.raw[start:]))
         self.raw = b""
+        self._send(exchange)
+
+    def _send(self, exchange: _HandOff) -> None:
+        conn = self.conn
         fd = conn.transport.get_extra_info("socket").fileno()
         self.sender = HandoffSender(
             conn.loop,
             exchange.address,
             fd,
-            frame,
+            exchange.frame,
             self._handed,
             conn.plan.routing.timeout,
         )
@@ -394,7 +403,17 @@ class RouteState(RequestSink):
             return
         exchange = self.handoff
         assert exchange is not None
-        conn.plan.routing.log.warning(
+        routing = conn.plan.routing
+        own = routing.addresses.get(routing.application)
+        if result == BAD_GATEWAY and own is not None and exchange.address != own:
+            # Nothing listens there: a change removed the application and retired this
+            # worker, which routes by the old table while it drains. Its own application's
+            # new workers route by the new table, so the client gets the new answer (a 404
+            # where no route is left), not a 502 the new configuration would never give.
+            exchange.application, exchange.address = routing.application, own
+            self._send(exchange)
+            return
+        routing.log.warning(
             "hand-off of %s %s to %s failed: %d",
             exchange.head.method,
             exchange.head.target.decode("latin-1"),

@@ -124,7 +124,7 @@ class WorkerSpec:
     # it. A worker must not inherit another application's: it would keep that socket open
     # (a hand-off to it would wait for the timeout, not be refused, once its workers are gone)
     handoff_socket: socket.socket | None = None
-    # the hand-off socket path of every other application a route may pass to
+    # the hand-off socket path of every application (its own: see routed.Routing.addresses)
     handoff_addresses: dict[str, str] = field(default_factory=dict)
     handoff_timeout: float = 3.0  # connect and greeting from the other application's worker
     # A pool of several threaded workers balances its connections on a board (acceptor.py):
