@@ -42,15 +42,13 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from corral import __version__, core
 from corral.config import Document
 from corral.hooks import Hooks
-from corral.master import child, lifecycle, scaling, systemd, upgrade
+from corral.master import child, exits, lifecycle, scaling, stopping, systemd, timeouts
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, protocol_of
-from corral.master.lifecycle import Exit, Tick
 from corral.master.listeners import (
     close_all,
     describe,
@@ -61,27 +59,10 @@ from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycl
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import reopen_error_log, setup_error_log
-from corral.server.worker import EXIT_APP_LOAD
 from corral.wire import Abort, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
-
-# A worker killed for a timeout gets this long to report its request before SIGKILL.
-ABORT_GRACE = 1.0
-
-_HANDLED_SIGNALS = (
-    signal.SIGTERM,
-    signal.SIGINT,
-    signal.SIGQUIT,
-    signal.SIGCHLD,
-    signal.SIGHUP,
-    signal.SIGTTIN,
-    signal.SIGTTOU,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-    signal.SIGWINCH,
-)
 
 
 class Arbiter:
@@ -100,7 +81,7 @@ class Arbiter:
         self.entered = child.Entered()
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.stopping = False
-        self._graceful = True
+        self.graceful = True
         self.exit_code = 0
         self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
         self.all_ready = False  # start-up is complete: every pool was ready once
@@ -164,14 +145,14 @@ class Arbiter:
         loop = asyncio.new_event_loop()
         self.loop = loop
         self.signals = asyncio.Queue()
-        for sig in _HANDLED_SIGNALS:
+        for sig in SIGNALS:
             loop.add_signal_handler(sig, self.signals.put_nowait, sig)
         try:
             loop.run_until_complete(self.main())
         finally:
             if self.control is not None:
                 loop.run_until_complete(self.control.close(unlink=self.unlinks_on_close))
-            for sig in _HANDLED_SIGNALS:
+            for sig in SIGNALS:
                 loop.remove_signal_handler(sig)
             if self.watcher is not None:
                 self.watcher.stop()
@@ -209,7 +190,7 @@ class Arbiter:
             self.spawn(gen, pool, 0)
         if not gen.pools:  # nothing to wait for
             self.all_ready = True
-            self._on_all_ready()
+            self.on_all_ready()
         ticker = loop.create_task(self._tick())
         interval = systemd.watchdog_interval()
         if interval is not None:
@@ -218,7 +199,7 @@ class Arbiter:
             while not self.stopping:
                 sig = await self.signals.get()
                 self.handle_signal(sig)
-            await self._shutdown_wait()
+            await stopping.wait(self)
         finally:
             ticker.cancel()
 
@@ -273,7 +254,7 @@ class Arbiter:
         # Until the worker sets its own, the child has the master's signal handlers, which
         # pass a signal on to the master's loop through the wakeup descriptor both hold: the
         # signals stay blocked across the fork, and Worker.run unblocks them.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         try:
             pid = os.fork()
         except OSError:
@@ -318,10 +299,10 @@ class Arbiter:
         self.hooks.adopt(worker)
         assert self.loop is not None
         self.loop.add_reader(read_fd, self._on_beat, worker)
-        self.log.debug("%s spawned (pid %d, generation %d)", self._who(slot, pool), pid, gen.number)
+        self.log.debug("%s spawned (pid %d, generation %d)", self.who(slot, pool), pid, gen.number)
         return worker
 
-    def _who(self, slot: int, pool: Pool) -> str:
+    def who(self, slot: int, pool: Pool) -> str:
         """``worker 2``, or ``worker 2 of blog`` when the server runs several applications."""
         several = len(self.counts) > 1 or (self.pending is not None and len(self.pending.pools) > 1)
         return f"worker {slot} of {pool.name}" if several else f"worker {slot}"
@@ -351,14 +332,15 @@ class Arbiter:
         elif isinstance(message, Retire):
             limit = worker.pool.application.max_requests
             worker.retire_asked = f"served {message.served} requests (max_requests {limit})"
-            self._consider_recycling(worker)
+            self.consider_recycling(worker)
         elif isinstance(message, Abort):
             worker.request = request_of(message.request)
-            self._finish_kill(worker)
+            timeouts.finish_kill(self, worker)
         elif isinstance(message, Stuck) and not worker.timed_out:
             worker.request = request_of(message.request)
             app = worker.pool.application
-            self._kill(
+            timeouts.kill(
+                self,
                 worker,
                 "a request did not unwind within request_timeout_grace "
                 f"({app.request_timeout_grace:g}s) after its request_timeout "
@@ -370,7 +352,7 @@ class Arbiter:
         pool = worker.pool
         self.log.info(
             "%s ready (pid %d, generation %d)",
-            self._who(worker.slot, pool),
+            self.who(worker.slot, pool),
             worker.pid,
             worker.generation.number,
         )
@@ -378,7 +360,7 @@ class Arbiter:
             pool.ever_ready = True  # the application imports: start the others now
             if worker.generation is self.current:
                 for slot in range(1, self.counts.get(pool.name, 0)):
-                    self._respawn(pool, slot)
+                    self.respawn(pool, slot)
         old = worker.replaces
         if old is not None:
             worker.replaces = None
@@ -390,24 +372,11 @@ class Arbiter:
             w.ready for w in self.workers.values() if w.generation is pending
         ):
             self.reloads.commit()
-        elif not self.all_ready and self._all_slots_ready():
+        elif not self.all_ready and self.all_slots_ready():
             self.all_ready = True
-            self._on_all_ready()
+            self.on_all_ready()
 
-    def _failed_at_start(self, pool: Pool, cause: str) -> None:
-        if not pool.failed_to_load:
-            pool.failed_to_load = True
-            self.log.critical(
-                "application %s failed to load (%s); the other applications serve, and it is "
-                "retried: change it through the control API",
-                pool.name,
-                cause,
-            )
-        if self._all_slots_ready():  # start-up is complete for the ones that load
-            self.all_ready = True
-            self._on_all_ready()
-
-    def _all_slots_ready(self) -> bool:
+    def all_slots_ready(self) -> bool:
         for name, pool in self.current.pools.items():
             if pool.failed_to_load and not pool.ever_ready:
                 continue
@@ -420,7 +389,7 @@ class Arbiter:
                 return False
         return True
 
-    def _on_all_ready(self) -> None:
+    def on_all_ready(self) -> None:
         """Start-up is complete: every worker of the first generation is ready."""
         if self.started is not None:
             self.started()
@@ -467,127 +436,7 @@ class Arbiter:
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, sig)
 
-    def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.new_master:
-                self._on_new_master_exit(status)
-                continue
-            worker = self.workers.pop(pid, None)
-            if worker is None:
-                continue
-            assert self.loop is not None
-            self.loop.remove_reader(worker.beat_fd)
-            self._last_words(worker)
-            os.close(worker.beat_fd)
-            self.gone.setdefault(worker.pool.name, Tally()).add(worker)
-            self.reloads.accepting_changed.set()
-            self._off_the_board(worker)
-            self._on_exit(worker, status)
-
-    def _off_the_board(self, worker: WorkerProcess) -> None:
-        """A dead worker's last count must not hold its siblings back (a killed one never
-        said it left); a successor already in its slot keeps its own."""
-        pool = worker.pool
-        if pool.board is not None and not any(
-            w.pool is pool and w.slot == worker.slot for w in self.workers.values()
-        ):
-            pool.board.leave(worker.slot)
-
-    def _last_words(self, worker: WorkerProcess) -> None:
-        """What the worker wrote just before it exited and the loop has not read yet: its
-        ``failed`` line names why a new generation could not start; a drained worker's last
-        ``hb`` line, how many requests it served."""
-        os.set_blocking(worker.beat_fd, False)
-        data = b""
-        with contextlib.suppress(OSError):
-            while chunk := os.read(worker.beat_fd, 65536):
-                data += chunk
-        for message in worker.feed(data):
-            worker.record(message)
-
-    def _on_exit(self, worker: WorkerProcess, status: int) -> None:
-        self.hooks.call("child_exit", worker)
-        code = os.waitstatus_to_exitcode(status)
-        how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
-        slot, pid, pool, gen = worker.slot, worker.pid, worker.pool, worker.generation
-        failed_to_load = code == EXIT_APP_LOAD and not self.all_ready
-        decision = lifecycle.after_exit(
-            lifecycle.ExitFacts(
-                stopping=self.stopping,
-                retiring=worker.retiring,
-                pending=gen is self.pending,
-                failed_to_load=failed_to_load,
-                # not with the state directory's saved configuration: stopping would leave
-                # nothing to fix it through, so the others serve and this one is retried
-                may_shut_down=self.origin is None or self.origin.reread is not None,
-                replaces=worker.replaces is not None,
-                has_successor=worker.successor is not None,
-                slot_wanted=gen is self.current and slot < self.counts.get(pool.name, 0),
-                timed_out=worker.timed_out,
-                ready=worker.ready,
-                lived=worker.age,
-                min_lifetime=pool.application.min_worker_lifetime,
-            )
-        )
-        if decision is Exit.LOG_ONLY:
-            log = self.log.debug if self.stopping else self.log.info
-            log("%s (pid %d) exited: %s", self._who(slot, pool), pid, how)
-            return
-        if decision is Exit.ROLLBACK:  # ready or not: the new generation is not whole
-            when = "after it was ready" if worker.ready else "before it was ready"
-            self.reloads.rollback(f"worker {slot} exited ({how}) {when}", worker.failure)
-            return
-        if decision is Exit.SHUT_DOWN:
-            self.log.critical("application %s failed to load; shutting down", pool.name)
-            self.exit_code = EXIT_APP_LOAD
-            self.begin_stop(graceful=False)
-            return
-        if failed_to_load:
-            self._failed_at_start(pool, worker.failure or how)
-        assert self.loop is not None
-        if decision is Exit.RETRY_LATER:  # a successor that did not make it: the old serves on
-            old = worker.replaces
-            assert old is not None
-            old.successor = None
-            delay = self.backoff.failed((pool.name, slot), time.monotonic())
-            old.recycle_not_before = time.monotonic() + delay
-            self.loop.call_later(delay + 0.01, self._consider_recycling, old)
-            self.log.error(
-                "replacement for worker %d (pid %d) exited (%s) before it was ready; "
-                "worker %d keeps serving, next try in %.1fs",
-                slot,
-                old.pid,
-                how,
-                slot,
-                delay,
-            )
-            return
-        if worker.timed_out:
-            self.log.info("%s (pid %d) exited: %s", self._who(slot, pool), pid, how)
-        else:
-            self.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, worker.age)
-        if decision is Exit.SUCCESSOR:
-            worker.successor.replaces = None  # type: ignore[union-attr]
-        elif decision is Exit.RESPAWN:
-            self.backoff.forget((pool.name, slot))
-            self.spawn(gen, pool, slot)
-        elif decision is Exit.BACK_OFF:
-            delay = self.backoff.failed((pool.name, slot), time.monotonic())
-            self.log.error(
-                "worker %d keeps dying young (%d in a row): respawning it in %.1fs",
-                slot,
-                self.backoff.failures((pool.name, slot)),
-                delay,
-            )
-            self.loop.call_later(delay, self._respawn, pool, slot)
-
-    def _respawn(self, pool: Pool, slot: int) -> None:
+    def respawn(self, pool: Pool, slot: int) -> None:
         """Start the worker of ``slot`` unless it runs, or its pool no longer serves."""
         gen = self.current
         wanted = slot < self.counts.get(pool.name, 0)
@@ -601,7 +450,7 @@ class Arbiter:
             await asyncio.sleep(1.0)
             now = time.monotonic()
             for worker in list(self.workers.values()):
-                self._check(worker, now)
+                timeouts.check(self, worker, now)
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
                     self._scale(pool, now)
@@ -641,51 +490,11 @@ class Arbiter:
         )
         self.hooks.call("nworkers_changed", self.num_workers)
         if change > 0:
-            self._respawn(pool, count - 1)
+            self.respawn(pool, count - 1)
         else:
-            self._retire_extra_workers()
+            self.retire_extra_workers()
 
-    def _check(self, worker: WorkerProcess, now: float) -> None:
-        settings = worker.generation.settings
-        application = worker.pool.application
-        self.backoff.settle(
-            (worker.pool.name, worker.slot),
-            worker.started,
-            worker.ready,
-            now,
-            application.min_worker_lifetime,
-        )
-        decision, why = lifecycle.at_tick(
-            lifecycle.TickFacts(
-                retiring=worker.retiring,
-                drained_for=now - worker.retired_at if worker.retiring else 0.0,
-                graceful_timeout=settings.graceful_timeout,
-                killed=worker.killed,
-                timed_out=worker.timed_out,
-                ready=worker.ready,
-                age=now - worker.started,
-                silent=now - worker.last_beat,
-                timeout=settings.timeout,
-                startup_timeout=application.startup_timeout,
-                request_age=worker.request[0] if worker.request is not None else None,
-            )
-        )
-        if decision is Tick.KILL:
-            worker.killed = True
-            self.log.warning(
-                "worker %d (pid %d) still draining after graceful_timeout (%gs); killing it",
-                worker.slot,
-                worker.pid,
-                settings.graceful_timeout,
-            )
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGKILL)
-        elif decision is Tick.TIME_OUT:
-            self._kill(worker, why)
-        elif decision is Tick.CONSIDER_RECYCLING:
-            self._consider_recycling(worker)
-
-    def _consider_recycling(self, worker: WorkerProcess) -> None:
+    def consider_recycling(self, worker: WorkerProcess) -> None:
         gen = worker.generation
         if (
             self.stopping
@@ -706,32 +515,6 @@ class Arbiter:
         # retire_asked stays: the worker says it once, and a successor that fails to start
         # is tried again (recycle_not_before)
         worker.successor = self.spawn(gen, worker.pool, worker.slot, replaces=worker)
-
-    def _kill(self, worker: WorkerProcess, why: str) -> None:
-        """Timeout: stacks to the error log (USR2), the request reported (ABRT), then KILL."""
-        worker.timed_out = True
-        worker.kill_reason = why
-        self.log.error(
-            "worker %d (pid %d): %s; its threads' stacks follow", worker.slot, worker.pid, why
-        )
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(worker.pid, signal.SIGUSR2)
-            os.kill(worker.pid, signal.SIGABRT)
-        assert self.loop is not None
-        self.loop.call_later(ABORT_GRACE, self._finish_kill, worker)
-
-    def _finish_kill(self, worker: WorkerProcess) -> None:
-        why, worker.kill_reason = worker.kill_reason, None
-        if why is None:
-            return  # already done
-        if worker.request is not None:  # from its last heartbeat, or its abort line
-            age, what = worker.request
-            why += f", serving {what} for {age:.1f}s"
-        self.log.critical(
-            "worker %d (pid %d) timed out: %s; killing it", worker.slot, worker.pid, why
-        )
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(worker.pid, signal.SIGKILL)
 
     # -- reload -------------------------------------------------------------------------
 
@@ -762,60 +545,90 @@ class Arbiter:
     # -- signals and stopping -----------------------------------------------------------
 
     def handle_signal(self, sig: int) -> None:
-        name = signal.Signals(sig).name
-        if sig == signal.SIGCHLD:
-            self.reap()
-        elif sig in (signal.SIGTERM, signal.SIGINT):
-            self.log.info("%s: graceful shutdown", name)
-            self.begin_stop(graceful=True)
-        elif sig == signal.SIGQUIT:
-            self.log.info("SIGQUIT: immediate shutdown")
-            self.begin_stop(graceful=False)
-        elif sig == signal.SIGHUP:
-            self.reloads.reload("SIGHUP")
-        elif sig in (signal.SIGTTIN, signal.SIGTTOU) and len(self.counts) != 1:
-            self.log.info(
-                "%s: %s; ignored",
-                name,
-                "several applications: set their processes through the control API"
-                if self.counts
-                else "no application configured",
-            )
-        elif sig == signal.SIGTTIN:
-            (app_name,) = self.counts
-            self.counts[app_name] += 1
-            self.hooks.call("nworkers_changed", self.num_workers)
-            self.log.info("SIGTTIN: %d worker(s)", self.num_workers)
-            self._respawn(self.current.pools[app_name], self.counts[app_name] - 1)
-        elif sig == signal.SIGTTOU:
-            (app_name,) = self.counts
-            if self.counts[app_name] <= 1:
-                self.log.info("SIGTTOU: already at %d worker(s); ignored", self.num_workers)
-                return
-            self.counts[app_name] -= 1
-            self.hooks.call("nworkers_changed", self.num_workers)
-            self.log.info("SIGTTOU: %d worker(s)", self.num_workers)
-            self._retire_extra_workers()
-        elif sig == signal.SIGWINCH:
-            self.log.info(
-                "SIGWINCH: stopping the workers; the listeners stay open (SIGTTIN or SIGHUP "
-                "starts workers again)"
-            )
-            self.counts = dict.fromkeys(self.counts, 0)
-            self.hooks.call("nworkers_changed", self.num_workers)
-            if self.pending is not None:
-                self.reloads.rollback("SIGWINCH")
-            self._retire_extra_workers()
-        elif sig == signal.SIGUSR1:
-            self.log.info("SIGUSR1: reopening the log files")
-            reopen_error_log()
-            for worker in self.workers.values():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(worker.pid, signal.SIGUSR1)
-        elif sig == signal.SIGUSR2:
-            self._upgrade()
+        """Do what ``sig`` asks (the table: ``SIGNALS``), on the loop: its handler only
+        queued it."""
+        SIGNALS[sig](self, signal.Signals(sig).name)
 
-    def _retire_extra_workers(self) -> None:
+    def _reap(self, _: str) -> None:
+        exits.reap(self)
+
+    def _stop(self, name: str) -> None:
+        self.log.info("%s: graceful shutdown", name)
+        self.begin_stop(graceful=True)
+
+    def _quit(self, name: str) -> None:
+        self.log.info("%s: immediate shutdown", name)
+        self.begin_stop(graceful=False)
+
+    def _reload(self, name: str) -> None:
+        self.reloads.reload(name)
+
+    def _only_application(self, name: str) -> str | None:
+        """The application TTIN and TTOU change the workers of: the only one there is."""
+        if len(self.counts) == 1:
+            return next(iter(self.counts))
+        self.log.info(
+            "%s: %s; ignored",
+            name,
+            "several applications: set their processes through the control API"
+            if self.counts
+            else "no application configured",
+        )
+        return None
+
+    def _one_more(self, name: str) -> None:
+        app_name = self._only_application(name)
+        if app_name is not None:
+            self.more_workers(app_name)
+            self.log.info("%s: %d worker(s)", name, self.num_workers)
+
+    def _one_fewer(self, name: str) -> None:
+        app_name = self._only_application(name)
+        if app_name is None:
+            return
+        if self.fewer_workers(app_name):
+            self.log.info("%s: %d worker(s)", name, self.num_workers)
+        else:
+            self.log.info("%s: already at %d worker(s); ignored", name, self.num_workers)
+
+    def more_workers(self, app_name: str) -> None:
+        """One worker more for ``app_name`` until the next change of its configuration."""
+        self.counts[app_name] += 1
+        self.hooks.call("nworkers_changed", self.num_workers)
+        self.respawn(self.current.pools[app_name], self.counts[app_name] - 1)
+
+    def fewer_workers(self, app_name: str) -> bool:
+        """One worker fewer for ``app_name``, never below one; whether there was one to stop."""
+        if self.counts[app_name] <= 1:
+            return False
+        self.counts[app_name] -= 1
+        self.hooks.call("nworkers_changed", self.num_workers)
+        self.retire_extra_workers()
+        return True
+
+    def _stop_workers(self, name: str) -> None:
+        self.log.info(
+            "%s: stopping the workers; the listeners stay open (SIGTTIN or SIGHUP "
+            "starts workers again)",
+            name,
+        )
+        self.counts = dict.fromkeys(self.counts, 0)
+        self.hooks.call("nworkers_changed", self.num_workers)
+        if self.pending is not None:
+            self.reloads.rollback(name)
+        self.retire_extra_workers()
+
+    def _reopen_logs(self, name: str) -> None:
+        self.log.info("%s: reopening the log files", name)
+        reopen_error_log()
+        for worker in self.workers.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGUSR1)
+
+    def _upgrade(self, _: str) -> None:
+        stopping.upgrade_master(self)
+
+    def retire_extra_workers(self) -> None:
         """Retire the current workers whose slot is past their pool's count."""
         for worker in list(self.workers.values()):
             wanted = self.counts.get(worker.pool.name, 0)
@@ -824,7 +637,7 @@ class Arbiter:
 
     def begin_stop(self, *, graceful: bool) -> None:
         self.stopping = True
-        self._graceful = graceful
+        self.graceful = graceful
         pending = self.pending
         if pending is not None and pending.settled is not None and not pending.settled.done():
             pending.settled.set_result("the server is stopping")
@@ -841,67 +654,17 @@ class Arbiter:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(worker.pid, sig)
 
-    async def _shutdown_wait(self) -> None:
-        grace = self.settings.graceful_timeout + 1.0 if self._graceful else 0.5
-        deadline = time.monotonic() + grace
-        while self.workers and time.monotonic() < deadline:
-            try:
-                sig = await asyncio.wait_for(self.signals.get(), 0.05)
-            except TimeoutError:
-                self.reap()
-                continue
-            if sig == signal.SIGCHLD:
-                self.reap()
-            elif sig in (signal.SIGINT, signal.SIGQUIT) or (
-                sig == signal.SIGTERM and not self._graceful
-            ):
-                deadline = min(deadline, time.monotonic())  # asked twice: stop now
-        for worker in self.workers.values():
-            self.log.warning(
-                "worker %d (pid %d) did not stop in time; killing", worker.slot, worker.pid
-            )
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGKILL)
-        while self.workers:
-            pid, _status = os.waitpid(-1, 0)
-            gone = self.workers.pop(pid, None)
-            if gone is not None:
-                os.close(gone.beat_fd)
-                self.hooks.call("child_exit", gone)
-        self.log.info("shutdown complete")
 
-    # -- upgrade (USR2) -----------------------------------------------------------------
-
-    def _upgrade(self) -> None:
-        if self.origin is None or self.new_master is not None:
-            self.log.info("SIGUSR2: an upgrade is already under way; ignored")
-            return
-        if self.pidfile is not None:
-            self.pidfile.set_aside()
-        sockets = dict(self.sockets)
-        if self.control is not None:  # the new master serves the API on the same socket
-            sockets[self.control.inherit_key] = self.control.socket
-        self.new_master = upgrade.start_new_master(
-            self.origin.argv,
-            self.origin.cwd,
-            sockets,
-            partial(self.hooks.call, "pre_exec"),
-            activated=self.from_systemd,
-        )
-        self.log.info(
-            "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
-            self.new_master,
-        )
-
-    def _on_new_master_exit(self, status: int) -> None:
-        code = os.waitstatus_to_exitcode(status)
-        self.new_master = None
-        if self.stopping:
-            return
-        if self.pidfile is not None:
-            self.pidfile.restore()
-        self.log.error(
-            "upgrade failed: the new master exited (%s) before it took over; this master "
-            "keeps serving",
-            f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
-        )
+# What each signal asks of the master: Gunicorn's meanings, and uWSGI's for WINCH.
+SIGNALS: dict[int, Callable[[Arbiter, str], None]] = {
+    signal.SIGCHLD: Arbiter._reap,
+    signal.SIGTERM: Arbiter._stop,
+    signal.SIGINT: Arbiter._stop,
+    signal.SIGQUIT: Arbiter._quit,
+    signal.SIGHUP: Arbiter._reload,
+    signal.SIGTTIN: Arbiter._one_more,
+    signal.SIGTTOU: Arbiter._one_fewer,
+    signal.SIGWINCH: Arbiter._stop_workers,
+    signal.SIGUSR1: Arbiter._reopen_logs,
+    signal.SIGUSR2: Arbiter._upgrade,
+}

@@ -81,7 +81,7 @@ class Pool:
         most = max(app.workers, app.dynamic.max if app.dynamic else 1)
         self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
         self.ever_ready = False
-        self.failed_to_load = False  # at start-up, from the state directory (see _on_exit)
+        self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
     @property
     def workers(self) -> int:

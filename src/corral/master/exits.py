@@ -1,0 +1,174 @@
+"""A worker exited: reap it, read its last words, and carry out what the lifecycle decides.
+
+The decision itself (respawn, back off, roll back, shut down, or nothing) is
+``lifecycle.after_exit``, a pure function over the facts gathered here; this module does what
+it says: the logs, the spawns, the timers. It runs on the master's loop, at SIGCHLD.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from corral.master import lifecycle
+from corral.master.generation import Pool
+from corral.master.lifecycle import Exit
+from corral.master.process import Tally, WorkerProcess
+from corral.server.worker import EXIT_APP_LOAD
+
+if TYPE_CHECKING:
+    from corral.master.arbiter import Arbiter
+
+
+def reap(arbiter: Arbiter) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid == arbiter.new_master:
+            _on_new_master_exit(arbiter, status)
+            continue
+        worker = arbiter.workers.pop(pid, None)
+        if worker is None:
+            continue
+        assert arbiter.loop is not None
+        arbiter.loop.remove_reader(worker.beat_fd)
+        _last_words(arbiter, worker)
+        os.close(worker.beat_fd)
+        arbiter.gone.setdefault(worker.pool.name, Tally()).add(worker)
+        arbiter.reloads.accepting_changed.set()
+        _off_the_board(arbiter, worker)
+        on_exit(arbiter, worker, status)
+
+
+def _off_the_board(arbiter: Arbiter, worker: WorkerProcess) -> None:
+    """A dead worker's last count must not hold its siblings back (a killed one never
+    said it left); a successor already in its slot keeps its own."""
+    pool = worker.pool
+    if pool.board is not None and not any(
+        w.pool is pool and w.slot == worker.slot for w in arbiter.workers.values()
+    ):
+        pool.board.leave(worker.slot)
+
+
+def _last_words(arbiter: Arbiter, worker: WorkerProcess) -> None:
+    """What the worker wrote just before it exited and the loop has not read yet: its
+    ``failed`` line names why a new generation could not start; a drained worker's last
+    ``hb`` line, how many requests it served."""
+    os.set_blocking(worker.beat_fd, False)
+    data = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(worker.beat_fd, 65536):
+            data += chunk
+    for message in worker.feed(data):
+        worker.record(message)
+
+
+def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
+    arbiter.hooks.call("child_exit", worker)
+    code = os.waitstatus_to_exitcode(status)
+    how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
+    slot, pid, pool, gen = worker.slot, worker.pid, worker.pool, worker.generation
+    failed_to_load = code == EXIT_APP_LOAD and not arbiter.all_ready
+    decision = lifecycle.after_exit(
+        lifecycle.ExitFacts(
+            stopping=arbiter.stopping,
+            retiring=worker.retiring,
+            pending=gen is arbiter.pending,
+            failed_to_load=failed_to_load,
+            # not with the state directory's saved configuration: stopping would leave
+            # nothing to fix it through, so the others serve and this one is retried
+            may_shut_down=arbiter.origin is None or arbiter.origin.reread is not None,
+            replaces=worker.replaces is not None,
+            has_successor=worker.successor is not None,
+            slot_wanted=gen is arbiter.current and slot < arbiter.counts.get(pool.name, 0),
+            timed_out=worker.timed_out,
+            ready=worker.ready,
+            lived=worker.age,
+            min_lifetime=pool.application.min_worker_lifetime,
+        )
+    )
+    if decision is Exit.LOG_ONLY:
+        log = arbiter.log.debug if arbiter.stopping else arbiter.log.info
+        log("%s (pid %d) exited: %s", arbiter.who(slot, pool), pid, how)
+        return
+    if decision is Exit.ROLLBACK:  # ready or not: the new generation is not whole
+        when = "after it was ready" if worker.ready else "before it was ready"
+        arbiter.reloads.rollback(f"worker {slot} exited ({how}) {when}", worker.failure)
+        return
+    if decision is Exit.SHUT_DOWN:
+        arbiter.log.critical("application %s failed to load; shutting down", pool.name)
+        arbiter.exit_code = EXIT_APP_LOAD
+        arbiter.begin_stop(graceful=False)
+        return
+    if failed_to_load:
+        _failed_at_start(arbiter, pool, worker.failure or how)
+    assert arbiter.loop is not None
+    if decision is Exit.RETRY_LATER:  # a successor that did not make it: the old serves on
+        old = worker.replaces
+        assert old is not None
+        old.successor = None
+        delay = arbiter.backoff.failed((pool.name, slot), time.monotonic())
+        old.recycle_not_before = time.monotonic() + delay
+        arbiter.loop.call_later(delay + 0.01, arbiter.consider_recycling, old)
+        arbiter.log.error(
+            "replacement for worker %d (pid %d) exited (%s) before it was ready; "
+            "worker %d keeps serving, next try in %.1fs",
+            slot,
+            old.pid,
+            how,
+            slot,
+            delay,
+        )
+        return
+    if worker.timed_out:
+        arbiter.log.info("%s (pid %d) exited: %s", arbiter.who(slot, pool), pid, how)
+    else:
+        arbiter.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, worker.age)
+    if decision is Exit.SUCCESSOR:
+        worker.successor.replaces = None  # type: ignore[union-attr]
+    elif decision is Exit.RESPAWN:
+        arbiter.backoff.forget((pool.name, slot))
+        arbiter.spawn(gen, pool, slot)
+    elif decision is Exit.BACK_OFF:
+        delay = arbiter.backoff.failed((pool.name, slot), time.monotonic())
+        arbiter.log.error(
+            "worker %d keeps dying young (%d in a row): respawning it in %.1fs",
+            slot,
+            arbiter.backoff.failures((pool.name, slot)),
+            delay,
+        )
+        arbiter.loop.call_later(delay, arbiter.respawn, pool, slot)
+
+
+def _failed_at_start(arbiter: Arbiter, pool: Pool, cause: str) -> None:
+    if not pool.failed_to_load:
+        pool.failed_to_load = True
+        arbiter.log.critical(
+            "application %s failed to load (%s); the other applications serve, and it is "
+            "retried: change it through the control API",
+            pool.name,
+            cause,
+        )
+    if arbiter.all_slots_ready():  # start-up is complete for the ones that load
+        arbiter.all_ready = True
+        arbiter.on_all_ready()
+
+
+def _on_new_master_exit(arbiter: Arbiter, status: int) -> None:
+    code = os.waitstatus_to_exitcode(status)
+    arbiter.new_master = None
+    if arbiter.stopping:
+        return
+    if arbiter.pidfile is not None:
+        arbiter.pidfile.restore()
+    arbiter.log.error(
+        "upgrade failed: the new master exited (%s) before it took over; this master keeps serving",
+        f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
+    )
