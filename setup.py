@@ -44,6 +44,11 @@ def _missing_tools() -> str | None:
 
 
 class BuildCore(build_ext):
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # the modules compile one per core, not one after another
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         missing = _missing_tools()
         if missing is not None:
@@ -67,7 +72,9 @@ def _extensions() -> list[Extension]:
     # annotations stay documentation: only the .pxd files type (a Python annotation such as
     # `data: bytes` would otherwise refuse the bytearray the code itself converts)
     directives = {"language_level": "3", "annotation_typing": False}
-    return cythonize(sources, compiler_directives=directives, quiet=True)
+    return cythonize(
+        sources, compiler_directives=directives, quiet=True, nthreads=os.cpu_count() or 1
+    )
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildCore})

@@ -136,7 +136,7 @@ def test_tcp_needs_a_token_and_every_request_carries_it():
         refused = ctl("--socket", address, "--token", "nope", "get", "/config")
         assert refused.returncode == 1
         assert refused.stderr.startswith("corral ctl: error 401: Unauthorized.")
-        assert server.stop() == 0
+        assert server.stop() == 0, server.stderr[-3000:]
 
 
 # -- reading -------------------------------------------------------------------------------
