@@ -60,7 +60,13 @@ def test_the_wait_for_a_slow_clients_body_is_not_the_applications_time() -> None
 
 def test_an_application_swallowing_the_cancellation_has_its_connection_closed() -> None:
     with Server(
-        "asgi_supervision_apps:app", "--request-timeout", "1", "--request-timeout-grace", "1"
+        "asgi_supervision_apps:app",
+        "--request-timeout",
+        "1",
+        "--request-timeout-grace",
+        "1",
+        "--graceful-timeout",  # the task runs on: the stop waits for it this long
+        "1",
     ) as server:
         with server.connect(timeout=15) as sock:
             sock.sendall(b"GET /swallow HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -71,6 +77,8 @@ def test_an_application_swallowing_the_cancellation_has_its_connection_closed() 
             r"still runs 1s after its task was cancelled .*\n(?:  .*\n)*?.* in swallowing"
         )
         assert get(server, "/")[2] == b"fast"
+        assert server.stop() == 0  # the worker does not wait for the task: it is left behind
+        assert "exiting with application tasks that would not stop" in server.stderr
 
 
 def test_a_worker_whose_loop_is_blocked_is_replaced_with_its_tasks_stacks_logged() -> None:

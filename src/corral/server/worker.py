@@ -277,7 +277,8 @@ class Worker:
         try:
             return loop.run_until_complete(self._serve())
         finally:
-            self.adapter.shutdown()
+            if self.adapter.shutdown():  # ASGI: tasks that swallowed their cancellation
+                self.log.warning("exiting with application tasks that would not stop")
             if spec.access_log is not None:
                 spec.access_log.close()
             loop.close()

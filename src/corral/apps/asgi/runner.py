@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
-from asyncio import CancelledError, gather, shield
+from asyncio import CancelledError, shield, wait
 from collections.abc import Coroutine
 from functools import partial
 from typing import Any, NoReturn
@@ -790,17 +790,16 @@ class AsgiAdapter(Adapter):
                 exchange.body = AsgiBody(done=True)
             exchange.body.fail()
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> int:
         """The worker's loop has stopped serving: cancel what still runs and let it unwind (its
-        ``finally`` blocks run; no "Task was destroyed but it is pending" at the close)."""
+        ``finally`` blocks run) for a second at most; how many swallowed their cancellation."""
         tasks = list(self.tasks)
-        if not tasks:
-            return
         for task in tasks:
             task.cancel()
-        loop = tasks[0].get_loop()
-        if not loop.is_running() and not loop.is_closed():
-            loop.run_until_complete(gather(*tasks, return_exceptions=True))
+        loop = tasks[0].get_loop() if tasks else None
+        if loop is None or loop.is_running() or loop.is_closed():
+            return 0
+        return len(loop.run_until_complete(wait(tasks, timeout=1.0))[1])
 
 
 def as_asgi3(app: Any) -> Any:
