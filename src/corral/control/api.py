@@ -9,6 +9,8 @@ No socket here (`server.py` speaks HTTP); the arbiter is the only state. Endpoin
 - ``/status`` and its sub-paths: GET; what the master knows of its workers.
 - ``/metrics``: GET; the same figures in Prometheus' text format.
 - ``/control/applications/NAME/restart``: GET (as in Unit); new workers for the same document.
+- ``/control/applications/NAME/stacks``: GET; every worker's thread stacks and, in an ASGI
+  worker, its pending tasks' awaits, within a second (``control/stacks.py``).
 - ``/``: GET; ``{"config": ..., "status": ...}``.
 
 Answers are Unit's: ``{"success": "Reconfiguration done."}``, or
@@ -23,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from corral.config import ConfigError, Document, document_builtins, validate_document
-from corral.control import tree
+from corral.control import stacks, tree
 from corral.master.arbiter import Arbiter
 from corral.master.generation import ApplyFailed
 from corral.observe import latency
@@ -31,6 +33,7 @@ from corral.observe import latency
 DONE = "Reconfiguration done."
 _CONFIG_METHODS = ("GET", "PUT", "POST", "DELETE")
 _READ_ONLY = ("GET",)
+_ACTIONS = ("restart", "stacks")  # /control/applications/NAME/...
 _APPLY_TITLES = {
     400: "Invalid configuration.",
     500: "Failed to apply new configuration.",
@@ -131,11 +134,13 @@ async def _config(
 
 
 async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]) -> Reply:
-    if len(segments) != 3 or segments[0] != "applications" or segments[2] != "restart":
+    if len(segments) != 3 or segments[0] != "applications" or segments[2] not in _ACTIONS:
         raise tree.NotFound(f"{path} does not exist", path)
     if method != "GET":
         return not_allowed(method, path, _READ_ONLY)
     name = segments[1]
+    if segments[2] == "stacks":
+        return await _stacks(arbiter, name)
 
     def same(doc: Document) -> Document:
         if name not in doc.applications:
@@ -145,6 +150,17 @@ async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]
 
     await arbiter.reloads.apply(same, f"restart of {name}", restart=(name,))
     return Reply(200, {"success": "Ok"})
+
+
+async def _stacks(arbiter: Arbiter, name: str) -> Reply:
+    if name not in arbiter.current.doc.applications:
+        where = tree.join(["applications", name])
+        raise tree.NotFound(f"{where} does not exist", where)
+    workers = sorted(
+        (worker for worker in arbiter.workers.values() if worker.pool.name == name),
+        key=lambda worker: (worker.slot, worker.started),
+    )
+    return Reply(200, {"application": name, "workers": await stacks.collect(workers)})
 
 
 def status(arbiter: Arbiter) -> dict[str, Any]:

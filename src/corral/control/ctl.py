@@ -1,9 +1,9 @@
 """``corral ctl``: the control API from the command line (stdlib only).
 
 Commands: ``get PATH``, ``put PATH FILE|-|JSON``, ``post PATH FILE|-|JSON``, ``delete PATH``,
-``status [PATH]``, ``restart APP``; options ``--socket ADDRESS`` (``unix:PATH``, a path, or
-``HOST:PORT``; default ``$CORRAL_CONTROL``, else the default state directory's socket),
-``--token TOKEN`` (default ``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
+``status [PATH]``, ``restart APP``, ``stacks [APP] [--json]``; options ``--socket ADDRESS``
+(``unix:PATH``, a path, or ``HOST:PORT``; default ``$CORRAL_CONTROL``, else the default state
+directory's socket), ``--token TOKEN`` (default ``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
 
 What it prints: the answer's JSON, indented, on stdout, and exit code 0; an error answer is
 one line on stderr (``corral ctl: error 404: Value doesn't exist. ...``) and exit code 1, as
@@ -18,7 +18,7 @@ import json
 import os
 import socket
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import quote
 
 from corral.control.options import SOCKET_NAME, default_state_dir
@@ -92,41 +92,117 @@ def _parser() -> _Parser:
     status.add_argument("path", metavar="PATH", nargs="?", default="")
     restart = commands.add_parser("restart", help="new workers for application APP, gracefully")
     restart.add_argument("app", metavar="APP")
+    stacks = commands.add_parser(
+        "stacks", help="every worker's live thread and task stacks, of APP or of every application"
+    )
+    stacks.add_argument("app", metavar="APP", nargs="?")
+    stacks.add_argument("--json", action="store_true", help="print the API's JSON answers")
     return parser  # the subcommands' parsers are _Parsers too (argparse uses the parent's class)
+
+
+class ApiError(Exception):
+    """An answer the command cannot go on with (``status`` None: no answer came)."""
+
+    def __init__(self, status: int | None, line: str) -> None:
+        super().__init__(line)
+        self.status = status
+        self.line = line
+
+    def __str__(self) -> str:
+        """Its line for stderr, after ``corral ctl: ``."""
+        return f"error {self.status}: {self.line}" if self.status else f"error: {self.line}"
+
+
+class Client:
+    """Requests to one control API, each on a connection of its own (the API closes it)."""
+
+    def __init__(self, address: str, token: str | None, timeout: float) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        _connection(address, timeout)  # a UsageError for an address that is none
+
+    def call(self, method: str, path: str, body: bytes | None = None) -> object:
+        """The JSON answer; `ApiError` for an error answer or an API out of reach."""
+        headers = dict(self.headers)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        connection = _connection(self.address, self.timeout)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            status, data = response.status, response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise ApiError(None, f"cannot reach the control API at {self.address}: {exc}") from None
+        finally:
+            connection.close()
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            status, answer = max(status, 500), None  # not the control API's answer
+        if status >= 400:
+            raise ApiError(status, _error_line(answer, data))
+        return answer
 
 
 def main(argv: list[str]) -> int:
     """Run ``corral ctl`` with ``argv`` (after ``ctl``); returns the exit code."""
     try:
         args = _parser().parse_args(argv)
-        method, path, body = _request(args)
         address = args.socket or os.environ.get("CORRAL_CONTROL") or _default_socket()
-        connection = _connection(address, args.timeout)
+        token = args.token or os.environ.get("CORRAL_CONTROL_TOKEN")
+        client = Client(address, token, args.timeout)
+        request = None if args.command == "stacks" else _request(args)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    token = args.token or os.environ.get("CORRAL_CONTROL_TOKEN")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
     try:
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        status, data = response.status, response.read()
-    except (OSError, http.client.HTTPException) as exc:
-        print(f"{PROG}: error: cannot reach the control API at {address}: {exc}", file=sys.stderr)
+        if request is None:
+            _print_stacks(client, args.app, args.json)
+        else:
+            print(json.dumps(client.call(*request), indent=4, ensure_ascii=False))
+    except ApiError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_API
-    finally:
-        connection.close()
-    try:
-        answer = json.loads(data)
-    except ValueError:
-        status, answer = max(status, 500), None  # not the control API's answer
-    if status >= 400:
-        print(f"{PROG}: error {status}: {_error_line(answer, data)}", file=sys.stderr)
-        return EXIT_API
-    print(json.dumps(answer, indent=4, ensure_ascii=False))
     return EXIT_OK
+
+
+def _print_stacks(client: Client, app: str | None, as_json: bool) -> None:
+    if app is None:
+        status = client.call("GET", "/status/applications")
+        names = list(status) if isinstance(status, dict) else []
+    else:
+        names = [app]
+    for name in names:
+        answer = client.call("GET", f"/control/applications/{quote(name, safe='')}/stacks")
+        if as_json:
+            print(json.dumps(answer, indent=4, ensure_ascii=False))
+        elif isinstance(answer, dict):
+            print(stacks_text(answer), end="")
+
+
+def stacks_text(answer: dict[str, Any]) -> str:
+    """A ``/stacks`` answer as a traceback-like text, one block per worker."""
+    lines = []
+    for worker in answer.get("workers", []):
+        state = "retiring" if worker["retiring"] else "ready" if worker["ready"] else "starting"
+        head = f"{answer['application']}: worker {worker['slot']} (pid {worker['pid']}, {state})"
+        if not worker["answered"]:
+            lines.append(f"{head}: did not answer within a second")
+            continue
+        lines.append(head + ":")
+        for kind, entries in (("thread", worker["threads"]), ("task", worker["tasks"] or [])):
+            for entry in entries:
+                lines.append(f"  {kind} {entry['name']}:")
+                for frame in entry["frames"]:
+                    where = f'File "{frame["file"]}", line {frame["line"]}, in {frame["function"]}'
+                    lines.append(f"    {where}")
+                    if frame["code"]:
+                        lines.append(f"      {frame['code']}")
+        if worker.get("error"):
+            lines.append(f"  (stacks incomplete: {worker['error']})")
+        lines.append("")
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _request(args: argparse.Namespace) -> tuple[str, str, bytes | None]:

@@ -247,6 +247,7 @@ class Arbiter:
         if self.stopping:
             return None
         read_fd, write_fd = os.pipe()
+        stacks, worker_stacks = socket.socketpair()
         max_requests = draw_max_requests(pool.application)
         self.hooks.call("pre_fork", self.hooks.new_worker(pool))
         sys.stdout.flush()
@@ -259,6 +260,8 @@ class Arbiter:
             pid = os.fork()
         except OSError:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            stacks.close()
+            worker_stacks.close()
             raise
         if pid == 0:  # the worker: child.run never returns
             try:
@@ -267,6 +270,7 @@ class Arbiter:
                         pool=pool,
                         slot=slot,
                         beat_fd=write_fd,
+                        stacks=worker_stacks,
                         max_requests=max_requests,
                         hooks=self.hooks,
                         latency_histogram=self.latency_histogram(pool.settings),
@@ -274,6 +278,8 @@ class Arbiter:
                     ),
                     close=[read_fd, *(other.beat_fd for other in self.workers.values())],
                     close_sockets=[
+                        stacks,
+                        *(other.stacks for other in self.workers.values() if other.stacks),
                         # a listener its pool does not serve must not stay open; nor another
                         # pool's hand-off socket, else a hand-off to an application whose workers
                         # are all gone would wait for the timeout instead of finding no listener
@@ -292,7 +298,9 @@ class Arbiter:
                 os._exit(1)  # not reached, unless its arguments could not be made
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
-        worker = WorkerProcess(pid, slot, gen, pool, read_fd)
+        worker_stacks.close()
+        stacks.setblocking(False)
+        worker = WorkerProcess(pid, slot, gen, pool, read_fd, stacks)
         worker.max_lifetime = draw_max_lifetime(pool.application)
         worker.replaces = replaces
         self.workers[pid] = worker

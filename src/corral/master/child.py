@@ -34,6 +34,7 @@ class Fork:
     pool: Pool
     slot: int
     beat_fd: int  # the write end of its heartbeat pipe
+    stacks: socket.socket  # its end of the socket the master asks for its stacks on
     max_requests: int
     hooks: Any  # the master's `corral.hooks.Hooks`
     latency_histogram: bool
@@ -124,6 +125,7 @@ def worker_main(fork: Fork) -> int:
         handoff_socket=pool.handoff,
         handoff_addresses=pool.handoff_addresses,
         heartbeat_fd=beat_fd,
+        stacks_socket=fork.stacks,
         loaded_app=pool.loaded_app,
         # other processes may serve it too (a dynamic pool may grow to max)
         multiprocess=max(app.workers, app.dynamic.max if app.dynamic else 1) > 1,

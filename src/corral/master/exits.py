@@ -40,7 +40,7 @@ def reap(arbiter: Arbiter) -> None:
         assert arbiter.loop is not None
         arbiter.loop.remove_reader(worker.beat_fd)
         _last_words(arbiter, worker)
-        os.close(worker.beat_fd)
+        worker.close()
         arbiter.gone.setdefault(worker.pool.name, Tally()).add(worker)
         arbiter.reloads.accepting_changed.set()
         _off_the_board(arbiter, worker)

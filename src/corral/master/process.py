@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from typing import Any
 
@@ -20,12 +21,21 @@ class WorkerProcess:
     over a recycled worker's slot; a *retiring* worker was sent TERM and is draining.
     """
 
-    def __init__(self, pid: int, slot: int, generation: Any, pool: Any, beat_fd: int) -> None:
+    def __init__(
+        self,
+        pid: int,
+        slot: int,
+        generation: Any,
+        pool: Any,
+        beat_fd: int,
+        stacks: socket.socket | None = None,
+    ) -> None:
         self.pid = pid
         self.slot = slot
         self.generation = generation  # the newest it serves in (a pool may be carried over)
         self.pool = pool  # its application's pool: what it runs
         self.beat_fd = beat_fd
+        self.stacks = stacks  # the master's end of its stacks socket (control/stacks.py)
         self.started = time.monotonic()
         self.last_beat = self.started
         self.ready = False
@@ -54,6 +64,12 @@ class WorkerProcess:
     @property
     def age(self) -> float:
         return time.monotonic() - self.started
+
+    def close(self) -> None:
+        """Close the master's ends of its pipe and socket, once it has exited."""
+        os.close(self.beat_fd)
+        if self.stacks is not None:
+            self.stacks.close()
 
     def feed(self, data: bytes) -> list[Message]:
         """The heartbeat messages ``data`` completes (a line may span reads; one that is not

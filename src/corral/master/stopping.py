@@ -42,7 +42,7 @@ async def wait(arbiter: Arbiter) -> None:
         pid, _status = os.waitpid(-1, 0)
         gone = arbiter.workers.pop(pid, None)
         if gone is not None:
-            os.close(gone.beat_fd)
+            gone.close()
             arbiter.hooks.call("child_exit", gone)
     arbiter.log.info("shutdown complete")
 

@@ -14,7 +14,8 @@ import traceback
 from typing import Any
 
 
-def _await_chain(awaitable: Any) -> list[Any]:
+def await_chain(awaitable: Any) -> list[Any]:
+    """(frame, line) of ``awaitable`` and of each awaitable it awaits, outermost first."""
     frames = []
     seen = 0
     while awaitable is not None and seen < 200:  # a chain of awaits is finite: bound it anyway
@@ -52,7 +53,7 @@ def _wrapped(awaitable: Any) -> Any:
 
 def task_stack(task: Any) -> str:
     """Where ``task`` is: its coroutine and every coroutine it awaits, outermost first."""
-    frames = _await_chain(task.get_coro())
+    frames = await_chain(task.get_coro())
     if not frames:
         return "  (no Python frame: finished, or not started)"
     summary = traceback.StackSummary.extract(iter(frames), lookup_lines=True)

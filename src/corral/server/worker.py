@@ -81,6 +81,7 @@ from corral.server.handoff import HandoffServer
 from corral.server.plan import ListenerPlan, ListenerSpec
 from corral.server.proxied import ProxyPlan
 from corral.server.routed import Routing, adopt_factory
+from corral.server.stacks import StackResponder
 from corral.wire import (
     Abort,
     Beat,
@@ -109,6 +110,7 @@ class WorkerSpec:
     # the pool's listening sockets, each with what its document listener says
     listeners: list[ListenerSpec]
     heartbeat_fd: int
+    stacks_socket: socket.socket | None = None  # see server/stacks.py
     loaded_app: Any = None  # set when the master preloaded the application
     multiprocess: bool = True
     access_log: Any = None
@@ -188,6 +190,8 @@ class Worker:
         # the master forks with its signals blocked; those sent since arrive now, to ours
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         self._enable_stack_dumps()
+        if spec.stacks_socket is not None:  # from before the import: a hang there shows too
+            StackResponder(spec.stacks_socket, self._task_loop).start()
         os.set_blocking(spec.heartbeat_fd, False)
         entry_points = spec.application.entry_points
         apps = spec.loaded_app  # a callable per entry point
@@ -546,6 +550,13 @@ class Worker:
         stream = error_log_stream()
         faulthandler.enable(file=stream, all_threads=True)
         faulthandler.register(signal.SIGUSR2, file=stream, all_threads=True, chain=False)
+
+    def _task_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop whose tasks the live stacks list: an ASGI worker's, once it runs."""
+        loop = self.loop
+        if loop is not None and loop.is_running() and isinstance(self.adapter, AsgiAdapter):
+            return loop
+        return None
 
     def _ask_reopen(self, *_: object) -> None:
         self._reopen_asked = True
