@@ -9,6 +9,7 @@ No socket here (`server.py` speaks HTTP); the arbiter is the only state. Endpoin
 - ``/status`` and its sub-paths: GET; what the master knows of its workers.
 - ``/metrics``: GET; the same figures in Prometheus' text format.
 - ``/control/applications/NAME/restart``: GET (as in Unit); new workers for the same document.
+- ``/control/applications/NAME/workers/more`` and ``/fewer``: GET; TTIN and TTOU for NAME.
 - ``/control/applications/NAME/stacks``: GET; every worker's thread stacks and, in an ASGI
   worker, its pending tasks' awaits, within a second (``control/stacks.py``).
 - ``/``: GET; ``{"config": ..., "status": ...}``.
@@ -33,7 +34,7 @@ from corral.observe import latency
 DONE = "Reconfiguration done."
 _CONFIG_METHODS = ("GET", "PUT", "POST", "DELETE")
 _READ_ONLY = ("GET",)
-_ACTIONS = ("restart", "stacks")  # /control/applications/NAME/...
+_ACTIONS = ("restart", "stacks", "workers/more", "workers/fewer")  # /control/applications/NAME/...
 _APPLY_TITLES = {
     400: "Invalid configuration.",
     500: "Failed to apply new configuration.",
@@ -76,7 +77,10 @@ async def handle(arbiter: Arbiter, method: str, target: str, body: bytes) -> Rep
         if path == "/status" or path.startswith("/status/"):
             if method != "GET":
                 return not_allowed(method, path, _READ_ONLY)
-            return Reply(200, tree.get(status(arbiter), tree.split(path[7:])))
+            segments = tree.split(path[7:])
+            if segments[:1] == ["events"]:
+                return Reply(200, tree.get(arbiter.events.recent(), segments[1:]))
+            return Reply(200, tree.get(status(arbiter), segments))
         if path == "/metrics":
             if method != "GET":
                 return not_allowed(method, path, _READ_ONLY)
@@ -134,13 +138,16 @@ async def _config(
 
 
 async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]) -> Reply:
-    if len(segments) != 3 or segments[0] != "applications" or segments[2] not in _ACTIONS:
+    action = "/".join(segments[2:])
+    if len(segments) < 3 or segments[0] != "applications" or action not in _ACTIONS:
         raise tree.NotFound(f"{path} does not exist", path)
     if method != "GET":
         return not_allowed(method, path, _READ_ONLY)
     name = segments[1]
-    if segments[2] == "stacks":
+    if action == "stacks":
         return await _stacks(arbiter, name)
+    if action.startswith("workers/"):
+        return _scale(arbiter, name, action == "workers/more")
 
     def same(doc: Document) -> Document:
         if name not in doc.applications:
@@ -152,10 +159,29 @@ async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]
     return Reply(200, {"success": "Ok"})
 
 
-async def _stacks(arbiter: Arbiter, name: str) -> Reply:
+def _known(arbiter: Arbiter, name: str) -> None:
     if name not in arbiter.current.doc.applications:
         where = tree.join(["applications", name])
         raise tree.NotFound(f"{where} does not exist", where)
+
+
+def _scale(arbiter: Arbiter, name: str, more: bool) -> Reply:
+    """TTIN and TTOU for one application: until its next change, which sets its processes."""
+    _known(arbiter, name)
+    if arbiter.stopping:
+        return error(503, _APPLY_TITLES[503])
+    if arbiter.pending is not None or arbiter.current.doc.applications[name].dynamic:
+        detail = "a change is under way" if arbiter.pending else "its processes are dynamic"
+        return error(409, "Cannot change the number of workers.", detail)
+    if more:
+        arbiter.more_workers(name)
+    elif not arbiter.fewer_workers(name):
+        return error(409, "Cannot change the number of workers.", "it runs one worker")
+    return Reply(200, {"success": "Ok", "workers": arbiter.counts[name]})
+
+
+async def _stacks(arbiter: Arbiter, name: str) -> Reply:
+    _known(arbiter, name)
     workers = sorted(
         (worker for worker in arbiter.workers.values() if worker.pool.name == name),
         key=lambda worker: (worker.slot, worker.started),
@@ -189,11 +215,14 @@ def status(arbiter: Arbiter) -> dict[str, Any]:
                 idle_processes += worker.request is None
             else:
                 starting += 1
-        served = arbiter.tally(name).served
-        total += served
+        tally = arbiter.tally(name)
+        total += tally.served
+        figures = latency.percentiles(tally.latency[1]) if tally.latency else None
         applications[name] = {
             "processes": {"running": running, "starting": starting, "idle": idle_processes},
-            "requests": {"active": busy, "total": served},
+            "requests": {"active": busy, "total": tally.served},
+            "latency": dict(zip(("p50", "p90", "p99"), figures, strict=True)) if figures else None,
+            "workers": _workers(arbiter, name),
         }
     counted = [arbiter.tally(name) for name in {*arbiter.gone, *arbiter.current.doc.applications}]
     accepted = sum(tally.accepted for tally in counted)
@@ -203,6 +232,41 @@ def status(arbiter: Arbiter) -> dict[str, Any]:
         "requests": {"total": total},
         "applications": applications,
     }
+
+
+def _workers(arbiter: Arbiter, name: str) -> list[dict[str, Any]]:
+    """corral's own: each live worker of ``name``, as its last heartbeat and /proc say."""
+    rows = []
+    for worker in sorted(arbiter.workers.values(), key=lambda w: (w.slot, w.started)):
+        if worker.pool.name != name:
+            continue
+        if worker.retiring:
+            state = "retiring"
+        elif worker.ready:
+            state = "ready"
+        else:
+            state = "successor" if worker.replaces is not None else "starting"
+        oldest = None
+        if worker.request is not None:
+            age, what = worker.request
+            method, _, target = what.partition(" ")
+            oldest = {"method": method, "target": target, "age": age}
+        rows.append(
+            {
+                "pid": worker.pid,
+                "slot": worker.slot,
+                "generation": worker.generation.number,
+                "state": state,
+                "served": worker.served,
+                "in_flight": worker.connections[4],
+                "oldest": oldest,
+                "rss_mib": round(worker.rss_mib(), 1),
+                "cpu_seconds": round(worker.cpu_seconds(), 2),
+                "uptime": round(worker.age, 1),
+                "last_restart": arbiter.events.last_restart(name, worker.slot),
+            }
+        )
+    return rows
 
 
 def metrics(arbiter: Arbiter) -> str:

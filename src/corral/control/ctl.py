@@ -1,9 +1,10 @@
 """``corral ctl``: the control API from the command line (stdlib only).
 
 Commands: ``get PATH``, ``put PATH FILE|-|JSON``, ``post PATH FILE|-|JSON``, ``delete PATH``,
-``status [PATH]``, ``restart APP``, ``stacks [APP] [--json]``; options ``--socket ADDRESS``
-(``unix:PATH``, a path, or ``HOST:PORT``; default ``$CORRAL_CONTROL``, else the default state
-directory's socket), ``--token TOKEN`` (default ``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
+``status [PATH]``, ``restart APP``, ``stacks [APP] [--json]``, ``top [--once] [--interval S]``;
+options ``--socket ADDRESS`` (``unix:PATH``, a path, or ``HOST:PORT``; default
+``$CORRAL_CONTROL``, else the default state directory's socket), ``--token TOKEN`` (default
+``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
 
 What it prints: the answer's JSON, indented, on stdout, and exit code 0; an error answer is
 one line on stderr (``corral ctl: error 404: Value doesn't exist. ...``) and exit code 1, as
@@ -97,6 +98,11 @@ def _parser() -> _Parser:
     )
     stacks.add_argument("app", metavar="APP", nargs="?")
     stacks.add_argument("--json", action="store_true", help="print the API's JSON answers")
+    top = commands.add_parser("top", help="a live view of the applications and their workers")
+    top.add_argument("--once", action="store_true", help="print one snapshot as text, and exit")
+    top.add_argument(
+        "--interval", metavar="SECONDS", type=float, default=1.0, help="refresh [default: 1]"
+    )
     return parser  # the subcommands' parsers are _Parsers too (argparse uses the parent's class)
 
 
@@ -152,12 +158,21 @@ def main(argv: list[str]) -> int:
         address = args.socket or os.environ.get("CORRAL_CONTROL") or _default_socket()
         token = args.token or os.environ.get("CORRAL_CONTROL_TOKEN")
         client = Client(address, token, args.timeout)
-        request = None if args.command == "stacks" else _request(args)
+        request = None if args.command in ("stacks", "top") else _request(args)
+        if args.command == "top" and not args.interval > 0:
+            raise UsageError(f"--interval {args.interval}: expected a number of seconds above 0")
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        if request is None:
+        if args.command == "top":
+            from corral.control import top  # curses, and the view, only for this command
+
+            if args.once:
+                print(top.once(client.call, address), end="")
+            else:
+                top.run(client.call, address, args.interval)
+        elif request is None:
             _print_stacks(client, args.app, args.json)
         else:
             print(json.dumps(client.call(*request), indent=4, ensure_ascii=False))

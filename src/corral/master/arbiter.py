@@ -48,6 +48,7 @@ from corral import __version__, core
 from corral.config import Document
 from corral.hooks import Hooks
 from corral.master import child, exits, lifecycle, scaling, stopping, systemd, timeouts
+from corral.master.events import Events
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, protocol_of
 from corral.master.listeners import (
     close_all,
@@ -84,6 +85,7 @@ class Arbiter:
         self.graceful = True
         self.exit_code = 0
         self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
+        self.events = Events()  # the recent ones, for the control API
         self.all_ready = False  # start-up is complete: every pool was ready once
         self.pidfile: PidFile | None = None
         self.new_master: int | None = None  # pid of the master a USR2 started
@@ -520,6 +522,7 @@ class Arbiter:
         if reason is None:
             return
         self.log.info("worker %d (pid %d) recycled: %s", worker.slot, worker.pid, reason)
+        self.events.record("recycle", reason, worker.pool.name, worker.pid, worker.slot)
         # retire_asked stays: the worker says it once, and a successor that fails to start
         # is tried again (recycle_not_before)
         worker.successor = self.spawn(gen, worker.pool, worker.slot, replaces=worker)
@@ -602,6 +605,7 @@ class Arbiter:
     def more_workers(self, app_name: str) -> None:
         """One worker more for ``app_name`` until the next change of its configuration."""
         self.counts[app_name] += 1
+        self.events.record("scale", f"{self.counts[app_name]} worker(s)", app_name)
         self.hooks.call("nworkers_changed", self.num_workers)
         self.respawn(self.current.pools[app_name], self.counts[app_name] - 1)
 
@@ -610,6 +614,7 @@ class Arbiter:
         if self.counts[app_name] <= 1:
             return False
         self.counts[app_name] -= 1
+        self.events.record("scale", f"{self.counts[app_name]} worker(s)", app_name)
         self.hooks.call("nworkers_changed", self.num_workers)
         self.retire_extra_workers()
         return True

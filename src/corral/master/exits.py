@@ -131,6 +131,7 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
         arbiter.log.info("%s (pid %d) exited: %s", arbiter.who(slot, pool), pid, how)
     else:
         arbiter.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, worker.age)
+        arbiter.events.record("crash", f"died: {how} after {worker.age:.1f}s", pool.name, pid, slot)
     if decision is Exit.SUCCESSOR:
         worker.successor.replaces = None  # type: ignore[union-attr]
     elif decision is Exit.RESPAWN:

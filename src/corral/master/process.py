@@ -12,6 +12,7 @@ from corral.observe import latency
 from corral.wire import Beat, Connections, Failed, InProgress, Latency, LineDecoder, Message
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class WorkerProcess:
@@ -114,6 +115,16 @@ class WorkerProcess:
         try:
             with open(f"/proc/{self.pid}/statm", "rb") as stream:
                 return int(stream.read().split()[1]) * _PAGE / (1 << 20)
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time from /proc, in seconds (0 when the process is gone)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stream:
+                # after the command's closing parenthesis (a title may hold spaces)
+                fields = stream.read().rpartition(b")")[2].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS
         except (OSError, IndexError, ValueError):
             return 0.0
 

@@ -257,6 +257,7 @@ class Reloads:
             self.master.num_workers,
             f" ({', '.join(carried)} carried over)" if carried else "",
         )
+        self.master.events.record("reload", f"generation {gen.number} serving")
         if gen.settled is not None and not gen.settled.done():
             gen.settled.set_result(None)
         self._after()
@@ -270,6 +271,7 @@ class Reloads:
                 self.master.retire(worker)
         self.close_unused(set(self.current.sockets))
         self.log.error("reload failed: %s; generation %d keeps serving", why, self.current.number)
+        self.master.events.record("rollback", f"{why}; generation {self.current.number} serves")
         if gen.settled is not None and not gen.settled.done():
             gen.settled.set_result(f"{why}: {cause}" if cause else why)
         self._after()

@@ -66,6 +66,7 @@ def kill(arbiter: Arbiter, worker: WorkerProcess, why: str) -> None:
     """Timeout: stacks to the error log (USR2), the request reported (ABRT), then KILL."""
     worker.timed_out = True
     worker.kill_reason = why
+    arbiter.events.record("timeout", why, worker.pool.name, worker.pid, worker.slot)
     arbiter.log.error(
         "worker %d (pid %d): %s; its threads' stacks follow", worker.slot, worker.pid, why
     )

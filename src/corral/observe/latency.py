@@ -37,3 +37,24 @@ def add(total: tuple[int, list[int]] | None, more: tuple[int, list[int]]) -> tup
     if total is None:
         return more[0], list(more[1])
     return total[0] + more[0], [a + b for a, b in zip(total[1], more[1], strict=True)]
+
+
+def percentiles(counts: list[int], wanted: tuple[float, ...] = (50, 90, 99)) -> list[float] | None:
+    """Each wanted percentile as the upper bound, in ms, of the bucket it falls in (so a
+    figure is at most twice the true one); None with no duration counted. The last bucket
+    (beyond 16.8 s) is given its lower bound."""
+    total = sum(counts)
+    if not total:
+        return None
+    figures = []
+    for percent in wanted:
+        rank = total * percent / 100
+        running = 0
+        index = len(counts) - 1
+        for index, count in enumerate(counts):  # noqa: B007 - the bucket the rank falls in
+            running += count
+            if running >= rank:
+                break
+        bound = UPPER_BOUNDS_SECONDS[min(index, BOUNDS - 1)]
+        figures.append(round(bound * 1000, 3))
+    return figures
