@@ -189,13 +189,14 @@ async def _stacks(arbiter: Arbiter, name: str) -> Reply:
     return Reply(200, {"application": name, "workers": await stacks.collect(workers)})
 
 
-def status(arbiter: Arbiter) -> dict[str, Any]:
+def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
     """Unit's status, from the workers' last heartbeats (at most a second old).
 
     ``connections``: accepted and closed so far (exited workers included), open ones with a
     request (active) or without (idle). Per application: its processes running (ready),
     starting and idle (ready, no request in progress), the requests in its application code
-    now (active) and served so far (total, an addition to Unit's shape).
+    now (active) and served so far (total, an addition to Unit's shape); corral's own: its
+    latency percentiles and (with ``workers``) each of its workers.
     """
     active = idle = total = 0
     applications: dict[str, Any] = {}
@@ -222,8 +223,9 @@ def status(arbiter: Arbiter) -> dict[str, Any]:
             "processes": {"running": running, "starting": starting, "idle": idle_processes},
             "requests": {"active": busy, "total": tally.served},
             "latency": dict(zip(("p50", "p90", "p99"), figures, strict=True)) if figures else None,
-            "workers": _workers(arbiter, name),
         }
+        if workers:  # not for /metrics, which would read /proc for figures it does not give
+            applications[name]["workers"] = _workers(arbiter, name)
     counted = [arbiter.tally(name) for name in {*arbiter.gone, *arbiter.current.doc.applications}]
     accepted = sum(tally.accepted for tally in counted)
     closed = sum(tally.closed for tally in counted)
@@ -271,7 +273,7 @@ def _workers(arbiter: Arbiter, name: str) -> list[dict[str, Any]]:
 
 def metrics(arbiter: Arbiter) -> str:
     """The status in Prometheus' text format (version 0.0.4)."""
-    figures = status(arbiter)
+    figures = status(arbiter, workers=False)
     connections = figures["connections"]
     lines: list[str] = []
 
