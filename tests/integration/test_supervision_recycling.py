@@ -154,7 +154,8 @@ def test_max_worker_lifetime_jitter_lengthens_some_lifetimes():
         wait_for(lambda: any(n >= 3 for n in lifetimes()), timeout=15)
         assert all(1 <= n <= 4 for n in lifetimes()), lifetimes()
         assert answering_pid(server)
-        assert server.stop() == 0
+        # once (of ~40 runs) the master did not stop within 30 s: the log says who held it
+        assert server.stop() == 0, server.stderr[-4000:]
 
 
 def test_max_worker_memory_recycles_a_worker_that_grew():

@@ -25,6 +25,8 @@ def worker(pid: int, slot: int, served: int, cpu: float, rss: float, oldest=None
 
 def status(total: int, workers: list[dict], name: str = "blog") -> dict:
     return {
+        "connections": {"accepted": 9, "active": 3, "idle": 1, "closed": 5},
+        "requests": {"total": total},
         "applications": {
             name: {
                 "processes": {"running": len(workers), "starting": 0, "idle": 0},
@@ -32,7 +34,7 @@ def status(total: int, workers: list[dict], name: str = "blog") -> dict:
                 "latency": {"p50": 0.256, "p90": 1.024, "p99": 8.192},
                 "workers": workers,
             }
-        }
+        },
     }
 
 
@@ -42,6 +44,7 @@ def test_rates_come_from_two_snapshots_over_the_time_between_them():
     lines = screen(now, before, View())
     (app,) = [line for line in lines if line.startswith("blog ")]
     assert app.split() == ["blog", "1", "200.0", "1400", "0", "0.256", "1.024", "8.192"]
+    assert lines[2].startswith("server: 200.0 req/s, 1400 requests; connections 3 active")
     (row,) = [line for line in lines if line.lstrip().startswith("11 ")]
     assert row.split()[:9] == ["11", "blog", "0", "1", "ready", "900", "0", "31.0", "25.0"]
 

@@ -108,10 +108,17 @@ def screen(
         for app in old_apps.values()
         for worker in app.get("workers", [])
     }
+    connections = now.status.get("connections", {})
+    total = now.status.get("requests", {}).get("total", 0)
+    old_total = before.status.get("requests", {}).get("total", 0) if before is not None else 0
+    server_rate = _rate(total, old_total, seconds) if before is not None else None
     lines = [
         f"corral top  {where}  {time.strftime('%H:%M:%S')}  sort: {view.sort}  "
         f"application: {view.application or 'all'}",
         HELP,
+        f"server: {_figure(server_rate)} req/s, {total} requests; connections "
+        f"{connections.get('active', 0)} active, {connections.get('idle', 0)} idle, "
+        f"{connections.get('accepted', 0)} accepted",
         "",
         f"{'APPLICATION':<24} {'WORKERS':>7} {'REQ/S':>9} {'TOTAL':>10} {'ACTIVE':>6} "
         f"{'P50 ms':>8} {'P90 ms':>8} {'P99 ms':>8}",
