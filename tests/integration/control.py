@@ -9,8 +9,11 @@ the read's timeout then shows.
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ from typing import Any
 
 from tests.integration.server import Server
 
+ROOT = Path(__file__).resolve().parents[2]
 CONTROL_AT = re.compile(r"control API on (unix:\S+|http://\S+)")
 LISTENING_ON = re.compile(r"listening on http://([\d.]+):(\d+) \((\S+)\)")
 
@@ -139,3 +143,17 @@ def short_dir() -> Iterator[Path]:
     """A directory with a short path (a unix socket path has at most 107 bytes)."""
     with tempfile.TemporaryDirectory(prefix="cc", dir="/tmp") as path:
         yield Path(path)
+
+
+def ctl(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``corral ctl ARGS`` run to its end: exit code, stdout and stderr as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "corral", "ctl", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})},
+    )

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.control import Control, listening_port, short_dir
+from tests.integration.control import Control, ctl, listening_port, short_dir
 from tests.integration.load import Load
 from tests.integration.server import APPS, Server, read_all, wait_for
 from tests.integration.supervision import alive, events, generation_pids, get
@@ -60,17 +60,6 @@ def lines_in_order(log: str, *patterns: str) -> bool:
             return False
         position = match.end()
     return True
-
-
-def ctl(*args: str, stdin: str | None = None, env: dict[str, str] | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "ctl", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})},
-    )
 
 
 # -- the socket ----------------------------------------------------------------------------

@@ -11,21 +11,17 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.control import Control, short_dir
+from tests.integration.control import Control, ctl, short_dir
 from tests.integration.load import Load
 from tests.integration.server import Server, wait_for
 from tests.integration.supervision import get
 
-ROOT = Path(__file__).resolve().parents[2]
 APP = "stacks_apps"
 LIMIT = 1.0  # seconds within which the answer must come (the acceptance's)
 
@@ -179,16 +175,6 @@ def test_unknown_application_and_methods():
         answer = control.request("POST", f"/control/applications/{APP}/stacks", b"")
         assert answer.status == 405
         assert server.stop() == 0
-
-
-def ctl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )
 
 
 def test_ctl_stacks_prints_each_worker_s_threads_as_a_traceback():

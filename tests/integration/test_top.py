@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyte
 
-from tests.integration.control import Control, short_dir
+from tests.integration.control import Control, ctl, short_dir
 from tests.integration.server import Server, wait_for
 from tests.integration.supervision import get
 
@@ -183,16 +183,6 @@ def test_the_application_key_shows_one_application_at_a_time():
             finally:
                 terminal.close()
             assert server.stop() == 0
-
-
-def ctl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "corral", "ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=ctl_env(),
-    )
 
 
 def test_once_over_tcp_with_a_token_and_a_wrong_token_is_one_line():
