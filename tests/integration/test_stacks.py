@@ -80,6 +80,7 @@ def test_a_held_request_shows_in_its_worker_s_stacks_within_a_second(kind):
         assert sorted(w["pid"] for w in workers) == sorted(server.worker_pids())
         assert [w["slot"] for w in workers] == [0, 1]
         assert all(w["answered"] and w["ready"] and not w["retiring"] for w in workers)
+        assert [w["state"] for w in workers] == ["ready"] * len(workers)
         for worker in workers:
             names = [thread["name"] for thread in worker["threads"]]
             assert "MainThread" in names and "corral-stacks" not in names
@@ -160,6 +161,7 @@ def test_a_worker_hanging_at_import_shows_where():
 
         worker = wait_for(importing, timeout=5)
         assert worker["ready"] is False
+        assert worker["state"] == "starting"
         assert server.stop() == 0
         change.join(30)
 

@@ -29,6 +29,7 @@ from corral.config import ConfigError, Document, document_builtins, validate_doc
 from corral.control import stacks, tree
 from corral.master.arbiter import Arbiter
 from corral.master.generation import ApplyFailed
+from corral.master.process import WorkerProcess
 from corral.observe import latency
 
 DONE = "Reconfiguration done."
@@ -182,11 +183,14 @@ def _scale(arbiter: Arbiter, name: str, more: bool) -> Reply:
 
 async def _stacks(arbiter: Arbiter, name: str) -> Reply:
     _known(arbiter, name)
-    workers = sorted(
-        (worker for worker in arbiter.workers.values() if worker.pool.name == name),
-        key=lambda worker: (worker.slot, worker.started),
-    )
-    return Reply(200, {"application": name, "workers": await stacks.collect(workers)})
+    workers = await stacks.collect(_workers_of(arbiter, name))
+    return Reply(200, {"application": name, "workers": workers})
+
+
+def _workers_of(arbiter: Arbiter, name: str) -> list[WorkerProcess]:
+    """The live workers of ``name`` in slot order, a retiring one before its successor."""
+    workers = (worker for worker in arbiter.workers.values() if worker.pool.name == name)
+    return sorted(workers, key=lambda worker: (worker.slot, worker.started))
 
 
 def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
@@ -213,7 +217,7 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
                 continue
             if worker.ready:
                 running += 1
-                idle_processes += worker.request is None
+                idle_processes += worker.in_progress is None
             else:
                 starting += 1
         tally = arbiter.tally(name)
@@ -239,26 +243,17 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
 def _workers(arbiter: Arbiter, name: str) -> list[dict[str, Any]]:
     """corral's own: each live worker of ``name``, as its last heartbeat and /proc say."""
     rows = []
-    for worker in sorted(arbiter.workers.values(), key=lambda w: (w.slot, w.started)):
-        if worker.pool.name != name:
-            continue
-        if worker.retiring:
-            state = "retiring"
-        elif worker.ready:
-            state = "ready"
-        else:
-            state = "successor" if worker.replaces is not None else "starting"
+    for worker in _workers_of(arbiter, name):
+        request = worker.in_progress
         oldest = None
-        if worker.request is not None:
-            age, what = worker.request
-            method, _, target = what.partition(" ")
-            oldest = {"method": method, "target": target, "age": age}
+        if request is not None:
+            oldest = {"method": request.method, "target": request.target, "age": request.age}
         rows.append(
             {
                 "pid": worker.pid,
                 "slot": worker.slot,
                 "generation": worker.generation.number,
-                "state": state,
+                "state": worker.state,
                 "served": worker.served,
                 "in_flight": worker.connections[4],
                 "oldest": oldest,

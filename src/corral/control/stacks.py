@@ -44,6 +44,7 @@ async def collect(workers: list[WorkerProcess]) -> list[dict[str, Any]]:
         {
             "pid": worker.pid,
             "slot": worker.slot,
+            "state": worker.state,
             "ready": worker.ready,
             "retiring": worker.retiring,
             "answered": answer is not None,

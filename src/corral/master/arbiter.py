@@ -55,7 +55,7 @@ from corral.master.listeners import (
     describe,
 )
 from corral.master.pidfile import PidFile
-from corral.master.process import Tally, WorkerProcess, request_of
+from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
@@ -344,10 +344,10 @@ class Arbiter:
             worker.retire_asked = f"served {message.served} requests (max_requests {limit})"
             self.consider_recycling(worker)
         elif isinstance(message, Abort):
-            worker.request = request_of(message.request)
+            worker.in_progress = message.request
             timeouts.finish_kill(self, worker)
         elif isinstance(message, Stuck) and not worker.timed_out:
-            worker.request = request_of(message.request)
+            worker.in_progress = message.request
             app = worker.pool.application
             timeouts.kill(
                 self,

@@ -49,7 +49,7 @@ class WorkerProcess:
         self.recycle_not_before = 0.0  # after a successor failed to boot
         self.retire_asked: str | None = None  # the worker's own "retire" line, as a reason
         self.max_lifetime = 0.0  # drawn with its jitter at spawn; 0: none
-        self.request: tuple[float, str] | None = None  # (age seconds, "METHOD /path")
+        self.in_progress: InProgress | None = None  # its oldest request, as last reported
         self.kill_reason: str | None = None  # set while a timeout kill is under way
         self.timed_out = False
         self.served = 0
@@ -65,6 +65,22 @@ class WorkerProcess:
     @property
     def age(self) -> float:
         return time.monotonic() - self.started
+
+    @property
+    def request(self) -> tuple[float, str] | None:
+        """``(age, "METHOD TARGET")`` of its oldest request, as the log lines name it."""
+        request = self.in_progress
+        return None if request is None else (request.age, request.describe())
+
+    @property
+    def state(self) -> str:
+        """``retiring`` (draining), ``ready``, ``successor`` (booting to take over a recycled
+        worker's slot) or ``starting``."""
+        if self.retiring:
+            return "retiring"
+        if self.ready:
+            return "ready"
+        return "successor" if self.replaces is not None else "starting"
 
     def close(self) -> None:
         """Close the master's ends of its pipe and socket, once it has exited."""
@@ -83,7 +99,7 @@ class WorkerProcess:
         match message:
             case Beat(served, request):
                 self.served = served
-                self.request = request_of(request)
+                self.in_progress = request
             case Connections(accepted, closed, active, idle, busy):
                 self.connections = (accepted, closed, active, idle, busy)
             case Latency(sum_us, counts):
@@ -127,11 +143,6 @@ class WorkerProcess:
             return (int(fields[11]) + int(fields[12])) / _TICKS
         except (OSError, IndexError, ValueError):
             return 0.0
-
-
-def request_of(request: InProgress | None) -> tuple[float, str] | None:
-    """``(age, "METHOD TARGET")``, as the master keeps a heartbeat's request."""
-    return None if request is None else (request.age, request.describe())
 
 
 class Tally:
