@@ -771,3 +771,34 @@ def test_status_and_metrics_count_asgi_requests_and_websocket_sessions():
             raise AssertionError(control.get("/metrics").raw.decode()) from None
         assert control.get("/status/applications/websocket_apps/requests/total").json == 4
         assert server.stop() == 0
+
+
+def test_a_worker_forked_while_the_api_answers_keeps_no_connection_open():
+    """A respawn forked between asyncio's accept of an API connection and its connection_made
+    got a copy of the connection: its client then waited for the close until its timeout."""
+    app = "chaos_app"
+    with (
+        short_dir() as directory,
+        Server(
+            app,
+            f"--control=unix:{directory}/c.sock",
+            "--threads=2",
+            "--min-worker-lifetime=0",
+            workers=2,
+        ) as server,
+    ):
+        control = Control.of(server)
+        control.timeout = 3  # a held connection fails the read at once, not after a minute
+        workers = f"/status/applications/{app}/workers"
+
+        def serving() -> list[dict] | None:
+            rows = control.get(workers).json
+            return rows if len(rows) == 2 and all(w["state"] == "ready" for w in rows) else None
+
+        for _ in range(12):
+            os.kill(wait_for(serving, timeout=10)[1]["pid"], signal.SIGKILL)
+            # ask without a pause while the master reaps it and forks its successor
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:
+                assert control.get(workers).status == 200
+        assert server.stop() == 0

@@ -21,6 +21,7 @@ import hmac
 import logging
 import os
 import socket
+import stat
 import sys
 import time
 from http import HTTPStatus
@@ -103,11 +104,28 @@ class ControlServer:
     def close_in_child(self) -> None:
         """In a freshly forked worker: let go of the API's descriptors without touching the
         master's loop."""
-        if self.socket is not None:
-            self.socket.close()
+        if self.socket is None:
+            return
+        family, address = self.socket.family, _local(self.socket)
+        self.socket.close()
         for connection in self.connections:
             with contextlib.suppress(OSError):
                 os.close(connection.fileno)
+        # asyncio accepts a connection one loop step before connection_made registers it: a
+        # fork in that step would keep it open, and its client would wait for the close
+        # until its timeout. Every socket on the API's own address is one of its connections.
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            with contextlib.suppress(OSError):
+                if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    continue
+                sock = socket.socket(fileno=fd)
+                try:
+                    ours = sock.family == family and _local(sock) == address
+                finally:
+                    sock.detach()
+                if ours:
+                    os.close(fd)
 
     async def close(self, *, unlink: bool) -> None:
         """Stop serving: end the requests still waiting, close the socket."""
@@ -130,6 +148,13 @@ class ControlServer:
         if unlink and address.kind == "unix" and address.path:
             with contextlib.suppress(OSError):
                 os.unlink(address.path)
+
+
+def _local(sock: socket.socket) -> object:
+    """What identifies the API's socket among a process's: its path, or its port (an accepted
+    TCP connection has the host's address where the listener may have 0.0.0.0)."""
+    name = sock.getsockname()
+    return name[1] if sock.family in (socket.AF_INET, socket.AF_INET6) else name
 
 
 class ControlConnection(asyncio.Protocol, RequestSink):
