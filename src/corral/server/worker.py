@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
+import gc
 import logging
 import os
 import signal
@@ -385,6 +386,9 @@ class Worker:
             handoffs.start()
             self.servers.append(handoffs)  # closed with the listeners when a drain begins
             self.handoffs = handoffs
+        if application.gc_freeze:
+            gc.collect()
+            gc.freeze()
         self._send(Ready())
         self._schedule_tick()
         await self._done
