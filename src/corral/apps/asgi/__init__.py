@@ -1,1 +1,2 @@
-"""The ASGI side of a worker: `corral.apps.asgi.runner.AsgiAdapter` (HTTP only for now)."""
+"""The ASGI side of a worker: `corral.apps.asgi.runner.AsgiAdapter` (HTTP; WebSocket
+sessions in `corral.apps.asgi.websocket_session`)."""
