@@ -81,7 +81,7 @@ install_venv() {
     # bjoern also libev's, from apt).
     "${pip[@]}" install --quiet --upgrade \
         gunicorn uwsgi granian waitress bjoern uvicorn matplotlib \
-        django djangorestframework \
+        django djangorestframework fastapi \
         uvloop httptools
     log "installing corral (editable) from $REPO_DIR"
     "${pip[@]}" install --quiet -e "$REPO_DIR"
