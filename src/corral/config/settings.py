@@ -806,7 +806,9 @@ SETTINGS: tuple[Setting, ...] = (
         "that the collector's full passes scan what requests create, not the application's "
         "modules: with 100 ASGI requests in flight these passes took about 7 % of a "
         "hello-world worker's time, and 0.2 % frozen. A reference cycle among the frozen "
-        "objects is never collected. False: Python's default.",
+        "objects is never collected. The master's objects (a preloaded application's too) are "
+        "frozen across the fork, so that the worker's collection leaves the pages they share "
+        "unwritten. False: Python's default.",
         flags=("--gc-freeze",), metavar="BOOL",
     ),
     Setting(

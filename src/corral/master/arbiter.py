@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -258,9 +259,16 @@ class Arbiter:
         # pass a signal on to the master's loop through the wakeup descriptor both hold: the
         # signals stay blocked across the fork, and Worker.run unblocks them.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        # what the master holds (a preloaded application too) is frozen in the worker, whose
+        # gc_freeze collection would otherwise write to every object's page the two share
+        frozen = pool.application.gc_freeze
+        if frozen:
+            gc.freeze()
         try:
             pid = os.fork()
         except OSError:
+            if frozen:
+                gc.unfreeze()
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             stacks.close()
             worker_stacks.close()
@@ -298,6 +306,8 @@ class Arbiter:
                 )
             finally:
                 os._exit(1)  # not reached, unless its arguments could not be made
+        if frozen:
+            gc.unfreeze()  # the master's own collections go on as before
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         worker_stacks.close()
