@@ -58,6 +58,7 @@ cdef class AsgiCycle:
     cdef public bint timed_out
     cdef public int trailers
 
+    cpdef _send(self, dict message)
     @cython.locals(conn=HttpConnection, remaining=object)
     cpdef bint _write_body(self, object data, object more) except -1
     @cython.locals(head=ResponseHead)

@@ -24,13 +24,11 @@ and is one line in the error log; the answer is a 500 if no byte was sent yet, e
 connection is closed. An exception of the application is one log entry with its traceback
 and the same answer.
 
-Lifespan is `corral.apps.asgi.lifespan`'s, WebSocket `corral.apps.asgi.websocket_session`'s
-(an upgrade request starts a session instead of a cycle), ``request_timeout`` `TaskDeadline`'s.
-The server hooks ``pre_request``/``post_request`` are hooked.py's. Every scope offers the
-``http.response.pathsend`` and ``http.response.zerocopysend`` extensions (the file goes out
-with ``sendfile``, framed by Content-Length or as one chunk) and, when the client sent
-``TE: trailers``, ``http.response.trailers`` (the answer is then chunked; its trailer fields
-are checked as header fields are, framing fields dropped).
+Lifespan is lifespan.py's, WebSocket websocket_session.py's (an upgrade starts a session, not a
+cycle), ``request_timeout`` `TaskDeadline`'s, ``pre_request``/``post_request`` hooked.py's.
+Every scope offers ``http.response.pathsend`` and ``http.response.zerocopysend`` (``sendfile``,
+framed by Content-Length or as one chunk) and, after ``TE: trailers``, ``http.response.trailers``
+(the answer is then chunked; trailer fields are checked as header fields, framing ones dropped).
 """
 
 from __future__ import annotations
@@ -178,9 +176,8 @@ REQUEST_TASK = "corral-request"  # every request's task: a name given is not for
 
 
 def request_task(loop: Any, coro: Any) -> Any:
-    """A task for a request's cycle: ``Task()`` itself where the loop has no task factory,
-    with a name, because uvloop's ``create_task`` formats a ``Task-N`` name for each one
-    (about 3 % of a hello request's instructions) before it renames the task."""
+    """A request cycle's task, named: uvloop's ``create_task`` formats a ``Task-N`` name for
+    each (3 % of a hello request's instructions), then renames it; ``Task()`` does not."""
     if loop.get_task_factory() is None:
         return Task(coro, loop=loop, name=REQUEST_TASK)
     return loop.create_task(coro, name=REQUEST_TASK)
@@ -374,7 +371,12 @@ class AsgiCycle:
     def send(self, message: dict[str, Any]) -> Any:
         """ASGI's ``send``: the message goes out now; what is returned is awaited for the
         rest (`SENT` when nothing is left to wait for: no coroutine made per message)."""
-        kind = message.get("type") if type(message) is dict else None
+        if type(message) is dict:
+            return self._send(message)  # compiled, it reads the message as a typed dict
+        self._violation("unknown message None on an HTTP connection")
+
+    def _send(self, message: dict[str, Any]) -> Any:
+        kind = message.get("type")
         if kind == "http.response.body":
             if self.status is None:
                 self._violation("http.response.body before http.response.start")
