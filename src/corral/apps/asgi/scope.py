@@ -91,9 +91,11 @@ def request_scope(
     path = decode_path(raw_path)
     if root_path and not (path == root_path or path.startswith(root_path + "/")):
         root_path = ""  # as for WSGI's SCRIPT_NAME: a path outside the prefix is not under it
-    extensions = _EXTENSIONS.copy()
+    offered = _EXTENSIONS  # typed where compiled: copied by the dict itself, not a method call
+    extensions = offered.copy()
     headers = []
     lowered = _LOWERED
+    versions = ASGI_VERSION
     for name, value in head.headers:
         lower = lowered.get(name)
         if lower is None:
@@ -104,7 +106,7 @@ def request_scope(
         headers.append((lower, value))
     scope = {
         "type": "http",
-        "asgi": ASGI_VERSION.copy(),
+        "asgi": versions.copy(),
         "http_version": head.version,
         "method": head.method,
         "scheme": scheme,
