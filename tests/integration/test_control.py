@@ -802,3 +802,26 @@ def test_a_worker_forked_while_the_api_answers_keeps_no_connection_open():
             while time.monotonic() < end:
                 assert control.get(workers).status == 200
         assert server.stop() == 0
+
+
+def test_a_worker_keeps_its_listener_on_the_control_api_s_port_at_another_address():
+    """The fork closes the API's connections by their local address, and a listener of the
+    application's own on the same port (another loopback address) is not one of them."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with Server(
+        "proc_apps",
+        "--control",
+        f"127.0.0.1:{port}",
+        "--control-token",
+        "s3cret",
+        bind=f"127.0.0.2:{port}",
+    ) as server:
+        control = Control.of(server)
+        assert control.address == f"http://127.0.0.1:{port}"
+        assert control.get("/config", token="s3cret").status == 200
+        with socket.create_connection(("127.0.0.2", port), timeout=10) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert read_all(sock).startswith(b"HTTP/1.1 200 ")
+        assert server.stop() == 0

@@ -102,29 +102,19 @@ class ControlServer:
         state.save(self.options.state_file, doc)
 
     def close_in_child(self) -> None:
-        """In a freshly forked worker: let go of the API's descriptors without touching the
-        master's loop."""
+        """In a freshly forked worker: let go of the API's socket and of every connection
+        accepted on it, without touching the master's loop. The connections are found among
+        the process's descriptors, not in ``connections``: asyncio accepts one a loop step
+        before connection_made registers it, and a copy kept by a fork in that step would
+        make its client wait for the close until its timeout."""
         if self.socket is None:
             return
-        family, address = self.socket.family, _local(self.socket)
+        family, address = self.socket.family, self.socket.getsockname()
         self.socket.close()
-        for connection in self.connections:
-            with contextlib.suppress(OSError):
-                os.close(connection.fileno)
-        # asyncio accepts a connection one loop step before connection_made registers it: a
-        # fork in that step would keep it open, and its client would wait for the close
-        # until its timeout. Every socket on the API's own address is one of its connections.
         for name in os.listdir("/proc/self/fd"):
             fd = int(name)
-            with contextlib.suppress(OSError):
-                if not stat.S_ISSOCK(os.fstat(fd).st_mode):
-                    continue
-                sock = socket.socket(fileno=fd)
-                try:
-                    ours = sock.family == family and _local(sock) == address
-                finally:
-                    sock.detach()
-                if ours:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
+                if stat.S_ISSOCK(os.fstat(fd).st_mode) and _accepted_on(fd, family, address):
                     os.close(fd)
 
     async def close(self, *, unlink: bool) -> None:
@@ -150,11 +140,22 @@ class ControlServer:
                 os.unlink(address.path)
 
 
-def _local(sock: socket.socket) -> object:
-    """What identifies the API's socket among a process's: its path, or its port (an accepted
-    TCP connection has the host's address where the listener may have 0.0.0.0)."""
-    name = sock.getsockname()
-    return name[1] if sock.family in (socket.AF_INET, socket.AF_INET6) else name
+def _accepted_on(fd: int, family: int, address: Any) -> bool:
+    """Whether socket ``fd`` is a connection accepted by the listener at ``address``: not a
+    listener itself (a worker's own may have the API's port on another address), with the
+    listener's family and local address, or only its port where the listener's host is a
+    wildcard (the connection has the host's own address)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        if sock.family != family or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            return False
+        local = sock.getsockname()
+    finally:
+        sock.detach()
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        return bool(local == address)
+    host, port = address[0], address[1]
+    return bool(local[1] == port and (host in ("0.0.0.0", "::") or local[0] == host))
 
 
 class ControlConnection(asyncio.Protocol, RequestSink):
