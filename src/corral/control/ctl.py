@@ -200,8 +200,8 @@ def stacks_text(answer: dict[str, Any]) -> str:
     """A ``/stacks`` answer as a traceback-like text, one block per worker."""
     lines = []
     for worker in answer.get("workers", []):
-        head = f"{answer['application']}: worker {worker['slot']} (pid {worker['pid']}, "
-        head += f"{worker['state']})"
+        pid, state = worker["pid"], worker["state"]
+        head = f"{answer['application']}: worker {worker['slot']} (pid {pid}, {state})"
         if not worker["answered"]:
             lines.append(f"{head}: did not answer within a second")
             continue

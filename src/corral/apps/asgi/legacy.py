@@ -1,5 +1,5 @@
 """ASGI 2 applications (a class: instantiated with the scope, then called with ``receive``
-and ``send``), as ASGI 3's single callable; Uvicorn and Granian take both as well."""
+and ``send``), as ASGI 3's single callable."""
 
 from __future__ import annotations
 
