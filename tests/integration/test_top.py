@@ -129,7 +129,13 @@ def test_top_shows_each_worker_and_acts_on_the_keys():
             before = {w["pid"] for w in workers(control)}
             terminal.press("r")
             terminal.wait(rf"restart for {APP}: Ok", timeout=20)
-            after = {w["pid"] for w in workers(control)}
+            # the answer comes once the new workers serve: the old may still be exiting
+
+            def only_new() -> set[int] | None:
+                pids = {w["pid"] for w in workers(control)}
+                return pids if not pids & before else None
+
+            after = wait_for(only_new, timeout=15)
             assert after and not after & before
             for pid in after:
                 terminal.wait(worker_row(pid))
