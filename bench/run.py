@@ -65,6 +65,7 @@ PEER_PACKAGES = [
     "granian",
     "waitress",
     "uvicorn",
+    "hypercorn",
     "Django",
     "djangorestframework",
     "uvloop",
@@ -256,6 +257,17 @@ def uvicorn(app: App, workers: int, threads: int, port: int) -> list[str]:
     return cmd(VENV_BIN / "uvicorn", flags, "--no-access-log --log-level warning", app.target)
 
 
+def hypercorn(app: App, workers: int, threads: int, port: int) -> list[str]:
+    # uvloop, as Uvicorn and corral; its access log is off unless asked for
+    flags = f"--bind {HOST}:{port} --workers {workers} --worker-class uvloop"
+    return cmd(VENV_BIN / "hypercorn", flags, "--log-level warning", app.target)
+
+
+def gunicorn_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
+    # gunicorn's own ASGI worker (its parser, asyncio; uvloop when installed, as here)
+    return cmd(VENV_BIN / "gunicorn", f"-w {workers} -k asgi -b {HOST}:{port} {app.target}")
+
+
 def waitress(app: App, workers: int, threads: int, port: int) -> list[str]:
     # Single process: the threads of every "worker" go into its one pool.
     flags = f"--listen={HOST}:{port} --threads={workers * threads} --connection-limit=1000"
@@ -292,6 +304,8 @@ SERVERS: dict[str, Server] = {
     "granian": Server("granian", "Granian", granian),
     "granian-asgi": Server("granian", "Granian ASGI", granian_asgi, asgi=True),
     "uvicorn": Server("uvicorn", "Uvicorn", uvicorn, asgi=True),
+    "hypercorn": Server("hypercorn", "Hypercorn", hypercorn, asgi=True),
+    "gunicorn-asgi": Server("gunicorn", "gunicorn ASGI worker", gunicorn_asgi, asgi=True),
     "waitress": Server("waitress", "Waitress", waitress),
     "bjoern": Server("bjoern", "bjoern (reference)", bjoern, reference=True),
     "nginx": Server("nginx", "nginx (reference)", nginx, reference=True),
@@ -379,19 +393,21 @@ def scenarios() -> list[Scenario]:
         "ASGI hello, 1 worker",
         "Hello-world ASGI app (bench/apps/hello_asgi.py, the same answer as hello.py); one worker "
         "process pinned to core 0, keep-alive at 1, 20 and 100 connections and `Connection: "
-        "close` at 1 and 100, beside Uvicorn (httptools and uvloop) and Granian's ASGI interface.",
+        "close` at 1 and 100, beside Uvicorn (httptools and uvloop), Granian's ASGI interface, "
+        "Hypercorn (uvloop) and gunicorn's ASGI worker (`-k asgi`).",
         [Load(c) for c in (1, 20, 100)] + [Load(c, keepalive=False) for c in (1, 100)],
     )
-    f.configs = [Config(name, ASGI_HELLO_APP) for name in ("corral", "uvicorn", "granian-asgi")]
+    asgi_servers = ("corral", "uvicorn", "granian-asgi", "hypercorn", "gunicorn-asgi")
+    f.configs = [Config(name, ASGI_HELLO_APP) for name in asgi_servers]
     g = Scenario(
         "G",
         "FastAPI JSON, 1 worker",
         'A FastAPI endpoint answering `{"message":"Hello, world!"}` (bench/apps/'
         "fastapi_json.py, TechEmpower's JSON test); one worker pinned to core 0, keep-alive at 1 "
-        "and 100 connections, beside Uvicorn and Granian's ASGI interface.",
+        "and 100 connections, beside the same peers as scenario F.",
         [Load(c) for c in (1, 100)],
     )
-    g.configs = [Config(name, FASTAPI_APP) for name in ("corral", "uvicorn", "granian-asgi")]
+    g.configs = [Config(name, FASTAPI_APP) for name in asgi_servers]
     return [a, b, c, d, e, f, g]
 
 

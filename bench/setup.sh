@@ -80,7 +80,7 @@ install_venv() {
     # uwsgi and bjoern build from source (a C compiler and Python headers;
     # bjoern also libev's, from apt).
     "${pip[@]}" install --quiet --upgrade \
-        gunicorn uwsgi granian waitress bjoern uvicorn matplotlib \
+        gunicorn uwsgi granian waitress bjoern uvicorn hypercorn matplotlib \
         django djangorestframework fastapi \
         uvloop httptools
     log "installing corral (editable) from $REPO_DIR"
