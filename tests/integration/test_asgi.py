@@ -187,6 +187,7 @@ def test_an_exception_after_the_head_closes_the_connection(server: Server) -> No
         ("/bad-status", "invalid status '200'"),
         ("/crlf", "control character"),
         ("/no-response", "ASGI application returned without a response"),
+        ("/not-a-message", "a message is a dict, not list"),
     ],
 )
 def test_a_protocol_violation_is_a_500_and_a_logged_error(server: Server, path: str, line: str):
@@ -194,6 +195,10 @@ def test_a_protocol_violation_is_a_500_and_a_logged_error(server: Server, path: 
     assert status == 500
     assert b"Injected" not in body
     server.wait_log(rf"ERROR\].*{path}.*{line}|ERROR\].*{line}.*{path}")
+
+
+def test_a_message_may_be_any_mapping(server: Server) -> None:
+    assert http_get(server, "/mapping-messages") == (200, b"mapped")
 
 
 def test_headers_may_be_lists_of_pairs_and_anything_else_is_a_500(server: Server) -> None:

@@ -4,7 +4,8 @@
 body read with ``receive()``, each message's size and ``more_body`` in ``x-messages``),
 ``/stream`` (``?n=`` chunks, each its own ``http.response.body``), ``/big`` (``?mb=`` MiB in
 64 KiB messages), ``/error`` (raises), ``/body-first``, ``/double-start``, ``/bad-status``,
-``/crlf`` (protocol violations), ``/header-forms?form=`` (lists, or malformed),
+``/crlf``, ``/not-a-message`` (protocol violations), ``/mapping-messages`` (messages that are
+mappings but not dicts), ``/header-forms?form=`` (lists, or malformed),
 ``/after-start`` (raises once the head went out), ``/send-in-tasks`` (each message sent by
 a task of its own: asyncio's ``create_task``, then anyio's ``start_soon``),
 ``/no-response`` (returns without answering), ``/wait-disconnect`` (streams one chunk, then
@@ -75,6 +76,14 @@ async def app(scope, receive, send):
         raise ValueError("boom from the ASGI app")
     elif path == "/body-first":
         await send({"type": "http.response.body", "body": b"oops"})
+    elif path == "/mapping-messages":  # not plain dicts: a dict subclass, a read-only view
+        from collections import OrderedDict
+        from types import MappingProxyType
+
+        await send(OrderedDict(type="http.response.start", status=200, headers=[]))
+        await send(MappingProxyType({"type": "http.response.body", "body": b"mapped"}))
+    elif path == "/not-a-message":
+        await send([("type", "http.response.start"), ("status", 200)])
     elif path == "/double-start":
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.start", "status": 200, "headers": []})

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import os
 from asyncio import CancelledError, Task, shield, wait
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from functools import partial
 from typing import Any, NoReturn
 
@@ -371,9 +371,11 @@ class AsgiCycle:
     def send(self, message: dict[str, Any]) -> Any:
         """ASGI's ``send``: the message goes out now; what is returned is awaited for the
         rest (`SENT` when nothing is left to wait for: no coroutine made per message)."""
-        if type(message) is dict:
-            return self._send(message)  # compiled, it reads the message as a typed dict
-        self._violation("unknown message None on an HTTP connection")
+        if type(message) is not dict:  # compiled, _send reads the message as a typed dict
+            if not isinstance(message, Mapping):
+                self._violation(f"a message is a dict, not {type(message).__name__}")
+            message = dict(message)  # a dict subclass or another mapping: Uvicorn takes them
+        return self._send(message)
 
     def _send(self, message: dict[str, Any]) -> Any:
         kind = message.get("type")

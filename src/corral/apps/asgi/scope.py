@@ -91,11 +91,11 @@ def request_scope(
     path = decode_path(raw_path)
     if root_path and not (path == root_path or path.startswith(root_path + "/")):
         root_path = ""  # as for WSGI's SCRIPT_NAME: a path outside the prefix is not under it
-    offered = _EXTENSIONS  # typed where compiled: copied by the dict itself, not a method call
+    # typed locals where compiled (scope.pxd): their .copy() is PyDict_Copy, not a method call
+    offered, versions = _EXTENSIONS, ASGI_VERSION
     extensions = offered.copy()
     headers = []
     lowered = _LOWERED
-    versions = ASGI_VERSION
     for name, value in head.headers:
         lower = lowered.get(name)
         if lower is None:
