@@ -176,8 +176,7 @@ REQUEST_TASK = "corral-request"  # every request's task: a name given is not for
 
 
 def request_task(loop: Any, coro: Any) -> Any:
-    """A request cycle's task, named: uvloop's ``create_task`` formats a ``Task-N`` name for
-    each (3 % of a hello request's instructions), then renames it; ``Task()`` does not."""
+    """A request cycle's named task: uvloop's ``create_task`` formats a ``Task-N`` name first."""
     if loop.get_task_factory() is None:
         return Task(coro, loop=loop, name=REQUEST_TASK)
     return loop.create_task(coro, name=REQUEST_TASK)
@@ -369,8 +368,7 @@ class AsgiCycle:
     # -- send -----------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> Any:
-        """ASGI's ``send``: the message goes out now; what is returned is awaited for the
-        rest (`SENT` when nothing is left to wait for: no coroutine made per message)."""
+        """ASGI's ``send``: the message goes out now, the rest is awaited (`SENT`: no wait)."""
         if type(message) is not dict:  # compiled, _send reads the message as a typed dict
             if not isinstance(message, Mapping):
                 self._violation(f"a message is a dict, not {type(message).__name__}")
