@@ -43,16 +43,23 @@ def test_split_target():
 
 
 def test_connection_scope_for_tcp_and_unix():
-    assert connection_scope(("::1", 80, 0, 0), ("::1", 5000, 0, 0)) == {
-        "server": ("::1", 80),
-        "client": ("::1", 5000),
-        "scheme": "http",
-    }
-    assert connection_scope("/run/app.sock", "") == {
-        "server": ("/run/app.sock", None),
-        "client": None,
-        "scheme": "http",
-    }
+    tcp = connection_scope(("::1", 80, 0, 0), ("::1", 5000, 0, 0))
+    assert (tcp["server"], tcp["client"], tcp["scheme"]) == (("::1", 80), ("::1", 5000), "http")
+    unix = connection_scope("/run/app.sock", "")
+    assert (unix["server"], unix["client"]) == (("/run/app.sock", None), None)
+
+
+def test_a_request_scope_has_every_key_in_the_spec_order():
+    base = connection_scope(("127.0.0.1", 8000), ("127.0.0.1", 4000))
+    scope = request_scope(base, head(b"/a%20b?q"), "", {})
+    assert list(scope) == [
+        "type", "asgi", "http_version", "method", "scheme", "path", "raw_path",
+        "query_string", "root_path", "headers", "client", "server", "extensions", "state",
+    ]  # fmt: skip
+    assert (scope["type"], scope["method"], scope["path"], scope["raw_path"]) == (
+        "http", "GET", "/a b", b"/a%20b"
+    )  # fmt: skip
+    assert scope["client"] == ("127.0.0.1", 4000) and base["client"] == ("127.0.0.1", 4000)
 
 
 def test_request_scope_is_fresh_and_copies_the_state():
@@ -87,6 +94,7 @@ def test_a_trusted_proxy_names_the_client_and_scheme():
     base = connection_scope(("127.0.0.1", 8000), ("127.0.0.1", 4000))
     scope = request_scope(base, head(b"/"), "", None, Forwarded())
     assert scope["client"] == ("203.0.113.9", 0) and scope["scheme"] == "https"
+    assert (base["client"], base["scheme"]) == (("127.0.0.1", 4000), "http")
     assert "state" not in scope
 
 

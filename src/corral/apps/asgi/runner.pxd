@@ -7,7 +7,9 @@ from corral.http.response cimport ResponseHead
 from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerState
 
 cpdef release(object waiter)
+cdef dict _STATUS_TEXT  # its get is then the C API's
 cpdef str _status_text(object status)
+cpdef object request_task(object loop, object coro)
 @cython.locals(out=list, fields=dict, field=object)
 cpdef list _str_headers(object headers)
 cpdef tuple _str_field(object header)
