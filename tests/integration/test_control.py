@@ -438,7 +438,9 @@ def test_concurrent_changes_are_serialised():
         assert config["settings"]["http"]["idle_timeout"] == 7
         assert config["applications"]["chaos_app"]["threads"] == 2
         assert config["applications"]["chaos_app"]["processes"] == 2
-        # one at a time: each generation was complete before the next change began
+        # one at a time: each generation was complete before the next change began (the
+        # master logs the last completion before it answers; the pipe's reader may lag)
+        server.wait_log(r"reload complete: generation", count=3)
         log = server.stderr
         starts = [m.start() for m in re.finditer(r"reconfiguring \(", log)]
         completes = [m.start() for m in re.finditer(r"reload complete: generation", log)]
