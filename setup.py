@@ -29,6 +29,7 @@ TWINS = [
     "corral.apps.wsgi.runner",
     "corral.apps.asgi.scope",
     "corral.apps.asgi.runner",
+    "corral.apps.asgi.adapter",
     "corral.filters.forwarded",
 ]
 

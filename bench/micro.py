@@ -173,11 +173,11 @@ PROXIED_REQUEST = REQUEST.replace(
 
 
 def run_asgi(n: int) -> float:
-    """The ASGI adapter on the same fake transport: each request's task runs on a uvloop
-    loop (one step: the hello app never waits), as a worker's does."""
+    """The ASGI adapter on the same fake transport: each request arrives in a callback of a
+    uvloop loop and its task runs there, as a worker's do."""
     import uvloop
 
-    from corral.apps.asgi.runner import AsgiAdapter
+    from corral.apps.asgi.adapter import AsgiAdapter
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
     from hello_asgi import app
@@ -192,14 +192,21 @@ def run_asgi(n: int) -> float:
     conn.connection_made(transport)
     feed = conn.data_received
 
-    async def requests() -> float:
-        start = time.perf_counter()
-        for _ in range(n):
-            feed(REQUEST)
-            await asyncio.sleep(0)  # the request's task, scheduled first, runs now
-        return time.perf_counter() - start
+    left = [n]
 
-    elapsed = loop.run_until_complete(requests())
+    def request() -> None:
+        # a callback of the loop, as a worker's data_received is (no task is current)
+        left[0] -= 1
+        feed(REQUEST)
+        if left[0]:
+            loop.call_soon(request)  # after the request's task, scheduled first
+        else:
+            loop.call_soon(loop.stop)
+
+    start = time.perf_counter()
+    loop.call_soon(request)
+    loop.run_forever()
+    elapsed = time.perf_counter() - start
     assert transport.out > 0 and state.served == n, state.served
     loop.close()
     return elapsed / n * 1e6

@@ -220,6 +220,25 @@ def test_what_send_returns_is_a_coroutine_to_asyncio_and_anyio(server: Server) -
     assert http_get(server, "/send-in-tasks") == (200, b"sent by tasks")
 
 
+def test_each_request_runs_in_its_own_task_and_context(server: Server) -> None:
+    # the first step runs before the loop's next turn (the adapter's run): with its task
+    # current and in that task's context, which no other request shares
+    with server.connect() as sock:
+        reader = Reader(sock)
+        for query in (b"one", b"two"):  # one after the other on one connection
+            sock.sendall(b"GET /task-context?%s HTTP/1.1\r\nHost: h\r\n\r\n" % query)
+            facts = json.loads(reader.response().body)
+            assert facts == {"seen": None, "kept": query.decode(), "task": "corral-request",
+                             "same_task": True, "cancelled": True}  # fmt: skip
+        sock.sendall(  # pipelined: the second starts from the first's answer
+            b"GET /task-context?three HTTP/1.1\r\nHost: h\r\n\r\n"
+            b"GET /task-context?four HTTP/1.1\r\nHost: h\r\n\r\n"
+        )
+        for query in ("three", "four"):
+            facts = json.loads(reader.response().body)
+            assert facts["seen"] is None and facts["kept"] == query and facts["same_task"]
+
+
 def test_a_header_value_with_crlf_never_reaches_the_wire(server: Server) -> None:
     reply = server.raw(b"GET /crlf HTTP/1.1\r\nHost: h\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 500 ")

@@ -6,11 +6,13 @@ body's flow control and the send side's backpressure can be observed. The integr
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 
 import pytest
 
-from corral.apps.asgi.runner import BODY_HIGH_WATER, AsgiAdapter, AsgiProtocolError
+from corral.apps.asgi.adapter import AsgiAdapter
+from corral.apps.asgi.runner import BODY_HIGH_WATER, AsgiProtocolError
 from corral.apps.asgi.scope import connection_scope, decode_path, request_scope, split_target
 from corral.http.head import RequestHead
 from corral.server.connection import HttpConnection
@@ -229,7 +231,7 @@ def test_concurrent_receives_all_see_the_disconnect(loop):
     assert seen == ["disconnect", "disconnect"]
 
 
-def test_shutdown_lets_running_applications_unwind(loop):
+def test_shutdown_lets_running_applications_unwind(loop, caplog):
     unwound: list[bool] = []
 
     async def app(scope, receive, send):
@@ -244,3 +246,6 @@ def test_shutdown_lets_running_applications_unwind(loop):
     conn.server.adapter.shutdown()
     assert unwound == [True]
     assert not conn.server.adapter.tasks
+    del conn
+    gc.collect()  # a task that ended with an exception nobody took says so when collected
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]

@@ -55,8 +55,8 @@ from typing import Any
 
 # imported here, by the master too, not after the fork: a worker that switched to another user
 # may not be able to read the interpreter's own files (ctypes) to import them then
+from corral.apps.asgi.adapter import AsgiAdapter
 from corral.apps.asgi.lifespan import Lifespan, LifespanFailed
-from corral.apps.asgi.runner import AsgiAdapter
 from corral.apps.asgi.websocket import WebSocketOptions
 from corral.apps.deadline import Watchdog
 from corral.apps.loader import (

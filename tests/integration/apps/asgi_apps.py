@@ -8,6 +8,7 @@ body read with ``receive()``, each message's size and ``more_body`` in ``x-messa
 mappings but not dicts), ``/header-forms?form=`` (lists, or malformed),
 ``/after-start`` (raises once the head went out), ``/send-in-tasks`` (each message sent by
 a task of its own: asyncio's ``create_task``, then anyio's ``start_soon``),
+``/task-context`` (what a request sees of its task and context: JSON),
 ``/no-response`` (returns without answering), ``/wait-disconnect`` (streams one chunk, then
 waits for ``http.disconnect`` and prints ``disconnect seen <path>`` on standard error),
 ``/pathsend?path=`` and ``/zerocopy?path=`` (the extensions, on a file), ``/trailers`` (two
@@ -21,7 +22,10 @@ from __future__ import annotations
 
 import json
 import sys
+from contextvars import ContextVar
 from urllib.parse import parse_qs
+
+_REQUEST_VAR: ContextVar[bytes] = ContextVar("request")
 
 
 def _jsonable(value):
@@ -109,6 +113,25 @@ async def app(scope, receive, send):
         await asyncio.create_task(send({"type": "http.response.start", "status": 200}))
         async with anyio.create_task_group() as group:
             group.start_soon(send, {"type": "http.response.body", "body": b"sent by tasks"})
+    elif path == "/task-context":
+        import asyncio
+
+        import anyio
+
+        seen = _REQUEST_VAR.get(None)  # set by an earlier request: it must not be
+        _REQUEST_VAR.set(scope["query_string"])
+        task = asyncio.current_task()
+        with anyio.move_on_after(0.05) as scope_:  # cancels the current task: this request's
+            await anyio.sleep(10)
+        await asyncio.sleep(0)
+        facts = {
+            "seen": seen,
+            "kept": _REQUEST_VAR.get(None).decode(),
+            "task": task.get_name() if task is not None else None,
+            "same_task": asyncio.current_task() is task,
+            "cancelled": scope_.cancelled_caught,
+        }
+        await _answer(send, 200, json.dumps(facts).encode())
     elif path == "/after-start":
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"first;", "more_body": True})

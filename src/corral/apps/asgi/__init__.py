@@ -1,2 +1,2 @@
-"""The ASGI side of a worker: `corral.apps.asgi.runner.AsgiAdapter` (HTTP; WebSocket
-sessions in `corral.apps.asgi.websocket_session`)."""
+"""The ASGI side of a worker: `corral.apps.asgi.adapter.AsgiAdapter` (HTTP, each request a
+cycle of `corral.apps.asgi.runner`; WebSocket sessions in `corral.apps.asgi.websocket_session`)."""

@@ -9,7 +9,6 @@ from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerS
 cpdef release(object waiter)
 cdef dict _STATUS_TEXT  # its get is then the C API's
 cpdef str _status_text(object status)
-cpdef object request_task(object loop, object coro)
 @cython.locals(out=list, fields=dict, field=object)
 cpdef list _str_headers(object headers)
 cpdef tuple _str_field(object header)
@@ -70,20 +69,20 @@ cdef class AsgiCycle:
     cpdef _end(self, bytes out)
     @cython.locals(conn=HttpConnection, exchange=Exchange)
     cpdef _give_up(self)
+    cpdef _failed(self, object exc)
+    cpdef _incomplete(self)
+    cpdef _wrap_up(self)
 
-cdef class AsgiAdapter(Adapter):
-    cdef public tuple targets
-    cdef public tuple lifespan_targets
-    cdef public object log
-    cdef public dict state
-    cdef public dict _bases
-    cdef public set tasks
-    cdef public object websocket
-    cdef public set sessions
-    cdef public double request_timeout
-    cdef public double request_timeout_grace
+cdef class CycleCoroutine:
+    cdef public AsgiCycle cycle
+    cdef public object app
+    cdef public object scope
+    cdef public object cr_await
+    cdef public object first
+    cdef public object raised
 
-    cpdef make_body(self, HttpConnection conn, Exchange exchange)
+    cpdef object _step(self)
     @cython.locals(cycle=AsgiCycle)
-    cpdef run(self, HttpConnection conn, Exchange exchange)
-    cpdef client_gone(self, HttpConnection conn)
+    cpdef object _call(self)
+    @cython.locals(cycle=AsgiCycle)
+    cpdef _end(self, object exc)

@@ -1,16 +1,17 @@
-"""Runs an ASGI application (HTTP connection scope) for the connections of one worker.
+"""One ASGI request (HTTP connection scope) between its connection and the application.
 
 The connection (`corral.server.connection.HttpConnection`) stays what it is for WSGI: it
 parses, keeps the pipeline in order, runs the one deadline, enforces the limits and answers
-protocol errors. This adapter fills the same two methods as the WSGI one and answers through
-the same `HttpConnection.write` / `finish`, with heads from `corral.http.response`:
+protocol errors. The adapter (adapter.py) fills the same two methods as the WSGI one; the
+cycle here answers through the same `HttpConnection.write` / `finish`, with heads from
+`corral.http.response`:
 
 - ``make_body`` gives a body-bearing request an `AsgiBody` and marks the exchange
   ``streaming``, so the application starts while the body still arrives. `AsgiBody.feed`
   returns True past ``BODY_HIGH_WATER`` buffered bytes: the connection then stops reading
   the socket (and its body deadline, the wait being the application's), and ``receive()``
   reads it again once it took the buffer (`HttpConnection.resume_body`).
-- ``run`` starts one task per request on the worker's loop (`AsgiCycle.run`). A request
+- ``run`` starts one task per request (`CycleCoroutine`). A request
   without a body gets an `AsgiBody` of its own there, complete and empty: the connection
   fails every pending exchange's body when the client goes away, which is how ``receive()``
   learns of the disconnect for every request alike.
@@ -25,7 +26,8 @@ connection is closed. An exception of the application is one log entry with its 
 and the same answer.
 
 Lifespan is lifespan.py's, WebSocket websocket_session.py's (an upgrade starts a session, not a
-cycle), ``request_timeout`` `TaskDeadline`'s, ``pre_request``/``post_request`` hooked.py's.
+cycle), ``request_timeout`` adapter.py's (`TaskDeadline`), ``pre_request``/``post_request``
+hooked.py's.
 Every scope offers ``http.response.pathsend`` and ``http.response.zerocopysend`` (``sendfile``,
 framed by Content-Length or as one chunk) and, after ``TE: trailers``, ``http.response.trailers``
 (the answer is then chunked; trailer fields are checked as header fields, framing ones dropped).
@@ -35,19 +37,18 @@ from __future__ import annotations
 
 import logging
 import os
-from asyncio import CancelledError, Task, shield, wait
+from asyncio import CancelledError, shield
 from collections.abc import Coroutine, Mapping
 from functools import partial
-from typing import Any, NoReturn
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from corral.apps.asgi.hooked import hooked_application
-from corral.apps.asgi.legacy import as_asgi3
-from corral.apps.asgi.scope import connection_scope, request_scope
-from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, reason, trailer_lines
-from corral.observe.stacks import task_stack
-from corral.server.connection import Adapter, Exchange, HttpConnection
+from corral.server.connection import Exchange, HttpConnection
+
+if TYPE_CHECKING:
+    from corral.apps.asgi.adapter import TaskDeadline
 
 # Bytes of a request body buffered before the socket stops being read.
 BODY_HIGH_WATER = 256 * 1024
@@ -172,16 +173,6 @@ def release(waiter: Any) -> None:
         waiter.set_result(None)
 
 
-REQUEST_TASK = "corral-request"  # every request's task: a name given is not formatted
-
-
-def request_task(loop: Any, coro: Any) -> Any:
-    """A request cycle's named task: uvloop's ``create_task`` formats a ``Task-N`` name first."""
-    if loop.get_task_factory() is None:
-        return Task(coro, loop=loop, name=REQUEST_TASK)
-    return loop.create_task(coro, name=REQUEST_TASK)
-
-
 # "200 OK" for each status code, made once: build_head takes WSGI's status strings
 _STATUS_TEXT: dict[int, str] = {}
 
@@ -284,27 +275,19 @@ class AsgiCycle:
         self.trailers = _NO_TRAILERS  # or where http.response.trailers stands
         self.task: Any = None  # the task running it, in ``tasks`` (the adapter's) until it ends
         self.tasks: Any = None
-        self.extensions: Any = None  # what the scope offered (set when it runs)
+        self.extensions: Any = None  # what the scope offered (the adapter sets it)
 
     def _where(self) -> str:
         head = self.exchange.head
         return f"{head.method} {head.target.decode('latin-1')}"
 
-    async def run(self, app: Any, scope: dict[str, Any]) -> None:
-        self.extensions = scope["extensions"]
-        try:
-            await app(scope, self.receive, self.send)
-        except BaseException as exc:
-            self._failed(exc)
-        else:
-            if not self.complete:
-                self._incomplete()
-        finally:
-            if self.deadline is not None:
-                self.deadline.cancel()
-            if self.after is not None:
-                self.after()
-            self.tasks.discard(self.task)
+    def _wrap_up(self) -> None:
+        """The application's run ended (`CycleCoroutine`): what the cycle holds goes."""
+        if self.deadline is not None:
+            self.deadline.cancel()
+        if self.after is not None:
+            self.after()
+        self.tasks.discard(self.task)
 
     def _failed(self, exc: BaseException) -> None:
         """The application raised: log it as it deserves, answer what can be answered."""
@@ -416,7 +399,7 @@ class AsgiCycle:
                 self._violation(f"http.response.body's body must be bytes, not {type(data)}")
             data = bytes(data)
         conn = self.conn
-        if conn.closed:  # run() then finishes the exchange (its bookkeeping) with _give_up
+        if conn.closed:  # the cycle's end then finishes the exchange (its bookkeeping): _give_up
             raise ClientDisconnected("client went away")
         out = b""
         if not self.head_sent:
@@ -624,194 +607,133 @@ class AsgiCycle:
             conn.finish(exchange, False)
 
 
-class TaskDeadline:
-    """``request_timeout`` for one ASGI request: the application's time is the task's, less
-    its waits for the client (its body, a client that does not read: ``suspend``/``resume``,
-    as for WSGI). Past it, one log line with the task's stack, then the task is cancelled and
-    the answer is a 504 (or the connection closed, if the answer began). An application that
-    swallows the cancellation and still runs ``grace`` seconds later has its connection
-    closed. A coroutine that blocks the loop is out of reach here: the loop does not run the
-    timer until it returns, and the master's ``timeout`` replaces the worker (whose abort
-    logs every thread's and task's stack)."""
-
-    __slots__ = ("cycle", "grace", "handle", "log", "loop", "start", "task", "timeout",
-                 "wait_began", "waited")  # fmt: skip
-
-    def __init__(
-        self, cycle: AsgiCycle, task: Any, timeout: float, grace: float, log: logging.Logger
-    ) -> None:
-        self.cycle = cycle
-        self.task = task
-        self.timeout = timeout
-        self.grace = grace
-        self.log = log
-        loop = self.loop = task.get_loop()
-        self.start = loop.time()
-        self.waited = 0.0
-        self.wait_began: float | None = None
-        self.handle: Any = loop.call_later(timeout, self._check)
-
-    def suspend(self) -> None:
-        self.wait_began = self.loop.time()
-
-    def resume(self) -> None:
-        if self.wait_began is not None:
-            self.waited += self.loop.time() - self.wait_began
-            self.wait_began = None
-
-    def _ran(self, now: float) -> float:
-        waiting = now - self.wait_began if self.wait_began is not None else 0.0
-        return now - self.start - self.waited - waiting
-
-    def _check(self) -> None:
-        ran = self._ran(self.loop.time())
-        if ran < self.timeout:
-            self.handle = self.loop.call_later(self.timeout - ran, self._check)
-            return
-        self.log.error(
-            "request timeout: %s has run %.2fs in the application (request_timeout %gs); "
-            "cancelling its task, at:\n%s",
-            self.cycle._where(),
-            ran,
-            self.timeout,
-            task_stack(self.task),
-        )
-        self.cycle.timed_out = True
-        self.task.cancel()
-        self.handle = self.loop.call_later(self.grace, self._stuck)
-
-    def _stuck(self) -> None:
-        if self.task.done():
-            return
-        self.log.error(
-            "request timeout: %s still runs %gs after its task was cancelled (the "
-            "application caught the cancellation); closing its connection, at:\n%s",
-            self.cycle._where(),
-            self.grace,
-            task_stack(self.task),
-        )
-        self.handle = None
-        self.cycle._give_up()
-
-    def cancel(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
+_OVER = object()  # the application's run ended
+_TAKEN = object()  # no step's result is waiting for the task
 
 
-class AsgiAdapter(Adapter):
-    """The ASGI side of a worker: bodies, scopes, one task per request."""
+class CycleCoroutine:
+    """What a request's task runs: the application's coroutine, stepped here, with the
+    cycle's ending (`AsgiCycle._failed`, ``_incomplete``, ``_wrap_up``) where it returns or
+    raises. A coroutine to asyncio (the `Coroutine` protocol; the task steps it through
+    ``__next__``), not an ``async def`` awaiting the application, so that its first step may
+    run before the task's (`first_step`) and no coroutine of corral's sits in between.
+    ``cr_await`` is the application's coroutine, as `corral.observe.stacks` follows it."""
 
-    empty_body = EMPTY
+    __slots__ = ("app", "cr_await", "cycle", "first", "raised", "scope")
 
-    def __init__(
-        self,
-        app: Any,
-        *,
-        log: logging.Logger,
-        prefix: str = "",
-        more_targets: tuple[tuple[Any, str], ...] = (),
-        websocket: WebSocketOptions | None = WebSocketOptions(),  # noqa: B008 (frozen)
-        request_timeout: float = 0.0,
-        request_timeout_grace: float = 5.0,
-        hooks: Any = None,
-    ) -> None:
-        """``app`` mounted at ``prefix`` (the scope's ``root_path``) is target 0;
-        ``more_targets`` are NGINX Unit's further ``(callable, prefix)``; ``websocket`` the
-        ``ws_*`` settings, None to serve upgrade requests as plain HTTP (``ws = none``);
-        ``request_timeout`` (0: none) and its grace as `TaskDeadline` applies them; ``hooks``
-        the worker's `corral.hooks.Hooks` (``pre_request``/``post_request``: hooked.py)."""
-        targets = [(as_asgi3(target), mount) for target, mount in ((app, prefix), *more_targets)]
-        self.lifespan_targets = tuple(targets)
-        if hooks is not None and hooks.defines("pre_request", "post_request"):
-            # chosen once: without these hooks the request path does not change at all
-            pre, post = hooks.bound("pre_request"), hooks.bound("post_request")
-            targets = [(hooked_application(target, pre, post), mount) for target, mount in targets]
-        self.targets = tuple(targets)
-        self.log = log
-        # what lifespan's startup fills (corral.apps.asgi.lifespan); each scope gets a copy
-        self.state: dict[str, Any] = {}
-        self._bases: dict[Any, dict[str, Any]] = {}
-        self.tasks: set[Any] = set()  # the running cycles, kept from the garbage collector
-        self.websocket = websocket
-        self.request_timeout = request_timeout
-        self.request_timeout_grace = request_timeout_grace
-        self.sessions: set[Any] = set()  # the WebSocket sessions (websocket_session.py)
+    cr_running = False
+    cr_frame = None  # no frame of its own: the application's is cr_await's
 
-    def make_body(self, conn: HttpConnection, exchange: Exchange) -> AsgiBody:
-        exchange.streaming = True
-        return AsgiBody()
+    def __init__(self, cycle: AsgiCycle, app: Any, scope: dict[str, Any]) -> None:
+        self.cycle: Any = cycle  # None once the run ended
+        self.app = app
+        self.scope: dict[str, Any] | None = scope  # None once the application was called
+        self.cr_await: Any = None  # the application's coroutine while it runs
+        self.first: Any = _TAKEN  # what first_step's step awaits, until the task takes it
+        self.raised: BaseException | None = None  # what the task is to raise at the end
 
-    def run(self, conn: HttpConnection, exchange: Exchange) -> None:
-        if exchange.body is EMPTY:
-            exchange.body = AsgiBody(done=True)
-        base = conn.adapter_state
-        if base is None:
-            base = conn.adapter_state = connection_scope(conn.sockname, conn.peer)
-        app, root_path = self.targets[exchange.target]
-        head = exchange.head
-        scope = request_scope(base, head, root_path, self.state, exchange.forwarded)
-        # the parser ends on an upgrade and says so: the headers are looked at only then
-        if (
-            conn.parser.upgraded is not None
-            and self.websocket is not None
-            and wants_websocket(scope["headers"])
-        ):
-            task = self._websocket(self.websocket, conn, exchange, app, websocket_scope(scope))
-            if task is None:
-                return
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-            return
-        cycle = AsgiCycle(self.log, conn, exchange)
-        # the cycle takes its task out of the set when it ends (no done callback: that would
-        # be one more handle on the loop per request)
-        task = cycle.task = request_task(conn.loop, cycle.run(app, scope))
-        tasks = cycle.tasks = self.tasks
-        tasks.add(task)
-        if self.request_timeout:
-            cycle.deadline = TaskDeadline(
-                cycle, task, self.request_timeout, self.request_timeout_grace, self.log
-            )
+    @property
+    def cr_suspended(self) -> bool:
+        return self.cr_await is not None
 
-    def _websocket(
-        self,
-        options: WebSocketOptions,
-        conn: HttpConnection,
-        exchange: Exchange,
-        app: Any,
-        scope: Any,
-    ) -> Any:
-        """Start a WebSocket session; None when its handshake was refused (and answered)."""
-        from corral.apps.asgi.websocket_session import WebSocketSession
+    def first_step(self) -> None:
+        """Step the application before its task does (see `AsgiAdapter.run`)."""
+        self.first = self._step()
 
-        session = WebSocketSession(options, self.log, conn, exchange, self.sessions.discard)
-        if not session.check_handshake():
-            return None
-        self.sessions.add(session)
-        return conn.loop.create_task(session.run(app, scope))
+    def __await__(self) -> Any:
+        return self
 
-    def drain(self) -> None:
-        """The worker's graceful stop began: open WebSockets are closed with 1001."""
-        for session in list(self.sessions):
-            session.going_away()
+    def __iter__(self) -> Any:
+        return self
 
-    def client_gone(self, conn: HttpConnection) -> None:
-        """The client closed its side while answers are due (`HttpConnection.eof_received`):
-        for ASGI that is the disconnect, as every ASGI server reads an EOF, so a streaming
-        application waiting on ``receive()`` stops; the answers may still be written."""
-        for exchange in conn.pipeline:
-            if exchange.body is EMPTY:  # not started yet: it gets its own body now
-                exchange.body = AsgiBody(done=True)
-            exchange.body.fail()
+    def __next__(self) -> Any:
+        awaited = self.first
+        if awaited is _TAKEN:
+            awaited = self._step()
+        else:
+            self.first = _TAKEN
+        if awaited is not _OVER:
+            return awaited
+        raised = self.raised
+        if raised is not None:
+            self.raised = None
+            raise raised
+        raise StopIteration
 
-    def shutdown(self) -> int:
-        """The worker's loop has stopped serving: cancel what still runs and let it unwind (its
-        ``finally`` blocks run) for a second at most; how many swallowed their cancellation."""
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.cancel()
-        loop = tasks[0].get_loop() if tasks else None
-        if loop is None or loop.is_running() or loop.is_closed():
-            return 0
-        return len(loop.run_until_complete(wait(tasks, timeout=1.0))[1])
+    def send(self, value: Any) -> Any:
+        if value is None:
+            return self.__next__()
+        raise TypeError("a request's task sends None only")
+
+    def throw(self, kind: Any, value: Any = None, traceback: Any = None) -> Any:
+        inner = self.cr_await
+        if inner is None and self.scope is None:
+            raise kind if value is None else value  # as a coroutine that is over does
+        self.first = _TAKEN
+        try:
+            if inner is None:  # before its first step: the application is never called
+                self.scope = None
+                raise kind if value is None else value
+            if value is None and traceback is None:
+                return inner.throw(kind)
+            return inner.throw(kind, value, traceback)
+        except StopIteration:
+            self._end(None)
+        except BaseException as exc:
+            self._end(exc)
+        self.first = _OVER  # the end, which __next__ gives: what the task is to raise, or none
+        return self.__next__()
+
+    def close(self) -> None:
+        inner = self.cr_await
+        self.scope = self.cr_await = None
+        if inner is not None:
+            inner.close()
+
+    def _step(self) -> Any:
+        """One step of the application: what it awaits, or _OVER."""
+        inner = self.cr_await
+        if inner is None and self.scope is None:
+            raise RuntimeError("cannot reuse already awaited coroutine")
+        try:
+            if inner is None:
+                inner = self._call()
+            return inner.send(None)
+        except StopIteration:  # a bare handler: nothing asks for the exception object
+            failure = None
+        except BaseException as exc:
+            failure = exc
+        self._end(failure)
+        return _OVER
+
+    def _call(self) -> Any:
+        """Call the application: its coroutine, which the task steps from now on."""
+        scope, self.scope = self.scope, None
+        cycle = self.cycle
+        inner = self.app(scope, cycle.receive, cycle.send)
+        if type(inner) is not CoroutineType:  # another awaitable, or none: await says which
+            inner = _awaited(inner)
+        self.cr_await = inner
+        return inner
+
+    def _end(self, exc: BaseException | None) -> None:
+        """The application returned (``exc`` None) or raised: answer, then let go."""
+        self.cr_await = None
+        cycle = self.cycle
+        try:
+            if exc is not None:
+                cycle._failed(exc)
+            elif not cycle.complete:
+                cycle._incomplete()
+        except BaseException as again:  # a cancellation or an exit: the task raises it
+            self.raised = again
+        finally:
+            cycle._wrap_up()
+            self.app = self.cycle = None  # the cycle holds the task, which holds this
+
+
+Coroutine.register(CycleCoroutine)
+
+
+async def _awaited(awaitable: Any) -> None:
+    await awaitable

@@ -1,0 +1,28 @@
+# Types of adapter.py when compiled (setup.py's TWINS); the .py is the Python core.
+
+cimport cython
+
+from corral.apps.asgi.runner cimport AsgiBody, AsgiCycle, CycleCoroutine
+from corral.apps.asgi.scope cimport request_scope
+from corral.server.connection cimport Adapter, Exchange, HttpConnection
+
+cdef class AsgiAdapter(Adapter):
+    cdef public tuple targets
+    cdef public tuple lifespan_targets
+    cdef public object log
+    cdef public dict state
+    cdef public dict _bases
+    cdef public set tasks
+    cdef public object websocket
+    cdef public set sessions
+    cdef public double request_timeout
+    cdef public double request_timeout_grace
+    cdef public CycleCoroutine eager
+    cdef public object context
+
+    cpdef make_body(self, HttpConnection conn, Exchange exchange)
+    @cython.locals(
+        cycle=AsgiCycle, coro=CycleCoroutine, eager=bint, last=CycleCoroutine, context=object
+    )
+    cpdef run(self, HttpConnection conn, Exchange exchange)
+    cpdef client_gone(self, HttpConnection conn)
