@@ -27,7 +27,6 @@ from corral.server.connection import Adapter, Exchange, HttpConnection
 REQUEST_TASK = "corral-request"  # every request's task
 
 try:  # the current task, set around a request's first step (AsgiAdapter.run)
-    from asyncio.events import _get_running_loop
     from asyncio.tasks import _enter_task, _leave_task
 except ImportError:  # pragma: no cover - an asyncio without them: every request waits its turn
     _enter_task = _leave_task = None  # type: ignore[assignment]
@@ -194,7 +193,7 @@ class AsgiAdapter(Adapter):
             eager = (
                 (last is None or last.first is _TAKEN)
                 and _enter_task is not None
-                and _get_running_loop() is loop
+                and loop.is_running()  # not asyncio's get_running_loop: a getpid() each call
                 and current_task(loop) is None
             )
         else:  # called as it is everywhere (uvloop's would format a Task-N name first)
