@@ -11,7 +11,6 @@ cdef class AsgiAdapter(Adapter):
     cdef public tuple lifespan_targets
     cdef public object log
     cdef public dict state
-    cdef public dict _bases
     cdef public set tasks
     cdef public object websocket
     cdef public set sessions

@@ -139,7 +139,6 @@ class AsgiAdapter(Adapter):
         self.log = log
         # what lifespan's startup fills (corral.apps.asgi.lifespan); each scope gets a copy
         self.state: dict[str, Any] = {}
-        self._bases: dict[Any, dict[str, Any]] = {}
         self.tasks: set[Any] = set()  # the running cycles, kept from the garbage collector
         self.websocket = websocket
         self.request_timeout = request_timeout

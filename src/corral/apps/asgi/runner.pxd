@@ -2,9 +2,8 @@
 
 cimport cython
 
-from corral.apps.asgi.scope cimport request_scope
 from corral.http.response cimport ResponseHead
-from corral.server.connection cimport Adapter, Exchange, HttpConnection, ServerState
+from corral.server.connection cimport Exchange, HttpConnection
 
 cpdef release(object waiter)
 cdef dict _STATUS_TEXT  # its get is then the C API's
