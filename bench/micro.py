@@ -192,13 +192,14 @@ def run_asgi(n: int) -> float:
     conn.connection_made(transport)
     feed = conn.data_received
 
-    left = [n]
+    left = n
 
     def request() -> None:
         # a callback of the loop, as a worker's data_received is (no task is current)
-        left[0] -= 1
+        nonlocal left
+        left -= 1
         feed(REQUEST)
-        if left[0]:
+        if left:
             loop.call_soon(request)  # after the request's task, scheduled first
         else:
             loop.call_soon(loop.stop)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from asyncio import Task, current_task, wait
+from asyncio.tasks import _enter_task, _leave_task  # the current task, around a first step
 from contextvars import copy_context
 from typing import Any
 
@@ -25,11 +26,6 @@ from corral.observe.stacks import task_stack
 from corral.server.connection import Adapter, Exchange, HttpConnection
 
 REQUEST_TASK = "corral-request"  # every request's task
-
-try:  # the current task, set around a request's first step (AsgiAdapter.run)
-    from asyncio.tasks import _enter_task, _leave_task
-except ImportError:  # pragma: no cover - an asyncio without them: every request waits its turn
-    _enter_task = _leave_task = None  # type: ignore[assignment]
 
 
 class TaskDeadline:
@@ -191,7 +187,6 @@ class AsgiAdapter(Adapter):
             last = self.eager
             eager = (
                 (last is None or last.first is _TAKEN)
-                and _enter_task is not None
                 and loop.is_running()  # not asyncio's get_running_loop: a getpid() each call
                 and current_task(loop) is None
             )
