@@ -21,7 +21,7 @@ EXEMPT = {"corral/config/settings.py"}
 PENDING_LINES = {
     "corral/config/document.py": 745,
     "corral/config/uwsgi.py": 788,
-    "corral/apps/asgi/runner.py": 739,
+    "corral/apps/asgi/runner.py": 732,
 }
 # import cycles today (lazy imports included)
 PENDING_CYCLES = {

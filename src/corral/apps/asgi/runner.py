@@ -26,8 +26,7 @@ connection is closed. An exception of the application is one log entry with its 
 and the same answer.
 
 Lifespan is lifespan.py's, WebSocket websocket_session.py's (an upgrade starts a session, not a
-cycle), ``request_timeout`` adapter.py's (`TaskDeadline`), ``pre_request``/``post_request``
-hooked.py's.
+cycle), ``request_timeout`` deadline.py's, ``pre_request``/``post_request`` hooked.py's.
 Every scope offers ``http.response.pathsend`` and ``http.response.zerocopysend`` (``sendfile``,
 framed by Content-Length or as one chunk) and, after ``TE: trailers``, ``http.response.trailers``
 (the answer is then chunked; trailer fields are checked as header fields, framing ones dropped).
@@ -48,7 +47,7 @@ from corral.http.response import InvalidResponse, reason, trailer_lines
 from corral.server.connection import Exchange, HttpConnection
 
 if TYPE_CHECKING:
-    from corral.apps.asgi.adapter import TaskDeadline
+    from corral.apps.asgi.deadline import TaskDeadline
 
 # Bytes of a request body buffered before the socket stops being read.
 BODY_HIGH_WATER = 256 * 1024
