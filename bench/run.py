@@ -394,11 +394,13 @@ def scenarios() -> list[Scenario]:
         "Hello-world ASGI app (bench/apps/hello_asgi.py, the same answer as hello.py); one worker "
         "process pinned to core 0, keep-alive at 1, 20 and 100 connections and `Connection: "
         "close` at 1 and 100, beside Uvicorn (httptools and uvloop), Granian's ASGI interface, "
-        "Hypercorn (uvloop) and gunicorn's ASGI worker (`-k asgi`).",
+        "Hypercorn (uvloop) and gunicorn's ASGI worker (`-k asgi`). nginx (`return 200`) and "
+        "bench/bare.py (uvloop + httptools writing a fixed answer) are the references, as in "
+        "scenario A: what a round trip costs on this machine with no request path at all.",
         [Load(c) for c in (1, 20, 100)] + [Load(c, keepalive=False) for c in (1, 100)],
     )
     asgi_servers = ("corral", "uvicorn", "granian-asgi", "hypercorn", "gunicorn-asgi")
-    f.configs = [Config(name, ASGI_HELLO_APP) for name in asgi_servers]
+    f.configs = [Config(name, ASGI_HELLO_APP) for name in (*asgi_servers, "nginx", "bare")]
     g = Scenario(
         "G",
         "FastAPI JSON, 1 worker",
