@@ -294,6 +294,14 @@ def bare(app: App, workers: int, threads: int, port: int) -> list[str]:
     return cmd(Path(PY), BENCH / "bare.py", f"--host {HOST} --port {port}")
 
 
+def bare_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
+    return cmd(Path(PY), BENCH / "bare_asgi.py", f"--host {HOST} --port {port}", app.target)
+
+
+def bare_asgi_task(app: App, workers: int, threads: int, port: int) -> list[str]:
+    return [*bare_asgi(app, workers, threads, port), "--task"]
+
+
 SERVERS: dict[str, Server] = {
     "corral": Server("corral", "corral", corral),
     "corral-python": Server("corral", "corral, Python core", corral_python),
@@ -310,6 +318,16 @@ SERVERS: dict[str, Server] = {
     "bjoern": Server("bjoern", "bjoern (reference)", bjoern, reference=True),
     "nginx": Server("nginx", "nginx (reference)", nginx, reference=True),
     "bare": Server("bare", "bare loop (reference)", bare, reference=True),
+    "bare-asgi": Server(
+        "bare-asgi", "bare ASGI loop (reference)", bare_asgi, reference=True, asgi=True
+    ),
+    "bare-asgi-task": Server(
+        "bare-asgi",
+        "bare ASGI loop, a task per request (reference)",
+        bare_asgi_task,
+        reference=True,
+        asgi=True,
+    ),
 }
 
 
@@ -396,11 +414,15 @@ def scenarios() -> list[Scenario]:
         "close` at 1 and 100, beside Uvicorn (httptools and uvloop), Granian's ASGI interface, "
         "Hypercorn (uvloop) and gunicorn's ASGI worker (`-k asgi`). nginx (`return 200`) and "
         "bench/bare.py (uvloop + httptools writing a fixed answer) are the references, as in "
-        "scenario A: what a round trip costs on this machine with no request path at all.",
+        "scenario A: what a round trip costs on this machine with no request path at all; "
+        "bench/bare_asgi.py the least an ASGI server does (a scope, the application's coroutine "
+        "stepped where its request was parsed, no checks), and the same with a task per request "
+        "(`--task`), as every real ASGI server runs it.",
         [Load(c) for c in (1, 20, 100)] + [Load(c, keepalive=False) for c in (1, 100)],
     )
     asgi_servers = ("corral", "uvicorn", "granian-asgi", "hypercorn", "gunicorn-asgi")
-    f.configs = [Config(name, ASGI_HELLO_APP) for name in (*asgi_servers, "nginx", "bare")]
+    references = ("nginx", "bare", "bare-asgi", "bare-asgi-task")
+    f.configs = [Config(name, ASGI_HELLO_APP) for name in (*asgi_servers, *references)]
     g = Scenario(
         "G",
         "FastAPI JSON, 1 worker",
