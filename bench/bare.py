@@ -10,6 +10,7 @@ request path. Single process, single thread; keep-alive aware.
 import argparse
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import cast
 
 import httptools
@@ -47,9 +48,9 @@ class Bare(asyncio.Protocol):
             self.transport.close()
 
 
-async def serve(host: str, port: int) -> None:
+async def serve(host: str, port: int, protocol: Callable[[], asyncio.Protocol] = Bare) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(Bare, host, port, backlog=1024)
+    server = await loop.create_server(protocol, host, port, backlog=1024)
     async with server:
         await server.serve_forever()
 

@@ -2,7 +2,8 @@
 
 Reference point for scenario F, as bare.py is for scenario A: a scope with the keys the
 spec requires, the application called with ``receive`` and ``send``, its answer written in
-one piece; no limits, no checks of what it sends, no Date header, no timers. By default the
+one piece; no limits, no checks of what it sends, no Date header, no timers (the path is
+not percent-decoded, every status says "OK": enough for the hello app). By default the
 application's coroutine is stepped right where its request was parsed, without a task;
 ``--task`` runs each request in an asyncio Task instead, as every real ASGI server does
 (anyio, and so Starlette and FastAPI, need ``asyncio.current_task()``). Whatever a real
@@ -16,17 +17,18 @@ import asyncio
 import contextlib
 import importlib
 import sys
-from typing import Any, cast
+from typing import Any
 
 import httptools
 import uvloop
+from bare import Bare, serve  # bench/, the script's own directory
 
-BAD = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 REQUEST = {"type": "http.request", "body": b"", "more_body": False}
 
 
-class BareAsgi(asyncio.Protocol):
-    """One connection: parse, build the scope, run the application, write its answer."""
+class BareAsgi(Bare):
+    """One connection (bare.py's): parse, build the scope, run the application, write its
+    answer."""
 
     def __init__(self, app: Any, in_task: bool) -> None:
         self.app = app
@@ -35,10 +37,8 @@ class BareAsgi(asyncio.Protocol):
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-        self.parser = httptools.HttpRequestParser(self)
-        self.loop = asyncio.get_running_loop()
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
         self.base = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.4"},
@@ -47,13 +47,6 @@ class BareAsgi(asyncio.Protocol):
             "server": transport.get_extra_info("sockname")[:2],
             "client": transport.get_extra_info("peername")[:2],
         }
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError:
-            self.transport.write(BAD)
-            self.transport.close()
 
     def on_message_begin(self) -> None:
         self.headers = []
@@ -77,7 +70,7 @@ class BareAsgi(asyncio.Protocol):
         scope["extensions"] = {}
         coro = self.app(scope, self.receive, self.send)
         if self.in_task:
-            self.loop.create_task(coro)
+            asyncio.get_running_loop().create_task(coro)
             return
         with contextlib.suppress(StopIteration):
             coro.send(None)  # the hello app never waits: its first step is its whole run
@@ -95,13 +88,6 @@ class BareAsgi(asyncio.Protocol):
                 self.transport.close()
 
 
-async def serve(app: Any, host: str, port: int, in_task: bool) -> None:
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: BareAsgi(app, in_task), host, port, backlog=1024)
-    async with server:
-        await server.serve_forever()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -113,7 +99,7 @@ def main() -> None:
     sys.path.insert(0, "")
     app = getattr(importlib.import_module(module), name)
     with contextlib.suppress(KeyboardInterrupt):
-        uvloop.run(serve(app, args.host, args.port, args.task))
+        uvloop.run(serve(args.host, args.port, lambda: BareAsgi(app, args.task)))
 
 
 if __name__ == "__main__":
