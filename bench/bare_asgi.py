@@ -39,6 +39,7 @@ class BareAsgi(Bare):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        self.loop = asyncio.get_running_loop()
         self.base = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.4"},
@@ -70,7 +71,7 @@ class BareAsgi(Bare):
         scope["extensions"] = {}
         coro = self.app(scope, self.receive, self.send)
         if self.in_task:
-            asyncio.get_running_loop().create_task(coro)
+            self.loop.create_task(coro)
             return
         with contextlib.suppress(StopIteration):
             coro.send(None)  # the hello app never waits: its first step is its whole run
