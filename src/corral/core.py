@@ -3,8 +3,8 @@
 The compiled core (Cython, built by ``pip install``: setup.py) is the parser written in
 Cython (`corral.http._parser`, twin of `corral.http.parser`) and the Python modules of the
 request path compiled as they are, typed by the ``.pxd`` beside each (setup.py's ``TWINS``:
-``connection.so`` beside ``connection.py``). Both behave identically (DESIGN.md, "The native
-core"). ``CORRAL_NO_EXTENSIONS=1`` asks for the Python core at run time, as it does at build
+``connection.so`` beside ``connection.py``). Both behave identically (docs/architecture.md,
+"Layout"). ``CORRAL_NO_EXTENSIONS=1`` asks for the Python core at run time, as it does at build
 time: the import of a compiled twin then loads its ``.py`` instead. Without it the compiled
 core runs when it was built and is not older than its sources (an editable checkout whose
 ``.py`` changed since ``pip install -e .``: the Python core runs, and ``NAME`` says why).

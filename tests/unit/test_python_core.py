@@ -110,3 +110,14 @@ def test_a_source_edited_since_the_build_runs_the_python_core_and_says_so() -> N
         "run pip install -e . again"
     )
     assert path.endswith("head.py")
+
+
+def test_architecture_md_names_every_twin() -> None:
+    # the page lists the twins in its Layout and marks them "(twin)" in its map of modules;
+    # a module added to TWINS and not to the page would leave it counting too few
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    layout = page[page.index("## Layout") : page.index("### A map")]
+    tree = page[page.index("### A map") : page.index("## Modules")]
+    paths = [name.removeprefix("corral.").replace(".", "/") + ".py" for name in TWINS]
+    assert [path for path in paths if f"`{path}`" not in layout] == []
+    assert tree.count("(twin)") == len(TWINS)

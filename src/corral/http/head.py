@@ -1,8 +1,8 @@
 """What both request parsers share: the limits, the parsed head, the sink they report to.
 
-The parser itself has two builds that behave identically (DESIGN.md, "The native core"):
-`corral.http._parser`, compiled, and `corral.http.parser`, its pure-Python twin;
-`corral.core` picks one.
+The parser itself has two builds that behave identically (tests/unit/test_parser_parity.py
+holds them to it): `corral.http._parser`, compiled, and `corral.http.parser`, its pure-Python
+twin; `corral.core` picks one.
 """
 
 from __future__ import annotations

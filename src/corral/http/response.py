@@ -1,6 +1,6 @@
 """Response heads: validated status and header fields, serialised in one buffer.
 
-Every head corral writes goes through this module (DESIGN.md, "One place for heads"):
+Every head corral writes goes through this module, the one place for heads:
 :func:`build_head` for the application's answers, :func:`server_head` for the answers the
 server writes itself (protocol errors, 500/504, route replies, hand-off failures, the control
 API). Both carry the same ``prefix``, :func:`server_fields`: ``Date`` and ``Server``.
