@@ -85,16 +85,16 @@ server-wide options (those under `$.settings` and `$.access_log`) may be given a
 ```
 
 Besides the settings below, an application has `type` (`"python"`, or Unit's `"python 3"`,
-`"python3.11"`...), `module`, `callable`, `prefix` and `protocol` (`"wsgi"`). `prefix` (a path
+`"python3.11"`...), `module`, `callable`, `prefix` and `protocol` (`"wsgi"`, or `"asgi"`: see
+`worker_class` and `interface`). `prefix` (a path
 beginning with `/`, one trailing `/` ignored) is Unit's `SCRIPT_NAME`: a request whose decoded
 path is the prefix or continues it with `/` gets `SCRIPT_NAME` = prefix and `PATH_INFO` = the
 rest; any other path is passed whole with `SCRIPT_NAME` `""`. Unit's `targets`
 (`{{"NAME": {{"module", "callable", "prefix"}}}}`, instead of `module`, `callable` and `prefix`)
 gives one application several callables: each worker imports them all, and a pass to
 `applications/APP/TARGET` runs TARGET's (`applications/APP` the first). NGINX Unit keys corral
-does not implement (`isolation`, `stdout`, `stderr`, `thread_stack_size`, `tls`, `upstreams`,
-`log_route`...) are refused by name; `"protocol": "asgi"` serves the application as ASGI (see
-`interface`).
+does not implement (`isolation`, `tls`, `certificates`, `upstreams`, `js_modules`, `log_route`...)
+are refused by name; `stdout`, `stderr` and `thread_stack_size` are settings below.
 """
 
 
