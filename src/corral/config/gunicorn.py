@@ -328,7 +328,8 @@ NAMES: dict[str, Name] = {n.name: n for n in (
         value=False, same=(False,)),
     _to("access_log_format", "access_logformat", "--access-logformat"),
     _to("errorlog", "error_logfile", "--error-logfile", "--log-file"),
-    _to("logfile", "error_logfile", instead="Gunicorn's name before 19, still in blog posts"),
+    _to("logfile", "error_logfile", instead="errorlog's name until Gunicorn 0.13 (2011), still "
+        "in blog posts; Gunicorn now ignores it without a word and logs to standard error"),
     _to("loglevel", "log_level", "--log-level"),
     _to("capture_output", "capture_output", "--capture-output", value=False,
         instead="the workers' output and error to the error log file"),
