@@ -95,7 +95,10 @@ def test_a_reload_whose_startup_fails_is_rolled_back(tmp_path) -> None:
         (tmp_path / "fail.flag").touch()
         server.send(signal.SIGHUP)
         line = server.wait_log(r".*reload failed: .*")[0]
-        assert "exited (exit code 3) before it was ready; generation 1 keeps serving" in line
+        assert line.endswith(
+            "exited (exit code 3) before it was ready: ASGI lifespan startup failed: flag set; "
+            "generation 1 keeps serving"
+        ), line
         assert "ASGI lifespan startup failed: flag set" in server.stderr
         status, body = http_get(server, "/")
         assert status == 200 and int(body) in before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email
 import http.client
 import json
 import os
@@ -228,28 +229,110 @@ def test_explicit_callable():
         assert server.stop() == 0
 
 
-@pytest.mark.parametrize(
-    "extra", [(), ("-w", "3"), ("-w", "3", "--preload")], ids=["w1", "w3", "w3-preload"]
-)
-def test_import_error_traceback_once_and_exit_3(extra):
+# -- an application that cannot load: one line, exit 3 -------------------------------------
+
+LOG_LINE = re.compile(r"\[[^]]+\] \[\d+\] \[([A-Z]+)\] (.*)")
+LOAD_MODES = {"w1": ("-w", "1"), "w3": ("-w", "3"), "w3-preload": ("-w", "3", "--preload")}
+
+
+def assert_fails_to_load(
+    result, name: str, cause: str, shown: list[str] = (), module: str | None = None
+) -> None:
+    """``result`` (a server that ran to its end) stopped with exit status 3 after it said the
+    application's frames ``shown`` (a traceback's lines, caret lines left out) and then one
+    line naming the application ``name`` and the ``cause``: between its usual start and stop
+    lines, or alone with ``--preload`` (naming the ``module``, by default ``name``). Nothing
+    of corral's own frames, nor importlib's."""
+    assert result.returncode == 3, result.stderr
+    assert "/corral/" not in result.stderr and "importlib" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip(" ^~")]
+    if "--preload" in result.args:  # before the server began
+        failed = f"corral: error: application {module or name!r} failed to load: {cause}"
+        assert lines == [*shown, failed], result.stderr
+        return
+    said = [(m.group(1), m.group(2)) if (m := LOG_LINE.fullmatch(x)) else x for x in lines]
+    started = [what.split(" ")[0] for _, what in said[:3]]
+    assert started == ["corral", "listening", "serving"], result.stderr
+    worker = [("ERROR", f"application {name} failed to load:"), *shown] if shown else []
+    assert said[3:] == [
+        *worker,
+        ("CRITICAL", f"application {name} failed to load: {cause}; shutting down"),
+        ("INFO", "shutdown complete"),
+    ], result.stderr
+
+
+ONE_LINE_FAILURES = {
+    "no module": (
+        ["blogg.wsgi"],
+        "blogg.wsgi",
+        f"No module named 'blogg' (not in the working directory {APPS} nor on sys.path)",
+    ),
+    "no module in a package": (
+        ["email.nothing_here"],
+        "email.nothing_here",
+        f"No module named 'email.nothing_here' (package 'email' is "
+        f"{os.path.dirname(email.__file__)})",
+    ),
+    "in a module, not a package": (
+        ["proc_apps.wsgi:app"],
+        "proc_apps.wsgi",
+        "No module named 'proc_apps.wsgi': 'proc_apps' is a module, not a package",
+    ),
+    "no attribute": (
+        ["proc_no_callable"],
+        "proc_no_callable",
+        "module 'proc_no_callable' has no attribute 'application' or 'app'",
+    ),
+    "no named attribute": (
+        ["proc_apps:nothing_here"],
+        "proc_apps",
+        "module 'proc_apps' has no attribute 'nothing_here'",
+    ),
+    "factory not callable": (
+        ["proc_no_callable:something_else", "--factory"],
+        "proc_no_callable",
+        "proc_no_callable:something_else is not callable",
+    ),
+    "factory returns no application": (
+        ["proc_no_callable:make_nothing", "--factory"],
+        "proc_no_callable",
+        "proc_no_callable:make_nothing() returned int, not an application",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", LOAD_MODES)
+@pytest.mark.parametrize("case", ONE_LINE_FAILURES)
+def test_an_application_that_is_not_there_is_one_line_and_exit_3(case, mode):
+    args, name, cause = ONE_LINE_FAILURES[case]
+    result = run_cli(*args, "-b", "127.0.0.1:0", *LOAD_MODES[mode], timeout=30)
+    assert_fails_to_load(result, name, cause)
+    assert "Traceback" not in result.stderr and "respawning" not in result.stderr
+
+
+@pytest.mark.parametrize("mode", LOAD_MODES)
+@pytest.mark.parametrize("module", ["proc_import_fail", "proc_import_missing"])
+def test_an_import_that_raises_shows_the_application_s_frames_then_one_line(module, mode):
     started = time.monotonic()
-    result = run_cli("proc_import_fail", "-b", "127.0.0.1:0", *extra, timeout=30)
+    result = run_cli(module, "-b", "127.0.0.1:0", *LOAD_MODES[mode], timeout=30)
     elapsed = time.monotonic() - started
-    assert result.returncode == 3, result.stderr
-    assert elapsed < 5, elapsed
-    assert result.stderr.count("Traceback (most recent call last)") == 1, result.stderr
-    assert result.stderr.count("RuntimeError: proc_import_fail: boom at import time") == 1
+    if module == "proc_import_fail":
+        line = 'raise RuntimeError("proc_import_fail: boom at import time")'
+        what = "RuntimeError: proc_import_fail: boom at import time"
+    else:
+        line = "import corral_test_dependency_not_installed  # noqa: F401"
+        what = "ModuleNotFoundError: No module named 'corral_test_dependency_not_installed'"
+    path = APPS / f"{module}.py"
+    shown = [
+        "Traceback (most recent call last):",
+        f'  File "{path}", line 3, in <module>',
+        f"    {line}",
+        what,
+    ]
+    cause = f'{what} (File "{path}", line 3, in <module>)'
+    assert_fails_to_load(result, module, cause, shown)
     assert "respawning" not in result.stderr
-
-
-def test_missing_callable_exit_3_with_clear_message():
-    result = run_cli("proc_no_callable", "-b", "127.0.0.1:0", timeout=30)
-    assert result.returncode == 3, result.stderr
-    assert "proc_no_callable" in result.stderr
-    assert "'application'" in result.stderr and "'app'" in result.stderr
-    result = run_cli("proc_apps:nothing_here", "-b", "127.0.0.1:0", timeout=30)
-    assert result.returncode == 3, result.stderr
-    assert "'nothing_here'" in result.stderr
+    assert elapsed < 5, elapsed  # the master stops at the first failure: no retry
 
 
 def test_chdir_pythonpath_env_reach_the_app(tmp_path):

@@ -342,7 +342,11 @@ def test_a_listener_on_a_port_in_use_is_refused_and_nothing_changes():
             r"RuntimeError: proc_import_fail: boom at import time "
             r'\(File ".*/proc_import_fail\.py", line 3, in <module>\)',
         ),
-        ("no_such_module", r"ModuleNotFoundError: No module named 'no_such_module'"),
+        (
+            "no_such_module",
+            r"No module named 'no_such_module' "
+            r"\(not in the working directory .* nor on sys\.path\)",
+        ),
     ],
 )
 def test_an_application_that_fails_to_import_is_rolled_back(module, cause):
@@ -365,16 +369,54 @@ def test_an_application_that_fails_to_import_is_rolled_back(module, cause):
         assert re.fullmatch(
             rf"worker \d exited \(exit code 3\) before it was ready: {cause}", detail
         ), detail
-        assert re.search(
-            r"reload failed: worker \d exited \(exit code 3\) before it was ready; "
-            r"generation 1 keeps serving",
-            server.stderr,
+        assert re.search(  # the master's line says what the API answered
+            rf"reload failed: {re.escape(detail)}; generation 1 keeps serving", server.stderr
         )
         assert control.get("/config").json == before
         # the failed generation's other worker may still be exiting when the answer comes
         wait_for(lambda: set(server.worker_pids()) == pids, timeout=5)
         assert not load.failures, (load.summary(), load.failures[:5])
         assert {r.pid for r in load.ok} <= pids
+        assert server.stop() == 0
+
+
+def test_a_preloaded_application_that_fails_to_import_shows_its_frames_then_one_line():
+    """The master imports it: its own frames (not corral's) go to the log, above one line that
+    is also the API's answer; a ValueError it raises is not taken for a bad configuration."""
+    with (
+        short_dir() as directory,
+        Server("chaos_app", f"--control=unix:{directory}/c.sock", "--preload") as server,
+    ):
+        control = Control.of(server)
+        before = control.get("/config").json
+        answer = control.put("/config/applications/chaos_app/module", "proc_import_valueerror")
+        assert answer.status == 500, answer.json
+        path = APPS / "proc_import_valueerror.py"
+        what = "ValueError: invalid literal for int() with base 10: 'eighty'"
+        cause = f'{what} (File "{path}", line 6, in read_setting)'
+        assert (
+            answer.json["detail"] == f"application 'proc_import_valueerror' failed to load: {cause}"
+        )
+        server.wait_log(r".*reconfiguration failed: .*")
+        lines = [line for line in server.stderr.splitlines() if line.strip(" ^~")]
+        at = lines.index("Traceback (most recent call last):")
+        assert lines[at - 1].endswith(
+            "[ERROR] application 'proc_import_valueerror' failed to load:"
+        )
+        assert lines[at + 1 :][:6] == [
+            f'  File "{path}", line 9, in <module>',
+            '    PORT = read_setting("eighty")',
+            f'  File "{path}", line 6, in read_setting',
+            "    return int(text)",
+            what,
+            lines[at + 6],
+        ], lines[at:]
+        assert lines[at + 6].endswith(
+            f"[ERROR] reconfiguration failed: {answer.json['detail']}; "
+            "the running workers keep serving"
+        ), lines[at:]
+        assert "/corral/" not in server.stderr and "importlib" not in server.stderr
+        assert control.get("/config").json == before
         assert server.stop() == 0
 
 

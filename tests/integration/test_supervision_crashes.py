@@ -14,7 +14,14 @@ import pytest
 
 from tests.integration.load import Kill, Load, unexplained
 from tests.integration.server import Server, read_all, wait_for
-from tests.integration.supervision import answering_pid, events, get, process_age
+from tests.integration.supervision import (
+    NO_BYTECODE,
+    answering_pid,
+    events,
+    get,
+    process_age,
+    write_app,
+)
 
 # (slot, deaths in a row, delay)
 RESPAWN = re.compile(
@@ -110,4 +117,23 @@ def test_the_backoff_is_kept_per_slot():
         assert time.monotonic() - killed < 8  # the 8th waited 10 s before
         assert len(server.worker_pids()) == 8 and not set(server.worker_pids()) & set(pids)
         assert get(server)[0] == 200
+        assert server.stop() == 0
+
+
+def test_a_respawned_worker_that_cannot_load_says_why_in_the_master_s_line(tmp_path):
+    """The module went away after the start: the worker that replaces a killed one cannot
+    import it, and only sent why (a worker logs no more than an application's frames); the
+    master's line says it."""
+    write_app(tmp_path, "v1")
+    with Server("reload_app", cwd=str(tmp_path), env=NO_BYTECODE) as server:
+        (pid,) = server.worker_pids()
+        (tmp_path / "reload_app.py").unlink()
+        os.kill(pid, signal.SIGKILL)
+        missing = f"No module named 'reload_app' (not in the working directory {tmp_path} nor"
+        line = server.wait_log(r"worker 0 \(pid \d+\) died: exit code 3 after .*")[0]
+        assert line.endswith(f"s: {missing} on sys.path)"), line
+        assert server.stderr.count(missing) == 1, server.stderr
+        assert "Traceback" not in server.stderr
+        write_app(tmp_path, "v2")  # back: the next try serves it
+        server.wait_log(r"worker 0 ready", count=2, timeout=15)
         assert server.stop() == 0

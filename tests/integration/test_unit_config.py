@@ -14,7 +14,12 @@ from pathlib import Path
 
 from corral import __version__
 from tests.integration.server import APPS, Server, read_all, read_response, run_cli, wait_for
-from tests.integration.test_cli_server import assert_one_line_error, get, info
+from tests.integration.test_cli_server import (
+    assert_fails_to_load,
+    assert_one_line_error,
+    get,
+    info,
+)
 
 UNIT_LOG = '$remote_addr "$request_line" $status $body_bytes_sent "$header_user_agent" $host'
 
@@ -174,8 +179,32 @@ def test_an_unopenable_stdout_stops_the_server_with_one_line(tmp_path: Path) -> 
     assert result.returncode == 3, result.stderr
     lines = [line for line in result.stderr.splitlines() if "cannot open" in line]
     assert len(lines) == 1, result.stderr
-    assert f"proc cannot start: cannot open stdout {str(missing)!r}: No such file" in lines[0]
+    assert (
+        f"application proc failed to load: cannot open stdout {str(missing)!r}: No such file"
+        in lines[0]
+    )
     assert "Traceback" not in result.stderr
+
+
+def test_an_application_that_is_not_there_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    path = write_unit_config(tmp_path, {"module": "blogg.wsgi", "processes": 2})
+    cause = f"No module named 'blogg' (not in the working directory {APPS} nor on sys.path)"
+    assert_fails_to_load(run_cli("-c", str(path)), "proc", cause)
+
+
+def test_an_application_whose_import_raises_shows_its_frames_then_one_line(
+    tmp_path: Path,
+) -> None:
+    path = write_unit_config(tmp_path, {"module": "proc_import_fail", "processes": 2})
+    what = "RuntimeError: proc_import_fail: boom at import time"
+    where = f'File "{APPS / "proc_import_fail.py"}", line 3, in <module>'
+    shown = [
+        "Traceback (most recent call last):",
+        f"  {where}",
+        '    raise RuntimeError("proc_import_fail: boom at import time")',
+        what,
+    ]
+    assert_fails_to_load(run_cli("-c", str(path)), "proc", f"{what} ({where})", shown)
 
 
 def test_factory_is_called_once_per_worker(tmp_path: Path) -> None:

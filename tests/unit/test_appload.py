@@ -1,14 +1,24 @@
 """corral.apps.loader.asgi_kind and choose_interface: an ASGI application is told from a WSGI
 one when it is loaded, and the ``interface`` setting decides with it (the integration tests
-serve them: test_conformance.py, test_asgi.py)."""
+serve them: test_conformance.py, test_asgi.py). What a failed import shows: the application's
+frames only, its chained exceptions too (the one-line failures are test_cli_server.py's)."""
 
 from __future__ import annotations
 
 import functools
+import sys
+import textwrap
 
 import pytest
 
-from corral.apps.loader import asgi_kind, choose_interface
+from corral.apps.loader import (
+    AppLoadError,
+    application_traceback,
+    asgi_kind,
+    choose_interface,
+    describe_load_failure,
+    load_app,
+)
 
 
 async def coroutine(scope, receive, send):
@@ -81,3 +91,49 @@ def test_asgi_kind(target, kind):
 )
 def test_choose_interface(interface, protocol, target, chosen):
     assert choose_interface(interface, protocol, target) == chosen
+
+
+CHAINED = """\
+try:
+    import corral_test_not_installed
+except ImportError as exc:
+    raise RuntimeError("needs corral_test_not_installed") from exc
+"""
+
+
+def test_a_chained_import_failure_shows_each_exception_with_the_application_s_frames(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "chained_app.py").write_text(CHAINED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RuntimeError) as raised:
+        load_app("chained_app", None)
+    sys.modules.pop("chained_app", None)
+    path = tmp_path / "chained_app.py"
+    assert application_traceback(raised.value) == textwrap.dedent(f"""\
+        Traceback (most recent call last):
+          File "{path}", line 2, in <module>
+            import corral_test_not_installed
+        ModuleNotFoundError: No module named 'corral_test_not_installed'
+
+        The above exception was the direct cause of the following exception:
+
+        Traceback (most recent call last):
+          File "{path}", line 4, in <module>
+            raise RuntimeError("needs corral_test_not_installed") from exc
+        RuntimeError: needs corral_test_not_installed""")
+    assert describe_load_failure(raised.value) == (
+        f'RuntimeError: needs corral_test_not_installed (File "{path}", line 4, in <module>)'
+    )
+
+
+def test_a_module_that_is_not_there_is_one_line_without_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AppLoadError) as raised:
+        load_app("corral_test_blogg.wsgi", None)
+    assert str(raised.value) == (
+        f"No module named 'corral_test_blogg' (not in the working directory {tmp_path} nor on "
+        "sys.path)"
+    )
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert application_traceback(raised.value) is None

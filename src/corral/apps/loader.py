@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import sys
+import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,10 +30,16 @@ def load_app(module: str, attribute: str | None, factory: Any = False) -> Any:
     ``module:factory(ARGS)``).
 
     An exception raised by the application's own import (or its factory) propagates
-    unchanged (its traceback is what the user needs); a missing attribute raises
-    :class:`AppLoadError`.
+    unchanged (:func:`application_traceback` shows its frames); a module that is not there, a
+    missing attribute and a callable that is not one raise :class:`AppLoadError`, whose one
+    line says it all.
     """
-    mod = importlib.import_module(module)
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if not _is_not_there(exc, module):
+            raise  # the application's own import of another module: its frames show where
+        raise AppLoadError(_not_there(exc.name or module)) from None
     names = [attribute] if attribute else ["application", "app"]
     for name in names:
         target: Any = mod
@@ -90,28 +98,82 @@ def load_entry_points(entry_points: Iterable[Any], factory: Any = False) -> tupl
     return tuple(load_app(entry.module, entry.callable, factory) for entry in entry_points)
 
 
+def _is_not_there(exc: ModuleNotFoundError, module: str) -> bool:
+    """Whether ``exc`` says that ``module`` (or a package above it) does not exist, rather
+    than that code of the application imported a module that does not: no frame of the
+    application's is on its traceback."""
+    name = exc.name or ""
+    named = module == name or module.startswith(name + ".")
+    return named and not _application_frames(exc)
+
+
+def _not_there(name: str) -> str:
+    """One line for the module ``name`` that cannot be found, saying where it was looked for:
+    the package above it, or the working directory and ``sys.path``."""
+    package, _, _ = name.rpartition(".")
+    if package in sys.modules:  # imported: the module was looked for in it
+        above = sys.modules[package]
+        where = getattr(above, "__path__", None)
+        if where is None:
+            return f"No module named {name!r}: {package!r} is a module, not a package"
+        return f"No module named {name!r} (package {package!r} is {', '.join(where)})"
+    return f"No module named {name!r} (not in the working directory {os.getcwd()} nor on sys.path)"
+
+
+_HERE = os.path.abspath(__file__)
+_CORRAL = os.path.dirname(os.path.dirname(_HERE)) + os.sep
+_MACHINERY = (os.path.dirname(importlib.__file__) + os.sep, "<frozen ")
+
+
+def _own(stack: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """The application's frames (its libraries' included) of ``stack``: those below this
+    module's last one (what called the loader is not the application), without corral's or
+    the import machinery's."""
+    here = [i for i, frame in enumerate(stack) if os.path.abspath(frame.filename) == _HERE]
+    return [
+        frame
+        for frame in stack[here[-1] + 1 if here else 0 :]
+        if not frame.filename.startswith(_MACHINERY)
+        and not os.path.abspath(frame.filename).startswith(_CORRAL)
+    ]
+
+
+def _application_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return _own(traceback.extract_tb(exc.__traceback__))
+
+
+def application_traceback(exc: BaseException) -> str | None:
+    """The traceback of an application that failed to load with only the application's frames
+    (not corral's nor importlib's), its chained exceptions alike; None when it would show no
+    more than :func:`describe_load_failure`'s line: an `AppLoadError`, or an exception raised
+    with no frame of the application's (a ``SyntaxError`` shows its line of source)."""
+    if isinstance(exc, AppLoadError):
+        return None
+    shown = traceback.TracebackException.from_exception(exc)
+    todo, seen = [shown], set()
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        each.stack = traceback.StackSummary.from_list(_own(each.stack))
+        todo += [e for e in (each.__cause__, each.__context__) if e is not None]
+        todo += each.exceptions or []
+    text = "".join(shown.format()).rstrip("\n")
+    return text if "\n" in text else None
+
+
 def describe_load_failure(exc: BaseException) -> str:
     """One line for an application that failed to load: the exception and where it was raised,
     ``ZeroDivisionError: division by zero (File "app.py", line 3, in <module>)``; an
     `AppLoadError`'s own message, which names the application or its virtualenv."""
-    import traceback
-
     if isinstance(exc, AppLoadError):
         return str(exc)
 
     what = traceback.format_exception_only(type(exc), exc)[-1].strip()
     if isinstance(exc, SyntaxError) and exc.filename:
         return f'{what} (File "{exc.filename}", line {exc.lineno})'
-    # the application's own frames: those below load_app, without the import machinery's
-    stack = traceback.extract_tb(exc.__traceback__)
-    here = os.path.abspath(__file__)
-    below = [i for i, frame in enumerate(stack) if os.path.abspath(frame.filename) == here]
-    machinery = (os.path.dirname(importlib.__file__) + os.sep, "<frozen ")
-    frames = [
-        frame
-        for frame in stack[below[-1] + 1 if below else 0 :]
-        if not frame.filename.startswith(machinery)
-    ]
+    frames = _application_frames(exc)
     if not frames:
         return what
     last = frames[-1]

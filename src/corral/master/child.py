@@ -104,8 +104,7 @@ def worker_main(fork: Fork) -> int:
     if app.stdout is not None or app.stderr is not None:  # NGINX Unit's, as the access log
         try:
             stdio = open_stdio(app.stdout, app.stderr)
-        except StdioError as exc:
-            fork.log.error("%s cannot start: %s", pool.name, exc)
+        except StdioError as exc:  # the master's one line says it, as for an import
             with contextlib.suppress(OSError):
                 os.write(beat_fd, encode(Failed(str(exc))))
             return EXIT_APP_LOAD  # as an application that cannot import: it would again

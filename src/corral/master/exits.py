@@ -76,6 +76,8 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
     how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
     slot, pid, pool, gen = worker.slot, worker.pid, worker.pool, worker.generation
     failed_to_load = code == EXIT_APP_LOAD and not arbiter.all_ready
+    # why it did not load, which the worker only sent (it logs no more than its traceback)
+    because = f": {worker.failure}" if worker.failure else ""
     decision = lifecycle.after_exit(
         lifecycle.ExitFacts(
             stopping=arbiter.stopping,
@@ -102,8 +104,10 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
         when = "after it was ready" if worker.ready else "before it was ready"
         arbiter.reloads.rollback(f"worker {slot} exited ({how}) {when}", worker.failure)
         return
-    if decision is Exit.SHUT_DOWN:
-        arbiter.log.critical("application %s failed to load; shutting down", pool.name)
+    if decision is Exit.SHUT_DOWN:  # the one line a start that cannot load writes
+        arbiter.log.critical(
+            "application %s failed to load: %s; shutting down", pool.name, worker.failure or how
+        )
         arbiter.exit_code = EXIT_APP_LOAD
         arbiter.begin_stop(graceful=False)
         return
@@ -118,11 +122,12 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
         old.recycle_not_before = time.monotonic() + delay
         arbiter.loop.call_later(delay + 0.01, arbiter.consider_recycling, old)
         arbiter.log.error(
-            "replacement for worker %d (pid %d) exited (%s) before it was ready; "
+            "replacement for worker %d (pid %d) exited (%s) before it was ready%s; "
             "worker %d keeps serving, next try in %.1fs",
             slot,
             old.pid,
             how,
+            because,
             slot,
             delay,
         )
@@ -130,7 +135,9 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
     if worker.timed_out:
         arbiter.log.info("%s (pid %d) exited: %s", arbiter.who(slot, pool), pid, how)
     else:
-        arbiter.log.error("worker %d (pid %d) died: %s after %.1fs", slot, pid, how, worker.age)
+        arbiter.log.error(
+            "worker %d (pid %d) died: %s after %.1fs%s", slot, pid, how, worker.age, because
+        )
         arbiter.events.record("crash", f"died: {how} after {worker.age:.1f}s", pool.name, pid, slot)
     if decision is Exit.SUCCESSOR:
         worker.successor.replaces = None  # type: ignore[union-attr]

@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from corral.apps.loader import describe_load_failure, load_entry_points
+from corral.apps.loader import application_traceback, describe_load_failure, load_entry_points
 from corral.config import Document
 from corral.master import systemd
 from corral.master.generation import ApplyFailed, Generation, Pool, protocol_of, uses_routes
@@ -41,6 +41,15 @@ if TYPE_CHECKING:
 # How long a control API answer waits for the retired workers to stop accepting (a worker
 # whose loop the application blocks acts on TERM only when the call returns).
 STOP_ACCEPTING_WAIT = 2.0
+
+
+class PreloadFailed(Exception):
+    """A preloaded application raised while the master imported it (its ``__cause__``): told
+    apart from a configuration's ValueError, which the application may raise too."""
+
+    def __init__(self, module: str) -> None:
+        super().__init__(module)
+        self.module = module
 
 
 class Reloads:
@@ -160,20 +169,29 @@ class Reloads:
         failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
         try:
             gen = self._next(make_doc(), restart)
+        except PreloadFailed as exc:  # before ValueError: the application may raise one
+            loading = exc.__cause__
+            assert loading is not None
+            shown = application_traceback(loading)
+            if shown is not None:
+                self.log.error("application %r failed to load:\n%s", exc.module, shown)
+            why = f"application {exc.module!r} failed to load: {describe_load_failure(loading)}"
+            self.log.error("%s: %s; the running workers keep serving", failed, why)
+            self.master.notify_ready()
+            raise ApplyFailed(why) from None
         except (ValueError, ListenError) as exc:  # ConfigError is a ValueError
             self.log.error("%s: %s; the running workers keep serving", failed, exc)
             self.master.notify_ready()
             raise ApplyFailed(str(exc)) from None
-        except Exception as exc:
+        except Exception as exc:  # corral's own mistake: all of its traceback
             self.log.error(
-                "%s: the application could not be loaded; the running workers keep serving\n%s",
+                "%s: %s; the running workers keep serving\n%s",
                 failed,
+                exc,
                 traceback.format_exc().rstrip(),
             )
             self.master.notify_ready()
-            raise ApplyFailed(
-                f"the application failed to load: {describe_load_failure(exc)}"
-            ) from None
+            raise ApplyFailed(f"{type(exc).__name__}: {exc}") from None
         assert self.master.loop is not None
         gen.settled = self.master.loop.create_future()
         self.pending = gen
@@ -240,7 +258,10 @@ class Reloads:
         if old is not None and old.loaded_app is not None and names == old_names:
             self.log.info("the preloaded application is kept: restart to load new code")
             return old.loaded_app
-        return load_entry_points(app.entry_points, app.factory)
+        try:
+            return load_entry_points(app.entry_points, app.factory)
+        except Exception as exc:
+            raise PreloadFailed(app.entry_points[0].module) from exc
 
     def commit(self) -> None:
         gen = self.pending
@@ -270,10 +291,11 @@ class Reloads:
             if worker.generation is gen:
                 self.master.retire(worker)
         self.close_unused(set(self.current.sockets))
-        self.log.error("reload failed: %s; generation %d keeps serving", why, self.current.number)
+        told = f"{why}: {cause}" if cause else why  # the worker sent the cause, and logged no more
+        self.log.error("reload failed: %s; generation %d keeps serving", told, self.current.number)
         self.master.events.record("rollback", f"{why}; generation {self.current.number} serves")
         if gen.settled is not None and not gen.settled.done():
-            gen.settled.set_result(f"{why}: {cause}" if cause else why)
+            gen.settled.set_result(told)
         self._after()
 
     def _after(self) -> None:

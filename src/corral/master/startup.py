@@ -13,12 +13,11 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from corral.apps.loader import AppLoadError, load_entry_points
+from corral.apps.loader import application_traceback, describe_load_failure, load_entry_points
 from corral.config import ConfigError, Document
 from corral.hooks import HookError
 from corral.master import child, systemd, upgrade
@@ -169,15 +168,13 @@ def _serve(
                 try:
                     pool.loaded_app = load_entry_points(app.entry_points, app.factory)
                 except Exception as exc:
-                    # one line when it says it all (as a worker logs it), else the traceback
-                    why = (
-                        f" {exc}\n"
-                        if isinstance(exc, AppLoadError)
-                        else "\n" + traceback.format_exc()
-                    )
+                    # the application's own frames where they explain, then the one line
+                    shown = application_traceback(exc)
+                    if shown is not None:
+                        sys.stderr.write(f"{shown}\n")
                     sys.stderr.write(
                         f"corral: error: application {app.entry_points[0].module!r} "
-                        f"failed to load:{why}"
+                        f"failed to load: {describe_load_failure(exc)}\n"
                     )
                     return EXIT_APP_LOAD
             return arbiter.run()

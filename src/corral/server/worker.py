@@ -48,7 +48,6 @@ import signal
 import socket
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -60,7 +59,7 @@ from corral.apps.asgi.lifespan import Lifespan, LifespanFailed
 from corral.apps.asgi.websocket import WebSocketOptions
 from corral.apps.deadline import Watchdog
 from corral.apps.loader import (
-    AppLoadError,
+    application_traceback,
     choose_interface,
     describe_load_failure,
     load_entry_points,
@@ -201,16 +200,14 @@ class Worker:
                 activate_home(spec.application.home)
                 apps = load_entry_points(entry_points, spec.application.factory)
             except Exception as exc:
-                # to the error log (a file, maybe): a failed reload must say why where the
-                # operator looks, not only on a terminal; a traceback only where it explains
-                self.log.error(
-                    "application %r failed to load:%s",
-                    entry_points[0].module,
-                    f" {exc}"
-                    if isinstance(exc, AppLoadError)
-                    else "\n" + traceback.format_exc().rstrip(),
-                )
-                # and to the master, which names the cause to the control API
+                # the application's own frames, where they explain (to the error log, which
+                # may be a file: where the operator looks); the one line that says why is the
+                # master's, which knows what follows (shut down, retry, keep the old workers)
+                # and names the cause to the control API
+                shown = application_traceback(exc)
+                if shown is not None:
+                    # named as the master's line below it names the application
+                    self.log.error("application %s failed to load:\n%s", spec.app_name, shown)
                 self._send(Failed(describe_load_failure(exc)))
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
