@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corral: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     if command.check_config:
+        if command.config_note is not None:
+            print(f"corral: {command.config_note}", file=sys.stderr)
         print(dump_document(doc))
         return 0
     from corral.master import daemon
@@ -80,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         origin = Origin(None, list(args))
     else:
         reread = partial(command.document, warn=logging.getLogger(LOGGER_NAME).warning)
-        origin = Origin(reread, list(args), config_file=command.config_path)
+        origin = Origin(
+            reread, list(args), config_file=command.config_path, config_note=command.config_note
+        )
     detached = None
     if daemon.wanted(doc.settings):
         outcome = daemon.detach(doc.settings.enable_stdio_inheritance)

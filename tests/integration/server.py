@@ -202,10 +202,17 @@ class Server:
         self._close_pipes()
 
 
-def run_cli(*args: str, timeout: float = 20.0, argv0: list[str] | None = None):
-    """``python -m corral ARGS`` (or ``argv0 ARGS``) run to its end from the apps directory,
-    with the apps and this checkout's ``src`` first on PYTHONPATH."""
-    env = dict(os.environ)
+def run_cli(
+    *args: str,
+    timeout: float = 20.0,
+    argv0: list[str] | None = None,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+):
+    """``python -m corral ARGS`` (or ``argv0 ARGS``) run to its end from ``cwd`` (the apps
+    directory by default), with the apps and this checkout's ``src`` first on PYTHONPATH and
+    ``env`` over the environment."""
+    env = dict(os.environ) | (env or {})
     env["PYTHONPATH"] = os.pathsep.join(
         [str(APPS), str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     )
@@ -215,7 +222,7 @@ def run_cli(*args: str, timeout: float = 20.0, argv0: list[str] | None = None):
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=str(APPS),
+        cwd=str(cwd or APPS),
         env=env,
         start_new_session=True,
     )

@@ -262,6 +262,106 @@ def test_a_gunicorn_conf_py_with_hooks_runs_once_and_reloads_as_gunicorn(tmp_pat
         assert server.stop() == 0
 
 
+# -- ./gunicorn.conf.py, read when no file is named, as Gunicorn does --------------------------
+
+DEFAULT_CONF = """\
+bind = "127.0.0.1:0"
+workers = 3
+proc_name = "from-default-file"
+
+
+def post_fork(server, worker):
+    server.log.info("post_fork of the default file: %s", worker.pid)
+"""
+
+
+def reading_line(conf: Path) -> str:
+    return (
+        f"reading {conf}: Gunicorn's default config file, found in the working directory "
+        "(-c FILE names another, as in Gunicorn)"
+    )
+
+
+def test_gunicorn_conf_py_in_the_working_directory_is_read_and_said_once(tmp_path):
+    """The issue's case: `gunicorn app` became `corral app` in the same directory, and the
+    file's bind, workers and hooks must not be dropped."""
+    conf = tmp_path / "gunicorn.conf.py"
+    conf.write_text(DEFAULT_CONF)
+    with Server(
+        "proc_apps", cwd=str(tmp_path), bind=None, log_level="info", wait_ready=False
+    ) as server:
+        server.expected_workers = 3  # the file's workers
+        server.wait_ready()
+        lines = server.stderr.splitlines()
+        assert lines[1].endswith(f"[INFO] {reading_line(conf)}"), lines  # under the version
+        assert len(server.worker_pids()) == 3
+        server.wait_log(r"post_fork of the default file: \d+", count=3)  # its hooks
+        assert cmdline(server.proc.pid) == "corral: master [from-default-file]"
+        assert http_get(server)[0] == 200
+        server.send(signal.SIGHUP)  # read again, as a named file is; not said again
+        server.wait_log(r"reload complete: generation 2 serving with 3 worker")
+        assert server.stderr.count("reading ") == 1, server.stderr
+        assert "warning" not in server.stderr.lower(), server.stderr
+        assert server.stop() == 0
+
+
+def test_check_config_says_it_read_gunicorn_conf_py(tmp_path):
+    conf = tmp_path / "gunicorn.conf.py"
+    conf.write_text(DEFAULT_CONF + 'wsgi_app = "proc_apps:app"\n')
+    result = run_cli("--check-config", cwd=tmp_path)  # the file names the application too
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [f"corral: {reading_line(conf)}"]
+    doc = json.loads(result.stdout)
+    assert doc["applications"]["proc_apps"]["processes"] == 3
+    assert doc["applications"]["proc_apps"]["callable"] == "app"
+    assert doc["settings"]["hooks"] == str(conf)
+
+
+OTHER_TOML = 'workers = 1\nbind = ["127.0.0.1:0"]\n'
+UNIT = {
+    "listeners": {"127.0.0.1:0": {"pass": "applications/proc"}},
+    "applications": {"proc": {"type": "python 3", "module": "proc_apps"}},
+}
+
+
+@pytest.mark.parametrize(
+    "named", ["-c other.py", "GUNICORN_CMD_ARGS=-c other.py", "--ini other.ini", "-c unit.json"]
+)
+def test_a_file_named_replaces_gunicorn_conf_py(tmp_path, named):
+    """As in Gunicorn, a file named by -c (or in GUNICORN_CMD_ARGS) is read instead of
+    ./gunicorn.conf.py, not over it; so is a uWSGI ini file or a Unit document."""
+    (tmp_path / "gunicorn.conf.py").write_text(DEFAULT_CONF)
+    (tmp_path / "other.py").write_text('bind = "127.0.0.1:0"\nworkers = 1\n')
+    (tmp_path / "other.ini").write_text("[uwsgi]\nhttp-socket = 127.0.0.1:0\nprocesses = 1\n")
+    (tmp_path / "unit.json").write_text(json.dumps(UNIT))
+    env: dict[str, str] = {}
+    args = named.split()
+    if named.startswith("GUNICORN_CMD_ARGS="):
+        env["GUNICORN_CMD_ARGS"] = named.split("=", 1)[1]
+        args = []
+    app = [] if named.endswith("unit.json") else ["proc_apps"]
+    result = run_cli(*app, *args, "--check-config", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "reading" not in result.stderr and "gunicorn.conf.py" not in result.stderr
+    doc = json.loads(result.stdout)
+    (application,) = doc["applications"].values()
+    assert application.get("processes", 1) == 1, doc
+    assert doc["settings"].get("hooks") is None, doc  # nor the default file's post_fork
+
+
+def test_without_an_app_a_state_directory_runs_and_gunicorn_conf_py_is_a_warning(tmp_path):
+    conf = tmp_path / "gunicorn.conf.py"
+    conf.write_text(DEFAULT_CONF + 'wsgi_app = "proc_apps:app"\n')
+    state = tmp_path / "state"
+    result = run_cli("--state-dir", str(state), "--check-config", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"corral: warning: {conf} is not read: without an APP the state directory's "
+        "configuration runs (give -c gunicorn.conf.py to serve the file)"
+    ]
+    assert json.loads(result.stdout)["applications"] == {}
+
+
 def test_gunicorn_cmd_args_apply_to_a_real_server():
     env = {"GUNICORN_CMD_ARGS": "--workers=2 --threads 3 --name from-env"}
     with Server("basic", workers=None, env=env, wait_ready=False) as server:

@@ -654,6 +654,35 @@ def test_gunicorn_cmd_args_may_name_the_config_file_and_the_app(tmp_path):
     assert doc.applications["basic"].workers == 4
 
 
+@pytest.mark.parametrize(
+    ("argv", "environ", "read"),
+    [
+        (["basic"], {}, "gunicorn.conf.py"),
+        ([], {}, "gunicorn.conf.py"),  # the file may name the application (wsgi_app)
+        (["basic", "--control", "unix:/tmp/c.sock"], {}, "gunicorn.conf.py"),
+        (["basic", "-c", "other.py"], {}, "other.py"),
+        (["basic"], {"GUNICORN_CMD_ARGS": "-c other.py"}, "other.py"),
+        (["basic", "--ini", "other.ini"], {}, None),
+        (["--emperor", "vassals"], {}, None),
+        (["--state-dir", "state"], {}, None),  # its saved configuration: a warning says so
+    ],
+)
+def test_which_command_lines_read_gunicorn_conf_py(tmp_path, argv, environ, read):
+    """Gunicorn's order: -c, then GUNICORN_CMD_ARGS's -c, then ./gunicorn.conf.py; corral's
+    own files (--ini, --emperor's directory, a state directory) replace it too."""
+    (tmp_path / "gunicorn.conf.py").write_text("workers = 3\n")
+    command = parse_command_line(argv, environ=environ, cwd=str(tmp_path))
+    found = read == "gunicorn.conf.py"
+    assert command.config == (str(tmp_path / read) if found else read)
+    assert command.default_config is found
+    assert (command.config_note is not None) is found
+    unread = [line for line in command.warnings if "gunicorn.conf.py is not read" in line]
+    assert len(unread) == (argv[:1] == ["--state-dir"])
+    assert parse_command_line(argv, environ=environ, cwd=str(tmp_path / "x")).config == (
+        None if found else read
+    )  # no file there: nothing is read by default
+
+
 def test_gunicorn_cmd_args_errors_say_where(capsys, monkeypatch):
     monkeypatch.setenv("GUNICORN_CMD_ARGS", "-w two")
     code, _, err = run(capsys, "basic")

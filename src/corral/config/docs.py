@@ -131,6 +131,14 @@ flag stops corral with one line and exit code 2, except the flags marked *accept
 warning: nothing is lost without them). TLS is refused in a file too. `corral --check-config`
 prints what the file resolved to.
 
+Without `-c` (on the command line or in `GUNICORN_CMD_ARGS`), `./gunicorn.conf.py` is read when
+it is there, as Gunicorn reads it, and the log's second line says so (`reading
+/srv/app/gunicorn.conf.py: Gunicorn's default config file, found in the working directory`;
+on standard error with `--check-config`). A file named replaces it, not over it: `-c FILE`,
+`--ini FILE`, a Unit document, `--emperor DIR`; so does a state directory's saved
+configuration (`--state-dir` or `--control` without an APP), with a warning that the file is
+not read.
+
 """
 
 

@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 ENV_ARGS = "GUNICORN_CMD_ARGS"
+DEFAULT_FILE = "gunicorn.conf.py"  # read from the working directory when no -c names a file
 
 
 class Unsupported(Exception):
@@ -224,7 +225,8 @@ def _hook(name: str, instead: str = "") -> Name:
 NAMES: dict[str, Name] = {n.name: n for n in (
     # Config File
     _to("config", "config", "-c", "--config", same=("./gunicorn.conf.py",),
-        instead="read only when given: no ./gunicorn.conf.py by default"),
+        instead="./gunicorn.conf.py by default, as in Gunicorn (one log line says it was read); "
+        "-c FILE, --ini FILE or --emperor replaces it"),
     _to("wsgi_app", "app", instead="`module:callable` or `module:factory(ARGS)`"),
     # Server Socket
     _to("bind", "bind", "-b", "--bind"),

@@ -32,7 +32,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, NoReturn
 
@@ -96,6 +96,7 @@ class CommandLine:
     emperor: str | None = None
     warnings: list[str] = field(default_factory=list)  # the flags', for each document()
     defaults: dict[str, Given] = field(default_factory=dict)  # Gunicorn's, from variables
+    default_config: bool = False  # `config` is ./gunicorn.conf.py, found as Gunicorn finds it
 
     @property
     def config_path(self) -> str | None:
@@ -106,6 +107,35 @@ class CommandLine:
         from corral.config.uwsgi import is_ini, split_spec
 
         return split_spec(spec)[0] if is_ini(spec) or spec is self.ini else spec
+
+    @property
+    def config_note(self) -> str | None:
+        """The line that says the config file was not named but found, as Gunicorn finds it."""
+        if not self.default_config:
+            return None
+        return (
+            f"reading {self.config}: Gunicorn's default config file, found in the working "
+            "directory (-c FILE names another, as in Gunicorn)"
+        )
+
+    def with_default_config(self, cwd: str) -> "CommandLine":
+        """This command line with Gunicorn's default config file, ``gunicorn.conf.py`` in
+        ``cwd``, when it is there and nothing else says what to read: no ``-c`` (on the command
+        line or in ``GUNICORN_CMD_ARGS``, as Gunicorn), no ``--ini``, no ``--emperor``. Without
+        an APP, a state directory (``--state-dir``, ``--control``) runs its saved configuration
+        instead, and the file unread is a warning."""
+        if self.config is not None or self.ini is not None or self.emperor is not None:
+            return self
+        path = os.path.join(cwd, gunicorn.DEFAULT_FILE)
+        if not os.path.isfile(path):
+            return self
+        if "app" not in self.given and (self.state_dir is not None or self.control is not None):
+            unread = (
+                f"{path} is not read: without an APP the state directory's configuration runs "
+                f"(give -c {gunicorn.DEFAULT_FILE} to serve the file)"
+            )
+            return replace(self, warnings=[*self.warnings, unread])
+        return replace(self, config=path, default_config=True)
 
     def emperor_directory(self) -> str | None:
         """Emperor mode's directory: ``--emperor DIR``, or an ini file's ``emperor = DIR``."""
@@ -170,10 +200,12 @@ def load(argv: Sequence[str]) -> Document:
 
 
 def parse_command_line(
-    argv: Sequence[str], environ: Mapping[str, str] | None = None
+    argv: Sequence[str], environ: Mapping[str, str] | None = None, cwd: str | None = None
 ) -> CommandLine:
     """Parse and type-check the flags, those of ``GUNICORN_CMD_ARGS`` (in `environ`, default
-    `os.environ`) under them; the config file is read later, by `document()`."""
+    `os.environ`) under them; without a config file named, Gunicorn's ``gunicorn.conf.py`` in
+    `cwd` (default: the working directory) is the one. The file is read later, by
+    `document()`."""
     environ = os.environ if environ is None else environ
     env_args = gunicorn.environment_args(environ)
     given, options, warnings = _parse(argv)
@@ -191,7 +223,8 @@ def parse_command_line(
         item.setting: _given(BY_NAME[item.setting], item.value, item.where)
         for item in gunicorn.environment_defaults(environ)
     }
-    return CommandLine(given, warnings=warnings, defaults=defaults, **options)
+    command = CommandLine(given, warnings=warnings, defaults=defaults, **options)
+    return command.with_default_config(os.getcwd() if cwd is None else cwd)
 
 
 def _parse(

@@ -165,6 +165,8 @@ class Arbiter:
     async def main(self) -> None:
         gen = self.current
         self.log.info("corral %s, %s", __version__, core.NAME)
+        if self.origin is not None and self.origin.config_note is not None:
+            self.log.info("%s", self.origin.config_note)
         for address, sock in gen.sockets.items():
             origin = "from systemd" if self.from_systemd else address
             protocol = protocol_of(gen.doc, address)

@@ -51,6 +51,7 @@ class Origin:
     argv: list[str] = field(default_factory=list)  # the command's arguments, for USR2
     cwd: str = field(default_factory=os.getcwd)  # where the command was started
     config_file: str | None = None
+    config_note: str | None = None  # logged at start: how the config file was found
 
 
 class Pool:
