@@ -788,6 +788,47 @@ def test_ctl_commands_and_exit_codes(tmp_path):
     assert helped.returncode == 0 and "restart" in helped.stdout
 
 
+def test_ctl_against_a_server_without_the_api_says_it_is_off_and_how_to_turn_it_on():
+    """`corral ctl top` (and every command) against a Gunicorn-style server: one line naming
+    the server found running (by its process title) and the flags that turn the API on."""
+    how = (
+        "the API is off unless a server starts with --control ADDRESS or --state-dir DIR (then "
+        "at unix:DIR/control.sock); start it so and give ctl that address (--socket ADDRESS or "
+        "$CORRAL_CONTROL)"
+    )
+    with short_dir() as directory, Server("proc_apps") as server:
+        address = f"unix:{directory}/c.sock"
+        for args, env in [
+            (("--socket", address, "top", "--once"), {}),
+            (("top",), {"CORRAL_CONTROL": address}),  # the full-screen view: before it starts
+            (("--socket", address, "status"), {}),
+            (("--socket", address, "stacks"), {}),
+        ]:
+            failed = ctl(*args, env=env)
+            assert failed.returncode == 1, (args, failed.stdout, failed.stderr)
+            assert failed.stdout == ""
+            (line,) = failed.stderr.splitlines()
+            prefix = (
+                f"corral ctl: error: cannot reach the control API at {address}: No such file or "
+                "directory; "
+            )
+            assert line.startswith(prefix), line
+            running = re.match(  # this machine may run other servers too
+                r"(?:a corral server runs|corral servers run) here \(pids? ([\d, ]+)\), but no "
+                "control API at that address: ",
+                line.removeprefix(prefix),
+            )
+            assert running, line
+            assert server.proc.pid in {int(pid) for pid in running.group(1).split(", ")}, line
+            assert line.endswith(how), line
+        master = server.proc.pid
+        assert server.stop() == 0
+    after = ctl("--socket", address, "status").stderr  # the server stopped: not named any more
+    running = re.search(r"\(pids? ([\d, ]+)\)", after)  # other servers of this machine's
+    assert master not in ({int(p) for p in running.group(1).split(", ")} if running else ())
+    assert after.rstrip().endswith(how), after
+
+
 def test_status_and_metrics_count_asgi_requests_and_websocket_sessions():
     from websockets.sync.client import connect as ws_connect
 

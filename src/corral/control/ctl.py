@@ -8,7 +8,9 @@ options ``--socket ADDRESS`` (``unix:PATH``, a path, or ``HOST:PORT``; default
 
 What it prints: the answer's JSON, indented, on stdout, and exit code 0; an error answer is
 one line on stderr (``corral ctl: error 404: Value doesn't exist. ...``) and exit code 1, as
-is a server that cannot be reached; a usage error is one line and exit code 2.
+is a server that cannot be reached (the line says whether a corral master runs on the machine,
+found by its process title, and how the API is turned on); a usage error is one line and exit
+code 2.
 """
 
 from __future__ import annotations
@@ -138,6 +140,11 @@ class Client:
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
             status, data = response.status, response.read()
+        except (FileNotFoundError, ConnectionRefusedError) as exc:  # nothing listens there
+            reason = f"{exc.strerror or exc}; {_turn_it_on(_running_masters())}"
+            raise ApiError(
+                None, f"cannot reach the control API at {self.address}: {reason}"
+            ) from None
         except (OSError, http.client.HTTPException) as exc:
             raise ApiError(None, f"cannot reach the control API at {self.address}: {exc}") from None
         finally:
@@ -252,6 +259,49 @@ def _value(text: str) -> bytes:
         except OSError as exc:
             raise UsageError(f"{text}: cannot read: {exc.strerror or exc}") from None
     return text.encode("utf-8")
+
+
+MASTER_TITLE = b"corral: master ["  # `corral.master.arbiter`'s process title
+
+
+def _running_masters(proc: str = "/proc") -> list[int] | None:
+    """The pids of the corral masters this user can see running (by their process title), or
+    None where processes cannot be listed so."""
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return None
+    pids = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, entry, "cmdline"), "rb") as stream:
+                title = stream.read(len(MASTER_TITLE))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if title == MASTER_TITLE:
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+def _turn_it_on(masters: list[int] | None) -> str:
+    """What to do when no control API answers: a server runs without one (or with it
+    elsewhere), or none runs."""
+    how = (
+        "the API is off unless a server starts with --control ADDRESS or --state-dir DIR (then "
+        "at unix:DIR/control.sock); start it so and give ctl that address (--socket ADDRESS or "
+        "$CORRAL_CONTROL)"
+    )
+    if masters is None:
+        return how
+    if not masters:
+        return f"no corral server runs here; {how}"
+    pids = ", ".join(map(str, masters))
+    running = f"a corral server runs here (pid {pids})"
+    if len(masters) > 1:
+        running = f"corral servers run here (pids {pids})"
+    return f"{running}, but no control API at that address: {how}"
 
 
 def _default_socket() -> str:
