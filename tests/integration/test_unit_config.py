@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from pathlib import Path
 
 from corral import __version__
+from tests.integration.control import Control, short_dir
 from tests.integration.server import APPS, Server, read_all, read_response, run_cli, wait_for
 from tests.integration.test_cli_server import (
     assert_fails_to_load,
@@ -205,6 +207,72 @@ def test_an_application_whose_import_raises_shows_its_frames_then_one_line(
         what,
     ]
     assert_fails_to_load(run_cli("-c", str(path)), "proc", f"{what} ({where})", shown)
+
+
+STATIC_WARNING = (
+    "corral: warning: $.routes[0].action.share, $.settings.http.static: accepted, but corral "
+    "does not serve static files yet: a request a share matches is answered 501 Not Implemented"
+)
+
+
+def test_what_a_unit_document_holds_and_corral_does_not_serve_is_one_warning_at_start(
+    tmp_path: Path,
+) -> None:
+    """A share route (and the MIME types for shares) is said at start, before the 501s; an
+    application `type` naming another Python is said too."""
+    path = tmp_path / "unit.json"
+    document = {
+        "listeners": {"127.0.0.1:0": {"pass": "routes"}},
+        "routes": [
+            {"match": {"uri": "/static/*"}, "action": {"share": f"{tmp_path}$uri"}},
+            {"action": {"pass": "applications/proc"}},
+        ],
+        "applications": {"proc": {"type": "python 3.9", "module": "proc_apps"}},
+        "settings": {"http": {"static": {"mime_types": {"text/plain": [".log"]}}}},
+    }
+    path.write_text(json.dumps(document))
+    with Server(f"--config={path}", bind=None) as server:
+        warnings = [line for line in server.stderr.splitlines() if "warning" in line.lower()]
+        assert warnings == [
+            STATIC_WARNING,
+            'corral: warning: $.applications.proc.type: "python 3.9": corral runs the '
+            f"application on its own Python, {sys.version_info[0]}.{sys.version_info[1]}",
+        ], server.stderr
+        assert server.stderr.index(STATIC_WARNING) < server.stderr.index("corral 0.1.0")
+        assert get(server.host, server.port, "/static/app.log")[0] == 501  # as it said
+        assert get(server.host, server.port, "/")[0] == 200
+        assert server.stop() == 0
+    del document["routes"][0], document["settings"]  # nothing unserved: no warning
+    document["applications"]["proc"]["type"] = "python 3"
+    path.write_text(json.dumps(document))
+    result = run_cli("-c", str(path), "--check-config")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_a_share_brought_by_the_control_api_is_one_warning_in_the_log(tmp_path: Path) -> None:
+    with (
+        short_dir() as directory,
+        Server("proc_apps", f"--control=unix:{directory}/c.sock") as server,
+    ):
+        control = Control.of(server)
+        listener = control.get("/config/listeners").json
+        (address,) = listener
+        routes = [
+            {"match": {"uri": "/static/*"}, "action": {"share": f"{tmp_path}$uri"}},
+            {"action": {"pass": "applications/proc_apps"}},
+        ]
+        assert control.put("/config/routes", routes).status == 200
+        assert control.put(f"/config/listeners/{address}/pass", "routes").status == 200
+        line = (
+            "[WARNING] $.routes[0].action.share: accepted, but corral does not serve static "
+            "files yet: a request a share matches is answered 501 Not Implemented"
+        )
+        server.wait_log(re.escape(line))
+        assert get(server.host, server.port, "/static/x")[0] == 501
+        # said when the change brought it, not again for the next change
+        assert control.put("/config/applications/proc_apps/threads", 2).status == 200
+        assert server.stderr.count("does not serve static files") == 1, server.stderr
+        assert server.stop() == 0
 
 
 def test_factory_is_called_once_per_worker(tmp_path: Path) -> None:

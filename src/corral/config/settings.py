@@ -1172,7 +1172,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "static", _RESPONSES, _S, Static | None, None,
         'NGINX Unit\'s `static` (`{"mime_types": {TYPE: EXTENSIONS}}`), accepted and kept in '
-        "the document for the shares of routes; corral does not serve files yet.",
+        "the document for the shares of routes; corral does not serve files yet (a warning "
+        "line at start says so).",
         key="http.static",
     ),
     # -- Logging --------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ from corral.config.settings import (
     Setting,
     show,
 )
+from corral.config.unserved import unserved
 
 Warn = Callable[[str], None]
 
@@ -171,8 +172,15 @@ class CommandLine:
 
         With `base` (a command line without APP or config file that runs the control API's
         saved configuration), the flags may only set server-wide settings, over base's. So
-        with a config file that is a whole document. Each warning line goes to `warn`.
+        with a config file that is a whole document. Each warning line goes to `warn`, the
+        parts of the document corral accepts and does not serve among them (`unserved`).
         """
+        doc = self._document(base, warn)
+        for line in unserved(doc):
+            warn(line)
+        return doc
+
+    def _document(self, base: Document | None, warn: Warn) -> Document:
         for line in self.warnings:
             warn(line)
         content: dict[str, Given] | Document = {}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.apps.loader import application_traceback, describe_load_failure, load_entry_points
 from corral.config import Document
+from corral.config.unserved import unserved
 from corral.master import systemd
 from corral.master.generation import ApplyFailed, Generation, Pool, protocol_of, uses_routes
 from corral.master.listeners import (
@@ -119,6 +120,10 @@ class Reloads:
             doc = change(self.current.doc) if callable(change) else change
             if doc == self.current.doc and not restart:
                 return
+            said = unserved(self.current.doc)  # at start, or by an earlier change
+            for line in unserved(doc):
+                if line not in said:
+                    self.log.warning("%s", line)
             gen = self._start(lambda: doc, "reconfiguring", why, restart=restart)
             assert gen.settled is not None
             failure = await asyncio.shield(gen.settled)
