@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from corral import core
+from corral.config.settings import SECTIONS
 from tests.integration.server import APPS, Server, read_all, run_cli, wait_for
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -77,12 +78,31 @@ def test_version():
 
 
 def test_help():
-    result = run_cli("-h")
+    """It opens with what corral serves, examples and where the documentation is, then the
+    options in their groups, headed by name (the sections of the settings, in order)."""
+    result = run_cli("-h", env={"COLUMNS": "80"})  # the width a terminal has by default
     assert result.returncode == 0, result.stderr
-    assert "usage" in result.stdout.lower()
-    for flag in ("--workers", "--bind", "--threads", "--access-logfile", "--check-config"):
-        assert flag in result.stdout
     assert result.stderr == ""
+    out = result.stdout
+    lines = out.splitlines()
+    assert lines[:2] == ["usage: corral [OPTIONS] [APP]", "       corral ctl COMMAND ..."]
+    at = lines.index("examples:")
+    examples = lines[at + 1 : lines.index("", at)]
+    assert len(examples) >= 5, examples
+    assert examples[0].split("  ")[1] == "corral myproject.wsgi -w 4 -b 0.0.0.0:8000"
+    assert all(line.startswith("  corral ") for line in examples), examples
+    pointer = " ".join(out.split("The documentation is ", 1)[1].split("\n\n")[0].split())
+    assert pointer.startswith(
+        "the docs/ directory of corral's source repository, not installed with the package: "
+        "settings.md (every setting"
+    ), pointer
+    headings = [line[:-1] for line in lines if line and line[0] != " " and line.endswith(":")]
+    assert headings[0] == "examples"
+    assert headings[1:] == [title for title, _ in SECTIONS], headings
+    first = lines.index("Application:")
+    assert at < first and "-w INT, --workers INT" in out[out.index("Application:") :]
+    for flag in ("--workers", "--bind", "--threads", "--access-logfile", "--check-config"):
+        assert flag in out
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from corral import cli, core
-from corral.config import Document
+from corral.config import Document, parse_command_line
+from corral.config.helptext import EXAMPLES
+from corral.config.settings import SECTIONS
 from tests.unit.test_config import GUNICORN_TRUST
 
 
@@ -100,6 +103,28 @@ def test_help_is_grouped_and_shows_defaults() -> None:
     assert not [line for line in out.splitlines() if line.rstrip().endswith("[default:")]
     assert "\u00a0" not in out  # the no-break space that keeps a default together is not shown
     assert "--limit-request-field_size" in out
+
+
+@pytest.mark.parametrize(("example", "what"), EXAMPLES, ids=[c for c, _ in EXAMPLES])
+def test_every_help_example_is_a_command_line_corral_takes(example: str, what: str) -> None:
+    """As the command parses it first (the files it names are not read here)."""
+    argv = shlex.split(example)
+    assert argv[0] == "corral"
+    assert parse_command_line(argv[1:], environ={}) is not None
+
+
+def test_help_wraps_paragraphs_but_keeps_the_example_lines() -> None:
+    """Robust to any new flag or section: the examples stay whole at any width, and the group
+    list is the sections'."""
+    for columns in ("60", "200"):
+        out = run("--help", env={"COLUMNS": columns}).stdout
+        for command, what in EXAMPLES:
+            assert any(
+                line.startswith(f"  {command} ") and line.endswith(what)
+                for line in out.splitlines()
+            ), (command, out[:1500])
+    listed = " ".join(out.split("The options, in groups: ", 1)[1].split("\n\n")[0].split())
+    assert listed == ", ".join(title for title, _ in SECTIONS) + "."
 
 
 # -- in process --------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from corral.config.document import (
     validate_document,
 )
 from corral.config.given import Given
+from corral.config.helptext import help_description
 from corral.config.settings import (
     BY_NAME,
     SECTIONS,
@@ -571,7 +572,8 @@ _KEEP_TOGETHER = "\u00a0"
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Gunicorn-like columns; a "[default: X]" is never split across two lines."""
+    """Gunicorn-like columns; a "[default: X]" is never split across two lines; a text's
+    paragraphs are filled one by one, and those of indented lines (examples) kept as written."""
 
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=36)
@@ -579,18 +581,24 @@ class _HelpFormatter(argparse.HelpFormatter):
     def _split_lines(self, text: str, width: int) -> list[str]:
         return [line.replace(_KEEP_TOGETHER, " ") for line in super()._split_lines(text, width)]
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(
+            self._fill_paragraph(paragraph, width, indent) for paragraph in text.split("\n\n")
+        )
+
+    def _fill_paragraph(self, paragraph: str, width: int, indent: str) -> str:
+        lines = paragraph.splitlines()
+        if lines and lines[-1].startswith("  "):  # "examples:" and its lines
+            return "\n".join(indent + line for line in lines)
+        return super()._fill_text(paragraph, width, indent)
+
 
 @cache
 def _parser() -> _Parser:
     parser = _Parser(
         prog="corral",
         usage="%(prog)s [OPTIONS] [APP]\n       %(prog)s ctl COMMAND ...",
-        description=(
-            f"corral {__version__}: serve a WSGI application (APP, module:callable), or the "
-            "applications of a config file (-c), of the control API (--state-dir, --control) or "
-            "of a directory (--emperor). `corral ctl` reads and changes a running server through "
-            "its control API (corral ctl --help)."
-        ),
+        description=help_description(__version__),  # examples, docs, the groups
         epilog=(
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "

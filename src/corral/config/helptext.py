@@ -1,0 +1,56 @@
+"""The words ``corral --help`` opens with: what corral serves, examples to start from, where
+the documentation is, and the groups the options come in.
+
+The options themselves are the settings' declarations (`corral.config.sources` builds the
+parser, one group per section of `SECTIONS`): nothing here names a flag but the examples, so a
+new flag needs nothing here and a new section is listed by itself. Each example is a command
+line tests/unit/test_cli.py parses as the command does, so none can go stale.
+"""
+
+from __future__ import annotations
+
+from corral.config.settings import SECTIONS
+
+__all__ = ["DOCS", "EXAMPLES", "help_description"]
+
+# (command line, what it does), as a newcomer would type them first
+EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("corral myproject.wsgi -w 4 -b 0.0.0.0:8000", "Django: 4 processes, port 8000"),
+    ("corral app:app -w 2 --threads 8", "Flask: 2 processes of 8 threads"),
+    ("corral main:app", "FastAPI: ASGI is found by itself"),
+    ("corral myproject.wsgi", "reads ./gunicorn.conf.py if there"),
+    ("corral --ini uwsgi.ini", "a uWSGI ini file"),
+    ("corral -c unit.json", "an NGINX Unit document"),
+    ("corral -c corral.toml --check-config", "validate and print a config file"),
+    ("corral --state-dir /var/lib/corral", "set up through the control API"),
+)
+
+# docs/ in the source tree: (file, what it holds)
+DOCS: tuple[tuple[str, str], ...] = (
+    ("settings.md", "every setting, and Gunicorn's, uWSGI's and NGINX Unit's names for it"),
+    ("migrating.md", "coming from Gunicorn, uWSGI, NGINX Unit or Uvicorn"),
+    ("operations.md", "signals, reloads, logs and exit codes"),
+    ("deploy.md", "systemd units and nginx in front"),
+    ("control-api.md", "the control API and corral ctl"),
+)
+
+
+def help_description(version: str) -> str:
+    """The text between the usage lines and the first group of options: paragraphs, the
+    examples' lines kept as they are (`sources._HelpFormatter` fills only the others)."""
+    width = max(len(command) for command, _ in EXAMPLES) + 2
+    examples = "\n".join(f"  {command:<{width}}{what}" for command, what in EXAMPLES)
+    docs = ", ".join(f"{name} ({what})" for name, what in DOCS)
+    groups = ", ".join(title for title, _ in SECTIONS)
+    return "\n\n".join(
+        (
+            f"corral {version}: serve a WSGI or ASGI application (APP, module:callable), "
+            "or the applications of a config file (-c), of the control API (--state-dir, "
+            "--control) or of a directory (--emperor). `corral ctl` reads and changes a "
+            "running server through its control API (corral ctl --help).",
+            f"examples:\n{examples}",
+            "The documentation is the docs/ directory of corral's source repository, not "
+            f"installed with the package: {docs}.",
+            f"The options, in groups: {groups}.",
+        )
+    )
