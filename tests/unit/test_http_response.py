@@ -21,6 +21,8 @@ from corral.http.response import (
     make_head,
     server_fields,
     server_head,
+    switching_head,
+    trailer_lines,
 )
 
 PREFIX = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: corral\r\n"
@@ -232,6 +234,112 @@ def test_http_date_is_imf_fixdate():
     assert http_date(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT"
     assert IMF_FIXDATE.match(http_date(0))
     assert http_date(0) == "Thu, 01 Jan 1970 00:00:00 GMT"
+
+
+# -- the server's own fields, given by the application ------------------------------------------
+
+APP_DATE = ("Date", "Sat, 01 Jan 2000 00:00:00 GMT")
+
+
+def values(data: bytes, name: str) -> list[str]:
+    return [value for key, value in fields(data) if key.lower() == name]
+
+
+@pytest.mark.parametrize("body_length", [None, 2])
+def test_the_applications_date_is_sent_instead_of_the_servers(body_length):
+    """RFC 9110 6.6.1: one Date (Flask's send_file sets its own); the application's wins."""
+    result = head("200 OK", [("X-A", "1"), APP_DATE, ("X-B", "2")], body_length=body_length)
+    assert values(result.data, "date") == [APP_DATE[1]]
+    assert values(result.data, "server") == ["corral"]
+    assert names(result.data)[:4] == ["server", "x-a", "date", "x-b"]  # in the app's order
+
+
+def test_the_applications_server_is_sent_instead_of_the_servers():
+    result = head("200 OK", [("server", "gateway/2")], body_length=0)
+    assert values(result.data, "server") == ["gateway/2"]
+    assert values(result.data, "date") == ["Sun, 06 Nov 1994 08:49:37 GMT"]
+
+
+def test_both_given_leave_nothing_of_the_prefix():
+    result = head("404 Not Found", [("SERVER", "x"), ("DATE", "d")], body_length=0)
+    assert fields(result.data) == [("SERVER", "x"), ("DATE", "d"), ("Content-Length", "0")]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "given", "expected"),
+    [
+        # server_header "": no Server of the server's, the application's alone
+        ("Date: D\r\n", [("Server", "app")], [("Date", "D"), ("Server", "app")]),
+        ("Date: D\r\n", [("Date", "app")], [("Date", "app")]),
+        # a prefix without Date (a setting that would turn it off) keeps working
+        ("Server: corral\r\n", [("Date", "app")], [("Server", "corral"), ("Date", "app")]),
+        ("", [("Date", "app"), ("Server", "s")], [("Date", "app"), ("Server", "s")]),
+    ],
+)
+def test_any_prefix_loses_only_what_the_application_gave(prefix, given, expected):
+    result = build_head("200 OK", list(given), prefix, True, True, "1.1", 0)
+    assert fields(result.data)[:-1] == expected
+    assert fields(result.data)[-1] == ("Content-Length", "0")
+
+
+def test_a_head_without_them_after_one_with_them_has_the_servers_again():
+    with_date = head("200 OK", [APP_DATE], body_length=0)
+    without = head("200 OK", [], body_length=0)
+    assert values(with_date.data, "date") == [APP_DATE[1]]
+    assert values(without.data, "date") == ["Sun, 06 Nov 1994 08:49:37 GMT"]
+    assert head("200 OK", [APP_DATE], body_length=0) is with_date  # cached as any head
+
+
+def test_the_same_content_length_twice_is_sent_once():
+    result = head("200 OK", [("Content-Length", "2"), ("content-length", " 2")])
+    assert names(result.data).count("content-length") == 1
+    assert (result.content_length, result.chunked) == (2, False)
+
+
+def test_transfer_encoding_from_the_application_never_makes_a_second_framing():
+    chunked = head("200 OK", [("Transfer-Encoding", "chunked")])
+    assert values(chunked.data, "transfer-encoding") == ["chunked"]
+    assert chunked.chunked is True
+    closing = head("200 OK", [("Transfer-Encoding", "chunked")], version="1.0")
+    assert "transfer-encoding" not in names(closing.data)
+    assert (closing.chunked, closing.close) == (False, True)
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1"])
+def test_connection_from_the_application_is_sent_once(version):
+    closing = head("200 OK", [("Connection", "close"), ("Connection", "close")], version=version)
+    assert values(closing.data, "connection") == ["close"]
+    kept = head("200 OK", [("Connection", "keep-alive")], version=version, body_length=1)
+    expected = ["keep-alive"] if version == "1.0" else []
+    assert values(kept.data, "connection") == expected
+
+
+def test_a_101_takes_the_applications_date_and_server_and_keeps_its_handshake():
+    handshake = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: k\r\n"
+    given = [
+        ("Date", "d"),
+        ("Server", "s"),
+        ("Sec-WebSocket-Accept", "forged"),
+        ("connection", "close"),
+        ("X-A", "1"),
+    ]
+    data = switching_head(PREFIX, handshake, given)
+    assert data.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+    assert fields(data) == [
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Accept", "k"),
+        ("Date", "d"),
+        ("Server", "s"),
+        ("X-A", "1"),
+    ]
+    plain = switching_head(PREFIX, handshake, [("X-A", "1")])
+    assert fields(plain)[:2] == [("Date", "Sun, 06 Nov 1994 08:49:37 GMT"), ("Server", "corral")]
+
+
+def test_trailers_keep_date_and_server_and_drop_framing():
+    lines = trailer_lines([("Date", "d"), ("Content-Length", "1"), ("X-Sum", "5")])
+    assert lines == "Date: d\r\nX-Sum: 5\r\n"
 
 
 # -- what must be refused -----------------------------------------------------------------------

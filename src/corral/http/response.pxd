@@ -28,6 +28,6 @@ cpdef ResponseHead build_head(object status, object headers, str prefix, bint ch
                               bint keep_alive, str version, object body_length=*)
 
 @cython.locals(parts=list, fields=dict, entry=tuple, kind=int, code=int, close=bint,
-               line=str, length_line=str)
+               line=str, length_line=str, given=int)
 cpdef ResponseHead make_head(object status, object headers, str prefix, bint chunked,
                              bint keep_alive, str version, object body_length=*)

@@ -12,7 +12,12 @@ Invariants:
   :class:`InvalidResponse` and the caller answers 500 instead.
 - Hop-by-hop fields are the server's business (PEP 3333): the application's
   ``Connection``, ``Keep-Alive``, ``Transfer-Encoding`` and ``Upgrade`` are not
-  copied; ``Connection: close`` from the application is honoured.
+  copied; ``Connection: close`` from the application is honoured. Its
+  ``Content-Length`` frames the body (sent once, the same value given twice too).
+- A field of the prefix the application gives itself (``Date``, ``Server``) is sent as the
+  application gave it, instead of the server's, never beside it (RFC 9110 6.6.1: one
+  ``Date``). The names are told apart when a name is first seen (its kind, cached), so
+  an answer without them pays nothing. docs/settings.md ("Responses") lists every field.
 - The checks run once per distinct status string and header field: a validated
   field is cached with its serialised line (bounded; fields of varying values
   such as cookies simply miss and are checked again). A whole head is cached too, by
@@ -29,11 +34,14 @@ from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 
-# Header name kinds, from the cache below.
+# Header name kinds, from the cache below. The last two are bits: the server's own fields
+# (`server_fields`) that an application may give itself, which `make_head` gathers in one int.
 _PLAIN = 0
 _CONTENT_LENGTH = 1
 _CONNECTION = 2
 _HOP = 3
+_DATE = 4
+_SERVER = 8
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _STATUS = re.compile(r"[1-9][0-9][0-9] [^\r\n\0]*\Z")
@@ -88,22 +96,50 @@ def switching_head(prefix: str, fields: str, headers: Any) -> bytes:
     """The head of a 101 (Switching Protocols) answer: ``prefix`` (see :func:`server_fields`),
     ``fields`` (the server's own, CRLF-terminated: ``Upgrade``, ``Connection`` and what the
     new protocol's handshake says), then the application's ``headers``, each validated as
-    for any answer; its hop-by-hop fields and ``Content-Length`` are dropped, the server's
-    being the ones that count. Raises :class:`InvalidResponse`."""
-    lines = trailer_lines(headers)
-    return f"HTTP/1.1 101 Switching Protocols\r\n{prefix}{fields}{lines}\r\n".encode("latin-1")
+    for any answer. Its hop-by-hop fields, ``Content-Length`` and the fields named in
+    ``fields`` are dropped, the server's being the ones that count (the handshake is the
+    server's); its ``Date`` and ``Server`` replace the prefix's, as in any head. Raises
+    :class:`InvalidResponse`."""
+    handshake = {line.partition(":")[0].lower() for line in fields.split("\r\n")}
+    lines = []
+    given = 0
+    for header in headers:
+        kind, line, _ = _field(header)
+        if kind >= _DATE:
+            given |= kind
+            lines.append(line)
+        elif not kind and header[0].lower() not in handshake:
+            lines.append(line)
+    if given:
+        prefix = prefix_without(prefix, given)
+    head = f"HTTP/1.1 101 Switching Protocols\r\n{prefix}{fields}{''.join(lines)}\r\n"
+    return head.encode("latin-1")
 
 
 def trailer_lines(headers: Any) -> str:
     """Field lines from the application, each CRLF-terminated and validated as in any head;
-    hop-by-hop fields and ``Content-Length`` are dropped (in a 101's head, or in trailers
-    where RFC 9110 6.5.1 forbids framing fields). Raises :class:`InvalidResponse`."""
+    hop-by-hop fields and ``Content-Length`` are dropped (RFC 9110 6.5.1 forbids framing
+    fields in trailers). Raises :class:`InvalidResponse`."""
     lines = []
     for header in headers:
         entry = _field(header)
-        if not entry[0]:
+        if not entry[0] or entry[0] >= _DATE:
             lines.append(entry[1])
     return "".join(lines)
+
+
+def prefix_without(prefix: str, given: int) -> str:
+    """``prefix`` (see :func:`server_fields`) without the fields the application gave itself
+    (``given``: `_DATE`, `_SERVER` or both): the application's value is sent instead, never
+    beside (RFC 9110 6.6.1: one ``Date``). Whatever the prefix holds (a setting may leave a
+    field out), only the lines of those names go."""
+    kept = []
+    for line in prefix.split("\r\n"):
+        if line:
+            name = line.partition(":")[0].lower()
+            if not ((name == "date" and given & _DATE) or (name == "server" and given & _SERVER)):
+                kept.append(line + "\r\n")
+    return "".join(kept)
 
 
 def status_line(status: str) -> tuple[str, int]:
@@ -133,6 +169,10 @@ def _name_kind(name: object) -> int:
         kind = _CONNECTION
     elif lower in ("keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te"):
         kind = _HOP
+    elif lower == "date":
+        kind = _DATE
+    elif lower == "server":
+        kind = _SERVER
     else:
         kind = _PLAIN
     if len(_name_kinds) < _CACHE_MAX:
@@ -298,6 +338,7 @@ def make_head(
     content_length: int | None = None
     length_line = ""
     close = not keep_alive
+    given = 0  # the server's own fields the application gave (_DATE, _SERVER)
     fields = _fields
     for header in headers:
         try:
@@ -310,13 +351,19 @@ def make_head(
         if not kind:
             parts.append(entry[1])
         elif kind == _CONTENT_LENGTH:  # placed below, once the status says it may go
-            if content_length is not None:
-                raise InvalidResponse("more than one Content-Length")
-            content_length = entry[2]
-            length_line = entry[1]
+            if content_length is None:
+                content_length = entry[2]
+                length_line = entry[1]
+            elif entry[2] != content_length:  # the same length again is sent once
+                raise InvalidResponse(f"two Content-Length values, {content_length} and {entry[2]}")
+        elif kind >= _DATE:  # the application's Date or Server, sent instead of the server's
+            given |= kind
+            parts.append(entry[1])
         elif kind == _CONNECTION and "close" in header[1].lower():
             close = True
         # other hop-by-hop fields are dropped: the server frames the connection itself
+    if given:
+        parts[1] = prefix_without(prefix, given)
     if code < 200 or code == 204 or code == 304:
         # these never carry a body; RFC 9110 8.6: no Content-Length on 1xx and 204
         if code == 304 and length_line:
