@@ -107,12 +107,75 @@ def render() -> str:
         parts.append("| File key | Flags | Document | Type | Default | Description |\n")
         parts.append("|---|---|---|---|---|---|\n")
         parts.extend(_row(setting) for setting in settings)
+        parts.append(_AFTER.get(title, ""))
     parts.append(_GUNICORN)
     parts.append("| Gunicorn's name | Gunicorn's flags | corral |\n|---|---|---|\n")
     parts.extend(_gunicorn_row(entry) for entry in NAMES.values())
     parts.append(_uwsgi_section())
     return "".join(parts)
 
+
+# the fields corral writes itself: (field, what corral sends, what becomes of the application's)
+_FIELDS = (
+    (
+        "`Date`",
+        "the time of the answer, on every answer",
+        "sent instead of corral's, as given (Flask's `send_file` sets one): never two "
+        "(RFC 9110 6.6.1)",
+    ),
+    ("`Server`", '`server_header` (none when it is `""`)', "sent instead of corral's"),
+    (
+        "`Content-Length`",
+        "when the whole body is known at once (a WSGI list of one item, an ASGI answer in one "
+        "message, a file) and the application gave none",
+        "frames the body and is sent once (the same value twice, once; two values: a 500); "
+        "none on 1xx and 204 (RFC 9110 8.6), kept on 304",
+    ),
+    (
+        "`Transfer-Encoding`",
+        "`chunked`, on an HTTP/1.1 answer without a Content-Length whose length is not known",
+        "dropped: corral frames the body itself (Content-Length, else chunked, else the close "
+        "for HTTP/1.0), one framing, never two; the body is taken as its bytes, never as "
+        "chunks the application encoded",
+    ),
+    (
+        "`Connection`",
+        "`close` when the connection closes after the answer, `keep-alive` to an HTTP/1.0 "
+        "client it stays open for",
+        "dropped; a value with `close` closes the connection after the answer (one "
+        "`Connection: close`)",
+    ),
+    (
+        "`Keep-Alive`, `Upgrade`, `Proxy-Connection`, `TE`",
+        "only a WebSocket 101's `Upgrade`",
+        "dropped: hop-by-hop (PEP 3333)",
+    ),
+    (
+        "a WebSocket 101's `Upgrade`, `Connection`, `Sec-WebSocket-Accept`, `-Extensions`, "
+        "`-Protocol`",
+        "the handshake's (`-Protocol`: `websocket.accept`'s `subprotocol`)",
+        "dropped where the handshake wrote the name: it is the server's",
+    ),
+)
+
+_RESPONSE_FIELDS = (
+    """
+**The fields corral writes.** What becomes of an application's field (WSGI's or ASGI's) of a
+name corral writes itself, the name compared without case; the same on both request cores:
+
+| Field | corral's | The application's |
+|---|---|---|
+"""
+    + "".join(f"| {field} | {ours} | {theirs} |\n" for field, ours, theirs in _FIELDS)
+    + """
+ASGI trailers (`http.response.trailers`) are sent as given, less the framing and hop-by-hop
+fields. The answers corral writes itself (400, 408, 413, 500, 504, Unit's `return`...) have its
+own `Date` and `Server`.
+"""
+)
+
+# what a section says after its table
+_AFTER = {"Responses": _RESPONSE_FIELDS}
 
 _GUNICORN = """
 ## Gunicorn's settings
