@@ -100,8 +100,10 @@ GUNICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--log-level", "DEBUG", WORKS, lambda d: d["settings"]["log_level"] == "debug"),
     ("--capture-output", None, WORKS, lambda d: app(d)["stdout"] is None),  # error log is "-"
     ("--logger-class", "myproject.logging.Logger", REFUSED, None),
-    ("--log-config", "logging.conf", REFUSED, None),
-    ("--log-config-json", "logging.json", REFUSED, None),
+    ("--log-config", "logging.conf", WORKS,
+     lambda d: d["settings"]["log_config"] == os.path.abspath("logging.conf")),
+    ("--log-config-json", "logging.json", WORKS,
+     lambda d: d["settings"]["log_config"] == os.path.abspath("logging.json")),
     ("--log-syslog-to", "udp://127.0.0.1:514", REFUSED, None),
     ("--log-syslog", None, REFUSED, None),
     ("--log-syslog-prefix", "app", REFUSED, None),
@@ -138,16 +140,16 @@ GUNICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--enable-backlog-metric", None, REFUSED, None),
     ("--protocol", "uwsgi", REFUSED, None),
     ("--uwsgi-allow-from", "10.0.0.1", REFUSED, None),
-    ("--asgi-loop", "uvloop", REFUSED, None),
-    ("--asgi-lifespan", "on", REFUSED, None),
-    ("--root-path", "/api", REFUSED, None),
+    ("--asgi-loop", "uvloop", WORKS, lambda d: d["settings"]["loop"] == "uvloop"),
+    ("--asgi-lifespan", "on", WORKS, lambda d: app(d)["lifespan"] == "on"),
+    ("--root-path", "/api", WORKS, lambda d: app(d)["root_path"] == "/api"),
     # 26
     ("--http-protocols", "h2,h1", REFUSED, None),
     ("--http2-max-concurrent-streams", "10", REFUSED, None),
     ("--http2-initial-window-size", "1000", REFUSED, None),
     ("--http2-max-frame-size", "20000", REFUSED, None),
     ("--http2-max-header-list-size", "1000", REFUSED, None),
-    ("--asgi-disconnect-grace-period", "1", REFUSED, None),
+    ("--asgi-disconnect-grace-period", "1", ACCEPTED, None),
     ("--http-parser", "python", REFUSED, None),
     ("--dirty-app", "app:Dirty", REFUSED, None),
     ("--dirty-workers", "2", REFUSED, None),
@@ -162,7 +164,8 @@ GUNICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
      WORKS, lambda d: d["settings"]["proxy_allow_from"] == ["10.0.0.0/8"]),
     # 27
     ("--http2-cleartext", "on", REFUSED, None),
-    ("--websocket-max-message-size", "1024", REFUSED, None),
+    ("--websocket-max-message-size", "1024", WORKS,
+     lambda d: d["settings"]["ws_max_size"] == 1024),
 ]
 # fmt: on
 
@@ -237,7 +240,7 @@ def test_every_gunicorn_flag(capsys, tmp_path, monkeypatch, flag, value, outcome
     ("args", "line"),
     [
         (["--certfile", "c.pem"], "--certfile: Gunicorn's option is not supported: TLS is not "
-         "supported yet; terminate TLS in a proxy"),
+         "supported yet (planned: issue 33); terminate TLS in a proxy"),
         (["-k", "gevent"], '--worker-class: "gevent": corral has no gevent, eventlet or tornado'),
         (["-k", "eventlet"], '--worker-class: "eventlet": corral has no gevent'),
         (["-k", "tornado"], '--worker-class: "tornado": corral has no gevent'),
@@ -305,7 +308,7 @@ def test_did_you_mean_only_for_a_close_name_of_the_same_shape(word, choices, hin
 
 
 def test_unknown_flags_get_no_misleading_suggestion(capsys):
-    for flag in ("--env-file", "--ssl-cert"):
+    for flag in ("--secret-key", "--ssl-cert"):
         code, _, err = run(capsys, "basic", flag, "x")
         assert code == 2 and err == f"corral: error: {flag}: unknown option\n"
 
@@ -607,8 +610,8 @@ def test_each_unsupported_name_is_one_warning_saying_what_corral_does(tmp_path):
 @pytest.mark.parametrize(
     ("source", "line"),
     [
-        ('certfile = "/etc/ssl/cert.pem"\n', "certfile: TLS is not supported yet; terminate TLS "
-         "in a proxy"),
+        ('certfile = "/etc/ssl/cert.pem"\n', "certfile: TLS is not supported yet (planned: "
+         "issue 33); terminate TLS in a proxy"),
         ('workers = "two"\n', 'workers: expected int >= 1 or "auto", got "two"'),
         ("bind = 8000\n", "bind: expected HOST:PORT"),
         ("umask = 'x'\n", 'umask: expected an int or a string such as "0o007"'),

@@ -26,12 +26,14 @@ PENDING_LINES = {
 # import cycles today (lazy imports included)
 PENDING_CYCLES = {
     # settings.py reads `worker_class` with gunicorn.worker_protocol (lazily); gunicorn.py
-    # maps onto the settings and runs a config file through hooks.py, which takes gunicorn's
-    # names of corral's settings
+    # maps onto the settings (its entries are peers.py's, which raises document's errors)
+    # and runs a config file through hooks.py, which takes gunicorn's names of corral's
+    # settings
     frozenset(
         {
             "corral.config.document",
             "corral.config.gunicorn",
+            "corral.config.peers",
             "corral.config.settings",
             "corral.hooks",
         }

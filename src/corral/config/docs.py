@@ -6,7 +6,9 @@ fails while the committed file differs from `render()`. Nothing here is hand-wri
 
 import sys
 
-from corral.config.gunicorn import NAMES, Name
+from corral.config import granian, uvicorn
+from corral.config.gunicorn import NAMES
+from corral.config.peers import Name
 from corral.config.settings import DEFAULT_BIND, SECTIONS, SETTINGS, Action, Setting
 
 __all__ = ["main", "render"]
@@ -111,6 +113,13 @@ def render() -> str:
     parts.append(_GUNICORN)
     parts.append("| Gunicorn's name | Gunicorn's flags | corral |\n|---|---|---|\n")
     parts.extend(_gunicorn_row(entry) for entry in NAMES.values())
+    for title, version, intro, table in (
+        ("Uvicorn", uvicorn.VERSION, _UVICORN, uvicorn.FLAGS),
+        ("Granian", granian.VERSION, _GRANIAN, granian.FLAGS),
+    ):
+        parts.append(f"\n## {title}'s flags\n\n{intro.format(version=version)}\n")
+        parts.append(f"| {title}'s flag | corral |\n|---|---|\n")
+        parts.extend(_flag_row(entry) for entry in table.values())
     parts.append(_uwsgi_section())
     return "".join(parts)
 
@@ -207,12 +216,46 @@ not read.
 
 def _gunicorn_row(entry: Name) -> str:
     flags = ", ".join(f"`{flag}`" for flag in entry.flags) or "—"
+    return f"| `{entry.name}` | {flags} | {_what(entry)} |\n"
+
+
+def _flag_row(entry: Name) -> str:
+    what = _what(entry)
+    if not (entry.setting or entry.accept or (not entry.value and entry.same)):
+        taken = ", ".join(f"`{value}`" for value in entry.same)
+        what = f"{taken} taken as they are, others refused: {what}" if taken else f"refused: {what}"
+    return f"| `{entry.name}` | {what} |\n"
+
+
+def _what(entry: Name) -> str:
     what = entry.disposition()
     if entry.accept:
         what = f"*accepted*, no effect: {what}"
     elif entry.refuse:
         what = f"refused, in a file too: {what}"
-    return f"| `{entry.name}` | {flags} | {what.replace('|', chr(92) + '|')} |\n"
+    return what.replace("|", "\\|")
+
+
+_UVICORN = """\
+Every flag of `uvicorn --help` (Uvicorn {version}) is understood with Uvicorn's meaning: it
+sets the corral setting named (corral's own flag of the same name when the setting has one), is
+taken without a word where it asks for what corral does anyway, or stops corral with one line
+saying what to use instead (*refused* below), except the flags marked *accepted* (one warning:
+nothing is lost without them). So `uvicorn main:app --host 0.0.0.0 --port 8000 --workers 4`
+becomes `corral main:app --host 0.0.0.0 --port 8000 --workers 4`. Where the defaults differ:
+corral writes no access log unless asked (`--access-log`, `--access-logfile`), waits 30 s for
+a graceful stop (`--timeout-graceful-shutdown`), and kills a worker whose loop is silent for
+30 s (`--timeout-worker-healthcheck`). Uvicorn's `UVICORN_*` environment variables are not
+read.
+"""
+
+_GRANIAN = """\
+Every flag of `granian --help` (Granian {version}) is understood the same way. Granian's own
+interface, RSGI (its default), is not served: a Granian command line names `--interface asgi`
+or `wsgi` (`auto`, corral's default, tells them apart too). Durations are seconds or Granian's
+`1h30m` form; `--http1-header-read-timeout` is in milliseconds, as in Granian. Granian's
+`GRANIAN_*` environment variables are not read.
+"""
 
 
 _UWSGI_INTRO = """
@@ -286,10 +329,10 @@ def _row(setting: Setting) -> str:
     elif not setting.flags:
         flags = "—"
     else:
-        metavar = "" if setting.action is Action.FLAG else f" {setting.metavar}"
+        metavar = "" if setting.action in (Action.FLAG, Action.SWITCH) else f" {setting.metavar}"
         if setting.action is Action.OPTIONAL:
             metavar = f" [{setting.metavar}]"
-        flags = ", ".join(f"`{flag}{metavar}`" for flag in setting.flags)
+        flags = ", ".join(f"`{flag}{metavar}`" for flag in setting.all_flags)
         if setting.action is Action.APPEND:
             flags += " (repeatable)"
     default = setting.shown_default()
@@ -309,6 +352,12 @@ _SOURCE_PATHS = {
     "capture_output": "`$.applications.NAME.stdout`, `.stderr`",
     "uwsgi_socket": '`$.listeners` (its keys, with `"protocol": "uwsgi"`)',
     "ini": "—",
+    "host": "`$.listeners` (its key)",
+    "port": "`$.listeners` (its key)",
+    "uds": "`$.listeners` (its key)",
+    "proxy_headers": "`$.listeners.ADDRESS.forwarded`",
+    "prefix": "`$.applications.NAME.prefix`",
+    "env_file": "`$.applications.NAME.environment`",
 }
 
 

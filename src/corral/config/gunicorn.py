@@ -1,12 +1,13 @@
 """Gunicorn's configuration as corral reads it: ``gunicorn.conf.py``, its flags, its names.
 
 Owns the data: `NAMES`, every setting of Gunicorn 23 to 27 by its config-file name, with its
-flags and what corral does with it: it sets one of corral's settings (`Name.setting`, the value
-converted by `Name.convert` when Gunicorn writes it otherwise), it is a server hook, or it has
-no counterpart and `Name.instead` says what corral does instead. `Name.same` lists the values
-that ask nothing corral does not do anyway (Gunicorn's defaults, mostly): they pass without a
-word. Corral's own declarations (`corral.config.settings`) carry the flags both servers share
-(`-w`, `-u`, `--log-file`...); this table only says what to do with the others.
+flags and what corral does with it (a `corral.config.peers.Name` each): it sets one of
+corral's settings (`Name.setting`, the value converted by `Name.convert` when Gunicorn writes
+it otherwise), it is a server hook, or it has no counterpart and `Name.instead` says what
+corral does instead. `Name.same` lists the values that ask nothing corral does not do anyway
+(Gunicorn's defaults, mostly): they pass without a word. Corral's own declarations
+(`corral.config.settings`) carry the flags both servers share (`-w`, `-u`, `--log-file`...);
+this table only says what to do with the others.
 
 And the readers built on it, each giving `Mapped` values (type-checked by the caller,
 `corral.config.sources`, like a TOML file's) and warning lines:
@@ -16,7 +17,8 @@ And the readers built on it, each giving `Mapped` values (type-checked by the ca
   settings are taken, other names (imports, helpers, ``_private``) are ignored as Gunicorn
   ignores them; the file is also the hooks file: corral's hooks machinery
   (`corral.hooks`) keeps the module it ran and takes its hook functions from it;
-- `from_flags`: Gunicorn's flags corral does not declare (registered, hidden, by the parser);
+- Gunicorn's flags corral does not declare are read by `corral.config.peers` with
+  Uvicorn's and Granian's;
 - `environment_args`: ``GUNICORN_CMD_ARGS``, split as a shell does; `environment_defaults`:
   the settings Gunicorn takes its default from a variable for (``WEB_CONCURRENCY``,
   ``FORWARDED_ALLOW_IPS``).
@@ -32,11 +34,11 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from corral.config.document import ConfigError
+from corral.config.peers import HTTP2, TLS, Mapped, Name, Reading, Unsupported, same
 from corral.config.settings import BY_NAME, Invalid, Scope, show
 
 __all__ = [
@@ -48,8 +50,6 @@ __all__ = [
     "environment_args",
     "environment_defaults",
     "forwarded",
-    "from_flags",
-    "hidden_flags",
     "is_python_config",
     "read_file",
     "settings_in",
@@ -58,55 +58,6 @@ __all__ = [
 
 ENV_ARGS = "GUNICORN_CMD_ARGS"
 DEFAULT_FILE = "gunicorn.conf.py"  # read from the working directory when no -c names a file
-
-
-class Unsupported(Exception):
-    """Raised by a `Name.convert` for a value corral has no counterpart for; its text says what
-    corral does instead (a warning in a file, an error as a flag)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Name:
-    """One of Gunicorn's settings, by its config-file name."""
-
-    name: str
-    flags: tuple[str, ...] = ()  # Gunicorn's command-line flags for it
-    setting: str = ""  # corral's setting it sets ("" none)
-    convert: Callable[[Any], Any] | None = None  # Gunicorn's value -> the setting's input form
-    same: tuple[Any, ...] = ()  # values that ask nothing corral does not do: taken silently
-    instead: str = ""  # no counterpart: what corral does instead; with `setting`: a note
-    hook: bool = False  # a server hook (a function); corral runs it unless `instead` says why not
-    value: bool = True  # whether the flag takes a value
-    constant: Any = True  # a flag without value: the value it sets (False for --no-sendfile)
-    accept: bool = False  # no counterpart, nothing lost: a flag is accepted with a warning
-    refuse: bool = False  # no counterpart, and a file that sets it is refused too
-
-    def disposition(self) -> str:
-        """What corral does with it, in words (docs/settings.md)."""
-        if self.hook and not self.instead:
-            return "a hook, run as Gunicorn runs it"
-        if self.setting:
-            return f"`{self.setting}`" + (f": {self.instead}" if self.instead else "")
-        if self.same and not self.instead:
-            return "accepted: what corral always does"
-        return self.instead
-
-
-@dataclass(frozen=True, slots=True)
-class Mapped:
-    """A value for one of corral's settings, from a Gunicorn name or flag."""
-
-    setting: str
-    value: Any
-    where: str
-
-
-@dataclass(slots=True)
-class Reading:
-    """What a Gunicorn source gave: values for corral's settings, and warning lines."""
-
-    values: list[Mapped]
-    warnings: list[str]
 
 
 # -- worker classes ------------------------------------------------------------------------------
@@ -183,17 +134,15 @@ def _header_map(value: Any) -> Any:
 
 # -- the table ---------------------------------------------------------------------------------
 
-_ASGI = "not supported yet by corral's ASGI (HTTP only so far)"
-_TLS = "TLS is not supported yet; terminate TLS in a proxy"
-_HTTP2 = "HTTP/2 is not supported yet (corral speaks HTTP/1.1); terminate HTTP/2 in a proxy"
+_TLS, _HTTP2 = TLS, HTTP2
 _SYSLOG = (
     "syslog is not supported: corral logs to standard error (for journald or the supervisor) "
     "or to --error-logfile"
 )
 _STATSD = "StatsD is not supported: the control API's /metrics serves Prometheus metrics"
 _LOGCONFIG = (
-    "corral logs through Python's logging, logger `corral`: configure it with logging.config "
-    "in an on_starting hook (--error-logfile and --log-level set the defaults)"
+    "corral logs through Python's logging, logger `corral`: give a logging configuration "
+    "file with --log-config, or call logging.config in an on_starting hook"
 )
 _PASTE = "PasteDeploy is not supported: give APP as module:callable"
 _DIRTY = (
@@ -235,8 +184,8 @@ NAMES: dict[str, Name] = {n.name: n for n in (
     _to("workers", "workers", "-w", "--workers",
         instead="the default comes from WEB_CONCURRENCY when set, as in Gunicorn"),
     _to("worker_class", "worker_class", "-k", "--worker-class",
-        instead="sync and gthread; ASGI classes: not supported yet; gevent, eventlet, tornado: "
-        "use --threads"),
+        instead="sync and gthread; ASGI classes (Uvicorn's workers, asgi) are the asgi "
+        "interface; gevent, eventlet, tornado: use --threads"),
     _to("threads", "threads", "--threads"),
     _no("worker_connections",
         "corral does not cap a worker's connections: an idle keep-alive connection holds no "
@@ -247,13 +196,15 @@ NAMES: dict[str, Name] = {n.name: n for n in (
     _to("timeout", "timeout", "-t", "--timeout"),
     _to("graceful_timeout", "graceful_timeout", "--graceful-timeout"),
     _to("keepalive", "keep_alive", "--keep-alive", instead="corral's default is 5 s, Gunicorn's 2"),
-    _no("asgi_loop", _ASGI, "--asgi-loop", same=("auto",)),
-    _no("asgi_lifespan", _ASGI, "--asgi-lifespan", same=("auto",)),
-    _no("asgi_disconnect_grace_period", _ASGI, "--asgi-disconnect-grace-period", same=(3,)),
+    _to("asgi_loop", "loop", "--asgi-loop"),
+    _to("asgi_lifespan", "lifespan", "--asgi-lifespan"),
+    _no("asgi_disconnect_grace_period", "corral does not cancel an ASGI request whose client "
+        "went away: the application gets http.disconnect and ends when it returns "
+        "(request_timeout bounds it)", "--asgi-disconnect-grace-period", same=(3,),
+        accept=True),
     _no("http_parser", "corral parses with its own strict parser (compiled, or its Python "
         "twin); there is no other parser to choose", "--http-parser", same=("auto",)),
-    _no("websocket_max_message_size", "WebSocket is not supported yet",
-        "--websocket-max-message-size", same=(16777216,)),
+    _to("websocket_max_message_size", "ws_max_size", "--websocket-max-message-size"),
     # Security
     _to("limit_request_line", "limit_request_line", "--limit-request-line",
         instead="Gunicorn's 0 (unlimited) is 65536; corral's default is 8190, Gunicorn's 4094"),
@@ -322,8 +273,8 @@ NAMES: dict[str, Name] = {n.name: n for n in (
         "counterpart"),
     _no("protocol", _UWSGI, "--protocol", same=("http",)),
     _no("uwsgi_allow_ips", _UWSGI, "--uwsgi-allow-from", same=("127.0.0.1,::1",)),
-    _no("root_path", "ASGI's root_path: " + _ASGI + "; a WSGI application's mount point is "
-        "NGINX Unit's prefix (in a document)", "--root-path", same=("",)),
+    _to("root_path", "root_path", "--root-path", same=("",),
+        instead="Uvicorn's meaning: the path a proxy took off, put back in front of each path"),
     # Logging
     _to("accesslog", "access_logfile", "--access-logfile"),
     _no("disable_redirect_access_to_syslog", _SYSLOG, "--disable-redirect-access-to-syslog",
@@ -337,9 +288,9 @@ NAMES: dict[str, Name] = {n.name: n for n in (
         instead="the workers' output and error to the error log file"),
     _no("logger_class", _LOGCONFIG, "--logger-class",
         same=("gunicorn.glogging.Logger", "simple")),
-    _no("logconfig", _LOGCONFIG, "--log-config", same=(None,)),
+    _to("logconfig", "log_config", "--log-config"),
     _no("logconfig_dict", _LOGCONFIG, same=({},)),
-    _no("logconfig_json", _LOGCONFIG, "--log-config-json", same=(None,)),
+    _to("logconfig_json", "log_config", "--log-config-json"),
     _no("syslog_addr", _SYSLOG, "--log-syslog-to",
         same=("udp://localhost:514", "unix:///var/run/syslog", "unix:///dev/log")),
     _no("syslog", _SYSLOG, "--log-syslog", value=False, same=(False,)),
@@ -477,7 +428,7 @@ def _python_value(value: Any) -> Any:
 
 
 def _take(entry: Name, value: Any, where: str, reading: Reading) -> None:
-    if _same(value, entry.same):
+    if same(value, entry.same):
         return
     if not entry.setting:
         _unsupported(entry, where, reading)
@@ -505,75 +456,6 @@ def _unsupported(entry: Name, where: str, reading: Reading) -> None:
     if entry.refuse:
         raise ConfigError(f"{where}: {entry.instead}")
     reading.warnings.append(f"{where}: Gunicorn's setting is ignored: {entry.instead}")
-
-
-def _same(value: Any, same: tuple[Any, ...]) -> bool:
-    # `True == 1`: a bool is only the same as a bool
-    return any(value == item and type(value) is type(item) for item in same) or any(
-        isinstance(value, dict) and isinstance(item, dict) and _upper(value) == item
-        for item in same
-    )
-
-
-def _same_text(value: Any, same: tuple[Any, ...]) -> bool:
-    """A flag's text for one of `same` (``--worker-connections 1000``)."""
-    return isinstance(value, str) and any(
-        not isinstance(item, bool) and isinstance(item, int | str) and str(item) == value
-        for item in same
-    )
-
-
-def _upper(value: dict[Any, Any]) -> dict[Any, Any]:
-    return {str(key).upper(): item for key, item in value.items()}
-
-
-# -- flags ---------------------------------------------------------------------------------------
-
-
-def hidden_flags(declared: Iterable[str]) -> list[tuple[Name, tuple[str, ...]]]:
-    """Gunicorn's flags corral does not declare (`declared`), by name: the parser knows them
-    (so that they take their value), without showing them in --help."""
-    known = set(declared)
-    found = []
-    for entry in NAMES.values():
-        flags = tuple(flag for flag in entry.flags if flag not in known)
-        if flags:
-            found.append((entry, flags))
-    return found
-
-
-def from_flags(given: Mapping[str, Any], argv: Iterable[str]) -> Reading:
-    """The values and warnings of the hidden flags found (`given`: by Gunicorn name, the
-    parsed value); `ConfigError` for the first one in `argv` order corral does not support."""
-    reading = Reading([], [])
-    refused: dict[str, str] = {}
-    typed = [arg.partition("=")[0] for arg in argv]
-    for name, value in given.items():
-        entry = NAMES[name]
-        flag = next((f for f in typed if f in entry.flags), entry.flags[-1])
-        if not flag.startswith("--"):  # named long, as corral names its own flags
-            flag = next(f for f in entry.flags if f.startswith("--"))
-        if _same(value, entry.same) or _same_text(value, entry.same):
-            continue
-        if entry.setting:
-            try:
-                converted = entry.convert(value) if entry.convert else value
-            except (Unsupported, Invalid) as exc:
-                refused[name] = f"{flag}: {exc}"
-                continue
-            reading.values.append(Mapped(entry.setting, converted, flag))
-        elif entry.accept:
-            reading.warnings.append(f"{flag}: Gunicorn's option has no effect: {entry.instead}")
-        else:
-            refused[name] = f"{flag}: Gunicorn's option is not supported: {entry.instead}"
-    if refused:
-        order = {flag: entry.name for entry in NAMES.values() for flag in entry.flags}
-        for flag in typed:
-            first = order.get(flag)
-            if first in refused:
-                raise ConfigError(refused[first])
-        raise ConfigError(next(iter(refused.values())))
-    return reading
 
 
 # Environment variables Gunicorn takes a setting's default from (a file or a flag overrides).

@@ -100,6 +100,7 @@ class Action(enum.StrEnum):
     APPEND = "append"  # --flag VALUE, repeatable, collected into a list
     FLAG = "flag"  # --flag, no value: true
     OPTIONAL = "optional"  # --flag [VALUE]: without a value, the setting's `const`
+    SWITCH = "switch"  # --flag: true, --no-flag: false (Uvicorn's and Granian's pairs)
     POSITIONAL = "positional"  # a bare argument
 
 
@@ -566,11 +567,97 @@ def _allow_ips(value: list[str] | str) -> list[str]:
     return items
 
 
+# the other servers' names for corral's levels: Uvicorn's "trace", Granian's "warn", "notset"
+_LEVEL_NAMES = {"trace": LogLevel.DEBUG, "notset": LogLevel.DEBUG, "warn": LogLevel.WARNING}
+
+
 def _log_level(value: str) -> LogLevel:
     try:
-        return LogLevel(value.lower())
+        return _LEVEL_NAMES.get(value.lower()) or LogLevel(value.lower())
     except ValueError:
         raise Invalid(describe(LogLevel), value) from None
+
+
+def _interface(value: str) -> str:
+    """`interface`, with Uvicorn's and Granian's names: ``asgi3``, ``asgi2`` are ``asgi``."""
+    text = value.strip().lower()
+    if text in ("auto", "wsgi", "asgi", "asgi3", "asgi2"):
+        return "asgi" if text.startswith("asgi") else text
+    if text == "asginl":
+        raise Invalid(
+            message='"asginl" is Granian\'s ASGI without lifespan: --interface asgi --lifespan off'
+        )
+    if text == "rsgi":
+        raise Invalid(
+            message='"rsgi": Granian\'s own interface is not served by corral: '
+            "serve the application's ASGI or WSGI callable (--interface asgi or wsgi)"
+        )
+    raise Invalid('"auto", "wsgi" or "asgi"', value)
+
+
+def _websocket(value: str) -> str:
+    """`ws`, with Uvicorn's ``websockets-sansio`` (the protocol layer corral uses)."""
+    if value in ("auto", "websockets", "none"):
+        return value
+    if value == "websockets-sansio":
+        return "websockets"
+    if value == "wsproto":
+        raise Invalid(
+            message='"wsproto": corral serves WebSocket with the websockets '
+            'library\'s protocol layer: --ws websockets (or "auto")'
+        )
+    raise Invalid('"auto", "websockets" or "none"', value)
+
+
+def _root_path(value: str) -> str:
+    """`root_path`: "" or a path beginning with "/"; one trailing "/" dropped."""
+    if value and (not value.startswith("/") or "\0" in value):
+        raise Invalid('"" or a path beginning with "/"', value)
+    return value.removesuffix("/")
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# fields whose value the server itself decides: a fixed one would contradict it
+_SERVERS_FIELDS = {
+    "date": "the Date field is the server's (--no-date-header leaves it out)",
+    "content-length": "the server frames each response",
+    "transfer-encoding": "the server frames each response",
+    "connection": "the server says whether the connection stays open",
+}
+
+
+def _response_headers(value: list[str] | str) -> list[str]:
+    """`headers`: each "Name: value" (Uvicorn's ``--header NAME:VALUE``), normalized."""
+    fields = []
+    for index, item in enumerate([value] if isinstance(value, str) else value):
+        at = f"[{index}]" if isinstance(value, list) else ""
+        name, colon, text = item.partition(":")
+        name, text = name.strip(), text.strip()
+        if not colon or not _TOKEN.fullmatch(name):
+            raise Invalid('"Name: value" with a field name (a token)', item, at=at)
+        if not _FIELD_VALUE.fullmatch(text):
+            raise Invalid("a value of printable ASCII characters", item, at=at)
+        why = _SERVERS_FIELDS.get(name.lower())
+        if why is not None:
+            raise Invalid(message=f"{show(name)}: {why}", at=at)
+        fields.append(f"{name}: {text}")
+    return fields
+
+
+def _absolute(value: str | None) -> str | None:
+    """A file path made absolute against the directory the configuration is read in (a
+    `chdir` does not move it)."""
+    return None if value is None else os.path.abspath(value)
+
+
+def _env_files(value: list[str] | str) -> dict[str, str]:
+    from corral.config.envfile import read_env_files
+
+    try:
+        return read_env_files(_path_list(value))
+    except ValueError as exc:
+        raise Invalid(message=str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,6 +708,13 @@ class Setting:
         """Where the value sits in the document, as a JSON path ("" for non-document ones)."""
         root = _SCOPE_ROOTS.get(self.scope)
         return "" if root is None else root + "." + ".".join(self.path)
+
+    @property
+    def all_flags(self) -> tuple[str, ...]:
+        """`flags`, with the ``--no-`` form of a switch's."""
+        if self.action is not Action.SWITCH:
+            return self.flags
+        return self.flags + tuple("--no-" + flag[2:] for flag in self.flags)
 
     @property
     def input_type(self) -> Any:
@@ -770,8 +864,10 @@ SETTINGS: tuple[Setting, ...] = (
         "function, an object whose `__call__` is one, or a class whose `__call__` is one "
         "(ASGI 2), or when `worker_class` is an ASGI worker class; WSGI otherwise. `wsgi` or "
         "`asgi` force it. ASGI applications run as tasks on the worker's event loop "
-        "(`threads` does not apply), with the HTTP and WebSocket scopes and lifespan.",
-        flags=("--interface",), metavar="INTERFACE",
+        "(`threads` does not apply), with the HTTP and WebSocket scopes and lifespan. "
+        "Uvicorn's `asgi3` and `asgi2` are `asgi`.",
+        flags=("--interface",), metavar="INTERFACE", accepts=str, resolve=_interface,
+        expect='"auto", "wsgi" or "asgi"',
     ),
     Setting(
         "lifespan", _APPLICATION, _A, Literal["auto", "on", "off"], "auto",
@@ -782,6 +878,25 @@ SETTINGS: tuple[Setting, ...] = (
         "startup has no lifespan, and is served without; `on`: that is a failure too; "
         "`off`: never sent. Uvicorn's `--lifespan`.",
         flags=("--lifespan",), metavar="MODE",
+    ),
+    Setting(
+        "root_path", _APPLICATION, _A, str, "",
+        "Uvicorn's `--root-path`: the path a proxy in front took off the requests' paths "
+        "(it passes `/api/items` as `/items`), put back: an ASGI scope's `root_path` is it "
+        "and its `path` and `raw_path` start with it (`/api/items`), a WSGI environ's "
+        "`SCRIPT_NAME` is it (`PATH_INFO` stays `/items`), so the application's links carry "
+        "it. One trailing `/` is dropped. A proxy that keeps the path whole wants `prefix` "
+        "instead.",
+        flags=("--root-path",), metavar="PATH", resolve=_root_path,
+        expect='"" or a path beginning with "/"',
+    ),
+    Setting(
+        "prefix", _APPLICATION, _SRC, str | None, None,
+        "NGINX Unit's `prefix` of the application (a document's key), from the command line "
+        "or a flat file: a request whose path is the prefix or continues it with `/` gets "
+        "`SCRIPT_NAME` (ASGI: `root_path`) set to it and `PATH_INFO` the rest (ASGI: `path` "
+        "stays whole); any other path is passed whole. Granian's `--url-path-prefix`.",
+        flags=("--prefix",), metavar="PATH",
     ),
     Setting(
         "thread_stack_size", _APPLICATION, _A, _int(ge=32768) | None, None,
@@ -846,6 +961,17 @@ SETTINGS: tuple[Setting, ...] = (
         expect='table of strings or list of "KEY=VALUE" strings', key="environment",
     ),
     Setting(
+        "env_file", _APPLICATION, _SRC, list[str], [],
+        "Environment variables for the workers from this file (`KEY=VALUE` lines, as the "
+        "python-dotenv package reads them: comments, quotes, `export`, `${VAR}`), read with "
+        "the configuration; repeat for several, a later file winning. A variable corral was "
+        "started with wins over the file's, as in Uvicorn; `env` wins over both. Needs "
+        "python-dotenv (`pip install corral[dotenv]`). Uvicorn's `--env-file`, Granian's "
+        "`--env-files`.",
+        flags=("--env-file",), metavar="FILE", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_env_files,
+    ),
+    Setting(
         "user", _APPLICATION, _A, _NAME | None, None,
         "Run the workers as this user (name or numeric id); needs a master started as root.",
         flags=("-u", "--user"), metavar="USER", accepts=_NAME | int | None, resolve=_id,
@@ -883,6 +1009,24 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("-b", "--bind"), metavar="ADDRESS", action=Action.APPEND,
         accepts=list[str] | str, resolve=_binds, expect=f"{_BIND_EXPECT} (a list in a file)",
         default_text=DEFAULT_BIND,
+    ),
+    Setting(
+        "host", _LISTENING, _SRC, _NAME | None, None,
+        "Uvicorn's and Granian's `--host`: with `port`, the address to listen on instead of "
+        "`bind` (an IPv6 address without brackets, `::`, is one).",
+        flags=("--host",), metavar="HOST", default_text="127.0.0.1",
+    ),
+    Setting(
+        "port", _LISTENING, _SRC, _int(ge=0, le=65535) | None, None,
+        "Uvicorn's and Granian's `--port`: with `host`, the port to listen on (0 picks a "
+        "free one).",
+        flags=("--port",), metavar="PORT", default_text="8000",
+    ),
+    Setting(
+        "uds", _LISTENING, _SRC, _NAME | None, None,
+        "Uvicorn's and Granian's `--uds`: listen on this unix socket instead (`unix:PATH` "
+        "in `bind`).",
+        flags=("--uds",), metavar="PATH",
     ),
     Setting(
         "uwsgi_socket", _LISTENING, _SRC, list[str], [],
@@ -941,6 +1085,12 @@ SETTINGS: tuple[Setting, ...] = (
         "`FORWARDED_ALLOW_IPS` when that variable is set.",
         flags=("--forwarded-allow-ips",), metavar="ADDRESSES", accepts=list[str] | str,
         resolve=_allow_ips, expect="comma-separated addresses or networks (a list in a file)",
+    ),
+    Setting(
+        "proxy_headers", _LISTENING, _SRC, bool, True,
+        "Read `X-Forwarded-Proto` and `X-Forwarded-For` from the `forwarded_allow_ips` peers. "
+        "`--no-proxy-headers` trusts no peer, as Uvicorn's.",
+        flags=("--proxy-headers",), action=Action.SWITCH,
     ),
     Setting(
         "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
@@ -1070,8 +1220,10 @@ SETTINGS: tuple[Setting, ...] = (
         "ws", _WEBSOCKET, _S, Literal["auto", "websockets", "none"], "auto",
         "WebSocket for ASGI applications: `auto` and `websockets` serve it (the `websockets` "
         "library's protocol layer); `none` serves an upgrade request as a plain HTTP request. "
-        "Uvicorn's `--ws` (its `wsproto` has no counterpart).",
-        flags=("--ws",), metavar="MODE",
+        "Uvicorn's `--ws` (`websockets-sansio` is `websockets`; `wsproto` has no "
+        "counterpart); Granian's `--ws` (the flag alone) is `auto`, `--no-ws` `none`.",
+        flags=("--ws",), metavar="MODE", action=Action.OPTIONAL, const="auto", accepts=str,
+        resolve=_websocket, expect='"auto", "websockets" or "none"',
     ),
     Setting(
         "ws_max_size", _WEBSOCKET, _S, _int(ge=1), 16777216,
@@ -1148,8 +1300,25 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Responses ------------------------------------------------------------------------------
     Setting(
         "server_header", _RESPONSES, _S, _HEADER_VALUE, "corral",
-        "Value of the Server header; an empty string sends no Server header.",
-        flags=("--server-header",), metavar="STRING",
+        "Value of the Server header; an empty string sends no Server header (Uvicorn's "
+        "`--no-server-header`; its `--server-header`, without a value, keeps the default).",
+        flags=("--server-header",), metavar="STRING", action=Action.OPTIONAL, const="corral",
+    ),
+    Setting(
+        "date_header", _RESPONSES, _S, bool, True,
+        "Send the Date header (RFC 9110 6.6.1: a server with a clock sends it). "
+        "`--no-date-header` leaves it out, as Uvicorn's.",
+        flags=("--date-header",), action=Action.SWITCH,
+    ),
+    Setting(
+        "headers", _RESPONSES, _S, list[str], [],
+        "Header fields added to every response the server sends, `Name: value` each; repeat "
+        "the flag for several (Uvicorn's `--header`). One named `Server` replaces corral's "
+        "Server header. `Date`, `Content-Length`, `Transfer-Encoding` and `Connection` are "
+        "the server's own and refused. A field the application sends too is sent twice.",
+        flags=("--header",), metavar="NAME:VALUE", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_response_headers,
+        expect='"Name: value" strings',
     ),
     Setting(
         "server_version", _RESPONSES, _S, bool, False,
@@ -1205,6 +1374,21 @@ SETTINGS: tuple[Setting, ...] = (
         expect=describe(LogLevel),
     ),
     Setting(
+        "log_config", _LOGGING, _S, _NAME | None, None,
+        "A logging configuration file, applied with Python's `logging.config` once corral's "
+        "error log is set up, in the master (the workers inherit it): JSON (a `dictConfig` "
+        "dictionary: a name ending in `.json`, or text starting with `{`), YAML (`.yaml`, "
+        "`.yml`; needs PyYAML) or an ini file (`fileConfig`). Existing loggers stay enabled. "
+        "corral's error log is the `corral` logger; the access log is not a logger. Uvicorn's, "
+        "Gunicorn's and Granian's `--log-config` (and Gunicorn's `--log-config-json`).",
+        flags=("--log-config",), metavar="FILE", resolve=_absolute,
+    ),
+    Setting(
+        "use_colors", _LOGGING, _S, bool, False,
+        "Colour the level of each error log line (ANSI escapes), as Uvicorn's `--use-colors`.",
+        flags=("--use-colors",), action=Action.SWITCH,
+    ),
+    Setting(
         "latency_histogram", _LOGGING, _S, bool | None, None,
         "Count request durations per application for the control API's `/metrics` "
         "(`corral_request_duration_seconds`). Unset: on when the control API is on (the "
@@ -1257,6 +1441,14 @@ SETTINGS: tuple[Setting, ...] = (
         "or the Python path, or the config file, changes. Needs the watchfiles package "
         "(`pip install watchfiles`, or `pip install corral[reload]`).",
         flags=("--reload",), action=Action.FLAG,
+    ),
+    Setting(
+        "reload_dirs", _PROCESS, _S, list[str], [],
+        "With `reload`: the directories to watch instead of the working directory and the "
+        "Python path; repeat for several (Uvicorn's `--reload-dir`, Granian's "
+        "`--reload-paths`).",
+        flags=("--reload-dir",), metavar="DIR", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_path_list,
     ),
     Setting(
         "touch_reload", _PROCESS, _S, list[str], [],

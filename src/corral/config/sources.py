@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from corral import __version__
-from corral.config import gunicorn
+from corral.config import granian, gunicorn, peers, uvicorn
 from corral.config.document import (
     ConfigError,
     Document,
@@ -52,6 +52,7 @@ from corral.config.given import Given
 from corral.config.helptext import help_description
 from corral.config.settings import (
     BY_NAME,
+    DEFAULT_PORT,
     SECTIONS,
     SETTINGS,
     Action,
@@ -59,6 +60,7 @@ from corral.config.settings import (
     Invalid,
     Scope,
     Setting,
+    parse_bind,
     show,
 )
 from corral.config.unserved import unserved
@@ -254,12 +256,12 @@ def _parse(
             options[setting.name] = convert(raw, setting.input_type, where, {"": setting.expected})
         else:
             given[setting.name] = _given(setting, raw, where)
-    found = {
-        entry.name: getattr(namespace, _hidden(entry))
+    found = [
+        (entry, getattr(namespace, _hidden(entry)))
         for entry, _ in _hidden_flags()
         if hasattr(namespace, _hidden(entry))
-    }
-    reading = gunicorn.from_flags(found, argv)
+    ]
+    reading = peers.from_flags(found, argv)
     for item in reading.values:  # a flag of corral's own for the same setting comes first
         if item.setting not in given:
             given[item.setting] = _given(BY_NAME[item.setting], item.value, prefix + item.where)
@@ -382,10 +384,18 @@ def build_document(
         )
     module, callable_, call = resolved.pop("app")
     uwsgi = resolved.pop("uwsgi_socket", None) or []
-    binds = resolved.pop("bind", None) or ([] if uwsgi else BY_NAME["bind"].document_default())
+    binds = _addresses(resolved, given) or resolved.pop("bind", None)
+    binds = binds or ([] if uwsgi else BY_NAME["bind"].document_default())
     trusted = _source("forwarded_allow_ips", resolved)
+    if not _source("proxy_headers", resolved):
+        trusted = None  # not even a unix socket's peer
     capture = _source("capture_output", resolved)
     application: dict[str, Any] = {"module": module, "callable": callable_}
+    if resolved.get("prefix") is not None:
+        application["prefix"] = resolved.pop("prefix")
+    from_files = resolved.pop("env_file", None)
+    if from_files:  # under `env`
+        resolved["env"] = from_files | resolved.get("env", {})
     listeners = {str(bind): _listener(module, bind, trusted) for bind in binds}
     for address in uwsgi:
         if str(address) in listeners:
@@ -411,6 +421,33 @@ def build_document(
     return validate_document(data)
 
 
+def _addresses(resolved: dict[str, Any], given: Mapping[str, Given]) -> list[BindAddress]:
+    """Uvicorn's and Granian's `host`, `port` and `uds` (taken out of `resolved`) as the bind
+    address they name, if any."""
+    host, port, uds = (resolved.pop(name, None) for name in ("host", "port", "uds"))
+    if host is None and port is None and uds is None:
+        return []
+    first = next(given[name] for name in ("host", "port", "uds") if name in given)
+    if "bind" in resolved:
+        raise ConfigError(
+            f"{first.where}: give the address once: --bind, or --host and --port (or --uds)"
+        )
+    if uds is not None:
+        if host is not None or port is not None:
+            where = given["host" if host is not None else "port"].where
+            raise ConfigError(f"{where}: --uds listens on the unix socket only: give one of them")
+        text = f"unix:{uds}"
+    else:
+        host = "127.0.0.1" if host is None else host
+        if ":" in host and not host.startswith("["):  # an IPv6 address, as Uvicorn takes it
+            host = f"[{host}]"
+        text = f"{host}:{DEFAULT_PORT if port is None else port}"
+    try:
+        return [parse_bind(text)]
+    except Invalid as exc:
+        raise ConfigError(f"{first.where}: {exc}") from None
+
+
 def _source(name: str, resolved: dict[str, Any]) -> Any:
     """A setting that shapes the document without being a field: taken out of `resolved`."""
     if name in resolved:
@@ -418,9 +455,9 @@ def _source(name: str, resolved: dict[str, Any]) -> Any:
     return BY_NAME[name].document_default()
 
 
-def _listener(module: str, bind: BindAddress, trusted: list[str]) -> dict[str, Any]:
+def _listener(module: str, bind: BindAddress, trusted: list[str] | None) -> dict[str, Any]:
     listener: dict[str, Any] = {"pass": f"applications/{module}"}
-    forwarded = gunicorn.forwarded(bind.kind == "unix", trusted)
+    forwarded = None if trusted is None else gunicorn.forwarded(bind.kind == "unix", trusted)
     if forwarded is not None:
         listener["forwarded"] = forwarded
     return listener
@@ -534,16 +571,20 @@ def _unexpected(arg: str) -> ConfigError:
 
 
 def _declared_flags() -> list[str]:
-    return [flag for setting in SETTINGS for flag in setting.flags]
+    return [flag for setting in SETTINGS for flag in setting.all_flags]
 
 
-def _hidden(entry: gunicorn.Name) -> str:
-    return f"gunicorn:{entry.name}"
+def _hidden(entry: peers.Name) -> str:
+    return f"{entry.server}:{entry.name}"
+
+
+# the other servers' tables, in the order a flag two of them share is taken from
+PEER_TABLES = (gunicorn.NAMES.values(), uvicorn.FLAGS.values(), granian.FLAGS.values())
 
 
 @cache
-def _hidden_flags() -> list[tuple[gunicorn.Name, tuple[str, ...]]]:
-    return gunicorn.hidden_flags(_declared_flags())
+def _hidden_flags() -> list[tuple[peers.Name, tuple[str, ...]]]:
+    return peers.hidden_flags(PEER_TABLES, _declared_flags())
 
 
 def _add_hidden_flags(parser: argparse.ArgumentParser, flags: Iterable[Any]) -> None:
@@ -603,8 +644,8 @@ def _parser() -> _Parser:
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "
             '(workers = 4, bind = [":8000"]); see docs/settings.md. A gunicorn.conf.py is '
-            "read with Gunicorn's names, and Gunicorn's other flags and GUNICORN_CMD_ARGS are "
-            "known too."
+            "read with Gunicorn's names, and Gunicorn's, Uvicorn's and Granian's other flags "
+            "and GUNICORN_CMD_ARGS are known too."
         ),
         add_help=False,
         allow_abbrev=False,
@@ -622,6 +663,9 @@ def _parser() -> _Parser:
                 group.add_argument(setting.name, nargs="?", metavar=setting.metavar, **common)
             elif setting.action is Action.FLAG:
                 group.add_argument(*setting.flags, dest=setting.name, action="store_true", **common)
+            elif setting.action is Action.SWITCH:
+                action = argparse.BooleanOptionalAction
+                group.add_argument(*setting.flags, dest=setting.name, action=action, **common)
             elif setting.action is Action.OPTIONAL:
                 group.add_argument(
                     *setting.flags,

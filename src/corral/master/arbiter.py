@@ -60,7 +60,7 @@ from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
-from corral.observe.errorlog import reopen_error_log, setup_error_log
+from corral.observe.errorlog import logging_settings, reopen_error_log, setup_logging
 from corral.wire import Abort, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
@@ -232,7 +232,7 @@ class Arbiter:
         pythonpath = [
             path for pool in self.current.pools.values() for path in pool.application.pythonpath
         ]
-        directories = [os.getcwd(), *dict.fromkeys(pythonpath)]
+        directories = self.current.settings.reload_dirs or [os.getcwd(), *dict.fromkeys(pythonpath)]
         files = [self.origin.config_file] if self.origin and self.origin.config_file else []
         loop = self.loop
         assert loop is not None
@@ -554,11 +554,11 @@ class Arbiter:
                 worker.generation = gen  # new, or carried over
             else:
                 self.retire(worker)
-        if (gen.settings.error_logfile, gen.settings.log_level) != (
-            old.settings.error_logfile,
-            old.settings.log_level,
-        ):
-            setup_error_log(gen.settings.error_logfile, str(gen.settings.log_level))
+        if logging_settings(gen.settings) != logging_settings(old.settings):
+            try:
+                setup_logging(gen.settings)
+            except ValueError as exc:
+                self.log.error("--log-config: %s; the error log is corral's own", exc)
         self.touched = TouchedFiles(gen.settings.touch_reload)
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:

@@ -25,7 +25,7 @@ from corral.master.arbiter import EXIT_CONFIG, EXIT_LISTEN, Arbiter
 from corral.master.generation import Origin
 from corral.master.listeners import ListenError, bind_all, close_all
 from corral.master.pidfile import PidFile
-from corral.observe.errorlog import setup_error_log
+from corral.observe.errorlog import setup_logging
 from corral.server.worker import EXIT_APP_LOAD
 
 
@@ -45,7 +45,11 @@ def serve(
     (master/emperor.py).
     """
     settings = doc.settings
-    log = setup_error_log(settings.error_logfile, str(settings.log_level))
+    try:
+        log = setup_logging(settings)
+    except ValueError as exc:
+        sys.stderr.write(f"corral: error: --log-config: {exc}\n")
+        return EXIT_CONFIG
     vassals = None
     if emperor is not None:
         from corral.master.emperor import Emperor

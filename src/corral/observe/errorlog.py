@@ -1,17 +1,39 @@
-"""The error log: stdlib logging, one handler, one line per event (tracebacks follow)."""
+"""The error log: stdlib logging, one handler, one line per event (tracebacks follow).
+
+The master sets it up (`setup_error_log`, then the user's `apply_log_config` over it, which
+may reconfigure the ``corral`` logger itself); the workers inherit both through the fork.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
 import logging
+import logging.config
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 LOGGER_NAME = "corral"
 _FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
+# ANSI colours of the levels (`use_colors`), Uvicorn's
+_COLORS = {"DEBUG": "36", "INFO": "32", "WARNING": "33", "ERROR": "31", "CRITICAL": "91"}
 
 
-def setup_error_log(target: str | None, level: str) -> logging.Logger:
-    """Send the ``corral`` logger to ``target`` (``-`` or None: stderr; else a file path)."""
+class _ColoredLevels(logging.Formatter):
+    """The level of each line in its colour; the record itself is left as it was."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        color = _COLORS.get(record.levelname)
+        if color is None:
+            return super().formatMessage(record)
+        shown = logging.makeLogRecord(record.__dict__)
+        shown.levelname = f"\033[{color}m{record.levelname}\033[0m"
+        return super().formatMessage(shown)
+
+
+def setup_error_log(target: str | None, level: str, colors: bool = False) -> logging.Logger:
+    """Send the ``corral`` logger to ``target`` (``-`` or None: stderr; else a file path),
+    the levels coloured with ``colors``."""
     logger = logging.getLogger(LOGGER_NAME)
     for old in list(logger.handlers):
         logger.removeHandler(old)
@@ -20,11 +42,63 @@ def setup_error_log(target: str | None, level: str) -> logging.Logger:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
     else:
         handler = logging.FileHandler(target, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(_FORMAT, "%Y-%m-%d %H:%M:%S %z"))
+    formatter = _ColoredLevels if colors else logging.Formatter
+    handler.setFormatter(formatter(_FORMAT, "%Y-%m-%d %H:%M:%S %z"))
     logger.addHandler(handler)
     logger.setLevel(level.upper())
     logger.propagate = False
     return logger
+
+
+def setup_logging(settings: Any) -> logging.Logger:
+    """The error log as the document's server-wide ``settings`` ask: `setup_error_log`, then
+    their ``log_config`` over it (`ValueError`: it cannot be applied)."""
+    logger = setup_error_log(settings.error_logfile, str(settings.log_level), settings.use_colors)
+    if settings.log_config is not None:
+        apply_log_config(settings.log_config)
+    return logger
+
+
+def logging_settings(settings: Any) -> tuple[Any, ...]:
+    """What `setup_logging` reads of ``settings``: a reload that changes it sets it up anew."""
+    return (settings.error_logfile, settings.log_level, settings.use_colors, settings.log_config)
+
+
+def apply_log_config(path: str) -> None:
+    """Apply a logging configuration file (`log_config`): JSON or YAML for
+    `logging.config.dictConfig`, an ini file for `fileConfig`; loggers already made stay
+    enabled unless it says otherwise. `ValueError` with one line saying what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        if path.endswith((".yaml", ".yml")):
+            logging.config.dictConfig(_defaults(_yaml(path, text)))
+        elif path.endswith(".json") or text.lstrip().startswith("{"):
+            logging.config.dictConfig(_defaults(json.loads(text)))
+        else:
+            logging.config.fileConfig(path, disable_existing_loggers=False)
+    except ValueError as exc:  # json's, dictConfig's: they say what and where
+        raise ValueError(f"{path}: {exc}") from None
+    except Exception as exc:  # fileConfig's: configparser's, KeyError for a missing section
+        raise ValueError(f"{path}: {type(exc).__name__}: {exc}") from None
+
+
+def _yaml(path: str, text: str) -> Any:
+    try:
+        yaml = importlib.import_module("yaml")  # PyYAML, an optional dependency
+    except ImportError:
+        raise ValueError(f"{path}: a YAML file needs PyYAML: pip install pyyaml") from None
+    return yaml.safe_load(text)
+
+
+def _defaults(config: Any) -> Any:
+    if isinstance(config, dict):
+        config.setdefault("version", 1)
+        config.setdefault("disable_existing_loggers", False)
+    return config
 
 
 def reopen_error_log() -> None:

@@ -64,13 +64,14 @@ from corral.apps.loader import (
     describe_load_failure,
     load_entry_points,
 )
+from corral.apps.rootpath import behind
 from corral.apps.venv import activate as activate_home
 from corral.apps.wsgi.environ import set_unsafe_fields
 from corral.apps.wsgi.runner import WsgiAdapter
 from corral.filters.forwarded import Forwarding
 from corral.hooks import Hooks
 from corral.http.head import Limits
-from corral.http.response import server_fields
+from corral.http.response import fixed_fields, server_fields
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
@@ -158,7 +159,7 @@ class Worker:
         self.adapter: Any = None
         self.stopping = False
         self.lifespans: list[Lifespan] = []  # an ASGI application's, unless lifespan is off
-        self._server_header = ""
+        self._fields = partial(server_fields, server="")  # the prefix, given the time
         self.master_pid = os.getppid()
         # a dynamic pool's master measures how busy the worker is by its latency sum
         measured = spec.latency_histogram or spec.application.dynamic is not None
@@ -220,6 +221,8 @@ class Worker:
         if application.thread_stack_size is not None:
             threading.stack_size(application.thread_stack_size)  # before the pool's threads
         interface = choose_interface(application.interface, application.protocol, apps[0])
+        if application.root_path:  # Uvicorn's: the path a proxy in front took off
+            apps = [behind(app, application.root_path, interface) for app in apps]
         # NGINX Unit's further targets, (callable, prefix), for either adapter
         more_targets = tuple(
             (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
@@ -266,7 +269,8 @@ class Worker:
             state.on_retire = self._retire
         state.loop = loop
         self.state = state
-        self._server_header = settings.server
+        server, fixed = fixed_fields(settings.headers, settings.server)
+        self._fields = partial(server_fields, server=server, date=settings.date_header, fixed=fixed)
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
@@ -459,7 +463,7 @@ class Worker:
         state = self.state
         assert state is not None and self.loop is not None
         state.now = self.loop.time()
-        state.prefix = server_fields(time.time(), self._server_header)
+        state.prefix = self._fields(time.time())
 
     def _schedule_tick(self) -> None:
         # aligned to the wall-clock second so the Date header turns over on time

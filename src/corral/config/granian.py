@@ -1,0 +1,168 @@
+"""Granian's command line as corral reads it: every flag of ``granian --help`` (2.8), and what
+corral does with it.
+
+Owns the data only, as `corral.config.uvicorn` does for Uvicorn (whose entries for the flags
+both servers have, `uvicorn.SHARED`, are this table's too): `FLAGS`, each flag with the
+setting it sets, converted where Granian writes the value otherwise (milliseconds, durations
+such as ``1h30m``), or what corral does instead. Granian's own interface, RSGI, is not served
+(``--interface rsgi`` says so); its default is RSGI, so a Granian command line serving ASGI or
+WSGI names it, and corral's ``auto`` tells the two apart anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+
+from corral.config.peers import HTTP2, LIMITS, STATIC, TLS, Name, entry
+from corral.config.settings import Invalid
+from corral.config.uvicorn import SHARED
+
+__all__ = ["FLAGS", "VERSION"]
+
+VERSION = "2.8.9"  # the version whose --help the table (and tests/unit/test_peers.py) lists
+
+_flag = partial(entry, "Granian's")
+
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def _duration(text: str) -> int:
+    """Granian's duration: seconds, or ``1d``, ``2h``, ``30m``, ``10s`` and their sums."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
+    match = _DURATION.fullmatch(stripped)
+    if not stripped or match is None:
+        raise Invalid('seconds, or a duration such as "1h30m"', text)
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _milliseconds(text: str) -> float:
+    if not text.strip().isdigit():
+        raise Invalid("milliseconds (an int)", text)
+    return int(text) / 1000
+
+
+_ONE_LOOP = "corral's worker runs one event loop thread; use --workers for more"
+_RELOAD_FILTER = "corral's --reload watches Python sources (*.py) under --reload-dir and the " \
+    "config file"  # fmt: skip
+_METRICS = "the control API's /metrics serves Prometheus metrics (--control)"
+
+# fmt: off
+FLAGS: dict[str, Name] = {n.name: n for n in (
+    SHARED["--host"],
+    SHARED["--port"],
+    SHARED["--uds"],
+    _flag("--uds-permissions", "unix_socket_mode"),
+    SHARED["--interface"],
+    SHARED["--http"],
+    SHARED["--ws"],
+    _flag("--no-ws", "ws", value=False, constant="none"),
+    SHARED["--workers"],
+    _flag("--blocking-threads", "threads",
+          "for WSGI; an ASGI application runs on the worker's event loop"),
+    _flag("--blocking-threads-idle-timeout", instead="corral's threads start with the worker "
+          "and are kept", same=(30,), accept=True),
+    _flag("--runtime-threads", instead=_ONE_LOOP, same=(1,), accept=True),
+    _flag("--runtime-blocking-threads", instead="corral's worker does its socket I/O on its "
+          "event loop thread", accept=True),
+    _flag("--runtime-mode", instead=_ONE_LOOP, same=("auto", "st"), accept=True),
+    SHARED["--loop"],
+    _flag("--task-impl", instead="corral runs ASGI requests as asyncio tasks",
+          same=("asyncio",), accept=True),
+    SHARED["--backlog"],
+    _flag("--backpressure", instead=LIMITS),
+    _flag("--http1-buffer-size", "limit_request_head",
+          "the largest request head (its line and fields together); a larger one gets 431"),
+    _flag("--http1-header-read-timeout", "header_timeout", convert=_milliseconds),
+    _flag("--http1-keep-alive", instead="accepted: what corral does", value=False,
+          same=(True,)),
+    _flag("--no-http1-keep-alive", "keep_alive", "each connection closes after its response",
+          value=False, constant=0),
+    _flag("--http1-pipeline-flush", instead="corral writes each pipelined response once it is "
+          "ready", value=False, accept=True),
+    _flag("--no-http1-pipeline-flush", instead="accepted: what corral does", value=False,
+          constant=False, same=(False,)),
+    _flag("--http2-adaptive-window", instead=HTTP2, value=False),
+    _flag("--no-http2-adaptive-window", instead="accepted: no HTTP/2", value=False,
+          constant=False, same=(False,)),
+    _flag("--http2-initial-connection-window-size", instead=HTTP2),
+    _flag("--http2-initial-stream-window-size", instead=HTTP2),
+    _flag("--http2-keep-alive-interval", instead=HTTP2),
+    _flag("--http2-keep-alive-timeout", instead=HTTP2),
+    _flag("--http2-max-concurrent-streams", instead=HTTP2),
+    _flag("--http2-max-frame-size", instead=HTTP2),
+    _flag("--http2-max-headers-size", instead=HTTP2),
+    _flag("--http2-max-send-buffer-size", instead=HTTP2),
+    _flag("--log", instead="accepted: what corral does", value=False, same=(True,)),
+    _flag("--no-log", instead="corral always writes its error log: --log-level critical keeps "
+          "only the gravest lines, --error-logfile /dev/null none", value=False,
+          constant=False),
+    SHARED["--log-level"],
+    SHARED["--log-config"],
+    SHARED["--access-log"],
+    SHARED["--no-access-log"],
+    _flag("--access-log-fmt", instead="Granian's access log atoms are not corral's: write the "
+          "format with --access-logformat (Gunicorn's %(x)s atoms or NGINX Unit's $variables)"),
+    _flag("--ssl-certificate", instead=TLS),
+    SHARED["--ssl-keyfile"],
+    SHARED["--ssl-keyfile-password"],
+    _flag("--ssl-protocol-min", instead=TLS),
+    _flag("--ssl-ca", instead=TLS),
+    _flag("--ssl-crl", instead=TLS),
+    _flag("--ssl-client-verify", instead=TLS, value=False),
+    _flag("--no-ssl-client-verify", instead="accepted: no TLS", value=False, constant=False,
+          same=(False,)),
+    _flag("--url-path-prefix", "prefix"),
+    _flag("--respawn-failed-workers", instead="accepted: what corral always does",
+          value=False, same=(True,)),
+    _flag("--no-respawn-failed-workers", instead="corral always respawns a worker that dies "
+          "(with a growing delay while they die young) and keeps serving", value=False,
+          constant=False, accept=True),
+    _flag("--respawn-interval", instead="corral respawns a worker at once, then with a "
+          "growing delay while workers die younger than --min-worker-lifetime",
+          same=(3.5,), accept=True),
+    _flag("--rss-sample-interval", instead="corral reads a worker's memory every second",
+          same=(30,), accept=True),
+    _flag("--rss-samples", instead="one reading over --max-worker-memory recycles a worker",
+          same=(1,), accept=True),
+    _flag("--workers-lifetime", "max_worker_lifetime", convert=_duration),
+    _flag("--workers-max-rss", "max_worker_memory"),
+    _flag("--workers-kill-timeout", "graceful_timeout",
+          "without it Granian waits for ever; corral's default is 30 s", convert=_duration),
+    SHARED["--factory"],
+    _flag("--no-factory", instead="accepted: what corral does without --factory",
+          value=False, constant=False, same=(False,)),
+    _flag("--working-dir", "chdir"),
+    _flag("--env-files", "env_file"),
+    _flag("--static-path-route", instead=STATIC),
+    _flag("--static-path-mount", instead=STATIC),
+    _flag("--static-path-dir-to-file", instead=STATIC),
+    _flag("--static-path-expires", instead=STATIC),
+    _flag("--metrics", instead=_METRICS, value=False),
+    _flag("--no-metrics", instead="accepted: no metrics exporter", value=False,
+          constant=False, same=(False,)),
+    _flag("--metrics-scrape-interval", instead=_METRICS),
+    _flag("--metrics-address", instead=_METRICS),
+    _flag("--metrics-port", instead=_METRICS),
+    SHARED["--reload"],
+    _flag("--no-reload", instead="accepted: what corral does without --reload", value=False,
+          constant=False, same=(False,)),
+    _flag("--reload-paths", "reload_dirs"),
+    _flag("--reload-ignore-dirs", instead=_RELOAD_FILTER, accept=True),
+    _flag("--reload-ignore-patterns", instead=_RELOAD_FILTER, accept=True),
+    _flag("--reload-ignore-paths", instead=_RELOAD_FILTER, accept=True),
+    _flag("--reload-tick", instead="corral's --reload is told of changes by the system "
+          "(inotify) and waits for them to settle for 0.3 s", same=(50,), accept=True),
+    _flag("--reload-ignore-worker-failure", instead="a worker that fails is respawned with a "
+          "growing delay, with --reload or not", value=False, accept=True),
+    _flag("--no-reload-ignore-worker-failure", instead="accepted: corral's default",
+          value=False, constant=False, same=(False,)),
+    _flag("--process-name", "proc_name"),
+    _flag("--pid-file", "pid"),
+    SHARED["--version"],
+    SHARED["--help"],
+)}
+# fmt: on
