@@ -1,0 +1,134 @@
+"""Uvicorn's and Granian's flags that change what a server does, on real processes: one server
+per interface (and per core) checks several of them at once. What each flag of theirs sets or
+refuses is walked without a server in tests/unit/test_peers.py.
+
+The applications (apps/app_dir/peer_apps.py) are not on the Python path the servers get: they
+import through ``--app-dir`` only, and answer with where they were told they are mounted and
+the environment the ``--env-file`` gave them.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.server import APPS, Server
+from tests.integration.test_supervision_reload import change_until_reloaded
+
+APP_DIR = APPS / "app_dir"
+# PEER_KEPT is in the environment corral starts in too: that value wins, as in Uvicorn
+STARTED_WITH = {"PEER_KEPT": "from-the-environment"}
+
+
+def env_file(directory: Path) -> Path:
+    path = directory / ".env"
+    path.write_text("# as a project keeps it\nPEER_FROM_FILE='yes'\nPEER_KEPT=from-the-file\n")
+    return path
+
+
+def get(server: Server, path: str) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """The header fields (names lower-cased) and the JSON of a GET."""
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        assert response.status == 200
+        fields = [(name.lower(), value) for name, value in response.getheaders()]
+        return fields, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def values(fields: list[tuple[str, str]], name: str) -> list[str]:
+    return [value for field, value in fields if field == name]
+
+
+@pytest.mark.usefixtures("each_core")
+def test_an_asgi_application_under_uvicorns_flags(tmp_path):
+    with Server(
+        "peer_apps:asgi",
+        "--app-dir", str(APP_DIR),
+        "--interface", "asgi3",
+        "--host", "127.0.0.1", "--port", "0",
+        "--root-path", "/api",
+        "--header", "X-Frame-Options: DENY",
+        "--header", "Server: behind",
+        "--no-date-header",
+        "--env-file", str(env_file(tmp_path)),
+        "--use-colors",
+        bind=None,
+        env=STARTED_WITH,
+    ) as server:  # fmt: skip
+        fields, seen = get(server, "/items?page=2")
+        # the path the proxy took off, put back in front
+        assert seen["root_path"] == "/api"
+        assert seen["path"] == "/api/items"
+        assert seen["raw_path"] == "/api/items"
+        assert seen["env"] == {"PEER_FROM_FILE": "yes", "PEER_KEPT": "from-the-environment"}
+        assert values(fields, "x-frame-options") == ["DENY"]
+        assert values(fields, "server") == ["behind"]
+        assert values(fields, "date") == []
+        assert "[\x1b[32mINFO\x1b[0m] listening on http://127.0.0.1:" in server.stderr
+        assert server.stop() == 0
+
+
+@pytest.mark.usefixtures("each_core")
+def test_a_wsgi_application_under_uvicorns_and_granians_flags(tmp_path):
+    log = tmp_path / "corral.log"
+    config = tmp_path / "logging.json"
+    config.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "formatters": {"custom": {"format": "CUSTOM %(levelname)s %(message)s"}},
+                "handlers": {
+                    "file": {"class": "logging.FileHandler", "filename": str(log),
+                             "formatter": "custom"}
+                },
+                "loggers": {"corral": {"handlers": ["file"], "level": "DEBUG"}},
+            }
+        )
+    )  # fmt: skip
+    with Server(
+        "peer_apps:wsgi",
+        "--app-dir", str(APP_DIR),
+        "--port", "0",
+        "--root-path", "/api/",
+        "--url-path-prefix", "/v1",  # Granian's: NGINX Unit's prefix, matched in the path
+        "--no-server-header",
+        "--header", "X-A: b",
+        "--log-config", str(config),
+        "--env-files", str(env_file(tmp_path)),
+        bind=None,
+        env=STARTED_WITH,
+        log_file=log,
+    ) as server:  # fmt: skip
+        fields, seen = get(server, "/v1/items")
+        assert (seen["script_name"], seen["path_info"]) == ("/api/v1", "/items")
+        _, seen = get(server, "/other")  # not under the prefix: the root path still is
+        assert (seen["script_name"], seen["path_info"]) == ("/api", "/other")
+        assert seen["env"] == {"PEER_FROM_FILE": "yes", "PEER_KEPT": "from-the-environment"}
+        assert values(fields, "server") == []
+        assert len(values(fields, "date")) == 1
+        assert values(fields, "x-a") == ["b"]
+        assert server.stop() == 0
+    lines = log.read_text().splitlines()
+    assert lines and all(line.startswith("CUSTOM ") for line in lines), lines
+    assert any(re.fullmatch(r"CUSTOM INFO worker 0 ready .*", line) for line in lines), lines
+
+
+def test_reload_dir_is_what_reload_watches(tmp_path):
+    pytest.importorskip("watchfiles", reason="--reload needs watchfiles (the test extra)")
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    with Server("basic", "--reload", "--reload-dir", str(watched)) as server:
+        # the working directory and the Python path are not watched: the directory given is
+        server.wait_log(rf"reload: watching {re.escape(str(watched))} for changes\n")
+        change_until_reloaded(server, lambda: (watched / "views.py").write_text("x = 1\n"), 2)
+        assert "views.py changed" in server.stderr
+        assert server.stop() == 0

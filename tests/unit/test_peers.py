@@ -1,0 +1,567 @@
+"""Uvicorn's and Granian's command lines without a server: every flag of ``uvicorn --help``
+and ``granian --help`` (the versions below), walked as tests/unit/test_gunicorn.py walks
+Gunicorn's, the lists checked against the installed servers' own --help when they are the
+versions listed, and the rules of the tables. The processes are in
+tests/integration/test_peer_flags.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral.config import granian, gunicorn, uvicorn
+from corral.config.settings import ANY_ADDRESS, SETTINGS
+from tests.unit.test_gunicorn import ACCEPTED, REFUSED, WORKS, Check, app, listener, run
+
+UVICORN_VERSION = "0.55.0"
+GRANIAN_VERSION = "2.8.9"
+
+
+def settings(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["settings"]
+
+
+# Every flag `uvicorn --help` lists in 0.55.0, in its order: (flag, a value for it or None,
+# what corral does, a check of the resolved document for those that work). "ENVFILE" and
+# "LOGCONFIG" stand for files the test writes.
+# fmt: off
+UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
+    ("--host", "0.0.0.0", WORKS, lambda d: list(d["listeners"]) == ["0.0.0.0:8000"]),
+    ("--port", "9001", WORKS, lambda d: list(d["listeners"]) == ["127.0.0.1:9001"]),
+    ("--uds", "/run/app.sock", WORKS, lambda d: list(d["listeners"]) == ["unix:/run/app.sock"]),
+    ("--fd", "3", REFUSED, None),
+    ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
+    ("--reload-dir", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
+    ("--reload-include", "*.html", ACCEPTED, None),
+    ("--reload-exclude", "*.tmp", ACCEPTED, None),
+    ("--reload-delay", "1", ACCEPTED, None),
+    ("--workers", "4", WORKS, lambda d: app(d)["processes"] == 4),
+    ("--loop", "uvloop", WORKS, lambda d: settings(d)["loop"] == "uvloop"),
+    ("--http", "httptools", WORKS, None),  # corral's own parser: nothing else asked
+    ("--http2", None, REFUSED, None),
+    ("--ws", "websockets-sansio", WORKS, lambda d: settings(d)["ws"] == "websockets"),
+    ("--ws-max-size", "1024", WORKS, lambda d: settings(d)["ws_max_size"] == 1024),
+    ("--ws-max-queue", "8", WORKS, lambda d: settings(d)["ws_max_queue"] == 8),
+    ("--ws-ping-interval", "5", WORKS, lambda d: settings(d)["ws_ping_interval"] == 5),
+    ("--ws-ping-timeout", "6", WORKS, lambda d: settings(d)["ws_ping_timeout"] == 6),
+    ("--ws-per-message-deflate", "false", WORKS,
+     lambda d: settings(d)["ws_per_message_deflate"] is False),
+    ("--lifespan", "off", WORKS, lambda d: app(d)["lifespan"] == "off"),
+    ("--interface", "asgi3", WORKS, lambda d: app(d)["interface"] == "asgi"),
+    ("--env-file", "ENVFILE", WORKS, lambda d: app(d)["environment"] == {"PEER_TEST_A": "1"}),
+    ("--log-config", "LOGCONFIG", WORKS,
+     lambda d: settings(d)["log_config"].endswith("logging.json")),
+    ("--log-level", "trace", WORKS, lambda d: settings(d)["log_level"] == "debug"),
+    ("--access-log", None, WORKS, lambda d: d["access_log"]["path"] == "-"),
+    ("--no-access-log", None, WORKS, lambda d: d["access_log"]["path"] is None),
+    ("--use-colors", None, WORKS, lambda d: settings(d)["use_colors"] is True),
+    ("--no-use-colors", None, WORKS, lambda d: settings(d)["use_colors"] is False),
+    ("--proxy-headers", None, WORKS, lambda d: "forwarded" in listener(d)),
+    ("--no-proxy-headers", None, WORKS, lambda d: "forwarded" not in listener(d)),
+    ("--server-header", None, WORKS, lambda d: settings(d)["server_header"] == "corral"),
+    ("--no-server-header", None, WORKS, lambda d: settings(d)["server_header"] == ""),
+    ("--date-header", None, WORKS, lambda d: settings(d)["date_header"] is True),
+    ("--no-date-header", None, WORKS, lambda d: settings(d)["date_header"] is False),
+    ("--forwarded-allow-ips", "*", WORKS,
+     lambda d: listener(d)["forwarded"]["source"] == ANY_ADDRESS),
+    ("--root-path", "/api/", WORKS, lambda d: app(d)["root_path"] == "/api"),
+    ("--limit-concurrency", "100", REFUSED, None),
+    ("--backlog", "64", WORKS, lambda d: settings(d)["backlog"] == 64),
+    ("--limit-max-requests", "100", WORKS, lambda d: app(d)["limits"]["requests"] == 100),
+    ("--limit-max-requests-jitter", "10", WORKS, lambda d: app(d)["max_requests_jitter"] == 10),
+    ("--timeout-keep-alive", "2", WORKS, lambda d: settings(d)["http"]["idle_timeout"] == 2),
+    ("--timeout-graceful-shutdown", "7", WORKS, lambda d: settings(d)["graceful_timeout"] == 7),
+    ("--timeout-worker-healthcheck", "12", WORKS, lambda d: settings(d)["timeout"] == 12),
+    ("--ssl-keyfile", "key.pem", REFUSED, None),
+    ("--ssl-certfile", "cert.pem", REFUSED, None),
+    ("--ssl-keyfile-password", "secret", REFUSED, None),
+    ("--ssl-version", "17", REFUSED, None),
+    ("--ssl-cert-reqs", "2", REFUSED, None),
+    ("--ssl-ca-certs", "ca.pem", REFUSED, None),
+    ("--ssl-ciphers", "TLSv1.2", REFUSED, None),
+    ("--header", "X-Frame-Options:DENY", WORKS,
+     lambda d: settings(d)["headers"] == ["X-Frame-Options: DENY"]),
+    ("--version", None, WORKS, None),
+    ("--app-dir", "src,lib", WORKS, lambda d: app(d)["path"] == ["src,lib"]),
+    ("--h11-max-incomplete-event-size", "16384", WORKS,
+     lambda d: settings(d)["limit_request_head"] == 16384),
+    ("--reset-contextvars", None, WORKS, None),  # what corral always does
+    ("--factory", None, WORKS, lambda d: app(d)["factory"] is True),
+    ("--help", None, WORKS, None),
+]
+
+# Every flag `granian --help` lists in 2.8.9, in its order.
+GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
+    ("--host", "::1", WORKS, lambda d: list(d["listeners"]) == ["[::1]:8000"]),
+    ("--port", "0", WORKS, lambda d: list(d["listeners"]) == ["127.0.0.1:0"]),
+    ("--uds", "/run/app.sock", WORKS, lambda d: list(d["listeners"]) == ["unix:/run/app.sock"]),
+    ("--uds-permissions", "660", WORKS, lambda d: settings(d)["unix_socket_mode"] == "0660"),
+    ("--interface", "asgi", WORKS, lambda d: app(d)["interface"] == "asgi"),
+    ("--http", "1", WORKS, None),
+    ("--ws", None, WORKS, lambda d: settings(d)["ws"] == "auto"),
+    ("--no-ws", None, WORKS, lambda d: settings(d)["ws"] == "none"),
+    ("--workers", "2", WORKS, lambda d: app(d)["processes"] == 2),
+    ("--blocking-threads", "8", WORKS, lambda d: app(d)["threads"] == 8),
+    ("--blocking-threads-idle-timeout", "60", ACCEPTED, None),
+    ("--runtime-threads", "4", ACCEPTED, None),
+    ("--runtime-blocking-threads", "4", ACCEPTED, None),
+    ("--runtime-mode", "mt", ACCEPTED, None),
+    ("--loop", "asyncio", WORKS, lambda d: settings(d)["loop"] == "asyncio"),
+    ("--task-impl", "rust", ACCEPTED, None),
+    ("--backlog", "256", WORKS, lambda d: settings(d)["backlog"] == 256),
+    ("--backpressure", "100", REFUSED, None),
+    ("--http1-buffer-size", "65536", WORKS, lambda d: settings(d)["limit_request_head"] == 65536),
+    ("--http1-header-read-timeout", "2500", WORKS,
+     lambda d: settings(d)["http"]["header_read_timeout"] == 2.5),
+    ("--http1-keep-alive", None, WORKS, lambda d: settings(d)["http"]["idle_timeout"] == 5),
+    ("--no-http1-keep-alive", None, WORKS, lambda d: settings(d)["http"]["idle_timeout"] == 0),
+    ("--http1-pipeline-flush", None, ACCEPTED, None),
+    ("--no-http1-pipeline-flush", None, WORKS, None),
+    ("--http2-adaptive-window", None, REFUSED, None),
+    ("--no-http2-adaptive-window", None, WORKS, None),
+    ("--http2-initial-connection-window-size", "2048", REFUSED, None),
+    ("--http2-initial-stream-window-size", "2048", REFUSED, None),
+    ("--http2-keep-alive-interval", "1000", REFUSED, None),
+    ("--http2-keep-alive-timeout", "10", REFUSED, None),
+    ("--http2-max-concurrent-streams", "50", REFUSED, None),
+    ("--http2-max-frame-size", "32768", REFUSED, None),
+    ("--http2-max-headers-size", "1024", REFUSED, None),
+    ("--http2-max-send-buffer-size", "2048", REFUSED, None),
+    ("--log", None, WORKS, None),
+    ("--no-log", None, REFUSED, None),
+    ("--log-level", "warn", WORKS, lambda d: settings(d)["log_level"] == "warning"),
+    ("--log-config", "LOGCONFIG", WORKS,
+     lambda d: settings(d)["log_config"].endswith("logging.json")),
+    ("--access-log", None, WORKS, lambda d: d["access_log"]["path"] == "-"),
+    ("--no-access-log", None, WORKS, lambda d: d["access_log"]["path"] is None),
+    ("--access-log-fmt", "%(addr)s", REFUSED, None),
+    ("--ssl-certificate", "cert.pem", REFUSED, None),
+    ("--ssl-keyfile", "key.pem", REFUSED, None),
+    ("--ssl-keyfile-password", "secret", REFUSED, None),
+    ("--ssl-protocol-min", "tls1.2", REFUSED, None),
+    ("--ssl-ca", "ca.pem", REFUSED, None),
+    ("--ssl-crl", "crl.pem", REFUSED, None),
+    ("--ssl-client-verify", None, REFUSED, None),
+    ("--no-ssl-client-verify", None, WORKS, None),
+    ("--url-path-prefix", "/api", WORKS, lambda d: app(d)["prefix"] == "/api"),
+    ("--respawn-failed-workers", None, WORKS, None),  # what corral always does
+    ("--no-respawn-failed-workers", None, ACCEPTED, None),
+    ("--respawn-interval", "1", ACCEPTED, None),
+    ("--rss-sample-interval", "5", ACCEPTED, None),
+    ("--rss-samples", "3", ACCEPTED, None),
+    ("--workers-lifetime", "1h30m", WORKS, lambda d: app(d)["max_worker_lifetime"] == 5400),
+    ("--workers-max-rss", "512", WORKS, lambda d: app(d)["max_worker_memory"] == 512),
+    ("--workers-kill-timeout", "2m", WORKS, lambda d: settings(d)["graceful_timeout"] == 120),
+    ("--factory", None, WORKS, lambda d: app(d)["factory"] is True),
+    ("--no-factory", None, WORKS, lambda d: app(d)["factory"] is False),
+    ("--working-dir", "/srv", WORKS, lambda d: app(d)["working_directory"] == "/srv"),
+    ("--env-files", "ENVFILE", WORKS, lambda d: app(d)["environment"] == {"PEER_TEST_A": "1"}),
+    ("--static-path-route", "/static", REFUSED, None),
+    ("--static-path-mount", "/srv/static", REFUSED, None),
+    ("--static-path-dir-to-file", "index.html", REFUSED, None),
+    ("--static-path-expires", "60", REFUSED, None),
+    ("--metrics", None, REFUSED, None),
+    ("--no-metrics", None, WORKS, None),
+    ("--metrics-scrape-interval", "5", REFUSED, None),
+    ("--metrics-address", "0.0.0.0", REFUSED, None),
+    ("--metrics-port", "9100", REFUSED, None),
+    ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
+    ("--no-reload", None, WORKS, lambda d: settings(d)["reload"] is False),
+    ("--reload-paths", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
+    ("--reload-ignore-dirs", "node_modules", ACCEPTED, None),
+    ("--reload-ignore-patterns", r".*\.tmp", ACCEPTED, None),
+    ("--reload-ignore-paths", "/srv/tmp", ACCEPTED, None),
+    ("--reload-tick", "100", ACCEPTED, None),
+    ("--reload-ignore-worker-failure", None, ACCEPTED, None),
+    ("--no-reload-ignore-worker-failure", None, WORKS, None),
+    ("--process-name", "blog", WORKS, lambda d: settings(d)["proc_name"] == "blog"),
+    ("--pid-file", "/run/app.pid", WORKS, lambda d: settings(d)["pid"] == "/run/app.pid"),
+    ("--version", None, WORKS, None),
+    ("--help", None, WORKS, None),
+]
+# fmt: on
+
+
+def walk(capsys, tmp_path, flag: str, value: str | None, outcome: str, check: Check | None):
+    """``corral basic FLAG [VALUE] --check-config``: what it prints is what `outcome` says."""
+    if value == "ENVFILE":
+        path = tmp_path / ".env"
+        path.write_text("# the variables of the application\nexport PEER_TEST_A=1\n")
+        value = str(path)
+    elif value == "LOGCONFIG":
+        path = tmp_path / "logging.json"
+        path.write_text('{"version": 1}')
+        value = str(path)
+    args = [flag] if value is None else [flag, value]
+    code, out, err = run(capsys, "basic", *args, "--check-config")
+    if outcome == REFUSED:
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and err.startswith(f"corral: error: {flag}: "), err
+        assert "option is not supported: " in err, err
+        return
+    assert code == 0, err
+    if flag == "--help":
+        assert out.startswith("usage: corral")
+        return
+    if flag == "--version":
+        assert out.startswith("corral ")
+        return
+    if outcome == ACCEPTED:
+        assert err.count("\n") == 1 and err.startswith(f"corral: warning: {flag}: "), err
+        assert "option has no effect: " in err, err
+    else:
+        assert err == ""
+    doc = json.loads(out)
+    if check is not None:
+        assert check(doc), doc
+
+
+@pytest.fixture(autouse=True)
+def _no_gunicorn_cmd_args(monkeypatch):
+    monkeypatch.delenv("GUNICORN_CMD_ARGS", raising=False)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "outcome", "check"), UVICORN_FLAGS, ids=[f for f, *_ in UVICORN_FLAGS]
+)
+def test_every_uvicorn_flag(capsys, tmp_path, flag, value, outcome, check):
+    walk(capsys, tmp_path, flag, value, outcome, check)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "outcome", "check"), GRANIAN_FLAGS, ids=[f for f, *_ in GRANIAN_FLAGS]
+)
+def test_every_granian_flag(capsys, tmp_path, flag, value, outcome, check):
+    walk(capsys, tmp_path, flag, value, outcome, check)
+
+
+@pytest.mark.parametrize(
+    ("listed", "table", "version", "pinned"),
+    [
+        (UVICORN_FLAGS, uvicorn.FLAGS, uvicorn.VERSION, UVICORN_VERSION),
+        (GRANIAN_FLAGS, granian.FLAGS, granian.VERSION, GRANIAN_VERSION),
+    ],
+    ids=["uvicorn", "granian"],
+)
+def test_the_list_is_every_flag_of_the_table_in_its_order(listed, table, version, pinned):
+    assert version == pinned  # the table's docs say which version it lists
+    assert [flag for flag, *_ in listed] == [f for entry in table.values() for f in entry.flags]
+
+
+# -- the servers' own --help -----------------------------------------------------------------
+
+# an option's line in click's help: two spaces, then the flags up to two spaces or the end
+_OPTION = re.compile(r"^  (-[^ ].*?)(?: {2,}|$)")
+
+
+def help_flags(text: str) -> list[str]:
+    """The flags of a click command's --help, in order (``--x / --no-x`` gives both)."""
+    flags: list[str] = []
+    for line in text.splitlines():
+        match = _OPTION.match(line)
+        if match:
+            flags += [word.rstrip(",") for word in match[1].split() if word.startswith("-")]
+    return flags
+
+
+def test_help_flags_reads_clicks_layout():
+    text = (
+        "Options:\n"
+        "  --host TEXT                     Bind socket to this host.  [default:\n"
+        "                                  127.0.0.1]\n"
+        "  --loop [auto|asyncio|uvloop]\n"
+        "                                  Event loop factory.  Not valid with --reload.\n"
+        "  --access-log / --no-access-log  Enable/Disable access log.\n"
+        "  --help                          Show this message and exit.\n"
+    )
+    assert help_flags(text) == ["--host", "--loop", "--access-log", "--no-access-log", "--help"]
+
+
+def _installed(command: str, module: str) -> list[str] | None:
+    """How to run ``command``: this interpreter's module when it has it, else the command on
+    PATH (a scratch virtualenv's), else None."""
+    if (
+        subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode
+        == 0
+    ):
+        return [sys.executable, "-m", module]
+    found = shutil.which(command)
+    return [found] if found else None
+
+
+@pytest.mark.parametrize(
+    ("command", "pinned", "listed"),
+    [("uvicorn", UVICORN_VERSION, UVICORN_FLAGS), ("granian", GRANIAN_VERSION, GRANIAN_FLAGS)],
+)
+def test_the_list_is_the_installed_servers_help(command, pinned, listed):
+    """Against the server's own --help when the installed one is the version listed (Uvicorn is
+    in the test extra; Granian is not: put a granian command on PATH to check it)."""
+    argv = _installed(command, command)
+    if argv is None:
+        pytest.skip(f"{command} is not installed: {command} {pinned}'s flags are not checked")
+    env = dict(os.environ, COLUMNS="80", NO_COLOR="1")
+    version = subprocess.run([*argv, "--version"], capture_output=True, text=True, env=env)
+    found = re.search(r"\d+\.\d+\.\d+", version.stdout)
+    installed = found[0] if found else version.stdout.strip()
+    shown = subprocess.run([*argv, "--help"], capture_output=True, text=True, env=env)
+    flags = help_flags(shown.stdout)
+    ours = [flag for flag, *_ in listed]
+    if installed != pinned:
+        added = sorted(set(flags) - set(ours))
+        removed = sorted(set(ours) - set(flags))
+        pytest.skip(
+            f"{command} {installed} is installed, the list is {pinned}'s: check it by hand "
+            f"(new: {added or 'none'}; gone: {removed or 'none'})"
+        )
+    assert flags == ours
+
+
+# -- the rules of the tables -------------------------------------------------------------------
+
+
+def test_flags_corral_declares_set_the_same_setting_in_every_table():
+    """A flag corral declares is the other server's with the same meaning: the tables agree."""
+    declared = {flag: s.name for s in SETTINGS for flag in s.all_flags}
+    for table in (gunicorn.NAMES, uvicorn.FLAGS, granian.FLAGS):
+        for entry in table.values():
+            for flag in entry.flags:
+                if flag in declared:
+                    assert declared[flag] == entry.setting, (flag, entry)
+
+
+def test_a_flag_two_servers_share_has_one_meaning():
+    """What corral does with a flag does not depend on whose command line it came from."""
+    tables = (gunicorn.NAMES, uvicorn.FLAGS, granian.FLAGS)
+    seen: dict[str, Any] = {}
+    for table in tables:
+        for entry in table.values():
+            for flag in entry.flags:
+                meaning = (entry.setting, entry.accept)  # `same`: each server its defaults
+                assert seen.setdefault(flag, meaning) == meaning, flag
+    assert granian.FLAGS["--host"] is uvicorn.FLAGS["--host"]
+
+
+def test_the_help_shows_corrals_flags_and_hides_the_others(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for shown in ("--host", "--port", "--uds", "--root-path", "--header", "--no-date-header",
+                  "--env-file", "--log-config", "--use-colors", "--reload-dir"):  # fmt: skip
+        assert shown in out, shown
+    for hidden in ("--ssl-keyfile", "--timeout-keep-alive", "--blocking-threads", "--app-dir"):
+        assert hidden not in out, hidden
+
+
+# -- the command lines themselves ----------------------------------------------------------------
+
+
+def test_uvicorns_usual_command_line(capsys):
+    code, out, err = run(
+        capsys, "main:app", "--host", "0.0.0.0", "--port", "8000", "--workers", "4",
+        "--proxy-headers", "--forwarded-allow-ips", "10.0.0.0/8", "--check-config",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert list(doc["listeners"]) == ["0.0.0.0:8000"]
+    assert doc["listeners"]["0.0.0.0:8000"]["forwarded"]["source"] == ["10.0.0.0/8"]
+    assert doc["applications"]["main"]["processes"] == 4
+
+
+def test_granians_usual_command_line(capsys):
+    code, out, err = run(
+        capsys, "--interface", "asgi", "--host", "0.0.0.0", "--port", "8000", "--workers", "2",
+        "--blocking-threads", "1", "--respawn-failed-workers", "--workers-lifetime", "3600",
+        "main:app", "--check-config",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert list(doc["listeners"]) == ["0.0.0.0:8000"]
+    assert doc["applications"]["main"]["interface"] == "asgi"
+    assert doc["applications"]["main"]["max_worker_lifetime"] == 3600
+
+
+def test_host_and_port_in_a_file(capsys, tmp_path):
+    config = tmp_path / "corral.toml"
+    config.write_text('app = "main:app"\nhost = "::"\nport = 9000\n')
+    code, out, err = run(capsys, "-c", str(config), "--check-config")
+    assert (code, err) == (0, "")
+    assert list(json.loads(out)["listeners"]) == ["[::]:9000"]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--host", "0.0.0.0", "-b", ":9000"], "--host: give the address once: --bind, or "
+         "--host and --port (or --uds)"),
+        (["--uds", "/run/a.sock", "--port", "9000"], "--port: --uds listens on the unix socket "
+         "only: give one of them"),
+        (["--host", "not a host"], '--host: expected HOST:PORT'),
+        (["--interface", "rsgi"], '--interface: "rsgi": Granian\'s own interface is not served'),
+        (["--interface", "asginl"], '--interface: "asginl" is Granian\'s ASGI without '
+         "lifespan: --interface asgi --lifespan off"),
+        (["--ws", "wsproto"], '--ws: "wsproto": corral serves WebSocket with the websockets '
+         "library's protocol layer: --ws websockets"),
+        (["--http", "2"], "--http: Uvicorn's and Granian's option is not supported: HTTP/2 is "
+         "not supported yet"),
+        (["--loop", "rloop"], '--loop: expected one of "auto", "uvloop", "asyncio", got '
+         '"rloop"'),
+        (["--header", "Date: today"], '--header: "Date": the Date field is the server\'s '
+         "(--no-date-header leaves it out)"),
+        (["--header", "Content-Length: 3"], '--header: "Content-Length": the server frames'),
+        (["--header", "no colon"], '--header: expected "Name: value" with a field name'),
+        (["--header", "X-A: b\x01"], "--header: expected a value of printable ASCII"),
+        (["--root-path", "api"], '--root-path: expected "" or a path beginning with "/", got '
+         '"api"'),
+        (["--workers-lifetime", "soon"], '--workers-lifetime: expected seconds, or a duration '
+         'such as "1h30m", got "soon"'),
+        (["--http1-header-read-timeout", "2.5"], "--http1-header-read-timeout: expected "
+         'milliseconds (an int), got "2.5"'),
+        (["--ssl-certfile", "c.pem"], "--ssl-certfile: Uvicorn's option is not supported: TLS "
+         "is not supported yet (planned: issue 33); terminate TLS in a proxy"),
+        (["--limit-concurrency", "10"], "--limit-concurrency: Uvicorn's option is not "
+         "supported: limits on connections and requests at once are not supported yet "
+         "(planned: issue 34)"),
+        (["--env-file", "/nonexistent/.env"], "--env-file: /nonexistent/.env: no such file"),
+        # the first refused flag in the order given, whoever's it is
+        (["--fd", "3", "--certfile", "c.pem"], "--fd: "),
+        (["--certfile", "c.pem", "--fd", "3"], "--certfile: "),
+    ],
+)  # fmt: skip
+def test_refusals_are_one_line_saying_what_instead(capsys, args, line):
+    code, out, err = run(capsys, "basic", *args)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"corral: error: {line}") and err.count("\n") == 1, err
+
+
+def test_a_server_header_field_replaces_corrals(capsys):
+    code, out, _ = run(capsys, "basic", "--header", "server: behind", "--header",
+                       " X-A :  b  ", "--check-config")  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["settings"]["headers"] == ["server: behind", "X-A: b"]
+    from corral.http.response import fixed_fields
+
+    assert fixed_fields(["server: behind", "X-A: b"], "corral") == ("behind", "X-A: b\r\n")
+    assert fixed_fields([], "corral") == ("corral", "")
+
+
+def test_server_fields_leave_out_what_is_asked():
+    from corral.http.response import server_fields
+
+    stamp = 784111777.0  # Sun, 06 Nov 1994 08:49:37 GMT
+    date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+    assert server_fields(stamp, "corral") == date + "Server: corral\r\n"
+    assert server_fields(stamp, "", date=False) == ""
+    assert server_fields(stamp, "x", date=False, fixed="A: b\r\n") == "Server: x\r\nA: b\r\n"
+
+
+def test_no_proxy_headers_trusts_no_peer_even_a_unix_one(capsys):
+    for args in (["--uds", "/run/a.sock"], ["-b", "unix:/run/a.sock"]):
+        code, out, _ = run(capsys, "basic", *args, "--no-proxy-headers", "--check-config")
+        assert code == 0
+        assert "forwarded" not in listener(json.loads(out))
+
+
+# -- --env-file --------------------------------------------------------------------------------
+
+
+def test_env_files_under_env_and_the_environment(capsys, tmp_path, monkeypatch):
+    from corral.config import envfile
+
+    first, second = tmp_path / "a.env", tmp_path / "b.env"
+    first.write_text('PEER_A="one two"  # quoted\nPEER_B=first\nPEER_C=${PEER_A}!\n')
+    second.write_text("PEER_B=second\nPEER_D=from-file\nHOME=/elsewhere\n")
+    monkeypatch.setattr(envfile, "STARTED_WITH", frozenset({"HOME"}))
+    code, out, err = run(
+        capsys, "basic", "--env-file", str(first), "--env-file", str(second),
+        "-e", "PEER_D=from-flag", "--check-config",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert app(json.loads(out))["environment"] == {
+        "PEER_A": "one two",
+        "PEER_B": "second",  # a later file wins
+        "PEER_C": "one two!",  # python-dotenv's expansion
+        "PEER_D": "from-flag",  # --env wins over the files
+    }  # HOME: the environment corral started in wins, as in Uvicorn
+
+
+# -- --log-config --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        ("bad.json", "{", "bad.json: Expecting property name"),
+        ("bad.ini", "[loggers]\nkeys=root\n", "bad.ini: KeyError: 'formatters'"),
+        ("bad.yaml", "version: 1\n", "a YAML file needs PyYAML"),
+        ("none.json", None, "none.json: cannot read: No such file or directory"),
+    ],
+)
+def test_a_log_config_that_cannot_apply_is_one_line(tmp_path, name, text, line):
+    from corral.observe.errorlog import apply_log_config
+
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    if name.endswith(".yaml") and _has_yaml():
+        pytest.skip("PyYAML is installed here: a YAML file applies")
+    with pytest.raises(ValueError) as raised:
+        apply_log_config(str(path))
+    message = str(raised.value)
+    assert "\n" not in message and line in message, message
+
+
+def _has_yaml() -> bool:
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_a_json_log_config_reconfigures_corrals_logger(tmp_path):
+    import logging
+
+    from corral.observe.errorlog import LOGGER_NAME, apply_log_config, setup_error_log
+
+    target = tmp_path / "log.txt"
+    config = {
+        "formatters": {"bare": {"format": "CONFIGURED %(levelname)s %(message)s"}},
+        "handlers": {"file": {"class": "logging.FileHandler", "filename": str(target),
+                              "formatter": "bare"}},
+        "loggers": {LOGGER_NAME: {"handlers": ["file"], "level": "INFO"}},
+    }  # fmt: skip
+    path = tmp_path / "logging.cfg"  # JSON by its text, as Gunicorn's --log-config-json
+    path.write_text(json.dumps(config))
+    other = logging.getLogger("peers.test.other")
+    try:
+        setup_error_log(os.devnull, "info")
+        apply_log_config(str(path))
+        logging.getLogger(LOGGER_NAME).info("hello")
+        assert not other.disabled  # loggers made before stay enabled
+    finally:
+        setup_error_log(None, "info")
+    assert Path(target).read_text() == "CONFIGURED INFO hello\n"
+
+
+def test_use_colors_colours_the_level_only(capsys):
+    import logging
+
+    from corral.observe.errorlog import LOGGER_NAME, setup_error_log
+
+    try:
+        setup_error_log(None, "info", colors=True)
+        logger = logging.getLogger(LOGGER_NAME)
+        logger.warning("careful")
+        logger.log(25, "an unnamed level")
+    finally:
+        setup_error_log(None, "info")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith("[\x1b[33mWARNING\x1b[0m] careful"), lines
+    assert lines[1].endswith("[Level 25] an unnamed level"), lines
