@@ -440,25 +440,31 @@ def test_refusals_are_one_line_saying_what_instead(capsys, args, line):
     assert err.startswith(f"corral: error: {line}") and err.count("\n") == 1, err
 
 
-def test_a_server_header_field_replaces_corrals(capsys):
-    code, out, _ = run(capsys, "basic", "--header", "server: behind", "--header",
-                       " X-A :  b  ", "--check-config")  # fmt: skip
-    assert code == 0
-    assert json.loads(out)["settings"]["headers"] == ["server: behind", "X-A: b"]
-    from corral.http.response import fixed_fields
+def head_fields(*args: str) -> str:
+    """The prefix a worker would add to every head at a known second, given these flags."""
+    from corral.config import load
+    from corral.server.worker import head_fields
 
-    assert fixed_fields(["server: behind", "X-A: b"], "corral") == ("behind", "X-A: b\r\n")
-    assert fixed_fields([], "corral") == ("corral", "")
+    return head_fields(load(["basic", *args]).settings)(784111777.0)
 
 
-def test_server_fields_leave_out_what_is_asked():
-    from corral.http.response import server_fields
+DATE = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 
-    stamp = 784111777.0  # Sun, 06 Nov 1994 08:49:37 GMT
-    date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
-    assert server_fields(stamp, "corral") == date + "Server: corral\r\n"
-    assert server_fields(stamp, "", date=False) == ""
-    assert server_fields(stamp, "x", date=False, fixed="A: b\r\n") == "Server: x\r\nA: b\r\n"
+
+@pytest.mark.parametrize(
+    ("args", "prefix"),
+    [
+        ((), DATE + "Server: corral\r\n"),
+        (("--no-date-header",), "Server: corral\r\n"),
+        (("--no-date-header", "--no-server-header"), ""),
+        (("--header", " X-A :  b  ", "--header", "server: behind"),
+         DATE + "Server: behind\r\nX-A: b\r\n"),  # a Server field replaces corral's
+        (("--no-server-header", "--header", "X-A:b", "--header", "X-A: c"),
+         DATE + "X-A: b\r\nX-A: c\r\n"),
+    ],
+)  # fmt: skip
+def test_the_fields_added_to_every_head(args, prefix):
+    assert head_fields(*args) == prefix
 
 
 def test_no_proxy_headers_trusts_no_peer_even_a_unix_one(capsys):

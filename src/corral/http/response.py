@@ -3,8 +3,7 @@
 Every head corral writes goes through this module, the one place for heads:
 :func:`build_head` for the application's answers, :func:`server_head` for the answers the
 server writes itself (protocol errors, 500/504, route replies, hand-off failures, the control
-API). Both carry the same ``prefix``, :func:`server_fields`: ``Date`` and ``Server`` (and the
-``headers`` setting's fields).
+API). Both carry the same ``prefix``, :func:`server_fields`: ``Date`` and ``Server``.
 
 Invariants:
 - Nothing the application gives reaches the wire unchecked: a status must be three
@@ -68,28 +67,11 @@ def http_date(timestamp: float) -> str:
     return formatdate(timestamp, usegmt=True)
 
 
-def server_fields(timestamp: float, server: str, date: bool = True, fixed: str = "") -> str:
-    """The fields the server adds to every head, CRLF-terminated: ``Date`` unless ``date`` is
-    false, ``Server`` unless ``server`` is "", then ``fixed`` (`fixed_fields`). A worker builds
-    it once a second (``ServerState.prefix``)."""
-    head = f"Date: {http_date(timestamp)}\r\n" if date else ""
-    if server:
-        head += f"Server: {server}\r\n"
-    return head + fixed
-
-
-def fixed_fields(headers: list[str], server: str) -> tuple[str, str]:
-    """The ``headers`` setting ("Name: value" each, checked by the configuration) as
-    `server_fields` takes it: the Server value (a field of them named Server replaces
-    ``server``, as in Uvicorn) and the other fields' lines."""
-    lines = []
-    for field in headers:
-        name, _, value = field.partition(": ")
-        if name.lower() == "server":
-            server = value
-        else:
-            lines.append(f"{field}\r\n")
-    return server, "".join(lines)
+def server_fields(timestamp: float, server: str) -> str:
+    """The fields the server adds to every head, CRLF-terminated: ``Date`` and, unless
+    ``server`` is "", ``Server``. A worker builds it once a second (``ServerState.prefix``)."""
+    date = f"Date: {http_date(timestamp)}\r\n"
+    return f"{date}Server: {server}\r\n" if server else date
 
 
 def reason(status: int) -> str:

@@ -48,6 +48,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -71,7 +72,7 @@ from corral.apps.wsgi.runner import WsgiAdapter
 from corral.filters.forwarded import Forwarding
 from corral.hooks import Hooks
 from corral.http.head import Limits
-from corral.http.response import fixed_fields, server_fields
+from corral.http.response import server_fields
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
@@ -149,6 +150,23 @@ def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+def head_fields(settings: Any) -> Callable[[float], str]:
+    """What the worker adds to every head, given the time (``ServerState.prefix``, made once a
+    second): `server_fields` (Date, Server), Date left out without ``date_header``, then the
+    ``headers`` setting's fields, a Server one replacing corral's (Uvicorn's rule)."""
+    server, fixed = settings.server, ""
+    for line in settings.headers:  # "Name: value", checked by the configuration
+        name, _, value = line.partition(": ")
+        if name.lower() == "server":
+            server = value
+        else:
+            fixed += f"{line}\r\n"
+    if settings.date_header:
+        return lambda now: server_fields(now, server) + fixed
+    constant = (f"Server: {server}\r\n" if server else "") + fixed
+    return lambda now: constant
+
+
 class Worker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
@@ -159,7 +177,7 @@ class Worker:
         self.adapter: Any = None
         self.stopping = False
         self.lifespans: list[Lifespan] = []  # an ASGI application's, unless lifespan is off
-        self._fields = partial(server_fields, server="")  # the prefix, given the time
+        self._fields: Callable[[float], str] = partial(server_fields, server="")  # the prefix
         self.master_pid = os.getppid()
         # a dynamic pool's master measures how busy the worker is by its latency sum
         measured = spec.latency_histogram or spec.application.dynamic is not None
@@ -269,8 +287,7 @@ class Worker:
             state.on_retire = self._retire
         state.loop = loop
         self.state = state
-        server, fixed = fixed_fields(settings.headers, settings.server)
-        self._fields = partial(server_fields, server=server, date=settings.date_header, fixed=fixed)
+        self._fields = head_fields(settings)
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
