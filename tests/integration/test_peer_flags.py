@@ -9,15 +9,17 @@ the environment the ``--env-file`` gave them.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.server import APPS, Server
+from tests.integration.server import APPS, Server, http_get, run_cli
 from tests.integration.test_supervision_reload import change_until_reloaded
 
 APP_DIR = APPS / "app_dir"
@@ -132,3 +134,21 @@ def test_reload_dir_is_what_reload_watches(tmp_path):
         change_until_reloaded(server, lambda: (watched / "views.py").write_text("x = 1\n"), 2)
         assert "views.py changed" in server.stderr
         assert server.stop() == 0
+
+
+def test_fd_serves_on_the_socket_it_names():
+    with contextlib.closing(socket.socket()) as given:
+        given.bind(("127.0.0.1", 0))  # bound, not listening: corral listens, as Uvicorn does
+        fd, port = given.fileno(), given.getsockname()[1]
+        with Server("basic", "--fd", str(fd), bind=None, pass_fds=(fd,)) as server:
+            assert server.port == port
+            assert f"listening on http://127.0.0.1:{port} (from --fd {fd})" in server.stderr
+            assert f"--fd {fd}: not binding 127.0.0.1:8000" in server.stderr
+            assert http_get(server)[0] == 200
+            assert server.stop() == 0
+
+
+def test_fd_that_is_no_socket_is_one_line():
+    result = run_cli("basic", "--fd", "99")
+    assert result.returncode == 2
+    assert result.stderr == "corral: error: --fd: fd 99 is not a socket (Bad file descriptor)\n"

@@ -37,7 +37,7 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--host", "0.0.0.0", WORKS, lambda d: list(d["listeners"]) == ["0.0.0.0:8000"]),
     ("--port", "9001", WORKS, lambda d: list(d["listeners"]) == ["127.0.0.1:9001"]),
     ("--uds", "/run/app.sock", WORKS, lambda d: list(d["listeners"]) == ["unix:/run/app.sock"]),
-    ("--fd", "3", REFUSED, None),
+    ("--fd", "3", WORKS, lambda d: settings(d)["fd"] == 3),
     ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
     ("--reload-dir", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
     ("--reload-include", "*.html", ACCEPTED, None),
@@ -430,8 +430,8 @@ def test_host_and_port_in_a_file(capsys, tmp_path):
          "(planned: issue 34)"),
         (["--env-file", "/nonexistent/.env"], "--env-file: /nonexistent/.env: no such file"),
         # the first refused flag in the order given, whoever's it is
-        (["--fd", "3", "--certfile", "c.pem"], "--fd: "),
-        (["--certfile", "c.pem", "--fd", "3"], "--certfile: "),
+        (["--http2", "--certfile", "c.pem"], "--http2: "),
+        (["--certfile", "c.pem", "--http2"], "--certfile: "),
     ],
 )  # fmt: skip
 def test_refusals_are_one_line_saying_what_instead(capsys, args, line):

@@ -1023,6 +1023,14 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--port",), metavar="PORT", default_text="8000",
     ),
     Setting(
+        "fd", _LISTENING, _S, _int(ge=0) | None, None,
+        "Uvicorn's `--fd`: serve on the socket of this file descriptor, bound by whoever "
+        "started corral (supervisor's `fcgi-program` passes fd 0), listened on if it is not "
+        "yet, instead of binding `bind`; for the life of the master, reloads included, as "
+        "systemd's socket activation (which wins over it).",
+        flags=("--fd",), metavar="FD",
+    ),
+    Setting(
         "uds", _LISTENING, _SRC, _NAME | None, None,
         "Uvicorn's and Granian's `--uds`: listen on this unix socket instead (`unix:PATH` "
         "in `bind`).",

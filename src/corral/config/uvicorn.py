@@ -40,9 +40,7 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _both("--host", "host"),
     _both("--port", "port"),
     _both("--uds", "uds"),
-    _flag("--fd", instead="corral takes inherited listening sockets through systemd's socket "
-          "activation (LISTEN_FDS, as Gunicorn); otherwise bind the address: --host and "
-          "--port, --uds or --bind"),
+    _flag("--fd", "fd"),
     _both("--reload", "reload", value=False),
     _flag("--reload-dir", "reload_dirs"),
     _flag("--reload-include", instead=_RELOAD_FILTER, accept=True),

@@ -91,7 +91,8 @@ class Arbiter:
         self.pidfile: PidFile | None = None
         self.new_master: int | None = None  # pid of the master a USR2 started
         self.old_master: int | None = None  # pid of the master this one replaces
-        self.from_systemd = False  # the listeners came from socket activation
+        self.from_systemd = False  # the listeners came from socket activation (or --fd)
+        self.handed = "systemd"  # which of the two, as the log says it
         self.started: Callable[[], None] | None = None  # called once start-up is complete
         self.touched = TouchedFiles(doc.settings.touch_reload)
         self.watcher: SourceWatcher | None = None
@@ -168,7 +169,7 @@ class Arbiter:
         if self.origin is not None and self.origin.config_note is not None:
             self.log.info("%s", self.origin.config_note)
         for address, sock in gen.sockets.items():
-            origin = "from systemd" if self.from_systemd else address
+            origin = f"from {self.handed}" if self.from_systemd else address
             protocol = protocol_of(gen.doc, address)
             self.log.info("listening on %s (%s)", describe(sock, protocol), origin)
         loop = self.loop

@@ -89,12 +89,20 @@ def _serve(
 ) -> int:
     settings = doc.settings
     activated = systemd.listen_fds()
-    if upgrade.take_activated():  # an old master passed on what systemd gave it
+    handed = "systemd"  # who gave the sockets, if anyone
+    if upgrade.take_activated():  # an old master passed on what systemd (or --fd) gave it
         activated = inherited
+    elif not activated and settings.fd is not None:  # Uvicorn's --fd
+        handed = f"--fd {settings.fd}"
+        try:
+            activated = systemd.take_fd(settings.fd, settings.backlog)
+        except ValueError as exc:
+            sys.stderr.write(f"corral: error: --fd: {exc}\n")
+            return EXIT_CONFIG
     if activated:  # Gunicorn's rule: they replace the configured binds, reloads included
         addresses = list(activated)
         if set(doc.listeners) != set(addresses):
-            log.info("socket activation: not binding %s", ", ".join(doc.listeners))
+            log.info("%s: not binding %s", handed, ", ".join(doc.listeners))
         doc = systemd.replace_binds(doc, addresses)
         if origin is not None and origin.reread is not None:
             reread = origin.reread
@@ -122,6 +130,7 @@ def _serve(
             return EXIT_CONFIG
     arbiter.old_master = old_master
     arbiter.from_systemd = bool(activated)
+    arbiter.handed = handed
     arbiter.started = started
     if arbiter.current.application is not None:
         arbiter.entered = child.apply_environment(arbiter.current.application)

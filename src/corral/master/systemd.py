@@ -14,7 +14,8 @@ This module owns corral's side of three systemd protocols, without libsystemd:
   worker or application takes them for itself.
 
 Socket activation follows Gunicorn's rule: the inherited sockets replace the configured
-binds (:func:`replace_binds`), for the life of the master, reloads included.
+binds (:func:`replace_binds`), for the life of the master, reloads included. Uvicorn's
+``--fd`` (:func:`take_fd`, one socket handed by any other launcher) is treated the same way.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from corral.config import Document, Listener
 from corral.observe.errorlog import LOGGER_NAME
 
 LISTEN_FDS_START = 3  # SD_LISTEN_FDS_START
+_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX)
 
 _log = logging.getLogger(LOGGER_NAME)
 
@@ -122,11 +124,7 @@ def _listening_socket(fd: int, name: str) -> socket.socket | None:
     except OSError as exc:
         _log.warning("socket activation: %s is not a socket (%s); ignored", what, exc.strerror)
         return None
-    listening = sock.type == socket.SOCK_STREAM and sock.family in (
-        socket.AF_INET,
-        socket.AF_INET6,
-        socket.AF_UNIX,
-    )
+    listening = sock.type == socket.SOCK_STREAM and sock.family in _FAMILIES
     with contextlib.suppress(OSError):
         listening = listening and bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
     if not listening:
@@ -136,6 +134,31 @@ def _listening_socket(fd: int, name: str) -> socket.socket | None:
     sock.set_inheritable(False)  # as sd_listen_fds sets FD_CLOEXEC
     sock.setblocking(False)
     return sock
+
+
+def take_fd(fd: int, backlog: int) -> dict[str, socket.socket]:
+    """Uvicorn's ``--fd``: the stream socket on ``fd``, bound by whoever started corral (as
+    supervisor's ``fcgi-program`` binds fd 0), listened on if it is not yet; keyed by its
+    address, as `listen_fds` keys them. `ValueError` with one line when it is no such socket."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise ValueError(f"fd {fd} is not a socket ({exc.strerror})") from None
+    if sock.type != socket.SOCK_STREAM or sock.family not in _FAMILIES:
+        sock.detach()  # not ours to close
+        raise ValueError(f"fd {fd} is not a TCP or unix stream socket")
+    listening = False
+    with contextlib.suppress(OSError):
+        listening = bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+    try:
+        if not listening:
+            sock.listen(backlog)
+    except OSError as exc:
+        sock.detach()
+        raise ValueError(f"fd {fd}: cannot listen: {exc.strerror}") from None
+    sock.set_inheritable(False)
+    sock.setblocking(False)
+    return {bind_address(sock): sock}
 
 
 def bind_address(sock: socket.socket) -> str:
