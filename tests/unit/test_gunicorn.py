@@ -100,10 +100,10 @@ GUNICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--log-level", "DEBUG", WORKS, lambda d: d["settings"]["log_level"] == "debug"),
     ("--capture-output", None, WORKS, lambda d: app(d)["stdout"] is None),  # error log is "-"
     ("--logger-class", "myproject.logging.Logger", REFUSED, None),
-    ("--log-config", "logging.conf", WORKS,
-     lambda d: d["settings"]["log_config"] == os.path.abspath("logging.conf")),
-    ("--log-config-json", "logging.json", WORKS,
-     lambda d: d["settings"]["log_config"] == os.path.abspath("logging.json")),
+    ("--log-config", "LOGCONFIG", WORKS,
+     lambda d: d["settings"]["log_config"].endswith("logging.json")),
+    ("--log-config-json", "LOGCONFIG", WORKS,
+     lambda d: d["settings"]["log_config"].endswith("logging.json")),
     ("--log-syslog-to", "udp://127.0.0.1:514", REFUSED, None),
     ("--log-syslog", None, REFUSED, None),
     ("--log-syslog-prefix", "app", REFUSED, None),
@@ -212,6 +212,10 @@ def test_every_gunicorn_flag(capsys, tmp_path, monkeypatch, flag, value, outcome
     if value == "CONFIG":
         config = tmp_path / "gunicorn.conf.py"
         config.write_text("workers = 3\n")
+        value = str(config)
+    elif value == "LOGCONFIG":
+        config = tmp_path / "logging.json"
+        config.write_text('{"version": 1}')
         value = str(config)
     args = [flag] if value is None else [flag, value]
     code, out, err = run(capsys, "basic", *args, "--check-config")

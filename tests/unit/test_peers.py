@@ -429,6 +429,8 @@ def test_host_and_port_in_a_file(capsys, tmp_path):
          "supported: limits on connections and requests at once are not supported yet "
          "(planned: issue 34)"),
         (["--env-file", "/nonexistent/.env"], "--env-file: /nonexistent/.env: no such file"),
+        (["--log-config", "/nonexistent.json"], '--log-config: "/nonexistent.json": no such '
+         "file"),
         # the first refused flag in the order given, whoever's it is
         (["--http2", "--certfile", "c.pem"], "--http2: "),
         (["--certfile", "c.pem", "--http2"], "--certfile: "),

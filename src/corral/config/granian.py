@@ -156,8 +156,9 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--reload-ignore-paths", instead=_RELOAD_FILTER, accept=True),
     _flag("--reload-tick", instead="corral's --reload is told of changes by the system "
           "(inotify) and waits for them to settle for 0.3 s", same=(50,), accept=True),
-    _flag("--reload-ignore-worker-failure", instead="a worker that fails is respawned with a "
-          "growing delay, with --reload or not", value=False, accept=True),
+    _flag("--reload-ignore-worker-failure", instead="a change --reload (or HUP) applies whose "
+          "workers fail to start is rolled back: the workers before it go on serving",
+          value=False, accept=True),
     _flag("--no-reload-ignore-worker-failure", instead="accepted: corral's default",
           value=False, constant=False, same=(False,)),
     _flag("--process-name", "proc_name"),

@@ -645,10 +645,14 @@ def _response_headers(value: list[str] | str) -> list[str]:
     return fields
 
 
-def _absolute(value: str | None) -> str | None:
-    """A file path made absolute against the directory the configuration is read in (a
-    `chdir` does not move it)."""
-    return None if value is None else os.path.abspath(value)
+def _existing_file(value: str | None) -> str | None:
+    """A file that must be there, its path made absolute against the directory the
+    configuration is read in (a `chdir` does not move it)."""
+    if value is None:
+        return None
+    if not os.path.isfile(value):
+        raise Invalid(message=f"{show(value)}: no such file")
+    return os.path.abspath(value)
 
 
 def _env_files(value: list[str] | str) -> dict[str, str]:
@@ -1389,7 +1393,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`.yml`; needs PyYAML) or an ini file (`fileConfig`). Existing loggers stay enabled. "
         "corral's error log is the `corral` logger; the access log is not a logger. Uvicorn's, "
         "Gunicorn's and Granian's `--log-config` (and Gunicorn's `--log-config-json`).",
-        flags=("--log-config",), metavar="FILE", resolve=_absolute,
+        flags=("--log-config",), metavar="FILE", resolve=_existing_file,
     ),
     Setting(
         "use_colors", _LOGGING, _S, bool, False,
