@@ -128,11 +128,15 @@ def render() -> str:
 _FIELDS = (
     (
         "`Date`",
-        "the time of the answer, on every answer",
+        "the time of the answer, on every answer (none with `date_header` false)",
         "sent instead of corral's, as given (Flask's `send_file` sets one): never two "
         "(RFC 9110 6.6.1)",
     ),
-    ("`Server`", '`server_header` (none when it is `""`)', "sent instead of corral's"),
+    (
+        "`Server`",
+        '`server_header` (none when it is `""`), or a `headers` field named Server',
+        "sent instead of corral's",
+    ),
     (
         "`Content-Length`",
         "when the whole body is known at once (a WSGI list of one item, an ASGI answer in one "
@@ -177,6 +181,8 @@ name corral writes itself, the name compared without case; the same on both requ
 """
     + "".join(f"| {field} | {ours} | {theirs} |\n" for field, ours, theirs in _FIELDS)
     + """
+The `headers` setting's fields (Uvicorn's `--header`) are on every answer too; an
+application's field of the same name is sent beside them, as Uvicorn sends it.
 ASGI trailers (`http.response.trailers`) are sent as given, less the framing and hop-by-hop
 fields. The answers corral writes itself (400, 408, 413, 500, 504, Unit's `return`...) have its
 own `Date` and `Server`.

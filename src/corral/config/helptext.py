@@ -18,6 +18,7 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("corral myproject.wsgi -w 4 -b 0.0.0.0:8000", "Django: 4 processes, port 8000"),
     ("corral app:app -w 2 --threads 8", "Flask: 2 processes of 8 threads"),
     ("corral main:app", "FastAPI: ASGI is found by itself"),
+    ("corral main:app --host 0.0.0.0 --port 8000", "Uvicorn's (and Granian's) flags work"),
     ("corral myproject.wsgi", "reads ./gunicorn.conf.py if there"),
     ("corral --ini uwsgi.ini", "a uWSGI ini file"),
     ("corral -c unit.json", "an NGINX Unit document"),
@@ -27,8 +28,12 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
 
 # docs/ in the source tree: (file, what it holds)
 DOCS: tuple[tuple[str, str], ...] = (
-    ("settings.md", "every setting, and Gunicorn's, uWSGI's and NGINX Unit's names for it"),
-    ("migrating.md", "coming from Gunicorn, uWSGI, NGINX Unit or Uvicorn"),
+    (
+        "settings.md",
+        "every setting, and Gunicorn's, Uvicorn's, Granian's, uWSGI's and NGINX "
+        "Unit's names for it",
+    ),
+    ("migrating.md", "coming from Gunicorn, uWSGI, NGINX Unit, Uvicorn or Granian"),
     ("operations.md", "signals, reloads, logs and exit codes"),
     ("deploy.md", "systemd units and nginx in front"),
     ("control-api.md", "the control API and corral ctl"),

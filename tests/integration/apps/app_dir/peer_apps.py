@@ -23,7 +23,7 @@ def wsgi(environ, start_response):
             "env": _environment(),
         }
     ).encode()
-    start_response("200 OK", [("Content-Type", "application/json")])
+    start_response("200 OK", [("Content-Type", "application/json"), ("X-A", "from-the-app")])
     return [body]
 
 
