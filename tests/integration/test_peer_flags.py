@@ -13,6 +13,7 @@ import contextlib
 import http.client
 import json
 import re
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -83,19 +84,7 @@ def test_an_asgi_application_under_uvicorns_flags(tmp_path):
 def test_a_wsgi_application_under_uvicorns_and_granians_flags(tmp_path):
     log = tmp_path / "corral.log"
     config = tmp_path / "logging.json"
-    config.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "formatters": {"custom": {"format": "CUSTOM %(levelname)s %(message)s"}},
-                "handlers": {
-                    "file": {"class": "logging.FileHandler", "filename": str(log),
-                             "formatter": "custom"}
-                },
-                "loggers": {"corral": {"handlers": ["file"], "level": "DEBUG"}},
-            }
-        )
-    )  # fmt: skip
+    config.write_text(log_config(log, "CUSTOM %(levelname)s %(message)s"))
     with Server(
         "peer_apps:wsgi",
         "--app-dir", str(APP_DIR),
@@ -122,6 +111,30 @@ def test_a_wsgi_application_under_uvicorns_and_granians_flags(tmp_path):
     lines = log.read_text().splitlines()
     assert lines and all(line.startswith("CUSTOM ") for line in lines), lines
     assert any(re.fullmatch(r"CUSTOM INFO worker 0 ready .*", line) for line in lines), lines
+
+
+def log_config(log: Path, form: str) -> str:
+    """A dictConfig (JSON) sending corral's log to ``log`` with the format ``form``."""
+    handler = {"class": "logging.FileHandler", "filename": str(log), "formatter": "custom"}
+    return json.dumps(
+        {
+            "version": 1,
+            "formatters": {"custom": {"format": form}},
+            "handlers": {"file": handler},
+            "loggers": {"corral": {"handlers": ["file"], "level": "DEBUG"}},
+        }
+    )
+
+
+def test_a_log_config_is_read_again_on_a_reload(tmp_path):
+    log, config = tmp_path / "corral.log", tmp_path / "logging.json"
+    config.write_text(log_config(log, "FIRST %(message)s"))
+    with Server("basic", "--log-config", str(config), log_file=log) as server:
+        config.write_text(log_config(log, "EDITED %(message)s"))
+        server.send(signal.SIGHUP)
+        server.wait_log(r"EDITED reload complete: generation 2")
+        assert server.stop() == 0
+    assert "FIRST worker 0 ready" in log.read_text()
 
 
 def test_reload_dir_is_what_reload_watches(tmp_path):

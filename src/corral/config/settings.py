@@ -1390,7 +1390,8 @@ SETTINGS: tuple[Setting, ...] = (
         "A logging configuration file, applied with Python's `logging.config` once corral's "
         "error log is set up, in the master (the workers inherit it): JSON (a `dictConfig` "
         "dictionary: a name ending in `.json`, or text starting with `{`), YAML (`.yaml`, "
-        "`.yml`; needs PyYAML) or an ini file (`fileConfig`). Existing loggers stay enabled. "
+        "`.yml`; needs PyYAML) or an ini file (`fileConfig`), and read again on every reload "
+        "(HUP), as Gunicorn does. Existing loggers stay enabled. "
         "corral's error log is the `corral` logger; the access log is not a logger. Uvicorn's, "
         "Gunicorn's and Granian's `--log-config` (and Gunicorn's `--log-config-json`).",
         flags=("--log-config",), metavar="FILE", resolve=_existing_file,

@@ -60,7 +60,7 @@ from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
-from corral.observe.errorlog import logging_settings, reopen_error_log, setup_logging
+from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 from corral.wire import Abort, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
@@ -555,7 +555,7 @@ class Arbiter:
                 worker.generation = gen  # new, or carried over
             else:
                 self.retire(worker)
-        if logging_settings(gen.settings) != logging_settings(old.settings):
+        if logging_changed(gen.settings, old.settings):
             try:
                 setup_logging(gen.settings)
             except ValueError as exc:

@@ -59,9 +59,12 @@ def setup_logging(settings: Any) -> logging.Logger:
     return logger
 
 
-def logging_settings(settings: Any) -> tuple[Any, ...]:
-    """What `setup_logging` reads of ``settings``: a reload that changes it sets it up anew."""
-    return (settings.error_logfile, settings.log_level, settings.use_colors, settings.log_config)
+def logging_changed(new: Any, old: Any) -> bool:
+    """Whether a reload from the ``old`` settings to the ``new`` sets the error log up anew:
+    what `setup_logging` reads changed, or a log config file is named (read again: edited,
+    then HUP, as Gunicorn reads it)."""
+    read = ("error_logfile", "log_level", "use_colors", "log_config")
+    return new.log_config is not None or any(getattr(new, k) != getattr(old, k) for k in read)
 
 
 def apply_log_config(path: str) -> None:
