@@ -137,15 +137,24 @@ def test_a_log_config_is_read_again_on_a_reload(tmp_path):
     assert "FIRST worker 0 ready" in log.read_text()
 
 
-def test_reload_dir_is_what_reload_watches(tmp_path):
+def test_reload_dir_include_and_exclude_are_what_reload_watches(tmp_path):
     pytest.importorskip("watchfiles", reason="--reload needs watchfiles (the test extra)")
     watched = tmp_path / "watched"
     watched.mkdir()
-    with Server("basic", "--reload", "--reload-dir", str(watched)) as server:
+
+    def change() -> None:  # both each time: an excluded file that counted would name itself
+        (watched / "a_skipped.py").write_text("x = 1\n")  # first in order: see wait_log
+        (watched / "z_page.html").write_text("<p>changed</p>\n")
+
+    with Server(
+        "basic", "--reload", "--reload-dir", str(watched), "--reload-include", "*.html",
+        "--reload-exclude", "a_skip*",
+    ) as server:  # fmt: skip
         # the working directory and the Python path are not watched: the directory given is
         server.wait_log(rf"reload: watching {re.escape(str(watched))} for changes\n")
-        change_until_reloaded(server, lambda: (watched / "views.py").write_text("x = 1\n"), 2)
-        assert "views.py changed" in server.stderr
+        change_until_reloaded(server, change, 2)
+        assert "z_page.html changed" in server.stderr  # the watcher names the first path
+        assert "a_skipped.py changed" not in server.stderr
         assert server.stop() == 0
 
 

@@ -40,8 +40,8 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--fd", "3", WORKS, lambda d: settings(d)["fd"] == 3),
     ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
     ("--reload-dir", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
-    ("--reload-include", "*.html", ACCEPTED, None),
-    ("--reload-exclude", "*.tmp", ACCEPTED, None),
+    ("--reload-include", "*.html", WORKS, lambda d: settings(d)["reload_include"] == ["*.html"]),
+    ("--reload-exclude", "*.tmp", WORKS, lambda d: settings(d)["reload_exclude"] == ["*.tmp"]),
     ("--reload-delay", "1", ACCEPTED, None),
     ("--workers", "4", WORKS, lambda d: app(d)["processes"] == 4),
     ("--loop", "uvloop", WORKS, lambda d: settings(d)["loop"] == "uvloop"),
@@ -176,9 +176,11 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
     ("--no-reload", None, WORKS, lambda d: settings(d)["reload"] is False),
     ("--reload-paths", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
-    ("--reload-ignore-dirs", "node_modules", ACCEPTED, None),
+    ("--reload-ignore-dirs", "node_modules", WORKS,
+     lambda d: settings(d)["reload_exclude"] == ["node_modules"]),
     ("--reload-ignore-patterns", r".*\.tmp", ACCEPTED, None),
-    ("--reload-ignore-paths", "/srv/tmp", ACCEPTED, None),
+    ("--reload-ignore-paths", "/srv/tmp", WORKS,
+     lambda d: settings(d)["reload_exclude"] == ["/srv/tmp"]),
     ("--reload-tick", "100", ACCEPTED, None),
     ("--reload-ignore-worker-failure", None, ACCEPTED, None),
     ("--no-reload-ignore-worker-failure", None, WORKS, None),
@@ -573,3 +575,22 @@ def test_use_colors_colours_the_level_only(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].endswith("[\x1b[33mWARNING\x1b[0m] careful"), lines
     assert lines[1].endswith("[Level 25] an unnamed level"), lines
+
+
+@pytest.mark.parametrize(
+    ("path", "globs", "directories", "found"),
+    [
+        ("/srv/app/templates/page.html", ["*.html"], False, True),
+        ("/srv/app/templates/page.html", ["templates/*.html"], False, True),
+        ("/srv/app/templates/page.html", ["*.txt"], False, False),
+        ("/srv/app/node_modules/x/y.py", ["node_modules"], True, True),
+        ("/srv/app/node_modules/x/y.py", ["node_modules"], False, False),
+        ("/srv/app/tmp/a.py", ["/srv/app/tmp"], True, True),
+        ("/srv/app/tmpx/a.py", ["/srv/app/tmp"], True, False),
+        ("/srv/app/views.py", ["/srv/app/tmp", "*.html"], True, False),
+    ],
+)
+def test_reload_globs_match_as_pathlib_matches(path, globs, directories, found):
+    from corral.master.watch import matches
+
+    assert matches(path, globs, directories=directories) is found

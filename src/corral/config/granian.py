@@ -46,8 +46,6 @@ def _milliseconds(text: str) -> float:
 
 
 _ONE_LOOP = "corral's worker runs one event loop thread; use --workers for more"
-_RELOAD_FILTER = "corral's --reload watches Python sources (*.py) under --reload-dir and the " \
-    "config file"  # fmt: skip
 _METRICS = "the control API's /metrics serves Prometheus metrics (--control)"
 
 # fmt: off
@@ -151,9 +149,12 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--no-reload", instead="accepted: what corral does without --reload", value=False,
           constant=False, same=(False,)),
     _flag("--reload-paths", "reload_dirs"),
-    _flag("--reload-ignore-dirs", instead=_RELOAD_FILTER, accept=True),
-    _flag("--reload-ignore-patterns", instead=_RELOAD_FILTER, accept=True),
-    _flag("--reload-ignore-paths", instead=_RELOAD_FILTER, accept=True),
+    _flag("--reload-ignore-dirs", "reload_exclude", "a name: every file under a directory of "
+          "that name"),
+    _flag("--reload-ignore-patterns", instead="regular expressions are not read: write globs "
+          "with --reload-exclude", accept=True),
+    _flag("--reload-ignore-paths", "reload_exclude", "an absolute path: the file, or every "
+          "file under the directory"),
     _flag("--reload-tick", instead="corral's --reload is told of changes by the system "
           "(inotify) and waits for them to settle for 0.3 s", same=(50,), accept=True),
     _flag("--reload-ignore-worker-failure", instead="a change --reload (or HUP) applies whose "

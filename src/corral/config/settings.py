@@ -1464,6 +1464,22 @@ SETTINGS: tuple[Setting, ...] = (
         accepts=list[str] | str, resolve=_path_list,
     ),
     Setting(
+        "reload_include", _PROCESS, _S, list[str], [],
+        "With `reload`: files that reload too, besides the Python sources, by glob matched "
+        "from the right as pathlib matches (`*.html`, `templates/*.txt`); repeat for "
+        "several (Uvicorn's `--reload-include`).",
+        flags=("--reload-include",), metavar="GLOB", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_path_list,
+    ),
+    Setting(
+        "reload_exclude", _PROCESS, _S, list[str], [],
+        "With `reload`: files that do not reload, by glob, and every file under a directory "
+        "a glob matches (`node_modules`, `/srv/app/tmp`); repeat for several (Uvicorn's "
+        "`--reload-exclude`, Granian's `--reload-ignore-dirs` and `--reload-ignore-paths`).",
+        flags=("--reload-exclude",), metavar="GLOB", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_path_list,
+    ),
+    Setting(
         "touch_reload", _PROCESS, _S, list[str], [],
         "Reload (as on HUP) when this file's modification time changes; repeat for several. "
         "Gunicorn's `--reload-extra-file` is this (and works without `--reload`).",

@@ -24,11 +24,6 @@ _BOTH = "Uvicorn's and Granian's"
 _flag = partial(entry, "Uvicorn's")
 _both = partial(entry, _BOTH)
 
-_RELOAD_FILTER = (
-    "corral's --reload watches Python sources (*.py) under --reload-dir and the config file; "
-    "name other files to watch with --reload-extra-file"
-)
-
 
 def _one_directory(value: Any) -> list[Any]:
     return [value]  # not split at commas, as --pythonpath's text is
@@ -43,8 +38,8 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--fd", "fd"),
     _both("--reload", "reload", value=False),
     _flag("--reload-dir", "reload_dirs"),
-    _flag("--reload-include", instead=_RELOAD_FILTER, accept=True),
-    _flag("--reload-exclude", instead=_RELOAD_FILTER, accept=True),
+    _flag("--reload-include", "reload_include"),
+    _flag("--reload-exclude", "reload_exclude"),
     _flag("--reload-delay", instead="corral's --reload waits for changes to settle for 0.3 s",
           same=(0.25,), accept=True),
     _both("--workers", "workers"),

@@ -241,7 +241,9 @@ class Arbiter:
         def changed(path: str) -> None:
             loop.call_soon_threadsafe(self.reloads.reload, f"{path} changed")
 
-        self.watcher = SourceWatcher(directories, files, changed)
+        settings = self.current.settings
+        include, exclude = settings.reload_include, settings.reload_exclude
+        self.watcher = SourceWatcher(directories, files, changed, include, exclude)
         self.watcher.start()
         self.log.info("reload: watching %s for changes", ", ".join(directories + files))
 

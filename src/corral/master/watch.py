@@ -3,7 +3,8 @@
 `TouchedFiles` is polled by the master's one-second tick (uWSGI's touch-reload: a
 change of modification time, or a file appearing). `SourceWatcher` runs watchfiles
 on a thread and calls back (thread-safe) with the first path that changed: Python
-sources under the watched directories, and the config file.
+sources under the watched directories (and the files `reload_include`'s globs name, less
+those `reload_exclude`'s name, Uvicorn's rule: `matches`), and the config file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import PurePath
 from typing import Any
 
 
@@ -36,15 +38,30 @@ def _mtime(path: str) -> int | None:
         return None
 
 
+def matches(path: str, globs: Iterable[str], directories: bool = False) -> bool:
+    """Whether ``path`` matches one of ``globs`` as pathlib matches (from the right: ``*.html``,
+    ``templates/*.txt``, an absolute ``/srv/app/tmp``), or with ``directories`` whether one of
+    the directories it is in does (``node_modules``: everything under one)."""
+    pure = PurePath(path)
+    candidates = (pure, *pure.parents) if directories else (pure,)
+    return any(p.name and p.match(glob) for glob in globs for p in candidates)
+
+
 class SourceWatcher:
     """--reload: watchfiles on a daemon thread; ``on_change(path)`` from that thread."""
 
     def __init__(
-        self, directories: Iterable[str], files: Iterable[str], on_change: Callable[[str], None]
+        self,
+        directories: Iterable[str],
+        files: Iterable[str],
+        on_change: Callable[[str], None],
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
     ) -> None:
         import watchfiles  # ImportError: the caller says how to install it
 
         self._watchfiles = watchfiles
+        self._include, self._exclude = tuple(include), tuple(exclude)
         self._files = {os.path.abspath(path) for path in files}
         roots = {os.path.abspath(d) for d in directories if os.path.isdir(d)}
         roots.update(os.path.dirname(path) for path in self._files)
@@ -61,10 +78,17 @@ class SourceWatcher:
 
     def _run(self) -> None:
         sources = self._watchfiles.PythonFilter()
-        files = self._files
+        others = self._watchfiles.DefaultFilter()  # no .git, __pycache__, editors' files...
+        files, include, exclude = self._files, self._include, self._exclude
 
         def wanted(change: Any, path: str) -> bool:
-            return path in files or sources(change, path)
+            if path in files:
+                return True
+            if exclude and matches(path, exclude, directories=True):
+                return False
+            return sources(change, path) or (
+                bool(include) and others(change, path) and matches(path, include)
+            )
 
         for changes in self._watchfiles.watch(
             *self._roots,
