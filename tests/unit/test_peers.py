@@ -304,8 +304,8 @@ def _installed(command: str, module: str) -> list[str] | None:
     [("uvicorn", UVICORN_VERSION, UVICORN_FLAGS), ("granian", GRANIAN_VERSION, GRANIAN_FLAGS)],
 )
 def test_the_list_is_the_installed_servers_help(command, pinned, listed):
-    """Against the server's own --help when the installed one is the version listed (Uvicorn is
-    in the test extra; Granian is not: put a granian command on PATH to check it)."""
+    """Against the server's own --help when the installed one is the version listed (both are
+    in the test extra, pinned to these versions)."""
     argv = _installed(command, command)
     if argv is None:
         pytest.skip(f"{command} is not installed: {command} {pinned}'s flags are not checked")
