@@ -41,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         command = parse_command_line(args)
         if command.help:
-            sys.stdout.write(format_help())
+            _output(format_help())
             return 0
         if command.version:
-            print(f"corral {__version__} ({core.NAME})")
+            _output(f"corral {__version__} ({core.NAME})\n")
             return 0
         control = None
         if command.control is not None or command.state_dir is not None:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     if command.check_config:
         if command.config_note is not None:
             print(f"corral: {command.config_note}", file=sys.stderr)
-        print(dump_document(doc))
+        _output(dump_document(doc) + "\n")
         return 0
     from corral.master import daemon
     from corral.master.generation import Origin
@@ -96,6 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     if detached is not None:
         detached.exited(code)
     return code
+
+
+def _output(text: str) -> None:
+    """``text`` to standard output, which may be a pipe whose reader has gone (``corral
+    --check-config | head``): the output just ends there, without a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the interpreter flushes standard output once more at exit: give it /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _emperor_base(command: CommandLine, directory: str) -> Document:

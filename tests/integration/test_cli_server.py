@@ -134,6 +134,27 @@ def test_check_config_prints_json():
     assert list(doc["listeners"]) == ["127.0.0.1:9999"]
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["proc_apps", "--check-config"]])
+def test_output_into_a_closed_pipe_ends_quietly(args):
+    """``corral --check-config | head -1``: the reader goes before corral writes; corral
+    ends with 0 and nothing on stderr, not a BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before corral starts: its first write fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "corral", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=APPS,
+            timeout=30,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
 def test_check_config_invalid_exits_2(tmp_path):
     result = run_cli("proc_apps", "--check-config", "--timeout", "soon")
     assert result.returncode == 2
