@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from corral.apps.wsgi.input import EMPTY, BufferedInput
 from corral.apps.wsgi.runner import WsgiAdapter
 from corral.http.head import Limits
 from corral.server.connection import (
@@ -21,6 +22,8 @@ from corral.server.connection import (
     HEAD,
     IDLE,
     NEVER,
+    Adapter,
+    Exchange,
     HttpConnection,
     ServerState,
     sweep,
@@ -164,10 +167,39 @@ def test_keep_alive_zero_announces_close(loop):
     assert b"\r\nConnection: close\r\n" in transport.data and transport.closed
 
 
+class HeldAdapter(Adapter):
+    """Runs nothing by itself: each request it is given waits until the test answers it."""
+
+    empty_body = EMPTY
+
+    def __init__(self) -> None:
+        self.running: list[Exchange] = []
+
+    def make_body(self, conn: HttpConnection, exchange: Exchange) -> BufferedInput:
+        return BufferedInput(1024)
+
+    def run(self, conn: HttpConnection, exchange: Exchange) -> None:
+        self.running.append(exchange)
+
+    def answer(self, conn: HttpConnection) -> None:
+        exchange = self.running.pop(0)
+        conn.finish(exchange, True, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+
 def test_pipelined_request_pauses_reading_until_answered(loop):
-    conn, transport = connect(loop)
+    adapter = HeldAdapter()
+    conn, transport = connect_to(loop, adapter)
     conn.data_received(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+    assert transport.reading  # the body is still to come
     conn.data_received(b"12345GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+    # /a runs, /b was parsed behind it: nothing more is read while /a's answer is due
+    assert [exchange.head.target for exchange in adapter.running] == [b"/a"]
+    assert len(conn.pipeline) == 2 and not transport.reading and transport.data == b""
+    adapter.answer(conn)
+    # /a answered: /b is first in line and runs, and the socket is read again behind it
+    assert [exchange.head.target for exchange in adapter.running] == [b"/b"]
+    assert statuses(transport.data) == [b"200"] and transport.reading
+    adapter.answer(conn)
     assert statuses(transport.data) == [b"200", b"200"] and transport.reading
     assert conn.state == IDLE and conn.active is None and conn.deadline != NEVER
 

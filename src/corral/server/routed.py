@@ -167,6 +167,7 @@ class _HandOff(Exchange):
         self.application = application
         self.address = address
         self.frame = b""  # what goes to the receiver, kept for a second try elsewhere
+        self.carried = 0  # bytes read from its start that go with it (the frame's payload)
 
     def start(self, conn: HttpConnection) -> None:
         # the exchange stays active: nothing after it is dispatched here
@@ -376,7 +377,9 @@ class RouteState(RequestSink):
         header = {"pass": conn.plan.pass_target, "sockname": conn.sockname, "hops": self.hops + 1}
         if self.given_peer is not None:
             header["peer"] = self.given_peer
-        exchange.frame = encode_frame(header, bytes(self.raw[start:]))
+        payload = bytes(self.raw[start:])
+        exchange.frame = encode_frame(header, payload)
+        exchange.carried = len(payload)
         self.raw = b""
         self._send(exchange)
 
@@ -398,12 +401,21 @@ class RouteState(RequestSink):
         conn = self.conn
         if conn.closed:
             return
-        if result == HANDED:
-            self.forget()
-            return
         exchange = self.handoff
         assert exchange is not None
         routing = conn.plan.routing
+        if result == HANDED:
+            # what a hand-off carried: the receiver reads the rest of the request (a body that
+            # was still arriving) from the socket itself
+            routing.log.debug(
+                "handed %s %s to %s with the %d bytes read from its start",
+                exchange.head.method,
+                exchange.head.target.decode("latin-1"),
+                exchange.application,
+                exchange.carried,
+            )
+            self.forget()
+            return
         own = routing.addresses.get(routing.application)
         if result == BAD_GATEWAY and own is not None and exchange.address != own:
             # Nothing listens there: a change removed the application and retired this

@@ -7,6 +7,8 @@ Routes (chosen by PATH_INFO):
   ``PROC_FLAGS`` directory set, it first creates ``PROC_FLAGS/N.started``.
 - ``/block?name=N``: creates ``PROC_FLAGS/N.started``, then waits (at most 60 s) until the
   test creates ``PROC_FLAGS/N.release``; answers ``released N``.
+- ``/length[?name=N]``: reads the whole request body, answers how many bytes it had. With
+  ``name`` (and ``PROC_FLAGS``), it first creates ``PROC_FLAGS/N.started``.
 - ``/big?mb=N``: N MiB of ``x`` from a generator (no Content-Length: chunked).
 - ``/ctype``: answers with ``Content-Type: text/x-proc`` and an ``X-App`` header.
 - anything else: ``Hello, world!`` (13 bytes).
@@ -86,6 +88,15 @@ def application(environ, start_response):
         while not os.path.exists(_flag(name, "release")) and time.monotonic() < deadline:
             time.sleep(0.01)
         return _answer(start_response, f"released {name}".encode())
+    if path == "/length":
+        if "name" in query:
+            with open(_flag(query["name"], "started"), "w"):
+                pass
+        stream = environ["wsgi.input"]
+        length = 0
+        while chunk := stream.read(65536):
+            length += len(chunk)
+        return _answer(start_response, str(length).encode())
     if path == "/ctype":
         return _answer(start_response, b"typed", "text/x-proc", [("X-App", "proc")])
     return _answer(start_response, b"Hello, world!")
