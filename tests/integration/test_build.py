@@ -53,6 +53,9 @@ BUILD_ENV = {key: value for key, value in os.environ.items() if key != "CORRAL_N
 QUICK = {"CFLAGS": "-O0"}
 # the sdist into the directory named by its argument; its file name on the last line
 SDIST = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+# builds compile the core (a wheel took 29 s in a whole run); each sdist or wheel step below is
+# given 300 s, and the release fixture takes two of them in its first test
+pytestmark = pytest.mark.timeout(660)
 
 
 def copy_checkout(dest: Path) -> Path:
