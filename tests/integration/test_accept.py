@@ -17,7 +17,8 @@ import socket
 import threading
 import time
 
-from tests.integration.server import Server, read_response
+from tests.integration.server import Server, read_response, wait_for
+from tests.integration.sockets import closes_seen, held
 
 THREADS = 4
 
@@ -73,8 +74,8 @@ def test_a_burst_of_keep_alive_connections_is_spread_over_the_idle_threads():
             assert {status for status, _ in answers} == {200}
             split = sorted(collections.Counter(pid for _, pid in answers).values())
             rounds.append((split, round(elapsed, 2)))
-            # the workers learn of the closes from their loops, not from this client
-            time.sleep(0.2)
+            # the workers learn of the closes from their loops: the next round waits for that
+            wait_for(lambda: closes_seen(server.port))
         assert server.stop() == 0
     balanced = [split == [THREADS, THREADS] and elapsed < 0.95 for split, elapsed in rounds]
     assert sum(balanced) >= 4, f"(split, seconds) of each round: {rounds}"
@@ -97,14 +98,14 @@ def test_a_connection_whose_client_left_does_not_count_as_held():
                 if pid == busy:
                     conn.sendall(request)  # answered to no one: the client leaves now
                 conn.close()
-            time.sleep(0.2)  # the workers see the closes
+            wait_for(lambda: closes_seen(server.port))  # the workers saw the clients leave
             burst = open_at_once(server, 2 * THREADS)
             answers = ask_all(burst, "/")
             for conn in burst:
                 conn.close()
             assert {status for status, _ in answers} == {200}
             rounds.append(sorted(collections.Counter(pid for _, pid in answers).values()))
-            time.sleep(1.2)  # the abandoned requests end
+            wait_for(lambda: not held(server.port))  # the abandoned requests ended
         assert server.stop() == 0
     assert rounds.count([THREADS, THREADS]) >= 3, f"the burst's split in each round: {rounds}"
 
@@ -127,7 +128,7 @@ def test_keep_alive_connections_opened_at_once_are_all_answered_quickly():
                 conn.close()
             assert [status for status, _ in answers] == [200] * 100
             assert len({pid for _, pid in answers}) == 2
-            time.sleep(0.2)
+            wait_for(lambda: closes_seen(server.port))
         assert min(worst) < 0.05, f"100 connections answered in {min(worst) * 1000:.0f} ms"
         assert server.stop() == 0
 

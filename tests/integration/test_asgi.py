@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import pytest
 
 from tests.integration.server import Server, fetch, http_get, read_all, read_response, wait_for
+from tests.integration.sockets import server_side, unread_by_server
 from tests.integration.test_http import Reader
 
 pytestmark = pytest.mark.usefixtures("each_core")
@@ -74,7 +74,8 @@ def test_a_streamed_request_body_comes_in_several_messages(server: Server) -> No
     with server.connect() as sock:
         sock.sendall(b"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
         sock.sendall(b"5\r\nhello\r\n")
-        time.sleep(0.2)  # the application takes the first chunk before the second comes
+        # read by the worker: the application takes it before the loop reads again
+        wait_for(lambda: unread_by_server(sock) == 0)
         sock.sendall(b"6\r\n world\r\n0\r\n\r\n")
         status, headers, body = read_response(sock)
     assert (status, body) == (200, b"hello world")
@@ -118,13 +119,20 @@ def test_a_streamed_response_to_http_1_0_is_close_delimited(server: Server) -> N
 
 
 def test_a_large_response_waits_for_a_slow_reader(server: Server) -> None:
+    before = server.stderr.count("big sent 8 MiB")
     with server.connect(timeout=30) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
         sock.sendall(b"GET /big?mb=8 HTTP/1.1\r\nHost: h\r\n\r\n")
-        time.sleep(0.5)  # the server's writes fill the socket and the transport pauses
+        # the client reads nothing: the server's socket fills (bytes wait unacknowledged)
+        wait_for(lambda: server_side(sock).send > 0)
+        # the loop turns meanwhile; the application waits in send(): its 8 MiB are not all
+        # taken (the kernel's buffers hold a few MiB at most)
+        assert http_get(server, "/stream?n=1") == (200, b"part0;")
+        assert server.stderr.count("big sent 8 MiB") == before
         status, _, body = read_response(sock)
     assert status == 200 and len(body) == 8 << 20
     assert body[:512] == bytes(range(256)) * 2
+    server.wait_log("big sent 8 MiB", count=before + 1)
 
 
 def test_head_answers_without_a_body(server: Server) -> None:
@@ -317,7 +325,7 @@ def test_the_body_limit_and_the_access_log_apply_to_asgi() -> None:
         with running.connect() as sock:  # chunked: found too long while the application runs
             sock.sendall(b"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
             sock.sendall(b"8\r\n12345678\r\n")
-            time.sleep(0.1)
+            wait_for(lambda: unread_by_server(sock) == 0)  # the application runs: /echo
             sock.sendall(b"8\r\n12345678\r\n0\r\n\r\n")
             assert read_all(sock).startswith(b"HTTP/1.1 413 ")
         assert http_get(running, "/stream?n=2") == (200, b"part0;part1;")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from tests.integration.server import Server, read_all, read_response, wait_for
+from tests.integration.sockets import unread_by_server
 
 
 def get(server: Server, path: str) -> tuple[int, dict[str, str], bytes]:
@@ -86,7 +87,7 @@ def test_a_worker_whose_loop_is_blocked_is_replaced_with_its_tasks_stacks_logged
         pid = pid_of(server)
         waiting = server.connect(timeout=15)
         waiting.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")  # a task left waiting
-        time.sleep(0.2)
+        wait_for(lambda: unread_by_server(waiting) == 0)  # read: its task runs before the next
         blocking = server.connect(timeout=15)
         blocking.sendall(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n")
         server.wait_log(r"its pending tasks:\n(?:.*\n)*?.* in awaiting_for_ever", timeout=20)

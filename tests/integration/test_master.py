@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests.integration.server import Server, read_all, read_response, wait_for
+from tests.integration.sockets import closed_by_server
 
 
 def get(server: Server, path: str = "/", timeout: float = 10.0) -> tuple[int, bytes]:
@@ -265,8 +266,10 @@ def test_send_timeout_drops_a_client_that_stopped_reading(threads):
         (pid,) = server.worker_pids()
         with server.connect(timeout=30) as sock:
             sock.sendall(b"GET /big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
-            # reading nothing for longer than the timeout (and its one-second sweep)
-            time.sleep(3)
+            # reading nothing: past the timeout (and its one-second sweep) the server drops
+            # the connection (its kernel may go on offering what it had queued)
+            client, server_end = sock.getsockname(), sock.getpeername()
+            wait_for(lambda: closed_by_server(client, server_end), timeout=10)
             received = 0
             with contextlib.suppress(ConnectionResetError):
                 while chunk := sock.recv(1 << 20):

@@ -21,6 +21,7 @@ import pytest
 
 from corral.http.proxyheader import V2_SIGNATURE
 from tests.integration.server import Server, read_all, read_response, run_cli, wait_for
+from tests.integration.sockets import send_each_in_its_own_read
 from tests.integration.test_forwarded import ports, write_config
 
 OTHER = "127.0.0.2"  # another loopback source (Linux routes all of 127/8 to lo)
@@ -121,9 +122,8 @@ def test_every_request_of_the_connection_and_the_access_log_see_the_client(
 ) -> None:
     with connect(proxied.port) as sock:
         header = v1("192.0.2.44", 1234)
-        for byte in header:  # the header in pieces: it waits for the rest
-            sock.sendall(bytes([byte]))
-            time.sleep(0.002)
+        # the header byte by byte, each read alone: the connection waits for the rest
+        send_each_in_its_own_read(sock, [bytes([byte]) for byte in header])
         for number in range(3):
             sock.sendall(request(f"/seen-{number}"))
             assert answer(sock)["remote_addr"] == "192.0.2.44"

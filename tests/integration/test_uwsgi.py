@@ -21,6 +21,7 @@ import pytest
 
 from corral.http.uwsgi import packet
 from tests.integration.server import Server, read_all, run_cli, wait_for
+from tests.integration.sockets import send_each_in_its_own_read
 
 UWSGI_LISTENING = re.compile(r"listening on uwsgi://([\d.]+):(\d+)")
 
@@ -34,7 +35,8 @@ def uwsgi_server(*args: str, **kwargs) -> tuple[Server, tuple[str, int]]:
 
 
 def exchange(address, data: bytes, *, pieces: int = 1, timeout: float = 10.0) -> bytes:
-    """Send ``data`` (in ``pieces``), read the answer until the server closes."""
+    """Send ``data`` (in ``pieces``, each read by the server before the next is sent), read the
+    answer until the server closes."""
     family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
@@ -42,10 +44,12 @@ def exchange(address, data: bytes, *, pieces: int = 1, timeout: float = 10.0) ->
         if family == socket.AF_INET:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         size = max(1, len(data) // pieces)
-        for start in range(0, len(data), size):
-            sock.sendall(data[start : start + size])
-            if pieces > 1:
-                time.sleep(0.002)
+        parts = [data[start : start + size] for start in range(0, len(data), size)]
+        if pieces > 1:
+            assert family == socket.AF_INET, "pieces: TCP only (its queues show what was read)"
+            send_each_in_its_own_read(sock, parts)
+        else:
+            sock.sendall(data)
         return read_all(sock)
 
 

@@ -25,6 +25,7 @@ import pytest
 
 from tests.integration.apps.wsgi_apps import apply_ops  # the app's own, run on BytesIO
 from tests.integration.server import Server, fetch, read_all, read_response, wait_for
+from tests.integration.sockets import unread_by_server
 
 # every request here is answered by each core in turn
 pytestmark = pytest.mark.usefixtures("each_core")
@@ -506,7 +507,8 @@ def test_input_read_n_waits_for_n_bytes(server, how):
     ops = f"read:{len(body)}" if how == "read" else f"readline:{len(body)}"
     with server.connect() as sock:
         sock.sendall(build("POST", f"/input?ops={ops},read", body=body)[: -len(second)])
-        # give a wrongly short read the chance to answer before the rest is sent
+        # the worker read the first part; give a wrongly short read the chance to answer
+        wait_for(lambda: unread_by_server(sock) == 0)
         select.select([sock], [], [], 0.5)
         sock.sendall(second)
         status, _, answer = read_response(sock)

@@ -3,7 +3,8 @@
 ``app`` answers by path: ``/scope`` (the scope as JSON, bytes as latin-1), ``/echo`` (the
 body read with ``receive()``, each message's size and ``more_body`` in ``x-messages``),
 ``/stream`` (``?n=`` chunks, each its own ``http.response.body``), ``/big`` (``?mb=`` MiB in
-64 KiB messages), ``/error`` (raises), ``/body-first``, ``/double-start``, ``/bad-status``,
+64 KiB messages; once its last ``send()`` returned it prints ``big sent <mb> MiB`` on standard
+error), ``/error`` (raises), ``/body-first``, ``/double-start``, ``/bad-status``,
 ``/crlf``, ``/not-a-message`` (protocol violations), ``/mapping-messages`` (messages that are
 mappings but not dicts), ``/header-forms?form=`` (lists, or malformed),
 ``/after-start`` (raises once the head went out), ``/send-in-tasks`` (each message sent by
@@ -76,6 +77,7 @@ async def app(scope, receive, send):
         for _ in range(size // len(block)):
             await send({"type": "http.response.body", "body": block, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+        print(f"big sent {size >> 20} MiB", file=sys.stderr, flush=True)
     elif path == "/error":
         raise ValueError("boom from the ASGI app")
     elif path == "/body-first":
