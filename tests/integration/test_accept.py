@@ -17,6 +17,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from tests.integration.server import Server, read_response, wait_for
 from tests.integration.sockets import closes_seen, held
 
@@ -57,6 +59,7 @@ def ask_all(conns: list[socket.socket], path: str) -> list[tuple[int, int]]:
     return answers
 
 
+@pytest.mark.wallclock
 def test_a_burst_of_keep_alive_connections_is_spread_over_the_idle_threads():
     # 8 connections for 2 workers of 4 threads, each request sleeping 0.5 s: every request
     # has a thread at once only if each worker took exactly its share. Several rounds, since
@@ -110,6 +113,7 @@ def test_a_connection_whose_client_left_does_not_count_as_held():
     assert rounds.count([THREADS, THREADS]) >= 3, f"the burst's split in each round: {rounds}"
 
 
+@pytest.mark.wallclock
 def test_keep_alive_connections_opened_at_once_are_all_answered_quickly():
     # 100 connections for 8 threads: beyond their shares the workers take the rest evenly,
     # at once (the old acceptor took one per 20 ms pause: the last waited ~1.2 s)
@@ -133,6 +137,7 @@ def test_keep_alive_connections_opened_at_once_are_all_answered_quickly():
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 def test_a_new_connection_per_request_is_not_held_back():
     # 20 clients, each a new connection per request: the old acceptor served ~400 req/s here,
     # so 1,000 requests took 2.5 s; the bound is far above what this pool needs (~0.1 s)

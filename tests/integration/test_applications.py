@@ -16,6 +16,8 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.load import Load
 from tests.integration.server import Server, http_get, http_json, wait_for
@@ -205,6 +207,7 @@ def refused(at: At) -> bool:
     return False
 
 
+@pytest.mark.wallclock
 def test_every_kind_of_change_under_load_loses_no_request_and_is_in_effect_when_answered():
     """Issue 4's list: add and remove a listener; change an application's processes, threads,
     environment and module; add and remove an application. A load on application a's first

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.integration.server import Server, read_all, read_response, wait_for
 from tests.integration.sockets import unread_by_server
 
@@ -21,6 +23,7 @@ def pid_of(server: Server) -> int:
     return int(get(server, "/pid")[2])
 
 
+@pytest.mark.wallclock
 def test_request_timeout_cancels_the_task_answers_504_and_logs_its_stack() -> None:
     with Server("asgi_supervision_apps:app", "--request-timeout", "1") as server:
         pid = pid_of(server)

@@ -351,6 +351,7 @@ def test_an_application_that_is_not_there_is_one_line_and_exit_3(case, mode):
     assert "Traceback" not in result.stderr and "respawning" not in result.stderr
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("mode", LOAD_MODES)
 @pytest.mark.parametrize("module", ["proc_import_fail", "proc_import_missing"])
 def test_an_import_that_raises_shows_the_application_s_frames_then_one_line(module, mode):

@@ -420,6 +420,7 @@ def test_a_preloaded_application_that_fails_to_import_shows_its_frames_then_one_
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 def test_a_worker_that_never_gets_ready_rolls_the_change_back_after_startup_timeout():
     """With ``timeout`` 0 the change waited for ever, holding the apply lock."""
     with (

@@ -80,6 +80,7 @@ def stop_daemon(pid: int) -> None:
 # -- -D / --daemon -------------------------------------------------------------------------------
 
 
+@pytest.mark.wallclock
 def test_daemon_detaches_and_the_command_returns_once_it_serves(tmp_path):
     pid_file, log = tmp_path / "corral.pid", tmp_path / "error.log"
     started = time.monotonic()

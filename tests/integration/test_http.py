@@ -671,6 +671,7 @@ def test_malformed_gives_400(limited, data):
     assert refused(limited, data).status == 400
 
 
+@pytest.mark.wallclock
 def test_header_timeout_gives_408(limited):
     sock, reader = connect(limited)
     with sock:
@@ -683,6 +684,7 @@ def test_header_timeout_gives_408(limited):
         reader.assert_closed()
 
 
+@pytest.mark.wallclock
 def test_header_timeout_on_a_silent_connection_closes_quietly(limited):
     with limited.connect(timeout=2.75) as sock:
         start = time.monotonic()

@@ -195,6 +195,7 @@ def new_worker_answers(server: Server, old: set[int]) -> int | None:
     return pid if pid not in old else None
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", [1, 4])
 def test_kill_9_fails_only_the_killed_workers_connections(threads):
     with Server("chaos_app", "--threads", str(threads), workers=2) as server:
@@ -226,6 +227,7 @@ def test_kill_9_fails_only_the_killed_workers_connections(threads):
     assert load.ok[-1].end > killed.time  # the load went on after the kill
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", [1, 4])
 def test_term_under_load_answers_every_request_sent_before_it(threads):
     with (

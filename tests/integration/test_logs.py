@@ -108,6 +108,7 @@ def test_access_log_format_tokens(tmp_path):
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 def test_access_log_keeps_up_with_quick_requests():
     count = 100
     with Server("proc_apps", "--access-logfile", "-") as server, server.connect() as sock:

@@ -60,6 +60,7 @@ def flags(tmp_path):
 # -- graceful stop ------------------------------------------------------------------------
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", [1, 2])
 def test_term_finishes_in_flight_request(flags, threads):
     with Server(
@@ -82,6 +83,7 @@ def test_term_finishes_in_flight_request(flags, threads):
         assert "graceful shutdown" in server.stderr
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", [1, 2])
 def test_graceful_timeout_bounds_the_stop(flags, threads):
     with (
@@ -106,6 +108,7 @@ def test_graceful_timeout_bounds_the_stop(flags, threads):
         assert b"slept" not in read_all(sock)
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", [1, 4])
 def test_quit_exits_immediately_with_request_in_flight(flags, threads):
     with Server(
@@ -130,6 +133,7 @@ def test_quit_exits_immediately_with_request_in_flight(flags, threads):
 # -- respawn --------------------------------------------------------------------------------
 
 
+@pytest.mark.wallclock
 def test_killed_worker_replaced_within_a_second():
     with Server("proc_apps") as server:
         old = json.loads(get(server, "/info")[1])["pid"]
@@ -169,6 +173,7 @@ RESPAWN = re.compile(r"worker 0 keeps dying young \(\d+ in a row\): respawning i
 SPAWNED = re.compile(r"worker 0 spawned")
 
 
+@pytest.mark.wallclock
 def test_crash_at_start_backs_off():
     with Server("proc_crash_start", env={"PROC_CRASH": "1"}, wait_ready=False) as server:
         started = time.monotonic()
@@ -190,6 +195,7 @@ def test_crash_at_start_backs_off():
 # -- timeouts -------------------------------------------------------------------------------
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", [1, 4])
 def test_timeout_kills_stuck_worker_naming_the_request(flags, threads):
     with Server(

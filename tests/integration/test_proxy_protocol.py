@@ -157,6 +157,7 @@ def test_after_the_header_http_errors_are_http(proxied: Server) -> None:
         assert status == 400 and headers["connection"] == "close"
 
 
+@pytest.mark.wallclock
 def test_an_incomplete_header_is_closed_quietly_at_the_header_timeout() -> None:
     with (
         Server("forwarded_apps", "--proxy-protocol", "--header-timeout", "1") as server,

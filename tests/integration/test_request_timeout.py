@@ -69,6 +69,7 @@ def timeout_record(function: str, target: str) -> str:
     )
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", MODES)
 def test_busy_loop_gets_504_the_stack_is_logged_and_the_worker_goes_on(tmp_path, threads):
     with serve(tmp_path, threads, "--access-logfile", "-") as server:
@@ -84,6 +85,7 @@ def test_busy_loop_gets_504_the_stack_is_logged_and_the_worker_goes_on(tmp_path,
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", MODES)
 def test_an_app_catching_exception_still_unwinds(tmp_path, threads):
     with serve(tmp_path, threads) as server:
@@ -112,6 +114,7 @@ def test_a_response_under_way_is_cut_not_followed_by_a_504(tmp_path, threads):
         assert pid_of(server) == pid
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("threads", MODES)
 def test_the_iterables_close_is_called(tmp_path, threads):
     with serve(tmp_path, threads) as server:
@@ -122,6 +125,7 @@ def test_the_iterables_close_is_called(tmp_path, threads):
         server.wait_log(timeout_record("__next__", "/closing?name=closing"))
 
 
+@pytest.mark.wallclock
 def test_threads_1_a_sleeping_app_is_woken_by_the_signal(tmp_path):
     with serve(tmp_path, 1) as server:
         pid = pid_of(server)

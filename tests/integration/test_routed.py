@@ -389,6 +389,7 @@ def _held_by_a(routed: Routed) -> tuple[socket.socket, Reader]:
     return sock, reader
 
 
+@pytest.mark.wallclock
 def test_handoff_to_an_application_whose_workers_were_killed_waits_for_the_respawn():
     """kill -9 every worker of B: the master keeps B's hand-off socket and respawns at once
     (after the crash backoff), so the hand-off is queued and B's new worker takes it."""
@@ -408,6 +409,7 @@ def test_handoff_to_an_application_whose_workers_were_killed_waits_for_the_respa
         assert "hand-off of" not in routed.log()  # nothing failed
 
 
+@pytest.mark.wallclock
 def test_handoff_to_an_application_whose_workers_cannot_start_in_time_is_503():
     """B's respawned worker takes longer than the hand-off timeout to become ready: A's worker
     answers 503 and closes that connection, serves on, and B serves again once it is ready."""
@@ -648,6 +650,7 @@ def test_threaded_workers_hand_off_alike():
         assert "Traceback" not in routed.log()
 
 
+@pytest.mark.wallclock
 def test_the_answers_routes_give_are_timed_from_their_request(tmp_path):
     """A `return` is logged with its own duration (the access log's request time, the latency
     histogram), as an application's answer is, not the time since the clock's origin."""

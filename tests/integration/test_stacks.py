@@ -55,6 +55,7 @@ SERVERS = {
 }
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("kind", SERVERS)
 def test_a_held_request_shows_in_its_worker_s_stacks_within_a_second(kind):
     target, extra = SERVERS[kind]
@@ -95,6 +96,7 @@ def test_a_held_request_shows_in_its_worker_s_stacks_within_a_second(kind):
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 def test_a_stopped_worker_is_listed_unanswered_and_the_answer_still_comes_within_a_second():
     with short_dir() as directory, Server(
         f"{APP}:application", f"--control=unix:{directory}/c.sock", "--timeout", "0", workers=2
@@ -118,6 +120,7 @@ def test_a_stopped_worker_is_listed_unanswered_and_the_answer_still_comes_within
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("kind", ["wsgi-threads", "asgi-uvloop"])
 def test_asking_for_stacks_under_load_fails_no_request(kind):
     target, extra = SERVERS[kind]

@@ -70,6 +70,7 @@ def server_pids_after(log: str) -> set[int]:
     return {e.pid for e in events(log) if e.kind == "ready"}
 
 
+@pytest.mark.wallclock
 def test_workers_dying_young_are_respawned_with_a_doubling_delay():
     with Server("proc_apps", "--min-worker-lifetime", "2") as server:
         for step in range(1, 5):
@@ -99,6 +100,7 @@ def test_workers_dying_young_are_respawned_with_a_doubling_delay():
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 def test_the_backoff_is_kept_per_slot():
     """Eight young workers killed at once: each slot's first death in a row, each back after
     the first delay (one backoff for all slots made the eighth wait 10 s); the doubling and its

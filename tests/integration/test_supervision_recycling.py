@@ -158,6 +158,7 @@ def test_max_worker_lifetime_jitter_lengthens_some_lifetimes():
         assert server.stop() == 0, server.stderr[-4000:]
 
 
+@pytest.mark.wallclock
 def test_max_worker_memory_recycles_a_worker_that_grew():
     with Server(
         "supervision_app",
@@ -186,6 +187,7 @@ def test_max_worker_memory_recycles_a_worker_that_grew():
         assert server.stop() == 0
 
 
+@pytest.mark.wallclock
 def test_min_worker_lifetime_holds_back_a_recycle_that_is_due():
     with Server(
         "chaos_app",

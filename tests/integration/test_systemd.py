@@ -253,6 +253,7 @@ def test_no_notify_socket_listening_is_not_an_error(short_dir):
     assert "cannot notify" in server.stderr  # at debug level, which the harness asks for
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("watchdog_pid", ["unset", "own pid"])
 def test_watchdog_pings_come_from_the_master(notify, launcher, watchdog_pid):
     env = {**notify.env, "WATCHDOG_USEC": "200000"}

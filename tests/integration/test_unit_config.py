@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from corral import __version__
 from tests.integration.control import Control, short_dir
 from tests.integration.server import APPS, Server, read_all, read_response, run_cli, wait_for
@@ -78,6 +80,7 @@ def test_processes_as_an_object_runs_the_spare_ones(tmp_path: Path) -> None:
         assert get(server.host, server.port)[0] == 200
 
 
+@pytest.mark.wallclock
 def test_limits_requests_recycles_and_limits_timeout_answers_504(tmp_path: Path) -> None:
     path = write_unit_config(tmp_path, {"limits": {"timeout": 0.5, "requests": 2}})
     with Server(f"--config={path}", bind=None) as server:
@@ -91,6 +94,7 @@ def test_limits_requests_recycles_and_limits_timeout_answers_504(tmp_path: Path)
         assert time.monotonic() - started < 4
 
 
+@pytest.mark.wallclock
 def test_http_timeouts(tmp_path: Path) -> None:
     path = write_unit_config(
         tmp_path, {}, settings={"http": {"idle_timeout": 0.5, "header_read_timeout": 0.5}}

@@ -238,6 +238,7 @@ def test_limits_are_http_limits():
         assert parse(exchange(address, fits))[0] == 200
 
 
+@pytest.mark.wallclock
 def test_timeouts_are_http_timeouts():
     server, address = uwsgi_server("--header-timeout", "1", "--body-timeout", "1")
     with server:

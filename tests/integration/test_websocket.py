@@ -308,6 +308,7 @@ def test_7_the_access_log_has_the_session_as_one_101_line(server) -> None:
     assert wait_for(lambda: '"GET /echo?logged=1 HTTP/1.1" 101' in server.stdout, timeout=5)
 
 
+@pytest.mark.wallclock
 def test_7_the_close_timeout_drops_a_client_that_never_answers_the_close(strict) -> None:
     ws = wsclient.connect(address(strict), "/close")
     assert ws.read_close() == (4000, "bye")
@@ -363,6 +364,7 @@ def test_9_past_ws_max_queue_the_socket_is_not_read_until_the_application_takes(
         assert ws.read_message() == (TEXT, f"{count + 1} {count * 900}".encode())
 
 
+@pytest.mark.wallclock
 def test_9_an_unanswered_ping_closes_with_1011(strict) -> None:
     ws = wsclient.connect(address(strict))
     started = time.monotonic()

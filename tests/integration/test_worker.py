@@ -168,6 +168,7 @@ def test_backpressure_when_all_threads_busy(tmp_path):
 # -- slow clients ---------------------------------------------------------------------------
 
 
+@pytest.mark.wallclock
 def test_slow_clients_never_block_others():
     count = 1000
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -224,6 +225,7 @@ def test_slow_clients_never_block_others():
 # -- keep-alive -----------------------------------------------------------------------------
 
 
+@pytest.mark.wallclock
 def test_idle_keep_alive_closed_after_timeout():
     with Server("proc_apps", "--keep-alive", "1") as server, server.connect() as sock:
         sock.sendall(REQUEST)

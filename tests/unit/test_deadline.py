@@ -98,6 +98,7 @@ def spin(seconds: float) -> None:
         pass
 
 
+@pytest.mark.wallclock
 def test_the_exception_lands_only_inside_the_segment_it_was_meant_for(watchdog, records):
     """Segments ending right at their deadline, the server's own loop between them: a
     timeout must surface from ``run`` or not at all, never in the code that follows."""
@@ -138,6 +139,7 @@ def test_the_exception_lands_only_inside_the_segment_it_was_meant_for(watchdog, 
     assert len(records.messages) == counts["fired"]
 
 
+@pytest.mark.wallclock
 def test_the_clock_stops_while_the_server_waits_for_the_client(watchdog):
     dog, _ = watchdog(0.2, interval=0.01)
     clock = RequestClock(dog, "GET", "/")
@@ -154,6 +156,7 @@ def test_the_clock_stops_while_the_server_waits_for_the_client(watchdog):
     assert on_thread(dog.suspend) is None  # outside any segment: nothing to suspend
 
 
+@pytest.mark.wallclock
 def test_a_thread_that_does_not_unwind_is_reported_once(watchdog, records):
     dog, reports = watchdog(0.05, grace=0.1, interval=0.01)
     clock = RequestClock(dog, "GET", "/a b")
