@@ -133,9 +133,10 @@ def closed_by_server(client: Address, server: Address, family: int = socket.AF_I
 def send_each_in_its_own_read(sock: socket.socket, pieces: Iterable[bytes]) -> None:
     """Send each piece once the server has read the one before: the server's reads see the
     pieces one by one, however loaded the machine (a pause between sends does not ensure it)."""
-    for piece in pieces:
+    for index, piece in enumerate(pieces):
+        if index:
+            wait_for(lambda: unread_by_server(sock) == 0, interval=0.001)
         sock.sendall(piece)
-        wait_for(lambda: unread_by_server(sock) == 0, interval=0.001)
 
 
 def accepted(port: int, host: str = "127.0.0.1") -> list[Entry]:

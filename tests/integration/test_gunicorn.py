@@ -523,8 +523,8 @@ def test_capture_output_sends_the_apps_prints_to_the_error_log(tmp_path):
         assert http_get(Port(log_port(log))) == (200, b"printed")
         wait_file_log(log, r"chatty stdout \d+")
         wait_file_log(log, r"chatty stderr \d+")
-        assert "chatty" not in server.stdout + server.stderr
         assert server.stop() == 0
+    assert "chatty" not in server.stdout + server.stderr  # read to their end
 
 
 def test_umask_sets_the_unix_socket_mode_as_gunicorn(tmp_path):

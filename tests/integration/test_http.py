@@ -19,6 +19,7 @@ from email.utils import parsedate_to_datetime
 import pytest
 
 from tests.integration.server import Server, read_all, wait_for
+from tests.integration.sockets import send_each_in_its_own_read
 
 # every request here is answered by each core in turn
 pytestmark = pytest.mark.usefixtures("each_core")
@@ -338,8 +339,8 @@ def test_chunked_request_body_byte_by_byte(server):
             b"POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
             b"Connection: close\r\n\r\n"
         )
-        for i in range(len(body)):
-            sock.sendall(body[i : i + 1])
+        # each byte read alone (bytes sent one by one may still arrive together)
+        send_each_in_its_own_read(sock, [body[i : i + 1] for i in range(len(body))])
         assert reader.response().json()["body"] == "Wikipedia"
         reader.assert_closed()
 
@@ -499,6 +500,7 @@ def test_204_has_no_body_and_keeps_the_connection(server):
         reader.assert_closed()
 
 
+@pytest.mark.wallclock
 def test_date_and_server_headers(server):
     sock, reader = connect(server)
     with sock:

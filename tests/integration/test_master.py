@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.integration.server import Server, read_all, read_response, wait_for
-from tests.integration.sockets import closed_by_server
+from tests.integration.sockets import closed_by_server, server_side
 
 
 def get(server: Server, path: str = "/", timeout: float = 10.0) -> tuple[int, bytes]:
@@ -236,6 +236,8 @@ def test_slow_reader_is_not_a_stuck_worker(threads):
         (pid,) = server.worker_pids()
         with server.connect(timeout=30) as sock:
             sock.sendall(b"GET /big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
+            # the answer backs up to the server's socket: the worker waits on the client
+            wait_for(lambda: server_side(sock).send > 0)
             # Proving that nothing happens takes time: 3.5 s is three heartbeats
             # and more than three times --timeout, while the client reads nothing.
             time.sleep(3.5)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.server import APPS, Server, read_all, read_response, wait_for
+from tests.integration.sockets import server_side
 
 MODES = [1, 4]
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -174,6 +175,8 @@ def test_time_waiting_for_a_slow_reader_is_not_the_applications(tmp_path, thread
     """Inline the pump parks between chunks; on a thread write() blocks: neither is app time."""
     with serve(tmp_path, threads) as server:
         with send(server, path, timeout=30) as sock:
+            # the answer backs up to the server's socket: from here the wait is the client's
+            wait_for(lambda: server_side(sock).send > 0)
             time.sleep(2.5)  # not reading, for longer than the timeout: nothing may happen
             status, _, body = read_response(sock)
         assert status == 200
