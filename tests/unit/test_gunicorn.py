@@ -198,10 +198,14 @@ def test_an_asgi_worker_class_is_the_asgi_protocol(capsys, monkeypatch, worker_c
 def test_flags_both_servers_declare_set_the_same_setting() -> None:
     """A flag corral declares is Gunicorn's with the same meaning: the table agrees."""
     declared = {flag: setting.name for setting in SETTINGS for flag in setting.flags}
+    compared = set()
     for entry in NAMES.values():
         for flag in entry.flags:
             if flag in declared:
                 assert declared[flag] == entry.setting, (flag, entry)
+                compared.add(flag)
+    # the tables meet where they must (with no flag in common the loop checks nothing)
+    assert {"-b", "--bind", "-w", "--workers", "-t", "--timeout", "-c", "--config"} <= compared
 
 
 @pytest.mark.parametrize(
