@@ -98,7 +98,14 @@ class Server:
         self.host = "127.0.0.1"
         self.expected_workers = workers or 1
         if wait_ready:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                # no caller holds it yet to stop it: a server that never got ready must not
+                # run on (or leave its pipes open) into the tests that follow
+                with contextlib.suppress(Exception):
+                    self.kill()
+                raise
 
     def _pump(self, stream, sink: list[str]) -> None:
         for raw in iter(stream.readline, b""):

@@ -187,12 +187,15 @@ def cmdline(pid: int) -> str:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="user/group need a master started as root")
-def test_the_seed_config_of_the_classic_posts(sandbox):
+def test_the_seed_config_of_the_classic_posts(sandbox, request):
     logs = sandbox.root / "seed"
     logs.mkdir(exist_ok=True)
     log, pid_file = logs / "gunicorn.log", logs / "gunicorn.pid"
     conf = sandbox.apps / "gunicorn.conf.py"
     conf.write_text(SEED.format(user=USER, group=GROUP, log=log, pid=pid_file))
+    # the sandbox is the session's: a ./gunicorn.conf.py left there is read by every later
+    # server started in it (as Gunicorn reads it without -c), test_privileges.py's among them
+    request.addfinalizer(lambda: conf.unlink(missing_ok=True))
     conf.chmod(0o644)
     options = {"python": sandbox.python, "cwd": str(sandbox.apps)}
     env = {"PYTHONPATH": str(sandbox.apps)}
