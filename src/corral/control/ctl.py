@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 from corral.control.options import SOCKET_NAME, default_state_dir
+from corral.master.title import MASTER_TITLE_START
 
 __all__ = ["main"]
 
@@ -261,7 +262,7 @@ def _value(text: str) -> bytes:
     return text.encode("utf-8")
 
 
-MASTER_TITLE = b"corral: master ["  # `corral.master.arbiter`'s process title
+MASTER_TITLE = MASTER_TITLE_START.encode()  # the start of a master's /proc/PID/cmdline
 
 
 def _running_masters(proc: str = "/proc") -> list[int] | None:

@@ -145,7 +145,7 @@ class Arbiter:
     # -- start ----------------------------------------------------------------------
 
     def run(self) -> int:
-        child.set_title(f"corral: master [{self.title_name}]")
+        child.set_master_title(self.title_name)
         loop = asyncio.new_event_loop()
         self.loop = loop
         self.signals = asyncio.Queue()
@@ -566,7 +566,7 @@ class Arbiter:
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:
             self.title_name = title
-            child.set_title(f"corral: master [{title}]")
+            child.set_master_title(title)
 
     # -- signals and stopping -----------------------------------------------------------
 

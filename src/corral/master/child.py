@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
 from corral.master.generation import Pool
 from corral.master.identity import Identity
+from corral.master.title import master_title
 from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 from corral.wire import Failed, encode
 
@@ -146,6 +147,11 @@ def set_title(title: str) -> None:
     except ImportError:  # pragma: no cover - a declared dependency
         return
     setproctitle.setproctitle(title)
+
+
+def set_master_title(name: str) -> None:
+    """The master's title (`corral.master.title`), by which `corral ctl` finds it."""
+    set_title(master_title(name))
 
 
 @dataclass
