@@ -406,14 +406,16 @@ class RouteState(RequestSink):
         routing = conn.plan.routing
         if result == HANDED:
             # what a hand-off carried: the receiver reads the rest of the request (a body that
-            # was still arriving) from the socket itself
-            routing.log.debug(
-                "handed %s %s to %s with the %d bytes read from its start",
-                exchange.head.method,
-                exchange.head.target.decode("latin-1"),
-                exchange.application,
-                exchange.carried,
-            )
+            # was still arriving) from the socket itself. Asked first: no logging call (nor
+            # decoding the target) on the request path unless the configuration asks for it
+            if routing.log.isEnabledFor(logging.DEBUG):
+                routing.log.debug(
+                    "handed %s %s to %s with the %d bytes read from its start",
+                    exchange.head.method,
+                    exchange.head.target.decode("latin-1"),
+                    exchange.application,
+                    exchange.carried,
+                )
             self.forget()
             return
         own = routing.addresses.get(routing.application)
