@@ -13,13 +13,13 @@ import re
 
 import pytest
 
+from corral.config import docs
 from corral.http.errors import error_response
+from corral.http.fields import OWNED, http_date, server_fields
 from corral.http.response import (
     InvalidResponse,
     build_head,
-    http_date,
     make_head,
-    server_fields,
     server_head,
     switching_head,
     trailer_lines,
@@ -593,3 +593,15 @@ def test_a_cached_head_lets_no_bad_field_through() -> None:
         for _ in range(2):
             with pytest.raises(InvalidResponse):
                 build_head("200 OK", bad, PREFIX, True, True, "1.1", 2)
+
+
+def test_docs_list_every_field_the_server_owns():
+    """docs/settings.md ("Responses") says what becomes of an application's field of each name
+    the server owns, the one list (corral.http.fields.OWNED) the heads and --header follow."""
+    listed = {
+        name.strip(" `").lower()
+        for names, _, _ in docs._FIELDS
+        for name in names.split(",")
+        if name.strip().startswith("`")
+    }
+    assert set(OWNED) - listed == set(), "add to corral.config.docs._FIELDS"

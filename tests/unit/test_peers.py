@@ -417,6 +417,10 @@ def test_host_and_port_in_a_file(capsys, tmp_path):
         (["--header", "Date: today"], '--header: "Date": the Date field is the server\'s '
          "(--no-date-header leaves it out)"),
         (["--header", "Content-Length: 3"], '--header: "Content-Length": the server frames'),
+        # every name the server owns (corral.http.fields.OWNED) but Server
+        (["--header", "Keep-Alive: timeout=99"], '--header: "Keep-Alive": a hop-by-hop field'),
+        (["--header", "upgrade: h2c"], '--header: "upgrade": a hop-by-hop field'),
+        (["--header", "Connection: close"], '--header: "Connection": the server says whether'),
         (["--header", "no colon"], '--header: expected "Name: value" with a field name'),
         (["--header", "X-A: b\x01"], "--header: expected a value of printable ASCII"),
         (["--root-path", "api"], '--root-path: expected "" or a path beginning with "/", got '
@@ -447,9 +451,10 @@ def test_refusals_are_one_line_saying_what_instead(capsys, args, line):
 def head_fields(*args: str) -> str:
     """The prefix a worker would add to every head at a known second, given these flags."""
     from corral.config import load
-    from corral.server.worker import head_fields
+    from corral.http.fields import head_fields
 
-    return head_fields(load(["basic", *args]).settings)(784111777.0)
+    settings = load(["basic", *args]).settings
+    return head_fields(settings.server, settings.headers, settings.date_header)(784111777.0)
 
 
 DATE = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"

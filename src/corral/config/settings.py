@@ -616,29 +616,32 @@ def _root_path(value: str) -> str:
     return value.removesuffix("/")
 
 
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")
-# fields whose value the server itself decides: a fixed one would contradict it
-_SERVERS_FIELDS = {
-    "date": "the Date field is the server's (--no-date-header leaves it out)",
-    "content-length": "the server frames each response",
-    "transfer-encoding": "the server frames each response",
-    "connection": "the server says whether the connection stays open",
-}
 
 
 def _response_headers(value: list[str] | str) -> list[str]:
-    """`headers`: each "Name: value" (Uvicorn's ``--header NAME:VALUE``), normalized."""
+    """`headers`: each "Name: value" (Uvicorn's ``--header NAME:VALUE``), normalized. A name
+    the server owns (`corral.http.fields.OWNED`) is refused, its value being the server's to
+    decide per answer, but ``Server``, which replaces corral's (as in Uvicorn)."""
+    # here, not at the top: only a configuration with `headers` needs the http layer
+    from corral.http import fields as owned
+
+    why_not = {
+        owned.DATE: "the Date field is the server's (--no-date-header leaves it out)",
+        owned.CONTENT_LENGTH: "the server frames each response",
+        owned.CONNECTION: "the server says whether the connection stays open",
+        owned.HOP: "a hop-by-hop field: the server's, for each connection and response",
+    }
     fields = []
     for index, item in enumerate([value] if isinstance(value, str) else value):
         at = f"[{index}]" if isinstance(value, list) else ""
         name, colon, text = item.partition(":")
         name, text = name.strip(), text.strip()
-        if not colon or not _TOKEN.fullmatch(name):
+        if not colon or not owned.TOKEN.match(name):
             raise Invalid('"Name: value" with a field name (a token)', item, at=at)
         if not _FIELD_VALUE.fullmatch(text):
             raise Invalid("a value of printable ASCII characters", item, at=at)
-        why = _SERVERS_FIELDS.get(name.lower())
+        why = why_not.get(owned.field_kind(name))
         if why is not None:
             raise Invalid(message=f"{show(name)}: {why}", at=at)
         fields.append(f"{name}: {text}")
@@ -1326,8 +1329,9 @@ SETTINGS: tuple[Setting, ...] = (
         "headers", _RESPONSES, _S, list[str], [],
         "Header fields added to every response the server sends, `Name: value` each; repeat "
         "the flag for several (Uvicorn's `--header`). One named `Server` replaces corral's "
-        "Server header. `Date`, `Content-Length`, `Transfer-Encoding` and `Connection` are "
-        "the server's own and refused. A field the application sends too is sent twice.",
+        "Server header. Any other name in \"The fields corral writes\" below (`Date`, "
+        "`Content-Length`, `Connection`, the hop-by-hop ones) is the server's own and refused. "
+        "A field the application sends too is sent twice.",
         flags=("--header",), metavar="NAME:VALUE", action=Action.APPEND,
         accepts=list[str] | str, resolve=_response_headers,
         expect='"Name: value" strings',

@@ -33,8 +33,9 @@ from corral.control import api, state
 from corral.control.options import ControlOptions
 from corral.core import RequestParser
 from corral.http.errors import ContentTooLarge, HttpError
+from corral.http.fields import server_fields
 from corral.http.head import Limits, RequestHead, RequestSink
-from corral.http.response import server_fields, server_head
+from corral.http.response import server_head
 from corral.master.listeners import bind, describe
 
 MAX_BODY = 8 << 20

@@ -3,7 +3,8 @@
 Every head corral writes goes through this module, the one place for heads:
 :func:`build_head` for the application's answers, :func:`server_head` for the answers the
 server writes itself (protocol errors, 500/504, route replies, hand-off failures, the control
-API). Both carry the same ``prefix``, :func:`server_fields`: ``Date`` and ``Server``.
+API). Both carry the same ``prefix``, the worker's fields (``Date``, ``Server``, the ``headers``
+setting's): :mod:`corral.http.fields` writes it and says which field names are the server's.
 
 Invariants:
 - Nothing the application gives reaches the wire unchecked: a status must be three
@@ -30,20 +31,17 @@ Invariants:
 from __future__ import annotations
 
 import re
-from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 
-# Header name kinds, from the cache below. The last two are bits: the server's own fields
-# (`server_fields`) that an application may give itself, which `make_head` gathers in one int.
-_PLAIN = 0
-_CONTENT_LENGTH = 1
-_CONNECTION = 2
-_HOP = 3
-_DATE = 4
-_SERVER = 8
+# Header name kinds (`fields.field_kind`, cached per name below). From `_DATE` up they are bits
+# (Date, Server: the prefix's fields an application may give itself), gathered in one int.
+from corral.http.fields import CONNECTION as _CONNECTION
+from corral.http.fields import CONTENT_LENGTH as _CONTENT_LENGTH
+from corral.http.fields import DATE as _DATE
+from corral.http.fields import TOKEN as _TOKEN
+from corral.http.fields import field_kind, prefix_without
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _STATUS = re.compile(r"[1-9][0-9][0-9] [^\r\n\0]*\Z")
 # RFC 9110 5.5: no CTL but HTAB in a field value (CR, LF and NUL are the dangerous ones)
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -62,18 +60,6 @@ class InvalidResponse(Exception):
     """The application produced a status or header that must not be sent."""
 
 
-def http_date(timestamp: float) -> str:
-    """IMF-fixdate, e.g. ``Sun, 06 Nov 1994 08:49:37 GMT``."""
-    return formatdate(timestamp, usegmt=True)
-
-
-def server_fields(timestamp: float, server: str) -> str:
-    """The fields the server adds to every head, CRLF-terminated: ``Date`` and, unless
-    ``server`` is "", ``Server``. A worker builds it once a second (``ServerState.prefix``)."""
-    date = f"Date: {http_date(timestamp)}\r\n"
-    return f"{date}Server: {server}\r\n" if server else date
-
-
 def reason(status: int) -> str:
     """The reason phrase of ``status`` ("" for a code without one, as Unit's ``return`` may
     give any code from 0 to 999)."""
@@ -85,7 +71,7 @@ def reason(status: int) -> str:
 
 def server_head(status: int, prefix: str, fields: str, close: bool) -> bytes:
     """The head of an answer the server writes itself: the status line, ``prefix`` (see
-    :func:`server_fields`), ``fields`` (each line CRLF-terminated, ``Content-Length``
+    :mod:`corral.http.fields`), ``fields`` (each line CRLF-terminated, ``Content-Length``
     included: the caller knows its body) and ``Connection: close`` when the connection
     closes after it."""
     end = "Connection: close\r\n\r\n" if close else "\r\n"
@@ -93,7 +79,7 @@ def server_head(status: int, prefix: str, fields: str, close: bool) -> bytes:
 
 
 def switching_head(prefix: str, fields: str, headers: Any) -> bytes:
-    """The head of a 101 (Switching Protocols) answer: ``prefix`` (see :func:`server_fields`),
+    """The head of a 101 (Switching Protocols) answer: ``prefix`` (:mod:`corral.http.fields`),
     ``fields`` (the server's own, CRLF-terminated: ``Upgrade``, ``Connection`` and what the
     new protocol's handshake says), then the application's ``headers``, each validated as
     for any answer. Its hop-by-hop fields, ``Content-Length`` and the fields named in
@@ -128,20 +114,6 @@ def trailer_lines(headers: Any) -> str:
     return "".join(lines)
 
 
-def prefix_without(prefix: str, given: int) -> str:
-    """``prefix`` (see :func:`server_fields`) without the fields the application gave itself
-    (``given``: `_DATE`, `_SERVER` or both): the application's value is sent instead, never
-    beside (RFC 9110 6.6.1: one ``Date``). Whatever the prefix holds (a setting may leave a
-    field out), only the lines of those names go."""
-    kept = []
-    for line in prefix.split("\r\n"):
-        if line:
-            name = line.partition(":")[0].lower()
-            if not ((name == "date" and given & _DATE) or (name == "server" and given & _SERVER)):
-                kept.append(line + "\r\n")
-    return "".join(kept)
-
-
 def status_line(status: str) -> tuple[str, int]:
     """``("HTTP/1.1 200 OK\\r\\n", 200)`` for a WSGI status string, validated."""
     cached = _status_lines.get(status)
@@ -162,19 +134,7 @@ def status_line(status: str) -> tuple[str, int]:
 def _name_kind(name: object) -> int:
     if type(name) is not str or not _TOKEN.match(name):
         raise InvalidResponse(f"invalid header name {name!r}")
-    lower = name.lower()
-    if lower == "content-length":
-        kind = _CONTENT_LENGTH
-    elif lower == "connection":
-        kind = _CONNECTION
-    elif lower in ("keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te"):
-        kind = _HOP
-    elif lower == "date":
-        kind = _DATE
-    elif lower == "server":
-        kind = _SERVER
-    else:
-        kind = _PLAIN
+    kind = field_kind(name)
     if len(_name_kinds) < _CACHE_MAX:
         _name_kinds[name] = kind
     return kind

@@ -71,8 +71,8 @@ from corral.apps.wsgi.environ import set_unsafe_fields
 from corral.apps.wsgi.runner import WsgiAdapter
 from corral.filters.forwarded import Forwarding
 from corral.hooks import Hooks
+from corral.http.fields import head_fields, server_fields
 from corral.http.head import Limits
-from corral.http.response import server_fields
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
@@ -148,23 +148,6 @@ def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
         else:
             return uvloop.new_event_loop()
     return asyncio.new_event_loop()
-
-
-def head_fields(settings: Any) -> Callable[[float], str]:
-    """What the worker adds to every head, given the time (``ServerState.prefix``, made once a
-    second): `server_fields` (Date, Server), Date left out without ``date_header``, then the
-    ``headers`` setting's fields, a Server one replacing corral's (Uvicorn's rule)."""
-    server, fixed = settings.server, ""
-    for line in settings.headers:  # "Name: value", checked by the configuration
-        name, _, value = line.partition(": ")
-        if name.lower() == "server":
-            server = value
-        else:
-            fixed += f"{line}\r\n"
-    if settings.date_header:
-        return lambda now: server_fields(now, server) + fixed
-    constant = (f"Server: {server}\r\n" if server else "") + fixed
-    return lambda now: constant
 
 
 class Worker:
@@ -287,7 +270,7 @@ class Worker:
             state.on_retire = self._retire
         state.loop = loop
         self.state = state
-        self._fields = head_fields(settings)
+        self._fields = head_fields(settings.server, settings.headers, settings.date_header)
         self._tick_clock()
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
