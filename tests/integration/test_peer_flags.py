@@ -113,6 +113,21 @@ def test_a_wsgi_application_under_uvicorns_and_granians_flags(tmp_path):
     assert any(re.fullmatch(r"CUSTOM INFO worker 0 ready .*", line) for line in lines), lines
 
 
+def test_uvicorns_address_wins_over_the_bind_of_gunicorn_conf_py(tmp_path):
+    """A project that keeps a gunicorn.conf.py (read by default) and is started with Uvicorn's
+    --host and --port listens where the command line says, as with -b."""
+    unused = tmp_path / "from-the-file.sock"
+    (tmp_path / "gunicorn.conf.py").write_text(f"bind = 'unix:{unused}'\n")
+    with Server(
+        "peer_apps:wsgi", "--app-dir", str(APP_DIR), "--host", "127.0.0.1", "--port", "0",
+        bind=None, cwd=str(tmp_path),
+    ) as server:  # fmt: skip
+        get(server, "/items")
+        assert not unused.exists()
+        assert f"reading {tmp_path / 'gunicorn.conf.py'}: Gunicorn's default" in server.stderr
+        assert server.stop() == 0
+
+
 def log_config(log: Path, form: str) -> str:
     """A dictConfig (JSON) sending corral's log to ``log`` with the format ``form``."""
     handler = {"class": "logging.FileHandler", "filename": str(log), "formatter": "custom"}

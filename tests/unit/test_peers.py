@@ -398,6 +398,45 @@ def test_host_and_port_in_a_file(capsys, tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("args", "listeners"),
+    [
+        (["--host", "0.0.0.0", "--port", "8001"], ["0.0.0.0:8001"]),
+        (["--port", "8003"], ["127.0.0.1:8003"]),  # the file's host goes with its bind
+        (["--uds", "/run/a.sock"], ["unix:/run/a.sock"]),
+        (["-b", ":8004"], ["0.0.0.0:8004"]),
+        ([], ["10.1.2.3:9000"]),
+    ],
+)
+def test_a_flags_address_wins_over_the_files_bind(capsys, tmp_path, monkeypatch, args, listeners):
+    """Uvicorn's --host/--port beside a gunicorn.conf.py (read by default) or a -c file that
+    sets `bind`: the command line's address is the one, as with -b; the file's workers stay."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gunicorn.conf.py").write_text('bind = "10.1.2.3:9000"\nworkers = 3\n')
+    (tmp_path / "c.toml").write_text('bind = "10.1.2.3:9000"\nworkers = 3\n')
+    for config in ([], ["-c", "c.toml"]):
+        code, out, err = run(capsys, "basic", *config, *args, "--check-config")
+        assert code == 0 and err.count("\n") == (0 if config else 1), err  # "reading ..."
+        doc = json.loads(out)
+        assert list(doc["listeners"]) == listeners, config
+        assert doc["applications"]["basic"]["processes"] == 3
+
+
+def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('bind = ":9000"\nport = 9001\n')
+    code, _, err = run(capsys, "basic", "-c", "c.toml")
+    assert (code, err) == (
+        2,
+        "corral: error: c.toml: $.port: give the address once: --bind, or --host and --port "
+        "(or --uds)\n",
+    )
+    monkeypatch.setenv("GUNICORN_CMD_ARGS", "-b :9000")  # under the command line, as a file
+    code, out, err = run(capsys, "basic", "--port", "9002", "--check-config")
+    assert (code, err) == (0, "")
+    assert list(json.loads(out)["listeners"]) == ["127.0.0.1:9002"]
+
+
+@pytest.mark.parametrize(
     ("args", "line"),
     [
         (["--host", "0.0.0.0", "-b", ":9000"], "--host: give the address once: --bind, or "

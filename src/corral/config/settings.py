@@ -1020,7 +1020,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "host", _LISTENING, _SRC, _NAME | None, None,
         "Uvicorn's and Granian's `--host`: with `port`, the address to listen on instead of "
-        "`bind` (an IPv6 address without brackets, `::`, is one).",
+        "`bind` (an IPv6 address without brackets, `::`, is one). Not beside `bind` in one "
+        "source; on the command line, over a config file's `bind`.",
         flags=("--host",), metavar="HOST", default_text="127.0.0.1",
     ),
     Setting(

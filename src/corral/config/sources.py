@@ -197,8 +197,20 @@ class CommandLine:
             return build_document(self.given, content, file=self.config)
         if base is None:  # the command line's own document: a file or a flag overrides them
             content = self.defaults | content
-        content.update(self.given)
-        return build_document(content, base)
+        return build_document(_over(content, self.given), base)
+
+
+# The settings that say where to listen: `bind`, or Uvicorn's and Granian's host, port and uds.
+ADDRESS = ("bind", "host", "port", "uds")
+
+
+def _over(lower: Mapping[str, Given], higher: Mapping[str, Given]) -> dict[str, Given]:
+    """`higher`'s values over `lower`'s (the flags over a file's). An address in `higher`
+    replaces `lower`'s whole address, so `--port 8001` wins over a file's `bind` as `-b` does;
+    `bind` beside `host`, `port` or `uds` is refused only when one source gives both."""
+    if any(name in higher for name in ADDRESS):
+        lower = {name: item for name, item in lower.items() if name not in ADDRESS}
+    return {**lower, **higher}
 
 
 def load(argv: Sequence[str]) -> Document:
@@ -227,7 +239,7 @@ def parse_command_line(
         except ConfigError as exc:
             text = str(exc)
             raise ConfigError(text if text.startswith(prefix) else prefix + text) from None
-        given = env_given | given
+        given = _over(env_given, given)
         options = env_options | options
         warnings = env_warnings + warnings
     defaults = {
