@@ -242,7 +242,7 @@ def test_config_file_configures_running_server(tmp_path, kind):
 def test_flags_override_config_file(tmp_path):
     path = tmp_path / "corral.toml"
     path.write_text('app = "proc_apps"\nserver_header = "FromFile"\nbind = "127.0.0.1:8000"\n')
-    with Server(f"--config={path}", "--server-header", "FromFlag") as server:
+    with Server(f"--config={path}", "--server-header=FromFlag") as server:
         assert server.port != 8000
         _, headers, _ = get(server.host, server.port, "/")
         assert headers["server"] == "FromFlag"

@@ -513,7 +513,7 @@ def test_date_and_server_headers(server):
 
 
 def test_server_header_can_be_removed():
-    with Server("http_apps", "--server-header", "") as running:
+    with Server("http_apps", "--server-header=") as running:
         sock, reader = connect(running)
         with sock:
             sock.sendall(get("/", "Connection: close"))
@@ -524,7 +524,7 @@ def test_server_header_can_be_removed():
 
 
 def test_server_header_can_be_changed():
-    with Server("http_apps", "--server-header", "Foo") as running:
+    with Server("http_apps", "--server-header=Foo") as running:
         sock, reader = connect(running)
         with sock:
             sock.sendall(get("/", "Connection: close"))

@@ -4,7 +4,7 @@ through real corral processes, for WSGI and ASGI on each request core.
 - ``Date`` and ``Server``: the application's is sent instead of corral's, never beside it
   (RFC 9110 6.6.1: one ``Date``; Flask's ``send_file`` sets one), whether the body's length
   is known or not, in a WebSocket 101 too; an answer without them on the same connection
-  has corral's again; with ``--server-header ""`` the application's ``Server`` alone.
+  has corral's again; with ``--server-header=`` the application's ``Server`` alone.
 - ``Content-Length`` frames the body, sent once (given twice alike, too).
 - ``Transfer-Encoding``: corral frames the body itself, one framing (Content-Length, chunked
   or the close), never two.
@@ -58,8 +58,8 @@ def uwsgi(request: pytest.FixtureRequest, each_core: str) -> Iterator[tuple[str,
 
 @pytest.fixture(scope="module", params=sorted(APPS))
 def serverless(request: pytest.FixtureRequest, each_core: str) -> Iterator[Server]:
-    """``--server-header ""``: corral sends no ``Server`` of its own."""
-    with Server(APPS[request.param], "--server-header", "") as running:
+    """``--server-header=``: corral sends no ``Server`` of its own."""
+    with Server(APPS[request.param], "--server-header=") as running:
         yield running
 
 

@@ -219,7 +219,7 @@ def test_every_flag() -> None:
             "--graceful-timeout", "1.5", "-t", "0", "--keep-alive", "2", "--header-timeout", "7",
             "--limit-request-line", "4094", "--limit-request-fields", "50",
             "--limit-request-field_size", "1000", "--limit-request-body", "0",
-            "--body-buffer-size", "10", "--server-header", "", "--backlog", "16",
+            "--body-buffer-size", "10", "--server-header=", "--backlog", "16",
             "--unix-socket-mode", "0660", "--access-logfile", "-", "--access-logformat", "%(h)s",
             "--error-logfile", "err.log", "--log-level", "WARNING", "--pid", "x.pid", "-n", "web",
         ]
@@ -264,7 +264,7 @@ def test_last_store_flag_wins() -> None:
         (["a", "--limit-request-line", "10"], "--limit-request-line: expected 0 or int from 64"),
         (["a", "--log-level", "loud"], '--log-level: expected one of "debug", "info"'),
         (["a", "--unix-socket-mode", "0999"], "--unix-socket-mode: expected an octal mode"),
-        (["a", "--server-header", "a\r\nX: y"], "--server-header: expected printable ASCII"),
+        (["a", "--server-header=a\r\nX: y"], "--server-header: expected printable ASCII"),
         (["a", "-e", "NOEQUALS"], '--env: expected KEY=VALUE, got "NOEQUALS"'),
         (["a", "-e", "=v"], "--env: expected a variable name"),
         (["a", "-b", "::1:80"], "--bind: expected HOST:PORT"),
@@ -801,7 +801,7 @@ def test_server_header_and_server_version() -> None:
         return load(["app", *args]).settings.server
 
     assert server() == "corral"
-    assert server("--server-header", "edge") == "edge"
+    assert server("--server-header=edge") == "edge"
     versioned = validate_document({"settings": {"http": {"server_version": True}}})
     assert versioned.settings.server == f"corral/{__version__}"
     hidden = {"settings": {"server_header": "", "http": {"server_version": True}}}

@@ -193,7 +193,8 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
 
 
 def walk(capsys, tmp_path, flag: str, value: str | None, outcome: str, check: Check | None):
-    """``corral basic FLAG [VALUE] --check-config``: what it prints is what `outcome` says."""
+    """``corral FLAG [VALUE] basic --check-config``, the same as with the flag after the APP:
+    what it prints is what `outcome` says."""
     if value == "ENVFILE":
         path = tmp_path / ".env"
         path.write_text("# the variables of the application\nexport PEER_TEST_A=1\n")
@@ -203,7 +204,9 @@ def walk(capsys, tmp_path, flag: str, value: str | None, outcome: str, check: Ch
         path.write_text('{"version": 1}')
         value = str(path)
     args = [flag] if value is None else [flag, value]
-    code, out, err = run(capsys, "basic", *args, "--check-config")
+    # before the APP too: a flag whose value is optional (--ws) leaves the APP alone
+    code, out, err = run(capsys, *args, "basic", "--check-config")
+    assert run(capsys, "basic", *args, "--check-config") == (code, out, err)
     if outcome == REFUSED:
         assert code == 2 and out == ""
         assert err.count("\n") == 1 and err.startswith(f"corral: error: {flag}: "), err
@@ -449,6 +452,10 @@ def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch
          "lifespan: --interface asgi --lifespan off"),
         (["--ws", "wsproto"], '--ws: "wsproto": corral serves WebSocket with the websockets '
          "library's protocol layer: --ws websockets"),
+        (["--server-header", "behind"], "unexpected argument \"behind\" (--server-header takes "
+         "its value after '=': --server-header=behind)"),
+        (["--proxy-protocol", "v3"], '--proxy-protocol: expected "off", "v1", "v2" or "auto" '
+         '(a bool in a file), got "v3"'),
         (["--http", "2"], "--http: Uvicorn's and Granian's option is not supported: HTTP/2 is "
          "not supported yet"),
         (["--loop", "rloop"], '--loop: expected one of "auto", "uvloop", "asyncio", got '
@@ -485,6 +492,26 @@ def test_refusals_are_one_line_saying_what_instead(capsys, args, line):
     code, out, err = run(capsys, "basic", *args)
     assert (code, out) == (2, "")
     assert err.startswith(f"corral: error: {line}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    ("args", "setting", "value"),
+    [
+        (["--interface", "asgi", "--ws"], "ws", "auto"),  # Granian's flag alone, then APP
+        (["--ws", "none"], "ws", "none"),
+        (["--server-header"], "server_header", "corral"),  # Uvicorn's switch, then APP
+        (["--server-header=behind"], "server_header", "behind"),
+        (["--server-header="], "server_header", ""),
+        (["--proxy-protocol"], "proxy_protocol", "auto"),
+        (["--proxy-protocol", "v2"], "proxy_protocol", "v2"),
+    ],
+)
+def test_a_flag_whose_value_is_optional_leaves_the_app_after_it(capsys, args, setting, value):
+    code, out, err = run(capsys, *args, "basic", "--check-config")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert list(doc["applications"]) == ["basic"]
+    assert settings(doc)[setting] == value
 
 
 def head_fields(*args: str) -> str:

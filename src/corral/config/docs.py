@@ -337,7 +337,7 @@ def _row(setting: Setting) -> str:
     else:
         metavar = "" if setting.action in (Action.FLAG, Action.SWITCH) else f" {setting.metavar}"
         if setting.action is Action.OPTIONAL:
-            metavar = f" [{setting.metavar}]"
+            metavar = f" [{setting.metavar}]" if setting.values else f"[={setting.metavar}]"
         flags = ", ".join(f"`{flag}{metavar}`" for flag in setting.all_flags)
         if setting.action is Action.APPEND:
             flags += " (repeatable)"

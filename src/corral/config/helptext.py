@@ -42,7 +42,7 @@ DOCS: tuple[tuple[str, str], ...] = (
 
 def help_description(version: str) -> str:
     """The text between the usage lines and the first group of options: paragraphs, the
-    examples' lines kept as they are (`sources._HelpFormatter` fills only the others)."""
+    examples' lines kept as they are (`parser._HelpFormatter` fills only the others)."""
     width = max(len(command) for command, _ in EXAMPLES) + 2
     examples = "\n".join(f"  {command:<{width}}{what}" for command, what in EXAMPLES)
     docs = ", ".join(f"{name} ({what})" for name, what in DOCS)

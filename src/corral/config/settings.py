@@ -99,7 +99,7 @@ class Action(enum.StrEnum):
     STORE = "store"  # --flag VALUE, the last one wins
     APPEND = "append"  # --flag VALUE, repeatable, collected into a list
     FLAG = "flag"  # --flag, no value: true
-    OPTIONAL = "optional"  # --flag [VALUE]: without a value, the setting's `const`
+    OPTIONAL = "optional"  # --flag [VALUE]: without one of its `values`, the setting's `const`
     SWITCH = "switch"  # --flag: true, --no-flag: false (Uvicorn's and Granian's pairs)
     POSITIONAL = "positional"  # a bare argument
 
@@ -704,6 +704,9 @@ class Setting:
     key: str = ""  # the dotted path under the scope's object in the document; "" is `name`
     view: Callable[[Any], Any] | None = None  # the runtime's form of the document's value
     const: Any = None  # with Action.OPTIONAL: the value of the flag given without one
+    # with Action.OPTIONAL: the words `--flag WORD` takes as its value; after the flag, any
+    # other word is not its (the APP's) and the flag is `const`. None: only `--flag=VALUE`.
+    values: tuple[str, ...] = ()
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -1070,6 +1073,7 @@ SETTINGS: tuple[Setting, ...] = (
         "(docs/architecture.md, PROXY protocol).",
         flags=("--proxy-protocol",), metavar="MODE", action=Action.OPTIONAL,
         accepts=ProxyMode | bool, resolve=proxy_mode, const="auto",
+        values=(*ProxyMode, "true", "false", "1", "0"),
         expect='"off", "v1", "v2" or "auto" (a bool in a file)',
     ),
     Setting(
@@ -1237,8 +1241,10 @@ SETTINGS: tuple[Setting, ...] = (
         "WebSocket for ASGI applications: `auto` and `websockets` serve it (the `websockets` "
         "library's protocol layer); `none` serves an upgrade request as a plain HTTP request. "
         "Uvicorn's `--ws` (`websockets-sansio` is `websockets`; `wsproto` has no "
-        "counterpart); Granian's `--ws` (the flag alone) is `auto`, `--no-ws` `none`.",
+        "counterpart); Granian's `--ws` (the flag alone, or before a word that is none of "
+        "these: `--ws main:app`) is `auto`, `--no-ws` `none`.",
         flags=("--ws",), metavar="MODE", action=Action.OPTIONAL, const="auto", accepts=str,
+        values=("auto", "websockets", "none", "websockets-sansio", "wsproto"),
         resolve=_websocket, expect='"auto", "websockets" or "none"',
     ),
     Setting(
@@ -1317,7 +1323,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "server_header", _RESPONSES, _S, _HEADER_VALUE, "corral",
         "Value of the Server header; an empty string sends no Server header (Uvicorn's "
-        "`--no-server-header`; its `--server-header`, without a value, keeps the default).",
+        "`--no-server-header`). On the command line the value goes after `=` "
+        "(`--server-header=NAME`): the flag alone is Uvicorn's switch, which keeps the "
+        "default, and the word after it stays the APP's (`--server-header main:app`).",
         flags=("--server-header",), metavar="STRING", action=Action.OPTIONAL, const="corral",
     ),
     Setting(

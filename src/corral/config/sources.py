@@ -1,12 +1,12 @@
 """Sources of the document: the command line and config files (TOML, JSON, Gunicorn's .py).
 
-This module owns the way from what a user typed to a validated `Document`: the argparse parser
-and the flat config-file keys, both generated from `SETTINGS` (a uWSGI ini file is read into the
-same flat keys by `corral.config.uwsgi`); the merge (defaults, then the file, then
-``GUNICORN_CMD_ARGS``, then flags: a flag replaces the file's value for its key, lists and tables
-included); and the mapping of the flat settings onto the document (one application named after
-its module, one listener per bind address passing to it, each value at its setting's document
-path).
+This module owns the way from what a user typed to a validated `Document`: what the command
+line's parser (`corral.config.parser`) read and the flat config-file keys, both of `SETTINGS`
+(a uWSGI ini file is read into the same flat keys by `corral.config.uwsgi`); the merge
+(defaults, then the file, then ``GUNICORN_CMD_ARGS``, then flags: a flag replaces the file's
+value for its key, lists and tables included); and the mapping of the flat settings onto the
+document (one application named after its module, one listener per bind address passing to
+it, each value at its setting's document path).
 
 Gunicorn's sources (`corral.config.gunicorn` maps their names): a ``.py`` config file (or
 ``python:MODULE``) gives flat settings like a TOML file, ``GUNICORN_CMD_ARGS`` flags under the
@@ -24,22 +24,19 @@ A config file whose top level has a document key (``listeners``, ``routes``, ``a
 settings: it is validated as such, and only server-wide flags may be given with it.
 
 Every failure is one `ConfigError` with one line of text naming the flag or the file and key.
-Nothing here prints or exits: `corral.cli` does. argparse is imported here only, so workers that
-import `corral.config` do not pay for it.
+Nothing here prints or exits: `corral.cli` does. Workers import `corral.config` without this
+module, so they do not pay for argparse.
 """
 
-import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
-from typing import Any, NoReturn
+from typing import Any
 
 import msgspec
 
-from corral import __version__
-from corral.config import granian, gunicorn, peers, uvicorn
+from corral.config import gunicorn, peers
 from corral.config.document import (
     ConfigError,
     Document,
@@ -49,13 +46,19 @@ from corral.config.document import (
     validate_document,
 )
 from corral.config.given import Given
-from corral.config.helptext import help_description
+from corral.config.parser import (
+    flag_of,
+    format_help,
+    hidden,
+    hidden_flags,
+    parser,
+    unexpected,
+    with_constants,
+)
 from corral.config.settings import (
     BY_NAME,
     DEFAULT_PORT,
-    SECTIONS,
     SETTINGS,
-    Action,
     BindAddress,
     Invalid,
     Scope,
@@ -254,24 +257,25 @@ def _parse(
     argv: Sequence[str], prefix: str = ""
 ) -> tuple[dict[str, Given], dict[str, Any], list[str]]:
     """One list of arguments: the settings given, the command's options, the warnings."""
-    namespace, extras = _parser().parse_known_args(list(argv))
+    argv, bare = with_constants(argv)
+    namespace, extras = parser().parse_known_args(argv)
     if extras:
-        raise _unexpected(extras[0])
+        raise unexpected(extras[0], argv, bare)
     given: dict[str, Given] = {}
     options: dict[str, Any] = {}
     for setting in SETTINGS:
         if not hasattr(namespace, setting.name):
             continue
         raw = getattr(namespace, setting.name)
-        where = prefix + _flag(setting)
+        where = prefix + flag_of(setting)
         if setting.scope is Scope.COMMAND:
             options[setting.name] = convert(raw, setting.input_type, where, {"": setting.expected})
         else:
             given[setting.name] = _given(setting, raw, where)
     found = [
-        (entry, getattr(namespace, _hidden(entry)))
-        for entry, _ in _hidden_flags()
-        if hasattr(namespace, _hidden(entry))
+        (entry, getattr(namespace, hidden(entry)))
+        for entry, _ in hidden_flags()
+        if hasattr(namespace, hidden(entry))
     ]
     reading = peers.from_flags(found, argv)
     for item in reading.values:  # a flag of corral's own for the same setting comes first
@@ -285,11 +289,6 @@ def _given(setting: Setting, raw: Any, where: str) -> Given:
     return Given(
         convert(raw, setting.input_type, where, expects, strict=False, nested=False), where
     )
-
-
-def format_help() -> str:
-    """The ``--help`` text."""
-    return _parser().format_help()
 
 
 # Top-level keys that make a config file a whole document rather than flat settings.
@@ -547,153 +546,3 @@ def _key_hint(key: str) -> str:
         if candidate.in_file and f"--{key.replace('_', '-')}" in candidate.flags:
             return f" (did you mean {show(candidate.name)}?)"
     return did_you_mean(key.replace("-", "_"), (s.name for s in SETTINGS if s.in_file))
-
-
-# ---------------------------------------------------------------------------------------------
-# The command line.
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises one-line `ConfigError`s instead of printing usage and exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        prefix, sep, rest = message.partition(": ")
-        if sep and prefix.startswith("argument "):
-            flags = prefix.removeprefix("argument ").split("/")
-            flag = next((f for f in flags if f.startswith("--")), flags[0])
-            if rest.startswith("expected one argument"):
-                rest = "expected a value"
-            elif rest.startswith("ignored explicit argument"):
-                rest = "takes no value"
-            message = f"{flag}: {rest}"
-        raise ConfigError(message)
-
-
-def _flag(setting: Setting) -> str:
-    if setting.action is Action.POSITIONAL:
-        return setting.metavar or setting.name.upper()
-    return next((f for f in setting.flags if f.startswith("--")), setting.flags[0])
-
-
-def _unexpected(arg: str) -> ConfigError:
-    if arg.startswith("-") and len(arg) > 1:
-        name = arg.partition("=")[0]
-        return ConfigError(f"{name}: unknown option{did_you_mean(name, _declared_flags())}")
-    return ConfigError(f"unexpected argument {show(arg)}")
-
-
-def _declared_flags() -> list[str]:
-    return [flag for setting in SETTINGS for flag in setting.all_flags]
-
-
-def _hidden(entry: peers.Name) -> str:
-    return f"{entry.server}:{entry.name}"
-
-
-# the other servers' tables, in the order a flag two of them share is taken from
-PEER_TABLES = (gunicorn.NAMES.values(), uvicorn.FLAGS.values(), granian.FLAGS.values())
-
-
-@cache
-def _hidden_flags() -> list[tuple[peers.Name, tuple[str, ...]]]:
-    return peers.hidden_flags(PEER_TABLES, _declared_flags())
-
-
-def _add_hidden_flags(parser: argparse.ArgumentParser, flags: Iterable[Any]) -> None:
-    """Gunicorn's flags corral does not declare, known to the parser, hidden from --help."""
-    for entry, names in flags:
-        common: dict[str, Any] = {
-            "dest": _hidden(entry),
-            "default": argparse.SUPPRESS,
-            "help": argparse.SUPPRESS,
-        }
-        if entry.value:
-            parser.add_argument(*names, action="store", **common)
-        else:
-            parser.add_argument(*names, action="store_const", const=entry.constant, **common)
-
-
-def _help(setting: Setting) -> str:
-    text = setting.doc.replace("`", "")
-    if default := setting.shown_default():
-        text += f" [default:{_KEEP_TOGETHER}{default}]"
-    return text.replace("%", "%%")
-
-
-# A no-break space argparse does not wrap at (its whitespace is ASCII); printed as a space.
-_KEEP_TOGETHER = "\u00a0"
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """Gunicorn-like columns; a "[default: X]" is never split across two lines; a text's
-    paragraphs are filled one by one, and those of indented lines (examples) kept as written."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=36)
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        return [line.replace(_KEEP_TOGETHER, " ") for line in super()._split_lines(text, width)]
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n\n".join(
-            self._fill_paragraph(paragraph, width, indent) for paragraph in text.split("\n\n")
-        )
-
-    def _fill_paragraph(self, paragraph: str, width: int, indent: str) -> str:
-        lines = paragraph.splitlines()
-        if lines and lines[-1].startswith("  "):  # "examples:" and its lines
-            return "\n".join(indent + line for line in lines)
-        return super()._fill_text(paragraph, width, indent)
-
-
-@cache
-def _parser() -> _Parser:
-    parser = _Parser(
-        prog="corral",
-        usage="%(prog)s [OPTIONS] [APP]\n       %(prog)s ctl COMMAND ...",
-        description=help_description(__version__),  # examples, docs, the groups
-        epilog=(
-            "Every option except the command-line ones can also be set in the config file "
-            "(-c FILE): the key is the long option without '--', with '-' written '_' "
-            '(workers = 4, bind = [":8000"]); see docs/settings.md. A gunicorn.conf.py is '
-            "read with Gunicorn's names, and Gunicorn's, Uvicorn's and Granian's other flags "
-            "and GUNICORN_CMD_ARGS are known too."
-        ),
-        add_help=False,
-        allow_abbrev=False,
-        formatter_class=_HelpFormatter,
-    )
-    for title, blurb in SECTIONS:
-        group = parser.add_argument_group(title, blurb)
-        for setting in SETTINGS:
-            if setting.section != title:
-                continue
-            if not setting.flags and setting.action is not Action.POSITIONAL:
-                continue  # a file and document key only
-            common: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _help(setting)}
-            if setting.action is Action.POSITIONAL:
-                group.add_argument(setting.name, nargs="?", metavar=setting.metavar, **common)
-            elif setting.action is Action.FLAG:
-                group.add_argument(*setting.flags, dest=setting.name, action="store_true", **common)
-            elif setting.action is Action.SWITCH:
-                action = argparse.BooleanOptionalAction
-                group.add_argument(*setting.flags, dest=setting.name, action=action, **common)
-            elif setting.action is Action.OPTIONAL:
-                group.add_argument(
-                    *setting.flags,
-                    dest=setting.name,
-                    nargs="?",
-                    const=setting.const,
-                    metavar=setting.metavar,
-                    **common,
-                )
-            else:
-                group.add_argument(
-                    *setting.flags,
-                    dest=setting.name,
-                    action="append" if setting.action is Action.APPEND else "store",
-                    metavar=setting.metavar,
-                    **common,
-                )
-    _add_hidden_flags(parser, _hidden_flags())
-    return parser
