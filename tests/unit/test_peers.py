@@ -39,7 +39,7 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--uds", "/run/app.sock", WORKS, lambda d: list(d["listeners"]) == ["unix:/run/app.sock"]),
     ("--fd", "3", WORKS, lambda d: settings(d)["fd"] == 3),
     ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
-    ("--reload-dir", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
+    ("--reload-dir", "DIR", WORKS, lambda d: settings(d)["reload_dirs"][0].endswith("/src")),
     ("--reload-include", "*.html", WORKS, lambda d: settings(d)["reload_include"] == ["*.html"]),
     ("--reload-exclude", "*.tmp", WORKS, lambda d: settings(d)["reload_exclude"] == ["*.tmp"]),
     ("--reload-delay", "1", ACCEPTED, None),
@@ -175,7 +175,7 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--metrics-port", "9100", REFUSED, None),
     ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
     ("--no-reload", None, WORKS, lambda d: settings(d)["reload"] is False),
-    ("--reload-paths", "src", WORKS, lambda d: settings(d)["reload_dirs"] == ["src"]),
+    ("--reload-paths", "DIR", WORKS, lambda d: settings(d)["reload_dirs"][0].endswith("/src")),
     ("--reload-ignore-dirs", "node_modules", WORKS,
      lambda d: settings(d)["reload_exclude"] == ["node_modules"]),
     ("--reload-ignore-patterns", r".*\.tmp", ACCEPTED, None),
@@ -202,6 +202,10 @@ def walk(capsys, tmp_path, flag: str, value: str | None, outcome: str, check: Ch
     elif value == "LOGCONFIG":
         path = tmp_path / "logging.json"
         path.write_text('{"version": 1}')
+        value = str(path)
+    elif value == "DIR":
+        path = tmp_path / "src"
+        path.mkdir()
         value = str(path)
     args = [flag] if value is None else [flag, value]
     # before the APP too: a flag whose value is optional (--ws) leaves the APP alone
@@ -481,6 +485,9 @@ def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch
          "supported: limits on connections and requests at once are not supported yet "
          "(planned: issue 34)"),
         (["--env-file", "/nonexistent/.env"], "--env-file: /nonexistent/.env: no such file"),
+        (["--reload-dir", "/nonexistent/src"], '--reload-dir: "/nonexistent/src": no such '
+         "directory"),
+        (["--reload-paths", "/nonexistent"], '--reload-paths: "/nonexistent": no such directory'),
         (["--log-config", "/nonexistent.json"], '--log-config: "/nonexistent.json": no such '
          "file"),
         # the first refused flag in the order given, whoever's it is
@@ -512,6 +519,17 @@ def test_a_flag_whose_value_is_optional_leaves_the_app_after_it(capsys, args, se
     doc = json.loads(out)
     assert list(doc["applications"]) == ["basic"]
     assert settings(doc)[setting] == value
+
+
+def test_a_reload_dir_that_is_not_there_is_one_line_in_a_file_too(capsys, tmp_path):
+    (tmp_path / "src").mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(f'app = "basic"\nreload_dirs = ["{tmp_path / "src"}", "/nonexistent"]\n')
+    code, _, err = run(capsys, "-c", str(config))
+    assert (code, err) == (
+        2,
+        f'corral: error: {config}: $.reload_dirs[1]: "/nonexistent": no such directory\n',
+    )
 
 
 def head_fields(*args: str) -> str:

@@ -658,6 +658,17 @@ def _existing_file(value: str | None) -> str | None:
     return os.path.abspath(value)
 
 
+def _existing_directories(value: list[str] | str) -> list[str]:
+    """Directories that must be there (a watch of one that is not would see nothing), made
+    absolute as `_existing_file` makes a file."""
+    found = _path_list(value)
+    for index, path in enumerate(found):
+        if not os.path.isdir(path):
+            at = f"[{index}]" if isinstance(value, list) else ""
+            raise Invalid(message=f"{show(path)}: no such directory", at=at)
+    return [os.path.abspath(path) for path in found]
+
+
 def _env_files(value: list[str] | str) -> dict[str, str]:
     from corral.config.envfile import read_env_files
 
@@ -1472,9 +1483,9 @@ SETTINGS: tuple[Setting, ...] = (
         "reload_dirs", _PROCESS, _S, list[str], [],
         "With `reload`: the directories to watch instead of the working directory and the "
         "Python path; repeat for several (Uvicorn's `--reload-dir`, Granian's "
-        "`--reload-paths`).",
+        "`--reload-paths`). Each must be a directory.",
         flags=("--reload-dir",), metavar="DIR", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_path_list,
+        accepts=list[str] | str, resolve=_existing_directories,
     ),
     Setting(
         "reload_include", _PROCESS, _S, list[str], [],
