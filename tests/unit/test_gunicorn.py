@@ -17,7 +17,6 @@ from corral import cli
 from corral.config import parse_command_line
 from corral.config.document import did_you_mean
 from corral.config.gunicorn import NAMES
-from corral.config.settings import SETTINGS
 
 Check = Callable[[dict[str, Any]], bool]
 
@@ -195,34 +194,28 @@ def test_an_asgi_worker_class_is_the_asgi_protocol(capsys, monkeypatch, worker_c
     assert app(json.loads(out))["protocol"] == "asgi"
 
 
-def test_flags_both_servers_declare_set_the_same_setting() -> None:
-    """A flag corral declares is Gunicorn's with the same meaning: the table agrees."""
-    declared = {flag: setting.name for setting in SETTINGS for flag in setting.flags}
-    compared = set()
-    for entry in NAMES.values():
-        for flag in entry.flags:
-            if flag in declared:
-                assert declared[flag] == entry.setting, (flag, entry)
-                compared.add(flag)
-    # the tables meet where they must (with no flag in common the loop checks nothing)
-    assert {"-b", "--bind", "-w", "--workers", "-t", "--timeout", "-c", "--config"} <= compared
-
-
 @pytest.mark.parametrize(
     ("flag", "value", "outcome", "check"), GUNICORN_FLAGS, ids=[f for f, *_ in GUNICORN_FLAGS]
 )
 def test_every_gunicorn_flag(capsys, tmp_path, monkeypatch, flag, value, outcome, check):
     monkeypatch.delenv("GUNICORN_CMD_ARGS", raising=False)
-    if value == "CONFIG":
-        config = tmp_path / "gunicorn.conf.py"
-        config.write_text("workers = 3\n")
-        value = str(config)
-    elif value == "LOGCONFIG":
-        config = tmp_path / "logging.json"
-        config.write_text('{"version": 1}')
-        value = str(config)
+    walk(capsys, tmp_path, flag, value, outcome, check)
+
+
+def walk(capsys, tmp_path, flag: str, value: str | None, outcome: str, check: Check | None):
+    """``corral FLAG [VALUE] basic --check-config``, the same as with the flag after the APP:
+    what it prints is what `outcome` says. The walk of Gunicorn's flags, Uvicorn's and
+    Granian's (tests/unit/test_peers.py). A value that names a file or a directory is written
+    first: CONFIG (a gunicorn.conf.py), LOGCONFIG, ENVFILE, DIR."""
+    if value in WRITTEN:
+        name, content = WRITTEN[value]
+        path = tmp_path / name
+        path.mkdir() if content is None else path.write_text(content)
+        value = str(path)
     args = [flag] if value is None else [flag, value]
-    code, out, err = run(capsys, "basic", *args, "--check-config")
+    # before the APP too: a flag whose value is optional (--ws) leaves the APP alone
+    code, out, err = run(capsys, *args, "basic", "--check-config")
+    assert run(capsys, "basic", *args, "--check-config") == (code, out, err)
     if outcome == REFUSED:
         assert code == 2 and out == ""
         assert err.count("\n") == 1 and err.startswith(f"corral: error: {flag}: "), err
@@ -237,11 +230,21 @@ def test_every_gunicorn_flag(capsys, tmp_path, monkeypatch, flag, value, outcome
         return
     if outcome == ACCEPTED:
         assert err.count("\n") == 1 and err.startswith(f"corral: warning: {flag}: "), err
+        assert "option has no effect: " in err, err
     else:
         assert err == ""
     doc = json.loads(out)
     if check is not None:
         assert check(doc), doc
+
+
+# the files and directories a walked flag's value names: (name, content; None: a directory)
+WRITTEN = {
+    "CONFIG": ("gunicorn.conf.py", "workers = 3\n"),
+    "LOGCONFIG": ("logging.json", '{"version": 1}'),
+    "ENVFILE": (".env", "# the variables of the application\nexport PEER_TEST_A=1\n"),
+    "DIR": ("src", None),
+}
 
 
 @pytest.mark.parametrize(
