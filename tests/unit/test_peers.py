@@ -381,10 +381,10 @@ def test_host_and_port_in_a_file(capsys, tmp_path):
         ([], ["10.1.2.3:9000"]),
     ],
 )
-def test_a_flags_address_wins_over_the_files_bind(capsys, tmp_path, monkeypatch, args, listeners):
+def test_a_flags_address_wins_over_the_files_bind(capsys, tmp_path, args, listeners):
     """Uvicorn's --host/--port beside a gunicorn.conf.py (read by default) or a -c file that
-    sets `bind`: the command line's address is the one, as with -b; the file's workers stay."""
-    monkeypatch.chdir(tmp_path)
+    sets `bind`: the command line's address is the one, as with -b; the file's workers stay.
+    (tmp_path is the working directory: tests/unit/conftest.py.)"""
     (tmp_path / "gunicorn.conf.py").write_text('bind = "10.1.2.3:9000"\nworkers = 3\n')
     (tmp_path / "c.toml").write_text('bind = "10.1.2.3:9000"\nworkers = 3\n')
     for config in ([], ["-c", "c.toml"]):
@@ -396,7 +396,6 @@ def test_a_flags_address_wins_over_the_files_bind(capsys, tmp_path, monkeypatch,
 
 
 def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
     (tmp_path / "c.toml").write_text('bind = ":9000"\nport = 9001\n')
     code, _, err = run(capsys, "basic", "-c", "c.toml")
     assert (code, err) == (
