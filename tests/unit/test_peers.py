@@ -313,6 +313,14 @@ def test_flags_corral_declares_set_the_same_setting_in_every_table():
         assert meet[name] <= compared, name
 
 
+def test_a_tables_texts_name_no_other_peer():
+    """docs/settings.md shows each table's texts to that server's users: Granian's rows say
+    nothing of what Uvicorn does, nor Uvicorn's of Granian."""
+    for table, other in ((granian.FLAGS, "Uvicorn"), (uvicorn.FLAGS, "Granian")):
+        for flag, entry in table.items():
+            assert other not in entry.disposition(), flag
+
+
 def test_a_flag_two_servers_share_has_one_meaning():
     """What corral does with a flag does not depend on whose command line it came from."""
     tables = (gunicorn.NAMES, uvicorn.FLAGS, granian.FLAGS)
@@ -449,7 +457,12 @@ def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch
          "is not supported yet (planned: issue 33); terminate TLS in a proxy"),
         (["--limit-concurrency", "10"], "--limit-concurrency: Uvicorn's option is not "
          "supported: limits on connections and requests at once are not supported yet "
-         "(planned: issue 34)"),
+         "(planned: issue 34); until then an ASGI worker serves every connection it accepts"),
+        # a flag Gunicorn has too: named after every server that has it
+        (["--ssl-version", "2"], "--ssl-version: Gunicorn's and Uvicorn's option is not "
+         "supported: TLS is not supported yet"),
+        (["--http2-max-frame-size", "1"], "--http2-max-frame-size: Gunicorn's and Granian's "
+         "option is not supported: HTTP/2 is not supported yet"),
         (["--env-file", "/nonexistent/.env"], "--env-file: /nonexistent/.env: no such file"),
         (["--reload-dir", "/nonexistent/src"], '--reload-dir: "/nonexistent/src": no such '
          "directory"),

@@ -100,7 +100,8 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
           constant=False),
     SHARED["--log-level"],
     SHARED["--log-config"],
-    SHARED["--access-log"],
+    _flag("--access-log", "access_logfile", value=False, constant="-",
+          instead="to standard output, as Granian's"),
     SHARED["--no-access-log"],
     _flag("--access-log-fmt", instead="Granian's access log atoms are not corral's: write the "
           "format with --access-logformat (Gunicorn's %(x)s atoms or NGINX Unit's $variables)"),

@@ -21,7 +21,7 @@ A flag two tables share has one meaning (the first table's entry is the one regi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from corral.config.document import ConfigError
@@ -46,8 +46,10 @@ __all__ = [
 TLS = "TLS is not supported yet (planned: issue 33); terminate TLS in a proxy"
 HTTP2 = "HTTP/2 is not supported yet (corral speaks HTTP/1.1); terminate HTTP/2 in a proxy"
 LIMITS = (
-    "limits on connections and requests at once are not supported yet (planned: issue 34); a "
-    "WSGI worker runs --threads requests at once and reads no more meanwhile"
+    "limits on connections and requests at once are not supported yet (planned: issue 34); "
+    "until then an ASGI worker serves every connection it accepts, one request at a time on "
+    "each, and a WSGI worker runs --threads requests at once and reads no more meanwhile "
+    "(--workers sets how many workers share the load)"
 )
 STATIC = "static files are not served yet (planned: issue 32); let a proxy in front serve them"
 
@@ -133,7 +135,16 @@ def hidden_flags(
     tables: Iterable[Iterable[Name]], declared: Iterable[str]
 ) -> list[tuple[Name, tuple[str, ...]]]:
     """The tables' flags corral does not declare (`declared`), each once, by entry: the parser
-    knows them (so that they take their value), without showing them in --help."""
+    knows them (so that they take their value), without showing them in --help. The entry of
+    a flag several tables have is the first table's, named after every server that has it
+    (``--ssl-version``: "Gunicorn's and Uvicorn's option")."""
+    tables = [list(table) for table in tables]
+    owners: dict[str, list[str]] = {}
+    for table in tables:
+        for entry in table:
+            for flag in entry.flags:
+                servers = owners.setdefault(flag, [])
+                servers += [s for s in _servers(entry.server) if s not in servers]
     known = set(declared)
     found = []
     for table in tables:
@@ -141,8 +152,15 @@ def hidden_flags(
             flags = tuple(flag for flag in entry.flags if flag not in known)
             known.update(flags)
             if flags:
-                found.append((entry, flags))
+                servers = [s for flag in flags for s in owners[flag]]
+                named = " and ".join(f"{s}'s" for s in dict.fromkeys(servers))
+                found.append((replace(entry, server=named), flags))
     return found
+
+
+def _servers(named: str) -> list[str]:
+    """The servers of a `Name.server` ("Uvicorn's and Granian's": Uvicorn, Granian)."""
+    return [part.removesuffix("'s") for part in named.split(" and ")]
 
 
 def from_flags(given: Sequence[tuple[Name, Any]], argv: Iterable[str]) -> Reading:

@@ -59,7 +59,7 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--env-file", "env_file"),
     _both("--log-config", "log_config"),
     _both("--log-level", "log_level"),
-    _both("--access-log", "access_logfile", value=False, constant="-",
+    _flag("--access-log", "access_logfile", value=False, constant="-",
           instead="to standard output; without it corral writes none (Uvicorn writes one "
           "unless --no-access-log)"),
     _both("--no-access-log", instead="no access log: corral's default", value=False, constant=False,
