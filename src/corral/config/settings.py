@@ -51,8 +51,9 @@ __all__ = [
     "show",
 ]
 
+DEFAULT_HOST = "127.0.0.1"  # nothing listens beyond loopback unless asked to
 DEFAULT_PORT = 8000
-DEFAULT_BIND = "127.0.0.1:8000"
+DEFAULT_BIND = f"{DEFAULT_HOST}:{DEFAULT_PORT}"
 DEFAULT_ACCESS_LOGFORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 
 
@@ -291,7 +292,7 @@ def parse_bind(text: str) -> BindAddress:
             raise Invalid(_BIND_EXPECT, text)
         return _tcp(text, host, rest[1:] if rest else str(DEFAULT_PORT), socket.AF_INET6)
     if s.isascii() and s.isdigit():
-        return _tcp(text, "127.0.0.1", s, socket.AF_INET)
+        return _tcp(text, DEFAULT_HOST, s, socket.AF_INET)
     if ":" not in s:
         return _tcp(text, s, str(DEFAULT_PORT), None)
     host, _, port = s.partition(":")
@@ -1036,13 +1037,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Uvicorn's and Granian's `--host`: with `port`, the address to listen on instead of "
         "`bind` (an IPv6 address without brackets, `::`, is one). Not beside `bind` in one "
         "source; on the command line, over a config file's `bind`.",
-        flags=("--host",), metavar="HOST", default_text="127.0.0.1",
+        flags=("--host",), metavar="HOST", default_text=DEFAULT_HOST,
     ),
     Setting(
         "port", _LISTENING, _SRC, _int(ge=0, le=65535) | None, None,
         "Uvicorn's and Granian's `--port`: with `host`, the port to listen on (0 picks a "
         "free one).",
-        flags=("--port",), metavar="PORT", default_text="8000",
+        flags=("--port",), metavar="PORT", default_text=str(DEFAULT_PORT),
     ),
     Setting(
         "fd", _LISTENING, _S, _int(ge=0) | None, None,

@@ -448,8 +448,9 @@ def _addresses(resolved: dict[str, Any], given: Mapping[str, Given]) -> list[Bin
             where = given["host" if host is not None else "port"].where
             raise ConfigError(f"{where}: --uds listens on the unix socket only: give one of them")
         text = f"unix:{uds}"
+    elif host is None:
+        text = str(port)  # PORT alone: on the default host, as `bind` takes it
     else:
-        host = "127.0.0.1" if host is None else host
         if ":" in host and not host.startswith("["):  # an IPv6 address, as Uvicorn takes it
             host = f"[{host}]"
         text = f"{host}:{DEFAULT_PORT if port is None else port}"
