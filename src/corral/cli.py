@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             return outcome
         detached = outcome
     started = detached.ready if detached else None
-    code = serve(doc, origin, control, started=started, emperor=emperor)
+    code = serve(doc, origin, control, started=started, emperor=emperor, fd=command.fd)
     if detached is not None:
         detached.exited(code)
     return code

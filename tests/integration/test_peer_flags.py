@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import re
 import signal
 import socket
@@ -20,8 +21,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.server import APPS, Server, http_get, run_cli
+from tests.integration.server import APPS, Server, http_get, run_cli, wait_for
+from tests.integration.supervision import alive
 from tests.integration.test_supervision_reload import change_until_reloaded
+from tests.integration.test_supervision_signals import read_pid
 
 APP_DIR = APPS / "app_dir"
 # PEER_KEPT is in the environment corral starts in too: that value wins, as in Uvicorn
@@ -183,6 +186,30 @@ def test_fd_serves_on_the_socket_it_names():
             assert f"--fd {fd}: not binding 127.0.0.1:8000" in server.stderr
             assert http_get(server)[0] == 200
             assert server.stop() == 0
+
+
+def test_fd_is_still_named_after_a_usr2_upgrade(tmp_path):
+    """The new master serves the socket --fd handed the old one, and its log says so (it said
+    "from systemd")."""
+    pidfile = tmp_path / "corral.pid"
+    with contextlib.closing(socket.socket()) as given:
+        given.bind(("127.0.0.1", 0))
+        fd, port = given.fileno(), given.getsockname()[1]
+        with Server(
+            "basic", "--fd", str(fd), "--pid", str(pidfile), bind=None, pass_fds=(fd,)
+        ) as server:
+            old = server.proc.pid
+            server.send(signal.SIGUSR2)
+            new = wait_for(lambda: (pid := read_pid(pidfile)) not in (0, old) and pid)
+            try:
+                assert server.proc.wait(15) == 0  # the old master drained and left
+                listening = f"listening on http://127.0.0.1:{port} (from --fd {fd})"
+                server.wait_log(re.escape(listening), count=2)
+                assert "from systemd" not in server.stderr
+                assert http_get(server)[0] == 200
+            finally:
+                os.kill(new, signal.SIGTERM)
+        wait_for(lambda: not alive(new))
 
 
 def test_fd_that_is_no_socket_is_one_line():

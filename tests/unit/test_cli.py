@@ -142,10 +142,12 @@ def test_main_serves_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
         control: object = None,
         started: object = None,
         emperor: object = None,
+        fd: object = None,
     ) -> int:
         assert control is None  # the control API is off unless asked for
         assert started is None  # no daemon waits for it
         assert emperor is None  # no vassal directory
+        assert fd is None  # no --fd
         served.append((doc, origin))
         return 7
 

@@ -37,7 +37,7 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--host", "0.0.0.0", WORKS, lambda d: list(d["listeners"]) == ["0.0.0.0:8000"]),
     ("--port", "9001", WORKS, lambda d: list(d["listeners"]) == ["127.0.0.1:9001"]),
     ("--uds", "/run/app.sock", WORKS, lambda d: list(d["listeners"]) == ["unix:/run/app.sock"]),
-    ("--fd", "3", WORKS, lambda d: settings(d)["fd"] == 3),
+    ("--fd", "3", WORKS, lambda d: "fd" not in settings(d)),  # the command line's: below
     ("--reload", None, WORKS, lambda d: settings(d)["reload"] is True),
     ("--reload-dir", "DIR", WORKS, lambda d: settings(d)["reload_dirs"][0].endswith("/src")),
     ("--reload-include", "*.html", WORKS, lambda d: settings(d)["reload_include"] == ["*.html"]),
@@ -509,6 +509,23 @@ def test_a_reload_dir_that_is_not_there_is_one_line_in_a_file_too(capsys, tmp_pa
         2,
         f'corral: error: {config}: $.reload_dirs[1]: "/nonexistent": no such directory\n',
     )
+
+
+def test_fd_is_the_command_lines_only(capsys, tmp_path):
+    """A descriptor is the starting process's: --fd goes to the master, not into the document
+    a reload, the control API or a file could change while it is served."""
+    from corral.config import ConfigError, parse_command_line, validate_document
+
+    assert parse_command_line(["basic", "--fd", "3"], environ={}).fd == 3
+    config = tmp_path / "c.toml"
+    config.write_text('app = "basic"\nfd = 3\n')
+    code, _, err = run(capsys, "-c", str(config))
+    assert (code, err) == (
+        2,
+        f"corral: error: {config}: $.fd: unknown key (--fd is a command-line option only)\n",
+    )
+    with pytest.raises(ConfigError, match=r"^\$\.settings\.fd: unknown key"):
+        validate_document({"settings": {"fd": 3}})
 
 
 def head_fields(*args: str) -> str:

@@ -1046,11 +1046,12 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--port",), metavar="PORT", default_text=str(DEFAULT_PORT),
     ),
     Setting(
-        "fd", _LISTENING, _S, _int(ge=0) | None, None,
+        "fd", _LISTENING, _CMD, _int(ge=0) | None, None,
         "Uvicorn's `--fd`: serve on the socket of this file descriptor, bound by whoever "
         "started corral (supervisor's `fcgi-program` passes fd 0), listened on if it is not "
-        "yet, instead of binding `bind`; for the life of the master, reloads included, as "
-        "systemd's socket activation (which wins over it).",
+        "yet, instead of binding `bind`; for the life of the master, reloads and USR2 "
+        "upgrades included, as systemd's socket activation (which wins over it). Command "
+        "line only: a descriptor is the starting process's, not a configuration's.",
         flags=("--fd",), metavar="FD",
     ),
     Setting(

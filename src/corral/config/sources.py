@@ -101,6 +101,7 @@ class CommandLine:
     control_token: str | None = None
     state_dir: str | None = None
     emperor: str | None = None
+    fd: int | None = None  # Uvicorn's --fd: the socket the starting process handed
     warnings: list[str] = field(default_factory=list)  # the flags', for each document()
     defaults: dict[str, Given] = field(default_factory=dict)  # Gunicorn's, from variables
     default_config: bool = False  # `config` is ./gunicorn.conf.py, found as Gunicorn finds it
@@ -269,7 +270,8 @@ def _parse(
         raw = getattr(namespace, setting.name)
         where = prefix + flag_of(setting)
         if setting.scope is Scope.COMMAND:
-            options[setting.name] = convert(raw, setting.input_type, where, {"": setting.expected})
+            expects = {"": setting.expected}
+            options[setting.name] = convert(raw, setting.input_type, where, expects, strict=False)
         else:
             given[setting.name] = _given(setting, raw, where)
     found = [

@@ -35,6 +35,7 @@ def serve(
     control: Any = None,
     started: Callable[[], None] | None = None,
     emperor: str | None = None,
+    fd: int | None = None,
 ) -> int:
     """Run the server the document describes until it is stopped; returns the exit code.
 
@@ -42,7 +43,7 @@ def serve(
     ``started`` is called once every worker of the first generation is ready (a daemon's
     foreground process is waiting for it). With ``emperor`` (a directory), ``doc`` holds the
     server-wide settings and the applications are the vassal files of that directory
-    (master/emperor.py).
+    (master/emperor.py). ``fd``: Uvicorn's --fd, the socket to serve instead of binding.
     """
     settings = doc.settings
     try:
@@ -61,7 +62,7 @@ def serve(
     old_master = upgrade.take_old_master()
     inherited = upgrade.take_inherited_listeners()
     if control is None:
-        return _serve(doc, origin, log, old_master, inherited, None, started, vassals)
+        return _serve(doc, origin, log, old_master, inherited, None, started, vassals, fd)
     from corral.control.server import ControlServer
 
     control_server = ControlServer(control, log)
@@ -72,7 +73,7 @@ def serve(
         close_all(inherited, unlink=False)
         return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_LISTEN
     try:
-        return _serve(doc, origin, log, old_master, inherited, control_server, started, vassals)
+        return _serve(doc, origin, log, old_master, inherited, control_server, started, vassals, fd)
     finally:  # unless the arbiter ran and closed it: a start that failed
         control_server.close_socket(unlink=control_server.bound_here)
 
@@ -86,16 +87,17 @@ def _serve(
     control_server: Any,
     started: Callable[[], None] | None = None,
     vassals: Any = None,
+    fd: int | None = None,
 ) -> int:
     settings = doc.settings
     activated = systemd.listen_fds()
     handed = "systemd"  # who gave the sockets, if anyone
-    if upgrade.take_activated():  # an old master passed on what systemd (or --fd) gave it
-        activated = inherited
-    elif not activated and settings.fd is not None:  # Uvicorn's --fd
-        handed = f"--fd {settings.fd}"
+    if (passed_on := upgrade.take_activated()) is not None:  # an old master's, and who gave it
+        activated, handed = inherited, passed_on
+    elif not activated and fd is not None:  # Uvicorn's --fd
+        handed = f"--fd {fd}"
         try:
-            activated = systemd.take_fd(settings.fd, settings.backlog)
+            activated = systemd.take_fd(fd, settings.backlog)
         except ValueError as exc:
             sys.stderr.write(f"corral: error: --fd: {exc}\n")
             return EXIT_CONFIG

@@ -61,7 +61,7 @@ def upgrade_master(arbiter: Arbiter) -> None:
         arbiter.origin.cwd,
         sockets,
         partial(arbiter.hooks.call, "pre_exec"),
-        activated=arbiter.from_systemd,
+        activated=arbiter.handed if arbiter.from_systemd else None,
     )
     arbiter.log.info(
         "SIGUSR2: started a new master (pid %d); this one stops when it is ready",

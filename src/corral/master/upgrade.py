@@ -10,8 +10,9 @@ the new master exits before that, the old master (its parent) sees it and keeps
 serving.
 
 Under systemd the new master takes over the service's watchdog (``WATCHDOG_PID``), and
-listeners that came from socket activation are marked (``CORRAL_LISTENERS_ACTIVATED``) so that
-they replace the configured binds in the new master as they did in the old one.
+listeners that came from socket activation or --fd are marked (``CORRAL_LISTENERS_ACTIVATED``,
+naming which) so that they replace the configured binds in the new master as they did in the
+old one, and its log says where they came from.
 """
 
 from __future__ import annotations
@@ -37,19 +38,20 @@ def start_new_master(
     sockets: dict[str, socket.socket],
     before_exec: Callable[[], None] | None = None,
     *,
-    activated: bool = False,
+    activated: str | None = None,
 ) -> int:
     """Fork and exec the new master; returns its pid (in the old master).
 
     ``before_exec`` runs in the child just before the exec (Gunicorn's ``pre_exec``);
-    ``activated``: the sockets came from systemd socket activation.
+    ``activated``: who gave the sockets, when they came from systemd socket activation
+    ("systemd") or Uvicorn's --fd ("--fd 3"), as the log says it.
     """
     parent = os.getpid()
     env = dict(os.environ)
     env[ENV_LISTENERS] = json.dumps({address: s.fileno() for address, s in sockets.items()})
     env[ENV_UPGRADE_FROM] = str(parent)
     if activated:
-        env[ENV_ACTIVATED] = "1"
+        env[ENV_ACTIVATED] = activated
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -88,9 +90,11 @@ def take_inherited_listeners() -> dict[str, socket.socket]:
     return sockets
 
 
-def take_activated() -> bool:
-    """Whether the listeners an old master passed on came from systemd socket activation."""
-    return os.environ.pop(ENV_ACTIVATED, "") == "1"
+def take_activated() -> str | None:
+    """Who gave the listeners an old master passed on ("systemd", "--fd 3"), if anyone: they
+    replace the configured binds as they did in the old master."""
+    handed = os.environ.pop(ENV_ACTIVATED, "")
+    return None if not handed else "systemd" if handed == "1" else handed  # "1": older masters
 
 
 def started_by_upgrade() -> bool:
