@@ -402,8 +402,9 @@ def test_a_saved_application_that_cannot_load_does_not_stop_the_others():
         server = Server(f"--state-dir={state}", bind=None, wait_ready=False)
         with server:
             server.wait_log(
-                r"application b failed to load \(RuntimeError: proc_import_fail: boom at import "
-                r"time.*\); the other applications serve, and it is retried"
+                r"application b \(proc_import_fail\) failed to load: RuntimeError: "
+                r"proc_import_fail: boom at import time.*\); the other applications serve, and "
+                r"it is retried"
             )
             a = At("127.0.0.1", listening_port(server, A_KEY))
             wait_for(lambda: len(pids_of(server, "a")) == 2)

@@ -276,19 +276,17 @@ LOG_LINE = re.compile(r"\[[^]]+\] \[\d+\] \[([A-Z]+)\] (.*)")
 LOAD_MODES = {"w1": ("-w", "1"), "w3": ("-w", "3"), "w3-preload": ("-w", "3", "--preload")}
 
 
-def assert_fails_to_load(
-    result, name: str, cause: str, shown: list[str] = (), module: str | None = None
-) -> None:
+def assert_fails_to_load(result, name: str, cause: str, shown: list[str] = ()) -> None:
     """``result`` (a server that ran to its end) stopped with exit status 3 after it said the
     application's frames ``shown`` (a traceback's lines, caret lines left out) and then one
     line naming the application ``name`` and the ``cause``: between its usual start and stop
-    lines, or alone with ``--preload`` (naming the ``module``, by default ``name``). Nothing
-    of corral's own frames, nor importlib's."""
+    lines, or alone with ``--preload``; the same words either way. Nothing of corral's own
+    frames, nor importlib's."""
     assert result.returncode == 3, result.stderr
     assert "/corral/" not in result.stderr and "importlib" not in result.stderr, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip(" ^~")]
     if "--preload" in result.args:  # before the server began
-        failed = f"corral: error: application {module or name!r} failed to load: {cause}"
+        failed = f"corral: error: application {name} failed to load: {cause}"
         assert lines == [*shown, failed], result.stderr
         return
     said = [(m.group(1), m.group(2)) if (m := LOG_LINE.fullmatch(x)) else x for x in lines]

@@ -395,15 +395,13 @@ def test_a_preloaded_application_that_fails_to_import_shows_its_frames_then_one_
         path = APPS / "proc_import_valueerror.py"
         what = "ValueError: invalid literal for int() with base 10: 'eighty'"
         cause = f'{what} (File "{path}", line 6, in read_setting)'
-        assert (
-            answer.json["detail"] == f"application 'proc_import_valueerror' failed to load: {cause}"
-        )
+        # named as the document names it, with the module it imports
+        named = "application chaos_app (proc_import_valueerror) failed to load"
+        assert answer.json["detail"] == f"{named}: {cause}"
         server.wait_log(r".*reconfiguration failed: .*")
         lines = [line for line in server.stderr.splitlines() if line.strip(" ^~")]
         at = lines.index("Traceback (most recent call last):")
-        assert lines[at - 1].endswith(
-            "[ERROR] application 'proc_import_valueerror' failed to load:"
-        )
+        assert lines[at - 1].endswith(f"[ERROR] {named}:")
         assert lines[at + 1 :][:6] == [
             f'  File "{path}", line 9, in <module>',
             '    PORT = read_setting("eighty")',

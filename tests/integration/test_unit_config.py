@@ -186,8 +186,8 @@ def test_an_unopenable_stdout_stops_the_server_with_one_line(tmp_path: Path) -> 
     lines = [line for line in result.stderr.splitlines() if "cannot open" in line]
     assert len(lines) == 1, result.stderr
     assert (
-        f"application proc failed to load: cannot open stdout {str(missing)!r}: No such file"
-        in lines[0]
+        f"application proc (unit_keys_app) failed to load: cannot open stdout {str(missing)!r}: "
+        "No such file" in lines[0]
     )
     assert "Traceback" not in result.stderr
 
@@ -195,7 +195,8 @@ def test_an_unopenable_stdout_stops_the_server_with_one_line(tmp_path: Path) -> 
 def test_an_application_that_is_not_there_is_one_line_and_exit_3(tmp_path: Path) -> None:
     path = write_unit_config(tmp_path, {"module": "blogg.wsgi", "processes": 2})
     cause = f"No module named 'blogg' (not in the working directory {APPS} nor on sys.path)"
-    assert_fails_to_load(run_cli("-c", str(path)), "proc", cause)
+    # named as the document names it, with its module
+    assert_fails_to_load(run_cli("-c", str(path)), "proc (blogg.wsgi)", cause)
 
 
 def test_an_application_whose_import_raises_shows_its_frames_then_one_line(
@@ -210,7 +211,8 @@ def test_an_application_whose_import_raises_shows_its_frames_then_one_line(
         '    raise RuntimeError("proc_import_fail: boom at import time")',
         what,
     ]
-    assert_fails_to_load(run_cli("-c", str(path)), "proc", f"{what} ({where})", shown)
+    named = "proc (proc_import_fail)"
+    assert_fails_to_load(run_cli("-c", str(path)), named, f"{what} ({where})", shown)
 
 
 STATIC_WARNING = (

@@ -1,7 +1,8 @@
 """corral.apps.loader.asgi_kind and choose_interface: an ASGI application is told from a WSGI
 one when it is loaded, and the ``interface`` setting decides with it (the integration tests
 serve them: test_conformance.py, test_asgi.py). What a failed import shows: the application's
-frames only, its chained exceptions too (the one-line failures are test_cli_server.py's)."""
+frames only, its chained exceptions too (the one-line failures are test_cli_server.py's), and
+the one wording every part of corral names a failed application with."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from corral.apps.loader import (
     choose_interface,
     describe_load_failure,
     load_app,
+    load_failure,
 )
+from corral.config.document import EntryPoint
 
 
 async def coroutine(scope, receive, send):
@@ -137,3 +140,24 @@ def test_a_module_that_is_not_there_is_one_line_without_a_traceback(tmp_path, mo
     )
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     assert application_traceback(raised.value) is None
+
+
+def entry(module: str, target: str = "") -> EntryPoint:
+    return EntryPoint(target, module, None, "")
+
+
+@pytest.mark.parametrize(
+    ("name", "entry_points", "said"),
+    [
+        ("blog.wsgi", [entry("blog.wsgi")], "application blog.wsgi failed to load"),  # the CLI's
+        ("blog", [entry("blog.wsgi")], "application blog (blog.wsgi) failed to load"),  # Unit's
+        ("site", [entry("a", "x"), entry("b", "y"), entry("a", "z")], "application site (a, b)"),
+        ("a", [entry("a", "x"), entry("b", "y")], "application a (b) failed to load"),
+    ],
+)
+def test_a_failed_application_is_named_as_the_document_names_it_with_its_modules(
+    name, entry_points, said
+):
+    assert load_failure(name, entry_points, "boom").startswith(f"{said}")
+    assert load_failure(name, entry_points, "boom").endswith(" failed to load: boom")
+    assert load_failure(name, entry_points).endswith(" failed to load:")  # heads a traceback

@@ -163,6 +163,16 @@ def application_traceback(exc: BaseException) -> str | None:
     return text if "\n" in text else None
 
 
+def load_failure(name: str, entry_points: Iterable[Any], cause: str | None = None) -> str:
+    """The line every part of corral says an application failed to load with: named as the
+    document names it (its pool, as routes and the control API name it), with the modules it
+    imports when they are not its name, ``application blog (blog.wsgi) failed to load:
+    CAUSE``; without ``cause``, the line that heads its traceback (ending in ``:``)."""
+    modules = ", ".join(m for m in dict.fromkeys(e.module for e in entry_points) if m != name)
+    named = f"{name} ({modules})" if modules else name
+    return f"application {named} failed to load:" + (f" {cause}" if cause is not None else "")
+
+
 def describe_load_failure(exc: BaseException) -> str:
     """One line for an application that failed to load: the exception and where it was raised,
     ``ZeroDivisionError: division by zero (File "app.py", line 3, in <module>)``; an

@@ -13,6 +13,7 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
+from corral.apps.loader import load_failure
 from corral.master import lifecycle
 from corral.master.generation import Pool
 from corral.master.lifecycle import Exit
@@ -105,9 +106,8 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
         arbiter.reloads.rollback(f"worker {slot} exited ({how}) {when}", worker.failure)
         return
     if decision is Exit.SHUT_DOWN:  # the one line a start that cannot load writes
-        arbiter.log.critical(
-            "application %s failed to load: %s; shutting down", pool.name, worker.failure or how
-        )
+        why = load_failure(pool.name, pool.application.entry_points, worker.failure or how)
+        arbiter.log.critical("%s; shutting down", why)
         arbiter.exit_code = EXIT_APP_LOAD
         arbiter.begin_stop(graceful=False)
         return
@@ -159,10 +159,9 @@ def _failed_at_start(arbiter: Arbiter, pool: Pool, cause: str) -> None:
     if not pool.failed_to_load:
         pool.failed_to_load = True
         arbiter.log.critical(
-            "application %s failed to load (%s); the other applications serve, and it is "
-            "retried: change it through the control API",
-            pool.name,
-            cause,
+            "%s; the other applications serve, and it is retried: change it through the "
+            "control API",
+            load_failure(pool.name, pool.application.entry_points, cause),
         )
     if arbiter.all_slots_ready():  # start-up is complete for the ones that load
         arbiter.all_ready = True

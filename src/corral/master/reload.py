@@ -22,7 +22,12 @@ import traceback
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from corral.apps.loader import application_traceback, describe_load_failure, load_entry_points
+from corral.apps.loader import (
+    application_traceback,
+    describe_load_failure,
+    load_entry_points,
+    load_failure,
+)
 from corral.config import Document
 from corral.config.unserved import unserved
 from corral.master import systemd
@@ -37,6 +42,7 @@ from corral.master.listeners import (
 )
 
 if TYPE_CHECKING:
+    from corral.config.document import EntryPoint
     from corral.master.arbiter import Arbiter
 
 # How long a control API answer waits for the retired workers to stop accepting (a worker
@@ -48,9 +54,10 @@ class PreloadFailed(Exception):
     """A preloaded application raised while the master imported it (its ``__cause__``): told
     apart from a configuration's ValueError, which the application may raise too."""
 
-    def __init__(self, module: str) -> None:
-        super().__init__(module)
-        self.module = module
+    def __init__(self, name: str, entry_points: tuple[EntryPoint, ...]) -> None:
+        super().__init__(name)
+        self.name = name  # the pool's
+        self.entry_points = entry_points
 
 
 class Reloads:
@@ -179,8 +186,8 @@ class Reloads:
             assert loading is not None
             shown = application_traceback(loading)
             if shown is not None:
-                self.log.error("application %r failed to load:\n%s", exc.module, shown)
-            why = f"application {exc.module!r} failed to load: {describe_load_failure(loading)}"
+                self.log.error("%s\n%s", load_failure(exc.name, exc.entry_points), shown)
+            why = load_failure(exc.name, exc.entry_points, describe_load_failure(loading))
             self.log.error("%s: %s; the running workers keep serving", failed, why)
             self.master.notify_ready()
             raise ApplyFailed(why) from None
@@ -266,7 +273,7 @@ class Reloads:
         try:
             return load_entry_points(app.entry_points, app.factory)
         except Exception as exc:
-            raise PreloadFailed(app.entry_points[0].module) from exc
+            raise PreloadFailed(pool.name, app.entry_points) from exc
 
     def commit(self) -> None:
         gen = self.pending

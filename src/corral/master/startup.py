@@ -17,7 +17,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from corral.apps.loader import application_traceback, describe_load_failure, load_entry_points
+from corral.apps.loader import (
+    application_traceback,
+    describe_load_failure,
+    load_entry_points,
+    load_failure,
+)
 from corral.config import ConfigError, Document
 from corral.hooks import HookError
 from corral.master import child, systemd, upgrade
@@ -187,10 +192,8 @@ def _serve(
                     shown = application_traceback(exc)
                     if shown is not None:
                         sys.stderr.write(f"{shown}\n")
-                    sys.stderr.write(
-                        f"corral: error: application {app.entry_points[0].module!r} "
-                        f"failed to load: {describe_load_failure(exc)}\n"
-                    )
+                    why = load_failure(pool.name, app.entry_points, describe_load_failure(exc))
+                    sys.stderr.write(f"corral: error: {why}\n")
                     return EXIT_APP_LOAD
             return arbiter.run()
         finally:

@@ -64,6 +64,7 @@ from corral.apps.loader import (
     choose_interface,
     describe_load_failure,
     load_entry_points,
+    load_failure,
 )
 from corral.apps.rootpath import behind
 from corral.apps.venv import activate as activate_home
@@ -209,7 +210,8 @@ class Worker:
                 shown = application_traceback(exc)
                 if shown is not None:
                     # named as the master's line below it names the application
-                    self.log.error("application %s failed to load:\n%s", spec.app_name, shown)
+                    head = load_failure(spec.app_name, entry_points)
+                    self.log.error("%s\n%s", head, shown)
                 self._send(Failed(describe_load_failure(exc)))
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
