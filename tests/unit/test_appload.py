@@ -7,6 +7,8 @@ the one wording every part of corral names a failed application with."""
 from __future__ import annotations
 
 import functools
+import json
+import re
 import sys
 import textwrap
 
@@ -128,6 +130,47 @@ def test_a_chained_import_failure_shows_each_exception_with_the_application_s_fr
     assert describe_load_failure(raised.value) == (
         f'RuntimeError: needs corral_test_not_installed (File "{path}", line 4, in <module>)'
     )
+
+
+BAD_JSON = """\
+import json
+
+SETTINGS = json.loads("{'port': 80}")
+"""
+
+
+def test_the_one_line_names_the_application_s_own_line_not_the_library_it_called(
+    tmp_path, monkeypatch
+):
+    """The import raises inside json/decoder.py: the line points at the application's call,
+    the traceback still shows where it ended up."""
+    (tmp_path / "bad_json_app.py").write_text(BAD_JSON)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError) as raised:
+        load_app("bad_json_app", None)
+    sys.modules.pop("bad_json_app", None)
+    path = tmp_path / "bad_json_app.py"
+    what = "json.decoder.JSONDecodeError: Expecting property name enclosed in double quotes"
+    assert describe_load_failure(raised.value) == (
+        f'{what}: line 1 column 2 (char 1) (File "{path}", line 3, in <module>)'
+    )
+    shown = application_traceback(raised.value)
+    assert shown is not None and f"{json.decoder.__file__}" in shown
+
+
+def test_with_no_frame_outside_the_libraries_the_last_frame_is_named(tmp_path, monkeypatch):
+    """An application installed as a package (its module in a site-packages directory, as in
+    a --home virtualenv): its last frame is named rather than none."""
+    packages = tmp_path / "lib" / "site-packages"
+    packages.mkdir(parents=True)
+    (packages / "installed_bad_json_app.py").write_text(BAD_JSON)
+    monkeypatch.syspath_prepend(str(packages))
+    with pytest.raises(ValueError) as raised:
+        load_app("installed_bad_json_app", None)
+    sys.modules.pop("installed_bad_json_app", None)
+    decoder = json.decoder.__file__
+    said = describe_load_failure(raised.value)
+    assert re.search(rf'\(File "{re.escape(decoder)}", line \d+, in raw_decode\)$', said), said
 
 
 def test_a_module_that_is_not_there_is_one_line_without_a_traceback(tmp_path, monkeypatch):

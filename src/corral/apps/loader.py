@@ -14,6 +14,7 @@ import importlib
 import inspect
 import os
 import sys
+import sysconfig
 import traceback
 from collections.abc import Iterable
 from typing import Any
@@ -174,8 +175,10 @@ def load_failure(name: str, entry_points: Iterable[Any], cause: str | None = Non
 
 
 def describe_load_failure(exc: BaseException) -> str:
-    """One line for an application that failed to load: the exception and where it was raised,
-    ``ZeroDivisionError: division by zero (File "app.py", line 3, in <module>)``; an
+    """One line for an application that failed to load: the exception and the application's
+    line that raised it, ``ZeroDivisionError: division by zero (File "app.py", line 3, in
+    <module>)`` (its last frame outside the standard library and installed packages, else the
+    last frame); an
     `AppLoadError`'s own message, which names the application or its virtualenv."""
     if isinstance(exc, AppLoadError):
         return str(exc)
@@ -186,5 +189,22 @@ def describe_load_failure(exc: BaseException) -> str:
     frames = _application_frames(exc)
     if not frames:
         return what
-    last = frames[-1]
+    libraries = _library_directories()
+    own = [f for f in frames if not _in_library(f.filename, libraries)]
+    last = (own or frames)[-1]
     return f'{what} (File "{last.filename}", line {last.lineno}, in {last.name})'
+
+
+def _library_directories() -> tuple[str, ...]:
+    """Where this Python's standard library and installed packages are: a frame there is
+    where the application's call ended up (``json/decoder.py`` for its bad JSON), not its own
+    line."""
+    paths = sysconfig.get_paths()
+    keys = ("stdlib", "platstdlib", "purelib", "platlib")
+    return tuple({os.path.realpath(paths[key]) + os.sep for key in keys})
+
+
+def _in_library(filename: str, libraries: tuple[str, ...]) -> bool:
+    # a virtualenv's site-packages (--home's) is not among this Python's paths
+    path = os.path.realpath(filename)
+    return path.startswith(libraries) or f"{os.sep}site-packages{os.sep}" in path
