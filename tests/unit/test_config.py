@@ -27,6 +27,7 @@ from corral.config import (
 )
 from corral.config import docs as config_docs
 from corral.config.settings import SECTIONS, Action, Invalid, describe
+from corral.config.unserved import unserved
 
 ROOT = Path(__file__).resolve().parents[2]
 # The `forwarded` every listener of the command line gets: Gunicorn's forwarded_allow_ips
@@ -820,3 +821,24 @@ def test_unit_access_log_formats_translate_to_ours() -> None:
     for bad, words in (("$bytes_sent", "$bytes_sent: not a variable"), ("a $ b", "without")):
         with pytest.raises(FormatError, match=re.escape(words)):
             from_unit_format(bad)
+
+
+def test_shares_in_named_route_tables_are_each_named_by_their_path() -> None:
+    """`unserved` walks the tables as the routes compiler does (`route_tables`): every share
+    of every named table, in order, one warning."""
+    share = {"action": {"share": "/srv/www$uri"}}
+    doc = validate_document(
+        {
+            "listeners": {"127.0.0.1:8080": {"pass": "routes/main"}},
+            "routes": {
+                "main": [{"match": {"uri": "/app/*"}, "action": {"pass": "routes/my-site"}}],
+                "my-site": [{"action": {"pass": "applications/app"}}, share, share],
+            },
+            "applications": {"app": {"type": "python", "module": "app"}},
+        }
+    )
+    assert unserved(doc) == [
+        '$.routes["my-site"][1].action.share, $.routes["my-site"][2].action.share: accepted, '
+        "but corral does not serve static files yet: a request a share matches is answered 501 "
+        "Not Implemented"
+    ]

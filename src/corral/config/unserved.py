@@ -17,9 +17,12 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from msgspec import UNSET
+
 from corral.config.document import Document
 from corral.config.settings import show
 from corral.jsonpath import member
+from corral.routing.compiler import route_tables
 
 __all__ = ["unserved"]
 
@@ -29,7 +32,7 @@ _RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
 def unserved(doc: Document) -> list[str]:
     """One warning line per kind of part of ``doc`` corral accepts and does not serve."""
     lines = []
-    static = [*_shares(doc.routes)]
+    static = [*_shares(None if doc.routes is UNSET else doc.routes)]
     if doc.settings.static is not None:
         static.append("$.settings.http.static")
     if static:
@@ -48,15 +51,10 @@ def unserved(doc: Document) -> list[str]:
 
 
 def _shares(routes: Any) -> Iterator[str]:
-    """The JSON path of every route step whose action is a ``share``."""
-    if isinstance(routes, list):
-        tables = [("$.routes", routes)]
-    elif isinstance(routes, dict):  # named route tables
-        tables = [(f"$.routes{member(name)}", steps) for name, steps in routes.items()]
-    else:  # no routes
-        return
-    for at, steps in tables:
-        for index, step in enumerate(steps if isinstance(steps, list) else []):
-            action = step.get("action") if isinstance(step, dict) else None
+    """The JSON path of every route step whose action is a ``share`` (``routes`` compiled when
+    the document was read: its tables are arrays of objects)."""
+    for _, at, steps in route_tables(routes):
+        for index, step in enumerate(steps):
+            action = step.get("action")
             if isinstance(action, dict) and "share" in action:
                 yield f"{at}[{index}].action.share"

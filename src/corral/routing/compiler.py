@@ -17,7 +17,7 @@ static passes (`_Compiler.check_loops`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from corral.jsonpath import describe_value, member
@@ -38,7 +38,7 @@ from corral.routing.router import (
 )
 from corral.routing.variables import compile_template, encode_location
 
-__all__ = ["compile_routes"]
+__all__ = ["compile_routes", "route_tables"]
 
 _UNSUPPORTED_ACTION_OPTIONS = {
     "proxy": "proxy actions are not supported by corral",
@@ -67,6 +67,32 @@ def compile_routes(
     return _Compiler(routes, applications, path).compile()
 
 
+def route_tables(
+    routes: Any, path: str = "$.routes"
+) -> Iterator[tuple[str | None, str, list[Any]]]:
+    """Each route table of a ``routes`` value (``None`` for none), in order, as (its name, its
+    JSON path, its steps): the one array (named None), or each of the named arrays. Raises
+    :class:`RouteError` at a value that is neither, or a named table that is no array."""
+    if routes is None:
+        return
+    if isinstance(routes, list):
+        yield None, path, routes
+    elif isinstance(routes, dict):
+        for name, steps in routes.items():
+            route_path = f"{path}{member(name)}"
+            if not isinstance(steps, list):
+                raise RouteError(
+                    route_path, f"expected an array of route steps, got {describe_value(steps)}"
+                )
+            yield name, route_path, steps
+    else:
+        raise RouteError(
+            path,
+            "expected an array of route steps or an object of named arrays, "
+            f"got {describe_value(routes)}",
+        )
+
+
 class _Compiler:
     """One routes value being compiled; the router it makes keeps it for listeners' passes."""
 
@@ -84,26 +110,9 @@ class _Compiler:
         # the applications a static pass names; None once a pass built from variables could
         # name any
         self.reached: set[str] | None = set()
-        if routes is None:
-            return
-        if isinstance(routes, list):
-            self.routes[None] = Route("routes")
-            self.sources[None] = (routes, path)
-        elif isinstance(routes, dict):
-            for name, steps in routes.items():
-                route_path = f"{path}{member(name)}"
-                if not isinstance(steps, list):
-                    raise RouteError(
-                        route_path, f"expected an array of route steps, got {describe_value(steps)}"
-                    )
-                self.routes[name] = Route(f"routes/{name}")
-                self.sources[name] = (steps, route_path)
-        else:
-            raise RouteError(
-                path,
-                "expected an array of route steps or an object of named arrays, "
-                f"got {describe_value(routes)}",
-            )
+        for name, route_path, steps in route_tables(routes, path):
+            self.routes[name] = Route("routes" if name is None else f"routes/{name}")
+            self.sources[name] = (steps, route_path)
 
     def compile(self) -> Router:
         for name, route in self.routes.items():
