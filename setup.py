@@ -7,6 +7,7 @@ pure-Python build, instead of a compiler's error.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import sys
@@ -83,4 +84,12 @@ def _extensions() -> list[Extension]:
     )
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildCore})
+# the user documentation, to <prefix>/share/doc/corral/ (`corral --help` names the directory);
+# the LICENSE is in the wheel's metadata already
+DOCS = [*sorted(glob.glob("docs/*.md")), "README.md"]
+
+setup(
+    ext_modules=_extensions(),
+    cmdclass={"build_ext": BuildCore},
+    data_files=[("share/doc/corral", DOCS)],
+)

@@ -43,9 +43,12 @@ COMPILED = [
     "corral/server/connection",
 ]
 # the wheel's files: 32 MB when it held Cython's C (14.5 MB) and the compiled modules' debug
-# information; 3.9 MB without them as pip builds it, 4.9 MB at these tests' -O0. Either
-# coming back passes this bound by far; a quarter of it is room for the code to grow
+# information; 3.9 MB without them as pip builds it, 4.9 MB at these tests' -O0, and 0.3 MB
+# more with the documentation (share/doc/corral). Either coming back passes this bound by
+# far; a quarter of it is room for the code to grow
 WHEEL_BOUND = 8_000_000
+# the pages setup.py's data_files install to <prefix>/share/doc/corral, beside README.md
+USER_DOCS = sorted(f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md"))
 # a compiled build's environment: the suite may run with the Python core asked for
 BUILD_ENV = {key: value for key, value in os.environ.items() if key != "CORRAL_NO_EXTENSIONS"}
 # what the modules hold, not how fast they run: unoptimised, they compile in a sixth of the
@@ -174,6 +177,8 @@ def test_the_sdist_holds_the_sources_and_no_generated_c(release: Release) -> Non
     # Cython generates from them is made again by each build
     for name in ["setup.py", "pyproject.toml", "MANIFEST.in", "LICENSE", "README.md"]:
         assert name in release.sdist
+    # the user documentation, which the wheel installs
+    assert sorted(n for n in release.sdist if n.startswith("docs/")) == USER_DOCS
     for module in COMPILED:
         source = ".pyx" if module.endswith("_parser") else ".py"
         assert f"src/{module}{source}" in release.sdist
@@ -245,6 +250,21 @@ def test_the_wheel_installs_and_serves_without_a_compiler(release: Release, tmp_
         [str(bin_dir / "corral"), "--version"], capture_output=True, text=True, env=env
     )
     assert version.stdout == "corral 0.1.0 (compiled core)\n", (version.stdout, version.stderr)
+    # the documentation is installed with it, and --help says where, whatever the directory
+    docs = venv / "share" / "doc" / "corral"
+    installed = sorted(page.name for page in docs.iterdir())
+    assert installed == sorted(["README.md", *(name.removeprefix("docs/") for name in USER_DOCS)])
+    for page in installed:
+        source = ROOT / ("README.md" if page == "README.md" else f"docs/{page}")
+        assert (docs / page).read_bytes() == source.read_bytes(), page
+    helped = subprocess.run(
+        [str(bin_dir / "corral"), "--help"],
+        capture_output=True,
+        text=True,
+        env=env | {"COLUMNS": "1000"},
+        cwd=tmp_path,
+    )
+    assert f"The documentation is in {docs}: settings.md (" in helped.stdout, helped.stderr
     # from the checkout's root, where examples/ is (src/ is not on the path)
     with Server(
         "examples.hello", python=str(bin_dir / "python"), env=bare, cwd=str(ROOT)

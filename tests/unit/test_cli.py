@@ -11,7 +11,7 @@ import pytest
 
 from corral import cli, core
 from corral.config import Document, parse_command_line
-from corral.config.helptext import EXAMPLES
+from corral.config.helptext import DOCS, EXAMPLES
 from corral.config.settings import SECTIONS
 from tests.unit.test_config import GUNICORN_TRUST
 
@@ -183,3 +183,9 @@ def test_a_config_warning_is_one_line_and_the_command_goes_on(tmp_path: Path) ->
         "/metrics (--control unix:PATH)\n"
     )
     assert json.loads(result.stdout)["applications"]["site"]["module"] == "site"
+
+
+def test_help_names_every_page_of_the_documentation() -> None:
+    """Each page of docs/ (what setup.py installs) is in the help's list, and only those."""
+    pages = Path(__file__).resolve().parents[2] / "docs"
+    assert sorted(name for name, _ in DOCS) == sorted(page.name for page in pages.glob("*.md"))

@@ -9,9 +9,13 @@ line tests/unit/test_cli.py parses as the command does, so none can go stale.
 
 from __future__ import annotations
 
+import os
+import site
+import sys
+
 from corral.config.settings import SECTIONS
 
-__all__ = ["DOCS", "EXAMPLES", "help_description"]
+__all__ = ["DOCS", "EXAMPLES", "docs_directory", "help_description"]
 
 # (command line, what it does), as a newcomer would type them first
 EXAMPLES: tuple[tuple[str, str], ...] = (
@@ -26,7 +30,8 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("corral --state-dir /var/lib/corral", "set up through the control API"),
 )
 
-# docs/ in the source tree: (file, what it holds)
+# docs/ in the source tree, installed with the package (setup.py's data_files): (file, what
+# it holds)
 DOCS: tuple[tuple[str, str], ...] = (
     (
         "settings.md",
@@ -37,7 +42,24 @@ DOCS: tuple[tuple[str, str], ...] = (
     ("operations.md", "signals, reloads, logs and exit codes"),
     ("deploy.md", "systemd units and nginx in front"),
     ("control-api.md", "the control API and corral ctl"),
+    ("architecture.md", "how corral works inside, module by module"),
 )
+# where setup.py's data_files put the pages, under the installation's prefix
+INSTALLED_DOCS = os.path.join("share", "doc", "corral")
+# the source tree's pages, for corral run from a checkout (src/corral/config/helptext.py)
+SOURCE_DOCS = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, "docs")
+
+
+def docs_directory() -> str | None:
+    """The directory the documentation was installed to (under ``sys.prefix``, or the user
+    base for ``pip install --user``), else the source tree's docs/; None when neither is
+    there (an installation that left the pages out)."""
+    for prefix in (sys.prefix, site.getuserbase()):
+        installed = os.path.join(prefix, INSTALLED_DOCS)
+        if os.path.isfile(os.path.join(installed, DOCS[0][0])):
+            return installed
+    source = os.path.normpath(SOURCE_DOCS)
+    return source if os.path.isfile(os.path.join(source, DOCS[0][0])) else None
 
 
 def help_description(version: str) -> str:
@@ -54,8 +76,15 @@ def help_description(version: str) -> str:
             "--control) or of a directory (--emperor). `corral ctl` reads and changes a "
             "running server through its control API (corral ctl --help).",
             f"examples:\n{examples}",
-            "The documentation is the docs/ directory of corral's source repository, not "
-            f"installed with the package: {docs}.",
+            f"The documentation is {_where(docs_directory())}: {docs}.",
             f"The options, in groups: {groups}.",
         )
     )
+
+
+def _where(directory: str | None) -> str:
+    if directory is None:
+        return "the docs/ directory of corral's source tree (an installed wheel puts it in " + (
+            f"{os.path.join('PREFIX', INSTALLED_DOCS)})"
+        )
+    return f"in {directory}"
