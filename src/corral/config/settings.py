@@ -988,8 +988,10 @@ SETTINGS: tuple[Setting, ...] = (
         "python-dotenv package reads them: comments, quotes, `export`, `${VAR}`), read with "
         "the configuration; repeat for several, a later file winning. A variable corral was "
         "started with wins over the file's, as in Uvicorn; `env` wins over both. Needs "
-        "python-dotenv (`pip install corral[dotenv]`). Uvicorn's `--env-file`, Granian's "
-        "`--env-files`.",
+        "python-dotenv (`pip install corral[dotenv]`). The values become the document's "
+        "`environment`, as `env`'s do: `--check-config` prints them, the control API's `GET "
+        "/config` answers them and the state directory saves them, so a secret in the file is "
+        "in those too. Uvicorn's `--env-file`, Granian's `--env-files`.",
         flags=("--env-file",), metavar="FILE", action=Action.APPEND,
         accepts=list[str] | str, resolve=_env_files,
     ),
