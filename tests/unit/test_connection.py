@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 
 import pytest
 
@@ -123,6 +124,20 @@ def test_pipelined_requests_answered_in_order(loop):
     bodies = [part for part in transport.data.split(b"\r\n\r\n")[1:] if part]
     assert [body[:6] for body in bodies] == [b"/a|HTT", b"/b|xyz", b"/c|"]
     assert conn.state == IDLE and conn.deadline == 100.0 + 5.0 and not transport.closed
+
+
+def test_a_request_starts_by_the_clock_every_process_shares(loop):
+    """``Exchange.request_start`` is read as the head is parsed, from CLOCK_MONOTONIC (the
+    master compares it with its own clock: --timeout), not from the coarse clock of the
+    deadlines (``state.now``, 100.0 here)."""
+    conn, transport = connect(loop)
+    before = time.clock_gettime(time.CLOCK_MONOTONIC)
+    conn.data_received(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab")
+    after = time.clock_gettime(time.CLOCK_MONOTONIC)
+    exchange = conn.receiving  # its body is still on its way
+    assert exchange is not None
+    assert before <= exchange.request_start <= after
+    transport.close()  # its body's storage goes with it
 
 
 def test_error_after_good_pipelined_request_comes_last_then_close(loop):

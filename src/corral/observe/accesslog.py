@@ -241,7 +241,7 @@ class AccessLog:
         self._stream = stream
 
     def __call__(self, conn: Any, exchange: Any) -> None:
-        duration = time.perf_counter() - exchange.t0
+        duration = time.monotonic() - exchange.request_start
         self._lines.put(self._render(conn, exchange, duration))
 
     def reopen(self) -> None:

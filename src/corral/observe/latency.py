@@ -10,7 +10,7 @@ master adds them up per application and writes Prometheus' cumulative ``le`` buc
 
 from __future__ import annotations
 
-from time import perf_counter
+from time import monotonic
 from typing import Any
 
 FIRST_BIT = 7  # the first bucket's bound: 2**7 µs
@@ -26,7 +26,7 @@ class LatencyHistogram:
         self.sum_us = 0
 
     def __call__(self, conn: Any, exchange: Any) -> None:
-        micros = int((perf_counter() - exchange.t0) * 1e6)
+        micros = int((monotonic() - exchange.request_start) * 1e6)
         self.sum_us += micros
         index = micros.bit_length() - FIRST_BIT
         self.counts[min(max(index, 0), BOUNDS)] += 1

@@ -4,6 +4,7 @@ cimport cython
 
 from corral.http.head cimport Parser, RequestHead, RequestSink
 from corral.http.response cimport ResponseHead, build_head
+from corral.server cimport clock
 
 cdef class Exchange
 cdef class HttpConnection
@@ -45,7 +46,6 @@ cdef class Exchange:
     cdef public int status
     cdef public object response_bytes
     cdef public object response_headers
-    cdef public double t0
     cdef public object forwarded
     cdef public Py_ssize_t target
 

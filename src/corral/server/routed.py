@@ -135,8 +135,8 @@ _DISCARD = _Discard()
 class _Answer(Exchange):
     """A request routing answers itself (``return``, a route error, ``share``)."""
 
-    def __init__(self, head: RequestHead, now: float, action: Respond) -> None:
-        super().__init__(head, now, _DISCARD)
+    def __init__(self, head: RequestHead, action: Respond) -> None:
+        super().__init__(head, _DISCARD)
         self.action = action
 
     def take_body(self, conn: HttpConnection) -> _Discard:
@@ -158,10 +158,8 @@ class _Answer(Exchange):
 class _HandOff(Exchange):
     """The request handed to another application: the bytes from its start go with it."""
 
-    def __init__(
-        self, head: RequestHead, now: float, index: int, application: str, address: str
-    ) -> None:
-        super().__init__(head, now, _DISCARD)
+    def __init__(self, head: RequestHead, index: int, application: str, address: str) -> None:
+        super().__init__(head, _DISCARD)
         self.complete = True  # its body is the receiver's: nothing to wait for here
         self.index = index  # among the requests begun on the connection
         self.application = application
@@ -313,8 +311,7 @@ class RouteState(RequestSink):
         if action.__class__ is ToApplication:
             name = action.name
             if name == routing.application:
-                server = conn.server
-                exchange = conn._enqueue(Exchange(head, server.now, server.empty_body))
+                exchange = conn._enqueue(Exchange(head, conn.server.empty_body))
                 exchange.forwarded = forwarded
                 if action.target:
                     exchange.target = action.target
@@ -335,7 +332,7 @@ class RouteState(RequestSink):
                 return
         elif action.__class__ is Share:
             action = NOT_IMPLEMENTED
-        conn._enqueue(_Answer(head, conn.server.now, action))
+        conn._enqueue(_Answer(head, action))
         if forwarded is not None:
             conn.pipeline[-1].forwarded = forwarded  # the access log's client
 
@@ -352,7 +349,7 @@ class RouteState(RequestSink):
 
     def _begin_handoff(self, head: RequestHead, index: int, name: str, address: str) -> None:
         conn = self.conn
-        exchange = _HandOff(head, conn.server.now, index, name, address)
+        exchange = _HandOff(head, index, name, address)
         self.handoff = exchange
         conn.pipeline.append(exchange)
         conn.receiving = None

@@ -484,7 +484,8 @@ class Worker:
         self._schedule_tick()
 
     def _oldest_request(self, now: float) -> InProgress | None:
-        """The oldest request in progress (its age to a tenth of a second), or None."""
+        """The oldest request in progress (its age to a tenth of a second) at ``now``
+        (``time.monotonic()``, the clock of ``Exchange.request_start``), or None."""
         state = self.state
         assert state is not None
         oldest = None
@@ -519,7 +520,7 @@ class Worker:
         latency = self.latency
         if latency is not None:
             self._send(Latency(latency.sum_us, tuple(latency.counts)))
-        self._send(Beat(state.served, self._oldest_request(state.now)))
+        self._send(Beat(state.served, self._oldest_request(time.monotonic())))
 
     def _connections(self) -> Connections:
         """Connections accepted and closed so far, open ones with a request (active) or
@@ -651,7 +652,7 @@ class Worker:
             # is on no thread's stack
             self.log.error("its pending tasks:\n%s", task_stacks(self.loop))
         if self.state is not None and self.loop is not None:
-            self._send(Abort(self._oldest_request(self.loop.time())))
+            self._send(Abort(self._oldest_request(time.monotonic())))
         os._exit(EXIT_ABORTED)
 
     def quit(self, *_: object) -> None:
