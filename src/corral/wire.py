@@ -9,7 +9,7 @@ the master nor the server, only the standard library and ``observe/latency.py``'
 count (itself stdlib only), so any of them can use it (``control/ctl.py`` is stdlib only).
 
 The messages are frozen ``dataclass(slots=True)`` classes rather than ``msgspec.Struct``:
-the worker sends two or three lines a second, so the ~0.4 µs a frozen dataclass costs to
+the worker sends about six lines a second, so the ~0.4 µs a frozen dataclass costs to
 build (a Struct: ~0.04 µs) is nothing beside the ``os.write`` of each, and the stdlib keeps
 the module usable where msgspec is not imported. Both give equality, ``repr`` and ``match``
 patterns.
@@ -26,18 +26,20 @@ Invariants:
   field, so it may hold spaces).
 - :class:`LineDecoder` never raises: an unknown, malformed, non-UTF-8 or over-long line is
   skipped, and logged the first time for its kind (one WARNING per kind and decoder).
-- A decoded message is well-formed as a whole: counts are decimal integers >= 0, an age is a
-  finite number, a latency line has one count per bucket of ``observe/latency.py``.
+- A decoded message is well-formed as a whole: counts are decimal integers >= 0, an age or a
+  time is a finite number, a latency line has one count per bucket of ``observe/latency.py``.
 
-The lines (``AGE``: seconds, one decimal as the worker sends it; ``TARGET`` as the request
-line has it, spaces written ``%20``):
+The lines (``AT``: the worker's ``CLOCK_MONOTONIC`` when it wrote the line, which is the
+master's clock too: one clock per boot, for every process; ``AGE``: seconds, as the worker
+measured it then; ``TARGET`` as the request line has it, spaces written ``%20``):
 
 =========================================  =========================================
 ``ready``                                  :class:`Ready`
 ``closed``                                 :class:`Closed`
+``alive AT``                               :class:`Alive`
 ``conn ACCEPTED CLOSED ACTIVE IDLE BUSY``  :class:`Connections`
 ``lat SUM_US C0,C1,...,C18``               :class:`Latency`
-``hb SERVED AGE METHOD TARGET``            :class:`Beat` (``hb SERVED 0`` when idle)
+``hb SERVED AT AGE METHOD TARGET``         :class:`Beat` (``hb SERVED AT 0`` when idle)
 ``retire SERVED``                          :class:`Retire`
 ``failed CAUSE``                           :class:`Failed`
 ``abort AGE METHOD TARGET``                :class:`Abort` (``abort 0`` when idle)
@@ -58,7 +60,9 @@ from corral.observe.latency import BOUNDS
 
 __all__ = [
     "PIPE_BUF",
+    "PULSE",
     "Abort",
+    "Alive",
     "Beat",
     "Closed",
     "Connections",
@@ -76,6 +80,9 @@ __all__ = [
 ]
 
 PIPE_BUF = 4096  # POSIX's least: a write of at most this many bytes to a pipe is atomic
+# A worker's loop says it is alive this often (an ``alive`` line, or the ``hb`` line once a
+# second), so the master knows to within this when a loop went silent (master/timeouts.py)
+PULSE = 0.25
 METHOD_MAX = 32  # characters of a method, of a target, of a cause that are sent
 TARGET_MAX = 200
 CAUSE_MAX = 1000
@@ -115,6 +122,14 @@ class Closed:
 
 
 @dataclass(frozen=True, slots=True)
+class Alive:
+    """Every :data:`PULSE` seconds but the ticks that send a :class:`Beat`: the loop ran at
+    ``at`` (``CLOCK_MONOTONIC``)."""
+
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class Connections:
     """Every tick: connections accepted and closed so far; the open ones with a request
     (active) or without (idle); requests in the application now (busy)."""
@@ -137,10 +152,11 @@ class Latency:
 
 @dataclass(frozen=True, slots=True)
 class Beat:
-    """Every tick: responses finished so far, and the oldest request in progress (None when
-    there is none)."""
+    """Every second: responses finished so far, and the oldest request in progress (None
+    when there is none), its age at ``at``, when the loop ran (``CLOCK_MONOTONIC``)."""
 
     served: int
+    at: float
     request: InProgress | None
 
 
@@ -174,7 +190,9 @@ class Stuck:
     request: InProgress
 
 
-Message: TypeAlias = Ready | Closed | Connections | Latency | Beat | Retire | Failed | Abort | Stuck
+Message: TypeAlias = (
+    Ready | Closed | Alive | Connections | Latency | Beat | Retire | Failed | Abort | Stuck
+)
 
 
 # -- encoding -------------------------------------------------------------------------------
@@ -183,8 +201,10 @@ Message: TypeAlias = Ready | Closed | Connections | Latency | Beat | Retire | Fa
 def encode(message: Message) -> bytes:
     """``message`` as its line, newline included, shorter than :data:`PIPE_BUF` bytes."""
     match message:
-        case Beat(served, request):
-            text = f"hb {served} {_request_text(request)}"
+        case Beat(served, at, request):
+            text = f"hb {served} {float(at)!r} {_request_text(request)}"
+        case Alive(at):
+            text = f"alive {float(at)!r}"
         case Connections(accepted, closed, active, idle, busy):
             text = f"conn {accepted} {closed} {active} {idle} {busy}"
         case Latency(sum_us, counts):
@@ -262,8 +282,16 @@ def _request(fields: list[str]) -> InProgress | None:
 def _beat(rest: str | None) -> Beat:
     if rest is None:
         raise Malformed("no fields")
-    served, *request = rest.split(" ")
-    return Beat(_count(served), _request(request))
+    fields = rest.split(" ")
+    if len(fields) < 3:
+        raise Malformed(f"{len(fields)} fields, not SERVED AT and a request")
+    served, at, *request = fields
+    return Beat(_count(served), _age(at), _request(request))
+
+
+def _alive(rest: str | None) -> Alive:
+    (at,) = _fields(rest, 1)
+    return Alive(_age(at))
 
 
 def _connections(rest: str | None) -> Connections:
@@ -309,6 +337,7 @@ def _stuck(rest: str | None) -> Stuck:
 # the kind -> what parses the rest of the line (None: the line is the kind alone)
 _PARSERS: dict[bytes, Callable[[str | None], Message]] = {
     b"hb": _beat,
+    b"alive": _alive,
     b"conn": _connections,
     b"lat": _latency,
     b"ready": _bare(Ready()),

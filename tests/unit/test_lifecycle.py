@@ -102,7 +102,7 @@ RUNNING = TickFacts(
     timed_out=False,
     ready=True,
     age=100.0,
-    silent=1.0,
+    unheard=0.2,
     timeout=30.0,
     startup_timeout=60.0,
     request_age=None,
@@ -116,13 +116,16 @@ RUNNING = TickFacts(
         ({"retiring": True, "drained_for": 10.0}, Tick.NOTHING, ""),
         ({"retiring": True, "drained_for": 36.0}, Tick.KILL, ""),  # 30 + DRAIN_SLACK
         ({"retiring": True, "drained_for": 36.0, "killed": True}, Tick.NOTHING, ""),
-        ({"timed_out": True, "silent": 99.0}, Tick.NOTHING, ""),  # being timed out already
-        ({"silent": 31.0}, Tick.TIME_OUT, "event loop silent for 31s (timeout 30s)"),
-        ({"request_age": 30.5}, Tick.TIME_OUT, "a request ran past the timeout (30s)"),
-        ({"silent": 99.0, "request_age": 99.0, "timeout": 0.0}, Tick.CONSIDER_RECYCLING, ""),
-        ({"ready": False, "age": 59.0, "silent": 59.0}, Tick.NOTHING, ""),
+        ({"timed_out": True, "unheard": 99.0}, Tick.NOTHING, ""),  # being timed out already
+        # its loop may have run until its next pulse was due: silent for 29.95s at most
+        ({"unheard": 30.2}, Tick.CONSIDER_RECYCLING, ""),
+        ({"unheard": 31.0}, Tick.TIME_OUT, "event loop silent for 30.8-31.0s (timeout 30s)"),
+        ({"request_age": 29.99}, Tick.CONSIDER_RECYCLING, ""),
+        ({"request_age": 30.0}, Tick.TIME_OUT, "a request ran past the timeout (30s)"),
+        ({"unheard": 99.0, "request_age": 99.0, "timeout": 0.0}, Tick.CONSIDER_RECYCLING, ""),
+        ({"ready": False, "age": 59.0, "unheard": 59.0}, Tick.NOTHING, ""),
         (
-            {"ready": False, "age": 61.0, "silent": 61.0},
+            {"ready": False, "age": 61.0, "unheard": 61.0},
             Tick.TIME_OUT,
             "not ready after 61s (startup_timeout 60s)",
         ),
@@ -137,3 +140,49 @@ RUNNING = TickFacts(
 )
 def test_at_tick(change, decision, why) -> None:
     assert lifecycle.at_tick(replace(RUNNING, **change)) == (decision, why)
+
+
+@pytest.mark.parametrize(
+    ("change", "due"),
+    [
+        ({}, 30.05),  # 30 s after the pulse it may have run until (0.25 s after its last)
+        ({"request_age": 10.0}, 20.0),
+        ({"request_age": 40.0}, 0.0),  # overdue: now
+        ({"unheard": 45.0}, 0.0),
+        ({"timeout": 0.0, "request_age": 10.0}, None),
+        ({"retiring": True}, None),
+        ({"timed_out": True}, None),
+        ({"ready": False, "age": 10.0}, 50.0),
+        ({"ready": False, "age": 10.0, "timeout": 0.0}, 50.0),
+        ({"ready": False, "age": 10.0, "startup_timeout": 0.0}, None),
+    ],
+)
+def test_time_out_in(change, due) -> None:
+    assert lifecycle.time_out_in(replace(RUNNING, **change)) == pytest.approx(due)
+
+
+def _later(facts: TickFacts, seconds: float) -> TickFacts:
+    """``facts`` ``seconds`` later, nothing heard of the worker meanwhile."""
+    age = None if facts.request_age is None else facts.request_age + seconds
+    return replace(facts, age=facts.age + seconds, unheard=facts.unheard + seconds, request_age=age)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"timeout": 1.0},
+        {"timeout": 2.0, "unheard": 1.3},
+        {"timeout": 2.0, "request_age": 0.4},
+        {"timeout": 3.0, "request_age": 2.9, "unheard": 0.0},
+        {"ready": False, "age": 1.5},
+    ],
+)
+def test_a_timeout_is_due_when_time_out_in_says_not_before(change) -> None:
+    """The master's timer, set for time_out_in, finds the timeout due; a millisecond
+    earlier it would not have: the worker is timed out neither early nor late."""
+    facts = replace(RUNNING, **change)
+    due = lifecycle.time_out_in(facts)
+    assert due is not None and due > 0.001
+    assert lifecycle.at_tick(_later(facts, due))[0] is Tick.TIME_OUT
+    assert lifecycle.at_tick(_later(facts, due - 0.001))[0] is not Tick.TIME_OUT

@@ -4,6 +4,7 @@ partial lines, skips what is not a message, logs it once per kind, and never rai
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from corral.wire import (
     PIPE_BUF,
     TARGET_MAX,
     Abort,
+    Alive,
     Beat,
     Closed,
     Connections,
@@ -35,8 +37,9 @@ EVERY_KIND = [
     Closed(),
     Connections(10, 7, 2, 1, 1),
     Latency(123456, tuple(range(BOUNDS + 1))),
-    Beat(41, None),
-    Beat(41, REQUEST),
+    Alive(8123.456789012),
+    Beat(41, 8123.75, None),
+    Beat(41, 8123.75, REQUEST),
     Retire(1000),
     Failed("RuntimeError: boom at import (app.py:3)"),
     Failed(""),
@@ -70,8 +73,9 @@ def test_every_kind_round_trips(message):
         (Ready(), b"ready\n"),
         (Closed(), b"closed\n"),
         (Connections(10, 7, 2, 1, 1), b"conn 10 7 2 1 1\n"),
-        (Beat(41, None), b"hb 41 0\n"),
-        (Beat(41, REQUEST), b"hb 41 12.5 GET /a%20b?x=1\n"),
+        (Alive(8123.456789012), b"alive 8123.456789012\n"),
+        (Beat(41, 8123.75, None), b"hb 41 8123.75 0\n"),
+        (Beat(41, 8123.75, REQUEST), b"hb 41 8123.75 12.5 GET /a%20b?x=1\n"),
         (Retire(1000), b"retire 1000\n"),
         (Failed("boom"), b"failed boom\n"),
         (Abort(None), b"abort 0\n"),
@@ -93,6 +97,7 @@ _cause = st.text(st.characters(min_codepoint=0x20, blacklist_categories=("Cs",))
     lambda s: s.replace("\x7f", "")
 )
 _count = st.integers(min_value=0, max_value=2**64)
+_time = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False)
 _requests = st.builds(
     InProgress,
     st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False),
@@ -104,7 +109,8 @@ _messages = st.one_of(
     st.just(Closed()),
     st.builds(Connections, _count, _count, _count, _count, _count),
     st.builds(Latency, _count, st.tuples(*[_count] * (BOUNDS + 1))),
-    st.builds(Beat, _count, st.none() | _requests),
+    st.builds(Alive, _time),
+    st.builds(Beat, _count, _time, st.none() | _requests),
     st.builds(Retire, _count),
     st.builds(Failed, _cause),
     st.builds(Abort, st.none() | _requests),
@@ -119,7 +125,7 @@ def test_any_message_with_clean_text_round_trips(message):
 
 @given(st.builds(InProgress, st.floats(0, 1e6), _text, _text), _text)
 def test_any_text_stays_one_short_line(request, cause):
-    for message in (Beat(1, request), Abort(request), Stuck(request), Failed(cause)):
+    for message in (Beat(1, 2.0, request), Abort(request), Stuck(request), Failed(cause)):
         line = encode(message)
         assert line.count(b"\n") == 1 and line.endswith(b"\n")
         assert len(line) < PIPE_BUF
@@ -128,7 +134,7 @@ def test_any_text_stays_one_short_line(request, cause):
 
 def test_spaces_and_control_characters_do_not_split_a_line():
     request = InProgress(1.0, "G T", "/a b\r\nhb 9 0\tx")
-    assert encode(Beat(1, request)) == b"hb 1 1.0 G%20T /a%20b%0D%0Ahb%209%200%09x\n"
+    assert encode(Beat(1, 2.0, request)) == b"hb 1 2.0 1.0 G%20T /a%20b%0D%0Ahb%209%200%09x\n"
     assert encode(Failed("boom\nat line 3\r\n")) == b"failed boom at line 3  \n"
 
 
@@ -156,12 +162,13 @@ def test_encode_refuses_what_is_not_a_message():
 
 def test_a_line_split_across_reads_is_kept_until_its_newline():
     decoder = LineDecoder()
-    data = encode(Beat(41, REQUEST))
+    beat = Beat(41, 8123.75, REQUEST)
+    data = encode(beat)
     for cut in range(1, len(data)):
         assert decoder.feed(data[:cut]) == []
-        assert decoder.feed(data[cut:]) == [Beat(41, REQUEST)]
+        assert decoder.feed(data[cut:]) == [beat]
     pieces = [data[i : i + 1] for i in range(len(data))]
-    assert [m for piece in pieces for m in decoder.feed(piece)] == [Beat(41, REQUEST)]
+    assert [m for piece in pieces for m in decoder.feed(piece)] == [beat]
 
 
 def test_several_lines_in_one_read_come_in_order():
@@ -174,16 +181,23 @@ def test_several_lines_in_one_read_come_in_order():
 @pytest.mark.parametrize(
     "line",
     [
-        b"hb x 0",  # bad int
-        b"hb -1 0",
-        b"hb 1_0 0",
-        b"hb \xd9\xa1 0",  # an Arabic-Indic digit: int() would take it
-        b"hb 1 nan GET /",
-        b"hb 1 inf GET /",
-        b"hb 1 1e999 GET /",
-        b"hb 1 1.5 GET",  # missing field
-        b"hb 1 1.5 GET / extra",
+        b"hb x 5.0 0",  # bad int
+        b"hb -1 5.0 0",
+        b"hb 1_0 5.0 0",
+        b"hb \xd9\xa1 5.0 0",  # an Arabic-Indic digit: int() would take it
+        b"hb 1 5.0 nan GET /",
+        b"hb 1 5.0 inf GET /",
+        b"hb 1 5.0 1e999 GET /",
+        b"hb 1 nan 0",
+        b"hb 1 soon 0",
+        b"hb 1 0",  # no time
+        b"hb 1 5.0 1.5 GET",  # missing field
+        b"hb 1 5.0 1.5 GET / extra",
         b"hb 1",
+        b"alive",
+        b"alive ",
+        b"alive nan",
+        b"alive 1.0 2.0",
         b"hb",
         b"hb ",
         b"conn 1 2 3 4",
@@ -291,25 +305,33 @@ def test_the_master_keeps_what_a_worker_reports(logged):
 
     pool = SimpleNamespace(application=SimpleNamespace(threads=2))
     worker = WorkerProcess(1234, 2, None, pool, -1)
+    base = time.monotonic() + 100.0  # a later time of the clock the worker and master share
     counts = (1,) * (BOUNDS + 1)
     data = b"".join(
         encode(message)
         for message in (
             Connections(5, 3, 2, 0, 1),
             Latency(2_000_000, counts),
-            Beat(9, InProgress(3.5, "GET", "/slow")),
+            Beat(9, base, InProgress(3.5, "GET", "/slow")),
             Ready(),
             Failed("boom"),
         )
     )
-    kept = [worker.record(message) for message in worker.feed(data + b"conn x\nhb 1 0")]
+    last = f"conn x\nhb 1 {base + 1!r} 0".encode()
+    kept = [worker.record(message) for message in worker.feed(data + last)]
     assert kept == [True, True, True, False, True]
     assert worker.connections == (5, 3, 2, 0, 1)
     assert worker.latency == (2_000_000, list(counts))
-    assert (worker.served, worker.request) == (9, (3.5, "GET /slow"))
+    # the request's start on the shared clock: the line's time less its age
+    assert (worker.served, worker.request_started) == (9, base - 3.5)
+    assert worker.request is not None and worker.request[1] == "GET /slow"
+    assert worker.alive_at == base
     assert worker.failure == "boom"
     # the malformed conn line changed nothing; the hb line waits for its newline
     assert [worker.record(m) for m in worker.feed(b"\n")] == [True]
     assert (worker.served, worker.request, worker.connections[0]) == (1, None, 5)
+    assert worker.alive_at == base + 1
+    assert worker.record(Alive(base + 2)) and worker.alive_at == base + 2
+    assert worker.record(Alive(base + 1.5)) and worker.alive_at == base + 2  # never goes back
     (message,) = logged()
     assert message.startswith("worker 2 (pid 1234): skipped a heartbeat line, ")

@@ -1137,8 +1137,9 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Timeouts -------------------------------------------------------------------------------
     Setting(
         "timeout", _TIMEOUTS, _S, _SECONDS, 30.0,
-        "A worker whose event loop has not reported progress for this long is killed and "
-        "replaced. 0 disables the check.",
+        "A worker whose event loop has made no progress for this long, or whose oldest "
+        "request has run this long, is killed and replaced: never sooner, and within a second "
+        "more. 0 disables the check.",
         flags=("-t", "--timeout"), metavar="SECONDS",
     ),
     Setting(

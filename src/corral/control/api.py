@@ -247,7 +247,8 @@ def _workers(arbiter: Arbiter, name: str) -> list[dict[str, Any]]:
         request = worker.in_progress
         oldest = None
         if request is not None:
-            oldest = {"method": request.method, "target": request.target, "age": request.age}
+            age = round(request.age, 1)  # as its last heartbeat said
+            oldest = {"method": request.method, "target": request.target, "age": age}
         rows.append(
             {
                 "pid": worker.pid,

@@ -22,9 +22,9 @@ Invariants:
   other applications serve and that one is retried like an early death. Other early
   deaths (before ready, or younger than ``min_worker_lifetime``) are retried
   with an exponential backoff, one log line per step.
-- Liveness comes from each worker's heartbeat pipe, written by its event loop: a
-  silent loop, or a request older than ``timeout`` seen in a heartbeat, gets the
-  worker's stacks written to the error log, then the worker killed and replaced.
+- Liveness comes from each worker's heartbeat pipe, written by its event loop: a silent
+  loop, or a request older than ``timeout`` seen in a heartbeat, gets the worker's stacks
+  logged, then it is killed and replaced (``timeouts.py``: never early, within 1 s).
 - Under systemd (``master/systemd.py``) the master alone speaks for the service:
   READY once every worker is ready, RELOADING then READY around a reload, STOPPING
   at a stop, WATCHDOG=1 from its own loop. A master started by USR2 says nothing
@@ -61,7 +61,7 @@ from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycl
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
-from corral.wire import Abort, Closed, Message, Ready, Retire, Stuck
+from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
@@ -341,13 +341,14 @@ class Arbiter:
         if not data:
             self.loop.remove_reader(worker.beat_fd)
             return
-        worker.last_beat = time.monotonic()
         for message in worker.feed(data):
             self._on_line(worker, message)
 
     def _on_line(self, worker: WorkerProcess, message: Message) -> None:
         """One heartbeat message (see corral/wire.py)."""
         if worker.record(message):
+            if isinstance(message, Beat):  # its oldest request may be due sooner
+                timeouts.arm(self, worker, time.monotonic())
             return
         if isinstance(message, Ready):
             self._on_ready(worker)
@@ -359,10 +360,10 @@ class Arbiter:
             worker.retire_asked = f"served {message.served} requests (max_requests {limit})"
             self.consider_recycling(worker)
         elif isinstance(message, Abort):
-            worker.in_progress = message.request
+            worker.report(message.request, time.monotonic())
             timeouts.finish_kill(self, worker)
         elif isinstance(message, Stuck) and not worker.timed_out:
-            worker.in_progress = message.request
+            worker.report(message.request, time.monotonic())
             app = worker.pool.application
             timeouts.kill(
                 self,
@@ -374,6 +375,7 @@ class Arbiter:
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
+        timeouts.ready(self, worker)
         pool = worker.pool
         self.log.info(
             "%s ready (pid %d, generation %d)",

@@ -14,11 +14,12 @@ import time
 from typing import TYPE_CHECKING
 
 from corral.apps.loader import load_failure
-from corral.master import lifecycle
+from corral.master import lifecycle, timeouts
 from corral.master.generation import Pool
 from corral.master.lifecycle import Exit
 from corral.master.process import Tally, WorkerProcess
 from corral.server.worker import EXIT_APP_LOAD
+from corral.wire import Abort
 
 if TYPE_CHECKING:
     from corral.master.arbiter import Arbiter
@@ -61,14 +62,20 @@ def _off_the_board(arbiter: Arbiter, worker: WorkerProcess) -> None:
 def _last_words(arbiter: Arbiter, worker: WorkerProcess) -> None:
     """What the worker wrote just before it exited and the loop has not read yet: its
     ``failed`` line names why a new generation could not start; a drained worker's last
-    ``hb`` line, how many requests it served."""
+    ``hb`` line, how many requests it served; a timed-out worker's ``abort`` line, the request
+    it was serving, for the log line that ends its timeout (now, not ABORT_GRACE later)."""
     os.set_blocking(worker.beat_fd, False)
     data = b""
     with contextlib.suppress(OSError):
         while chunk := os.read(worker.beat_fd, 65536):
             data += chunk
     for message in worker.feed(data):
-        worker.record(message)
+        if isinstance(message, Abort):
+            worker.report(message.request, time.monotonic())
+        else:
+            worker.record(message)
+    if worker.kill_reason is not None:
+        timeouts.finish_kill(arbiter, worker)
 
 
 def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:

@@ -4,7 +4,13 @@ A worker exited: log it only, roll a reload back, shut down, let the old worker 
 try its replacement later, let a successor take the slot, respawn now or after a backoff.
 Once a second, for each worker: kill one that drains too long, time out one that is silent or
 not ready, or see whether it is due for recycling (`corral.master.recycling`; scaling is
-`corral.master.scaling`). The crash backoff is kept per worker slot.
+`corral.master.scaling`); and when, if nothing is heard of it, a timeout will be due, so that
+the master looks again then rather than at its next tick. The crash backoff is kept per
+worker slot.
+
+A timeout is never early: a loop is counted silent from the moment its next pulse was due
+(it may have run until then), a request from the moment the worker read it. The master looks
+at the moment the timeout is due (``time_out_in``), not a tick later.
 
 Nothing here forks, signals or reads the clock (``now`` is given), so that every decision is
 unit tested alone (tests/unit/test_lifecycle.py); the arbiter gathers the facts from its
@@ -15,6 +21,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from corral.wire import PULSE
 
 # Crash backoff: the first delay, doubled for each early death in a row of one slot, capped.
 BACKOFF_FIRST = 0.1
@@ -128,10 +136,10 @@ class TickFacts:
     timed_out: bool  # a timeout is being carried out already
     ready: bool
     age: float  # seconds since it was started
-    silent: float  # seconds since its last heartbeat
+    unheard: float  # seconds since its loop last said it ran (its last alive or hb line)
     timeout: float  # the server's timeout (0: none)
     startup_timeout: float  # its application's (0: none)
-    request_age: float | None  # the age of its oldest request, from its last heartbeat
+    request_age: float | None  # the age now of its oldest request, as its last hb line said
 
 
 def at_tick(facts: TickFacts) -> tuple[Tick, str]:
@@ -142,18 +150,34 @@ def at_tick(facts: TickFacts) -> tuple[Tick, str]:
     if facts.timed_out:
         return Tick.NOTHING, ""
     if not facts.ready:
-        if facts.startup_timeout and facts.age > facts.startup_timeout:
+        if facts.startup_timeout and facts.age >= facts.startup_timeout:
             return Tick.TIME_OUT, (
                 f"not ready after {facts.age:.0f}s (startup_timeout {facts.startup_timeout:g}s)"
             )
         return Tick.NOTHING, ""
     timeout = facts.timeout
     if timeout:
-        if facts.silent > timeout:
+        silent = facts.unheard - PULSE  # surely: it may have run until its next pulse was due
+        if silent >= timeout:
             return (
                 Tick.TIME_OUT,
-                f"event loop silent for {facts.silent:.0f}s (timeout {timeout:g}s)",
+                f"event loop silent for {silent:.1f}-{facts.unheard:.1f}s (timeout {timeout:g}s)",
             )
-        if facts.request_age is not None and facts.request_age > timeout:
+        if facts.request_age is not None and facts.request_age >= timeout:
             return Tick.TIME_OUT, f"a request ran past the timeout ({timeout:g}s)"
     return Tick.CONSIDER_RECYCLING, ""
+
+
+def time_out_in(facts: TickFacts) -> float | None:
+    """Seconds from now until ``at_tick`` times the worker out if nothing is heard of it
+    meanwhile (0: now); None when no timeout applies to it."""
+    if facts.retiring or facts.timed_out:
+        return None
+    if not facts.ready:
+        return max(facts.startup_timeout - facts.age, 0.0) if facts.startup_timeout else None
+    if not facts.timeout:
+        return None
+    due = facts.timeout + PULSE - facts.unheard
+    if facts.request_age is not None:
+        due = min(due, facts.timeout - facts.request_age)
+    return max(due, 0.0)

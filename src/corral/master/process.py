@@ -9,7 +9,16 @@ from typing import Any
 
 from corral.master.scaling import IDLE
 from corral.observe import latency
-from corral.wire import Beat, Connections, Failed, InProgress, Latency, LineDecoder, Message
+from corral.wire import (
+    Alive,
+    Beat,
+    Connections,
+    Failed,
+    InProgress,
+    Latency,
+    LineDecoder,
+    Message,
+)
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -38,7 +47,8 @@ class WorkerProcess:
         self.beat_fd = beat_fd
         self.stacks = stacks  # the master's end of its stacks socket (control/stacks.py)
         self.started = time.monotonic()
-        self.last_beat = self.started
+        # when its loop last said it ran (its alive and hb lines; its ready line when read)
+        self.alive_at = self.started
         self.ready = False
         self.retiring = False
         self.retired_at = 0.0
@@ -50,6 +60,10 @@ class WorkerProcess:
         self.retire_asked: str | None = None  # the worker's own "retire" line, as a reason
         self.max_lifetime = 0.0  # drawn with its jitter at spawn; 0: none
         self.in_progress: InProgress | None = None  # its oldest request, as last reported
+        self.request_started = 0.0  # when that request started (CLOCK_MONOTONIC)
+        # the master's timer that runs timeouts.check when a timeout would be due
+        self.timeout_timer: Any = None
+        self.timeout_due = 0.0
         self.kill_reason: str | None = None  # set while a timeout kill is under way
         self.timed_out = False
         self.served = 0
@@ -68,9 +82,17 @@ class WorkerProcess:
 
     @property
     def request(self) -> tuple[float, str] | None:
-        """``(age, "METHOD TARGET")`` of its oldest request, as the log lines name it."""
+        """``(age now, "METHOD TARGET")`` of its oldest request, as the log lines name it."""
         request = self.in_progress
-        return None if request is None else (request.age, request.describe())
+        if request is None:
+            return None
+        return time.monotonic() - self.request_started, request.describe()
+
+    def report(self, request: InProgress | None, at: float) -> None:
+        """Its oldest request, as a message written at ``at`` gives it."""
+        self.in_progress = request
+        if request is not None:
+            self.request_started = at - request.age
 
     @property
     def state(self) -> str:
@@ -84,6 +106,8 @@ class WorkerProcess:
 
     def close(self) -> None:
         """Close the master's ends of its pipe and socket, once it has exited."""
+        if self.timeout_timer is not None:
+            self.timeout_timer.cancel()
         os.close(self.beat_fd)
         if self.stacks is not None:
             self.stacks.close()
@@ -97,9 +121,12 @@ class WorkerProcess:
         """Keep what a heartbeat message reports; False for one that asks the master to act
         (``Ready``, ``Closed``, ``Retire``, ``Abort``, ``Stuck``)."""
         match message:
-            case Beat(served, request):
+            case Alive(at):
+                self.alive_at = max(self.alive_at, at)
+            case Beat(served, at, request):
                 self.served = served
-                self.in_progress = request
+                self.alive_at = max(self.alive_at, at)
+                self.report(request, at)
             case Connections(accepted, closed, active, idle, busy):
                 self.connections = (accepted, closed, active, idle, busy)
             case Latency(sum_us, counts):

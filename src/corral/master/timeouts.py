@@ -1,13 +1,25 @@
 """Once a second, per worker: a drain past its graceful timeout, a silent loop, a request past
 ``timeout``, a start-up past ``startup_timeout`` (the decision: ``lifecycle.at_tick``); and the
 timeout kill, in two steps: stacks and the request's report first, SIGKILL after
-:data:`ABORT_GRACE`."""
+:data:`ABORT_GRACE`.
+
+The bounds: a worker is timed out no sooner than ``timeout`` after its loop went silent (or
+its oldest request started), and killed no later than ``timeout`` + 1 s after. Each worker has
+a timer set for the moment its timeout would be due (``lifecycle.time_out_in``), checked
+again when it fires and set later when the worker was heard of meanwhile, so the master acts
+within milliseconds rather than at its next tick. The loop's silence is known to within
+``wire.PULSE`` (0.25 s: it is counted from when the pulse after its last one was due), so
+the stacks and ABRT go out at most 0.25 s past ``timeout``; :data:`ABORT_GRACE` (0.5 s)
+later comes the SIGKILL, 0.25 s inside the bound. The ABRT itself ends a worker that runs
+Python (its handler reports the request and exits at once: that is when the client's
+connection closes); SIGKILL is for one stuck in C, holding the interpreter."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import time
 from typing import TYPE_CHECKING
 
 from corral.master import lifecycle
@@ -17,36 +29,43 @@ from corral.master.process import WorkerProcess
 if TYPE_CHECKING:
     from corral.master.arbiter import Arbiter
 
-# A worker killed for a timeout gets this long to report its request before SIGKILL.
-ABORT_GRACE = 1.0
+# A worker killed for a timeout gets this long to report its request before SIGKILL: with
+# the loop's silence known to within wire.PULSE, the kill lands inside timeout + 1 s.
+ABORT_GRACE = 0.5
+
+
+def facts(worker: WorkerProcess, now: float) -> lifecycle.TickFacts:
+    """What the master knows of ``worker`` at ``now``, for the lifecycle's decisions."""
+    settings = worker.generation.settings
+    request = worker.in_progress
+    return lifecycle.TickFacts(
+        retiring=worker.retiring,
+        drained_for=now - worker.retired_at if worker.retiring else 0.0,
+        graceful_timeout=settings.graceful_timeout,
+        killed=worker.killed,
+        timed_out=worker.timed_out,
+        ready=worker.ready,
+        age=now - worker.started,
+        unheard=now - worker.alive_at,
+        timeout=settings.timeout,
+        startup_timeout=worker.pool.application.startup_timeout,
+        request_age=None if request is None else now - worker.request_started,
+    )
 
 
 def check(arbiter: Arbiter, worker: WorkerProcess, now: float) -> None:
-    settings = worker.generation.settings
-    application = worker.pool.application
+    """The tick's look at one worker."""
     arbiter.backoff.settle(
         (worker.pool.name, worker.slot),
         worker.started,
         worker.ready,
         now,
-        application.min_worker_lifetime,
+        worker.pool.application.min_worker_lifetime,
     )
-    decision, why = lifecycle.at_tick(
-        lifecycle.TickFacts(
-            retiring=worker.retiring,
-            drained_for=now - worker.retired_at if worker.retiring else 0.0,
-            graceful_timeout=settings.graceful_timeout,
-            killed=worker.killed,
-            timed_out=worker.timed_out,
-            ready=worker.ready,
-            age=now - worker.started,
-            silent=now - worker.last_beat,
-            timeout=settings.timeout,
-            startup_timeout=application.startup_timeout,
-            request_age=worker.request[0] if worker.request is not None else None,
-        )
-    )
+    known = facts(worker, now)
+    decision, why = lifecycle.at_tick(known)
     if decision is Tick.KILL:
+        settings = worker.generation.settings
         worker.killed = True
         arbiter.log.warning(
             "worker %d (pid %d) still draining after graceful_timeout (%gs); killing it",
@@ -58,8 +77,48 @@ def check(arbiter: Arbiter, worker: WorkerProcess, now: float) -> None:
             os.kill(worker.pid, signal.SIGKILL)
     elif decision is Tick.TIME_OUT:
         kill(arbiter, worker, why)
+        return
     elif decision is Tick.CONSIDER_RECYCLING:
         arbiter.consider_recycling(worker)
+    arm(arbiter, worker, now, known)
+
+
+def ready(arbiter: Arbiter, worker: WorkerProcess) -> None:
+    """``worker`` said it is ready: its loop ran now, and its timeout is due from here."""
+    worker.alive_at = time.monotonic()
+    arm(arbiter, worker, worker.alive_at)
+
+
+def arm(
+    arbiter: Arbiter, worker: WorkerProcess, now: float, known: lifecycle.TickFacts | None = None
+) -> None:
+    """Set the worker's timer for when its timeout would be due, unless it is set sooner (a
+    timer that fires early only looks again: the worker was heard of meanwhile)."""
+    delay = lifecycle.time_out_in(known if known is not None else facts(worker, now))
+    if delay is None:
+        return
+    due = now + delay
+    timer = worker.timeout_timer
+    if timer is not None:
+        if worker.timeout_due <= due:
+            return
+        timer.cancel()
+    assert arbiter.loop is not None
+    worker.timeout_due = due
+    worker.timeout_timer = arbiter.loop.call_later(delay, _due, arbiter, worker)
+
+
+def _due(arbiter: Arbiter, worker: WorkerProcess) -> None:
+    worker.timeout_timer = None
+    if arbiter.workers.get(worker.pid) is not worker:
+        return  # it exited meanwhile
+    now = time.monotonic()
+    known = facts(worker, now)
+    decision, why = lifecycle.at_tick(known)
+    if decision is Tick.TIME_OUT:
+        kill(arbiter, worker, why)
+    else:
+        arm(arbiter, worker, now, known)
 
 
 def kill(arbiter: Arbiter, worker: WorkerProcess, why: str) -> None:
@@ -87,5 +146,7 @@ def finish_kill(arbiter: Arbiter, worker: WorkerProcess) -> None:
     arbiter.log.critical(
         "worker %d (pid %d) timed out: %s; killing it", worker.slot, worker.pid, why
     )
+    if arbiter.workers.get(worker.pid) is not worker:
+        return  # reaped already (exits.py): its pid may be another process's by now
     with contextlib.suppress(ProcessLookupError):
         os.kill(worker.pid, signal.SIGKILL)

@@ -3,12 +3,12 @@
 The worker owns its loop, its connections and its application; it learns
 nothing from the master but a :class:`WorkerSpec` and the TERM/QUIT signals, and
 tells the master only through its heartbeat pipe (the messages of ``corral/wire.py``, one
-line each): ``ready`` once the application
-is imported and the listeners are served, then once a second a line with the
-requests served and the age, method and path of the oldest request in progress,
-and ``retire N`` once it has served its ``max_requests``; ``failed CAUSE`` (one line: the
-exception and where it was raised) when the application cannot be imported. The heartbeat is sent
-from the loop, so a loop blocked by the application goes silent; the
+line each): ``ready`` once the application is imported and the listeners are served, then
+once a second a line with the requests served and the age, method and path of the oldest
+request in progress, an ``alive`` line every quarter of a second between those
+(``wire.PULSE``), and ``retire N`` once it has served its ``max_requests``; ``failed CAUSE``
+(one line: the exception and where it was raised) when the application cannot be imported.
+The heartbeat is sent from the loop, so a loop blocked by the application goes silent; the
 oldest-request age shows a request stuck on an application thread.
 With ``request_timeout``, the watchdog thread (``apps/deadline.py``) may also write
 one ``stuck AGE METHOD TARGET`` line: a request did not unwind within the grace,
@@ -86,7 +86,9 @@ from corral.server.proxied import ProxyPlan
 from corral.server.routed import Routing, adopt_factory
 from corral.server.stacks import StackResponder
 from corral.wire import (
+    PULSE,
     Abort,
+    Alive,
     Beat,
     Closed,
     Connections,
@@ -162,6 +164,7 @@ class Worker:
         self.stopping = False
         self.lifespans: list[Lifespan] = []  # an ASGI application's, unless lifespan is off
         self._fields: Callable[[float], str] = partial(server_fields, server="")  # the prefix
+        self._second = 0  # the wall-clock second of the last whole tick
         self.master_pid = os.getppid()
         # a dynamic pool's master measures how busy the worker is by its latency sum
         measured = spec.latency_histogram or spec.application.dynamic is not None
@@ -465,14 +468,22 @@ class Worker:
         state = self.state
         assert state is not None and self.loop is not None
         state.now = self.loop.time()
-        state.prefix = self._fields(time.time())
+        wall = time.time()
+        self._second = int(wall)
+        state.prefix = self._fields(wall)
 
     def _schedule_tick(self) -> None:
-        # aligned to the wall-clock second so the Date header turns over on time
+        # aligned to the wall clock's quarters, so that the Date header turns over on time
         assert self.loop is not None
-        self.loop.call_later(1.0 - time.time() % 1.0 + 0.001, self._tick)
+        self.loop.call_later(PULSE - time.time() % PULSE + 0.001, self._tick)
 
     def _tick(self) -> None:
+        """Every PULSE the loop says it is alive; once a second, as the wall-clock second
+        turns, the whole tick: the clock and the Date header, the sweep, the heartbeat."""
+        if int(time.time()) == self._second:
+            self._send(Alive(time.monotonic()))
+            self._schedule_tick()
+            return
         if os.getppid() != self.master_pid and not self.stopping:
             self.log.warning("the master (pid %d) is gone; draining", self.master_pid)
             self.begin_drain()
@@ -484,8 +495,8 @@ class Worker:
         self._schedule_tick()
 
     def _oldest_request(self, now: float) -> InProgress | None:
-        """The oldest request in progress (its age to a tenth of a second) at ``now``
-        (``time.monotonic()``, the clock of ``Exchange.request_start``), or None."""
+        """The oldest request in progress, its age at ``now`` (``time.monotonic()``: the
+        loop's own clock may be uvloop's, read once per loop turn), or None."""
         state = self.state
         assert state is not None
         oldest = None
@@ -498,7 +509,7 @@ class Worker:
         if oldest is None:
             return None
         head = oldest[1].head  # encode() cuts the target and writes its spaces %20
-        return InProgress(round(now - oldest[0], 1), head.method, head.target.decode("latin-1"))
+        return InProgress(now - oldest[0], head.method, head.target.decode("latin-1"))
 
     def _on_finish(self) -> Any:
         """What runs as each response finishes: the access log, the latency histogram."""
@@ -520,7 +531,8 @@ class Worker:
         latency = self.latency
         if latency is not None:
             self._send(Latency(latency.sum_us, tuple(latency.counts)))
-        self._send(Beat(state.served, self._oldest_request(time.monotonic())))
+        at = time.monotonic()
+        self._send(Beat(state.served, at, self._oldest_request(at)))
 
     def _connections(self) -> Connections:
         """Connections accepted and closed so far, open ones with a request (active) or

@@ -4,7 +4,7 @@ Routes (chosen by PATH_INFO):
 
 - ``/info``: JSON with the worker's pid, cwd, sys.path, environment and event loop module.
 - ``/sleep?s=SECONDS[&name=N]``: sleeps, then answers ``slept``. With ``name`` and the
-  ``PROC_FLAGS`` directory set, it first creates ``PROC_FLAGS/N.started``.
+  ``PROC_FLAGS`` directory set, it first writes its worker's pid to ``PROC_FLAGS/N.started``.
 - ``/block?name=N``: creates ``PROC_FLAGS/N.started``, then waits (at most 60 s) until the
   test creates ``PROC_FLAGS/N.release``; answers ``released N``.
 - ``/length[?name=N]``: reads the whole request body, answers how many bytes it had. With
@@ -76,8 +76,8 @@ def application(environ, start_response):
         return _answer(start_response, body, "application/json")
     if path == "/sleep":
         if "name" in query and "PROC_FLAGS" in os.environ:
-            with open(_flag(query["name"], "started"), "w"):
-                pass
+            with open(_flag(query["name"], "started"), "w") as flag:
+                flag.write(str(os.getpid()))
         time.sleep(float(query.get("s", "1")))
         return _answer(start_response, b"slept")
     if path == "/block":
