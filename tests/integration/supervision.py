@@ -7,7 +7,8 @@ read them back in order from the harness's captured error log:
 - ``worker S spawned (pid P, generation G)``
 - ``worker S ready (pid P, generation G)``
 - ``worker S (pid P) recycled: REASON``
-- ``worker S (pid P) exited: HOW`` (a worker retired on purpose) and
+- ``worker S (pid P) exited: HOW`` (a worker retired on purpose; after a clean exit, with
+  ``, having served N requests``) and
   ``worker S (pid P) died: HOW after Ns`` (one that was not)
 """
 
@@ -24,7 +25,9 @@ from tests.integration.server import LISTENING, READY, Server, wait_for
 
 _EVENT = re.compile(
     r"worker (?P<slot>\d+) (?:(?P<kind>spawned|ready) \(pid (?P<pid>\d+), generation (?P<gen>\d+)\)"
-    r"|\(pid (?P<pid2>\d+)\) (?P<kind2>recycled|exited|died): (?P<detail>.*))"
+    r"|\(pid (?P<pid2>\d+)\) (?P<kind2>recycled|exited|died): (?P<detail>.*?)"
+    r"(?:, having served (?P<served>\d+) requests)?$)",
+    re.MULTILINE,
 )
 
 RECYCLED = re.compile(r"worker \d+ \(pid (\d+)\) recycled: (.*)")
@@ -38,6 +41,7 @@ class Event:
     pid: int
     generation: int | None  # for spawned and ready
     detail: str  # for recycled, exited, died
+    served: int | None = None  # for exited, when the line says it
 
 
 def events(log: str) -> list[Event]:
@@ -48,7 +52,8 @@ def events(log: str) -> list[Event]:
             kind, pid, gen, detail = match["kind"], match["pid"], int(match["gen"]), ""
         else:
             kind, pid, gen, detail = match["kind2"], match["pid2"], None, match["detail"]
-        found.append(Event(index, kind, int(match["slot"]), int(pid), gen, detail))
+        served = int(match["served"]) if match["served"] else None
+        found.append(Event(index, kind, int(match["slot"]), int(pid), gen, detail, served))
     return found
 
 
@@ -81,7 +86,8 @@ def assert_successor_ready_first(log: str, old_pid: int) -> int:
     assert successor is not None, f"no successor spawned for pid {old_pid}:\n{log}"
     ready = first(found, "ready", successor.pid)
     assert ready.index < exited.index, f"pid {old_pid} exited before its successor was ready"
-    assert exited.detail == "exit code 0", exited  # drained, not killed
+    # drained, not killed, and it says how many requests it served
+    assert exited.detail == "exit code 0" and exited.served is not None, exited
     return successor.pid
 
 

@@ -155,9 +155,10 @@ def test_chaos_60s_every_failure_is_a_kill_9():
 
     most = answered_per_worker(load.ok)
     # The worker says "retire" at exactly MAX_REQUESTS and serves on until its successor is
-    # ready (overlap, so a slot is never empty): a few more answers, never many more.
+    # ready (overlap, so a slot is never empty): a few more answers, never many more. The
+    # recycle line counts what it served by then: more when a reload put the recycle off.
     reported = [int(n) for n in re.findall(r"recycled: served (\d+) requests", stderr)]
-    if len(reported) < 10 or set(reported) != {MAX_REQUESTS}:
+    if len(reported) < 10 or min(reported) < MAX_REQUESTS:
         problems.append(f"recycling at max_requests: {len(reported)} lines, counts {set(reported)}")
     recycled_late = {pid: n for pid, n in most.items() if n > 4 * MAX_REQUESTS}
     if recycled_late:

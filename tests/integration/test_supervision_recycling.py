@@ -17,6 +17,7 @@ from tests.integration.supervision import (
     RECYCLED,
     answering_pid,
     assert_successor_ready_first,
+    events,
     process_age,
     write_app,
 )
@@ -72,20 +73,19 @@ def test_max_requests_recycles_with_overlap_under_load(threads):
 
 
 def test_max_requests_jitter_gives_each_worker_its_own_limit():
-    with (
-        Server(
-            "chaos_app",
-            "--max-requests",
-            "10",
-            "--max-requests-jitter",
-            "10",
-            "--min-worker-lifetime",
-            "0",
-            workers=2,
-        ) as server,
-        Load(server, 4, "/pid") as load,
-    ):
-        found = wait_recycled(server, 8)
+    with Server(
+        "chaos_app",
+        "--max-requests",
+        "10",
+        "--max-requests-jitter",
+        "10",
+        "--min-worker-lifetime",
+        "0",
+        workers=2,
+    ) as server:
+        with Load(server, 4, "/pid") as load:
+            found = wait_recycled(server, 8)
+        log = wait_exited(server, [pid for pid, _ in found])
     assert not load.failures, load.summary()
     served = []
     for _, reason in found:
@@ -102,6 +102,9 @@ def test_max_requests_jitter_gives_each_worker_its_own_limit():
         most[pid] = max(most.get(pid, 0), number)
     for (pid, _), limit in zip(found, served, strict=True):
         assert most[pid] >= limit, (pid, most[pid], limit)
+    # and its exit line counts them all: the clients saw every answer (no failure)
+    exits = {event.pid: event.served for event in events(log) if event.kind == "exited"}
+    assert {pid: exits[pid] for pid, _ in found} == {pid: most[pid] for pid, _ in found}
 
 
 def test_max_worker_lifetime_recycles_after_that_long():
@@ -189,6 +192,8 @@ def test_max_worker_memory_recycles_a_worker_that_grew():
 
 @pytest.mark.wallclock
 def test_min_worker_lifetime_holds_back_a_recycle_that_is_due():
+    """The worker reaches its max_requests at once and serves on until it is old enough:
+    the log counts every request it served, not the limit."""
     with Server(
         "chaos_app",
         "--max-requests",
@@ -213,8 +218,17 @@ def test_min_worker_lifetime_holds_back_a_recycle_that_is_due():
             time.sleep(0.01)
         assert last_without >= 2.95, last_without  # not before 3 s (ages are to 10 ms)
         assert last_without <= 5.0, last_without  # and on one of the next ticks
-        assert recycled(server) == [(pid, "served 5 requests (max_requests 5)")]
-        successor = assert_successor_ready_first(wait_exited(server, [pid]), pid)
+        ((_, reason),) = recycled(server)
+        match = re.fullmatch(
+            r"served 10 requests \(max_requests 5\); it reached 5 at ([\d.]+)s, held back by "
+            r"min_worker_lifetime \(3s\)",
+            reason,
+        )
+        assert match, reason
+        assert float(match[1]) < 3.0
+        log = wait_exited(server, [pid])
+        assert re.search(rf"\(pid {pid}\) exited: exit code 0, having served 10 requests\n", log)
+        successor = assert_successor_ready_first(log, pid)
         assert answering_pid(server) == successor
         assert server.stop() == 0
 

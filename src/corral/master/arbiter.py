@@ -356,8 +356,8 @@ class Arbiter:
             worker.stopped_accepting = True
             self.reloads.accepting_changed.set()
         elif isinstance(message, Retire):
-            limit = worker.pool.application.max_requests
-            worker.retire_asked = f"served {message.served} requests (max_requests {limit})"
+            worker.retire_asked = (message.served, worker.age)
+            worker.served = max(worker.served, message.served)
             self.consider_recycling(worker)
         elif isinstance(message, Abort):
             worker.report(message.request, time.monotonic())

@@ -105,8 +105,12 @@ def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
         )
     )
     if decision is Exit.LOG_ONLY:
-        log = arbiter.log.debug if arbiter.stopping else arbiter.log.info
-        log("%s (pid %d) exited: %s", arbiter.who(slot, pool), pid, how)
+        if arbiter.stopping:
+            arbiter.log.debug("%s (pid %d) exited: %s", arbiter.who(slot, pool), pid, how)
+            return
+        # it drained (TERM), so its last hb line, read by _last_words, has its final count
+        served = f", having served {worker.served} requests" if code == 0 else ""
+        arbiter.log.info("%s (pid %d) exited: %s%s", arbiter.who(slot, pool), pid, how, served)
         return
     if decision is Exit.ROLLBACK:  # ready or not: the new generation is not whole
         when = "after it was ready" if worker.ready else "before it was ready"

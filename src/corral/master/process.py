@@ -57,7 +57,8 @@ class WorkerProcess:
         self.replaces: WorkerProcess | None = None  # set while it boots as a successor
         self.successor: WorkerProcess | None = None  # set while its successor boots
         self.recycle_not_before = 0.0  # after a successor failed to boot
-        self.retire_asked: str | None = None  # the worker's own "retire" line, as a reason
+        # its own "retire" line: (requests served then, its age then)
+        self.retire_asked: tuple[int, float] | None = None
         self.max_lifetime = 0.0  # drawn with its jitter at spawn; 0: none
         self.in_progress: InProgress | None = None  # its oldest request, as last reported
         self.request_started = 0.0  # when that request started (CLOCK_MONOTONIC)

@@ -35,7 +35,7 @@ def recycle_reason(worker: WorkerProcess, application: Any, age: float) -> str |
     if age < application.min_worker_lifetime:
         return None
     if worker.retire_asked is not None:
-        return worker.retire_asked
+        return _served(worker, application)
     if worker.max_lifetime and age >= worker.max_lifetime:
         return f"ran {age:.0f}s (max_worker_lifetime {application.max_worker_lifetime:g}s)"
     limit = application.max_worker_memory
@@ -44,3 +44,19 @@ def recycle_reason(worker: WorkerProcess, application: Any, age: float) -> str |
         if rss > limit:
             return f"uses {rss:.0f} MiB (max_worker_memory {limit} MiB)"
     return None
+
+
+def _served(worker: WorkerProcess, application: Any) -> str:
+    """The reason of a worker that reached ``max_requests``: the requests it has served by its
+    last heartbeat, not when it reached its limit, since ``min_worker_lifetime`` may have held
+    it back (it served on meanwhile, at full capacity)."""
+    assert worker.retire_asked is not None
+    reached, at_age = worker.retire_asked
+    served = max(worker.served, reached)
+    reason = f"served {served} requests (max_requests {application.max_requests})"
+    if served > reached and at_age < application.min_worker_lifetime:
+        reason += (
+            f"; it reached {reached} at {at_age:.1f}s, held back by min_worker_lifetime "
+            f"({application.min_worker_lifetime:g}s)"
+        )
+    return reason
