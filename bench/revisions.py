@@ -5,8 +5,9 @@ For a "this change did not slow the request path" claim: every configuration run
 round, rounds interleave them, the table gives medians and each one's ratio to Granian of
 the same round. Configurations:
 
-- ``corral@BASE``: a worktree of BASE (``bench/out/rev-BASE``), its ``src`` first on
-  PYTHONPATH, same interpreter and venv as the rest;
+- ``corral@BASE``: a worktree of BASE (``bench/out/rev-BASE``) with its compiled core built
+  in place (Cython, from setup.sh), its ``src`` first on PYTHONPATH, same interpreter and venv
+  as the rest;
 - ``corral@HEAD``: this checkout, a listener passing straight to the application;
 - ``corral@HEAD routed``: this checkout, the listener passing to ``routes`` (one step, to the
   same application): what routing costs a request;
@@ -56,6 +57,14 @@ def worktree(base: str) -> Path:
             check=True,
             capture_output=True,
         )
+    # the base's compiled core, built beside its sources: without it, corral@BASE would run
+    # the Python core (its log's first line says which core runs)
+    subprocess.run(
+        [PY, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=path,
+        check=True,
+        capture_output=True,
+    )
     return path
 
 

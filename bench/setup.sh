@@ -75,7 +75,8 @@ install_venv() {
         log "venv present: $VENV"
     fi
     local pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
-    "${pip[@]}" install --quiet --upgrade pip wheel setuptools
+    # Cython: bench/revisions.py builds the compiled core of the revision it compares with
+    "${pip[@]}" install --quiet --upgrade pip wheel setuptools Cython
     log "installing peers"
     # uwsgi and bjoern build from source (a C compiler and Python headers;
     # bjoern also libev's, from apt).
