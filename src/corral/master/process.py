@@ -64,7 +64,6 @@ class WorkerProcess:
         self.request_started = 0.0  # when that request started (CLOCK_MONOTONIC)
         # the master's timer that runs timeouts.check when a timeout would be due
         self.timeout_timer: Any = None
-        self.timeout_due = 0.0
         self.kill_reason: str | None = None  # set while a timeout kill is under way
         self.timed_out = False
         self.served = 0

@@ -97,15 +97,15 @@ def arm(
     delay = lifecycle.time_out_in(known if known is not None else facts(worker, now))
     if delay is None:
         return
-    due = now + delay
+    loop = arbiter.loop
+    assert loop is not None
+    due = loop.time() + delay
     timer = worker.timeout_timer
     if timer is not None:
-        if worker.timeout_due <= due:
+        if timer.when() <= due:
             return
         timer.cancel()
-    assert arbiter.loop is not None
-    worker.timeout_due = due
-    worker.timeout_timer = arbiter.loop.call_later(delay, _due, arbiter, worker)
+    worker.timeout_timer = loop.call_at(due, _due, arbiter, worker)
 
 
 def _due(arbiter: Arbiter, worker: WorkerProcess) -> None:
