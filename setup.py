@@ -23,6 +23,8 @@ MODULES = ["corral.http._parser"]
 TWINS = [
     "corral.http.head",
     "corral.http.response",
+    "corral.http.chunked",
+    "corral.server.exchange",
     "corral.server.connection",
     "corral.server.acceptor",
     "corral.apps.wsgi.environ",

@@ -24,11 +24,11 @@ from corral.server.connection import (
     IDLE,
     NEVER,
     Adapter,
-    Exchange,
     HttpConnection,
     ServerState,
     sweep,
 )
+from corral.server.exchange import Exchange
 
 
 class RecordingTransport:

@@ -4,9 +4,8 @@ cimport cython
 
 from corral.http.head cimport Parser, RequestHead, RequestSink
 from corral.http.response cimport ResponseHead, build_head
-from corral.server cimport clock
+from corral.server.exchange cimport Exchange
 
-cdef class Exchange
 cdef class HttpConnection
 
 cdef class Adapter:
@@ -35,26 +34,11 @@ cdef class ServerState:
     cdef public object on_client_gone
     cdef public object loop
 
-cdef class Exchange:
-    cdef public RequestHead head
-    cdef public double request_start
-    cdef public object body
-    cdef public bint complete
-    cdef public bint started
-    cdef public bint streaming
-    cdef public bint continue_sent
-    cdef public int status
-    cdef public object response_bytes
-    cdef public object response_headers
-    cdef public object forwarded
-    cdef public Py_ssize_t target
-
-    cpdef start(self, HttpConnection conn)
-
 cdef class HttpConnection(RequestSink):
     cdef public ServerState server
     cdef public object loop
     cdef public object plan
+    cdef public object steps
     cdef public object sockname
     cdef public object transport
     cdef public object route
@@ -76,18 +60,22 @@ cdef class HttpConnection(RequestSink):
     cdef public object _pending_error
     cdef public object peer
 
-    @cython.locals(server=ServerState)
+    @cython.locals(server=ServerState, action=object)
     cpdef Exchange _enqueue(self, Exchange exchange)
-    @cython.locals(exchange=Exchange)
+    @cython.locals(exchange=Exchange, server=ServerState)
     cpdef _dispatch(self)
-    @cython.locals(server=ServerState)
+    @cython.locals(exchange=Exchange)
     cpdef on_request(self, RequestHead head)
     cpdef on_body(self, chunk)
     cpdef on_request_end(self)
     cpdef write(self, data)
-    @cython.locals(server=ServerState, head=ResponseHead)
-    cpdef ResponseHead answer_head(self, Exchange exchange, object status, object headers,
-                                   bint keep_alive, object body_length)
+    cpdef bytes begin(self, Exchange exchange, object status, object headers,
+                      object body_length)
+    cpdef bytes whole(self, Exchange exchange, object status, object headers, bytes data)
+    @cython.locals(server=ServerState, head=ResponseHead, request=RequestHead)
+    cpdef bytes _head(self, Exchange exchange, object status, object headers,
+                      object body_length)
+    cpdef send_wait(self, bint waiting)
     @cython.locals(server=ServerState, served=Py_ssize_t, body=object)
     cpdef finish(self, Exchange exchange, bint keep_alive, bytes last=*)
     cpdef pause_reading(self)

@@ -15,13 +15,17 @@ would act, never a subclass: there is one connection class.
 Owns: the parser, the pipeline (requests answered strictly in order), the
 connection's single deadline (header, body, keep-alive), read and write flow
 control, ``100 Continue``, sendfile, and the error answers of the protocol layer.
-Knows nothing of WSGI: it hands each :class:`Exchange` to an adapter with two
-methods, ``make_body(conn, exchange)`` and ``run(conn, exchange)``, and one
-attribute, ``empty_body`` (the body of every request without one); the adapter
-answers through :meth:`HttpConnection.write`, :meth:`HttpConnection.sendfile`
-and :meth:`HttpConnection.finish`. Every method here runs on the loop thread;
-adapters running the application on other threads must hop back with
-``loop.call_soon_threadsafe``.
+Knows nothing of WSGI: every request takes one path (`on_request`: an `Exchange`, routed
+when the listener routes, its action acted on by `corral.actions`) and is handed to the
+adapter (``make_body(conn, exchange)``, ``run(conn, exchange)``, and ``empty_body``, the body
+of every request without one) or to its action, which have the same two methods. They
+answer through one response path: `begin` (the head, once status and fields are known) or
+`whole` (a whole answer), the exchange's `Exchange.frame`/`Exchange.end` for the body
+(corral/server/exchange.py: the framing is decided there and by the plan's body steps, never
+by an adapter), then :meth:`HttpConnection.write`, :meth:`HttpConnection.sendfile` and
+:meth:`HttpConnection.finish`. Every method here runs on the loop thread, but `begin` and
+`whole`, which an application thread may call; adapters running the application on other
+threads hop back with ``loop.call_soon_threadsafe``.
 
 Timers: there is no timer object per connection. Each connection keeps one
 deadline, moved on state changes; the worker's one-second tick calls
@@ -31,16 +35,16 @@ deadline, moved on state changes; the worker's one-second tick calls
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.proxyheader import ProxyHeaderError
-from corral.http.response import ResponseHead, build_head
-from corral.server import clock
+from corral.http.response import build_head
+from corral.server.exchange import Exchange
 from corral.server.plan import PLAIN, ListenerPlan
+from corral.server.sendfile import SendfileJob
 
 IDLE = 0  # between requests: the keep-alive deadline runs
 HEAD = 1  # receiving a request head: the header deadline runs
@@ -118,40 +122,6 @@ class ServerState:
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
 
 
-class Exchange:
-    """One request and its response on a connection."""
-
-    def __init__(self, head: RequestHead, body: Any) -> None:
-        self.head = head
-        # read per request, not from the coarse clock: the master times a request out from it
-        # (its age in the heartbeat), and the access log and the histogram time it (about 20
-        # instructions compiled: clock.pxd)
-        self.request_start = clock.now()
-        self.body = body
-        self.complete = False  # the whole request body has arrived
-        self.started = False  # handed to the adapter
-        self.streaming = False  # the adapter reads the body while it arrives
-        self.continue_sent = False
-        self.status = 0
-        self.response_bytes = 0
-        self.response_headers: list[tuple[str, str]] | None = None
-        # what a trusted proxy's headers said (forwarded.ForwardedClient), on listeners with
-        # `forwarded` only
-        self.forwarded: Any = None
-        # NGINX Unit's application target (its position), set by routing only (routed.py)
-        self.target = 0
-
-    def take_body(self, conn: HttpConnection) -> Any:
-        """The body of a request that declares one: the adapter's (an answer routes give
-        themselves reads and drops it, corral/server/routed.py)."""
-        return conn.server.adapter.make_body(conn, self)
-
-    def start(self, conn: HttpConnection) -> None:
-        """Answer, now that the request is first in line: the adapter runs the application
-        (an answer routes give themselves and a hand-off start otherwise: routed.py)."""
-        conn.server.adapter.run(conn, self)
-
-
 class HttpConnection(RequestSink):
     """One client connection, running its listener's plan (corral/server/plan.py): an
     asyncio protocol (no asyncio base class: compiled, it is an extension type, never
@@ -178,6 +148,7 @@ class HttpConnection(RequestSink):
         "server",
         "sockname",
         "state",
+        "steps",
         "transport",
         "trusted",
         "write_paused",
@@ -188,6 +159,7 @@ class HttpConnection(RequestSink):
         self.loop = server.loop
         self.plan = plan
         self.sockname = plan.sockname
+        self.steps = plan.steps  # the body steps of its answers (HttpConnection.begin)
         self.transport: Any = None
         # routes (routed.RouteState, listeners with them only): the connection's routing, which
         # stands between the parser and the connection (the parser's sink: it routes each
@@ -212,7 +184,7 @@ class HttpConnection(RequestSink):
         self.closed = False
         self.write_paused = False
         self.reading_paused = False
-        self.sendfile_job: _SendfileJob | None = None  # set while it waits for the socket
+        self.sendfile_job: SendfileJob | None = None  # set while it waits for the socket
         self.on_writable: Callable[[], None] | None = None
         self.adapter_state: Any = None  # the adapter's per-connection cache
         self._dispatching = False
@@ -300,14 +272,11 @@ class HttpConnection(RequestSink):
 
     def pause_writing(self) -> None:
         self.write_paused = True
-        if self.state == BUSY:
-            # the client does not read: the send deadline runs until it does
-            self.deadline = self.server.now + self.server.send_timeout
+        self.send_wait(True)
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        if self.state == BUSY:
-            self.deadline = NEVER
+        self.send_wait(False)
         if self.on_writable is not None:
             callback, self.on_writable = self.on_writable, None
             callback()
@@ -357,10 +326,13 @@ class HttpConnection(RequestSink):
     # -- parser sink (on a routed listener, the route's, which passes on to these) -------
 
     def on_request(self, head: RequestHead) -> None:
-        server = self.server
-        exchange = self._enqueue(Exchange(head, server.empty_body))
+        """A request's head: the one path of every request, routed or not."""
+        exchange = Exchange(head, self.server.empty_body)
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
+        if self.route is not None and not self.route.route(exchange):
+            return  # the route's action took it elsewhere (a hand-off)
+        self._enqueue(exchange)
 
     def _enqueue(self, exchange: Exchange) -> Exchange:
         """The request joins the pipeline; its body (if any) is read from now on."""
@@ -369,7 +341,11 @@ class HttpConnection(RequestSink):
         if not server.keep_alive:
             head.keep_alive = False  # keep_alive 0: every response says it closes
         if head.chunked or head.content_length:
-            exchange.body = exchange.take_body(self)
+            action = exchange.action
+            if action is None:
+                exchange.body = server.adapter.make_body(self, exchange)
+            else:
+                exchange.body = action.take_body(self, exchange)
             self.state = BODY
             self.deadline = server.now + server.body_timeout
         else:
@@ -417,7 +393,10 @@ class HttpConnection(RequestSink):
                     return
                 self.active = exchange
                 exchange.started = True
-                exchange.start(self)
+                if exchange.action is None:
+                    self.server.adapter.run(self, exchange)
+                else:  # a route's action (corral.actions)
+                    exchange.action.start(self, exchange)
             if self.active is None and not self.pipeline and not self.closed:
                 if self._pending_error is not None:
                     self._send_error(self._pending_error.status)
@@ -439,32 +418,76 @@ class HttpConnection(RequestSink):
         if not self.closed:
             self.transport.write(data)
 
-    def answer_head(
+    def begin(
         self,
         exchange: Exchange,
         status: str,
         headers: list[tuple[str, str]],
-        keep_alive: bool,
         body_length: int | None,
-    ) -> ResponseHead:
-        """The head of the application's answer to ``exchange`` (`build_head`: its checks and
-        cache), with what this connection allows: the server's fields, chunked framing for
-        HTTP/1.1, keep-alive unless the worker drains. The exchange records its status and
-        fields (for the access log and the hooks). Raises `InvalidResponse`."""
+    ) -> bytes:
+        """The head of the answer to ``exchange``, once its status and fields are known
+        (``body_length``: the whole body's, when known), with the framing that the connection
+        and its listener plan's body steps choose for it (see corral/server/exchange.py);
+        the body follows through `Exchange.frame` and `Exchange.end`. Raises
+        `InvalidResponse`."""
+        steps = self.steps
+        if steps is not None:
+            headers = steps.begin(exchange, status, headers, body_length)
+            if exchange.encoder is not None:
+                body_length = None
+        return self._head(exchange, status, headers, body_length)
+
+    def whole(
+        self, exchange: Exchange, status: str, headers: list[tuple[str, str]], data: bytes
+    ) -> bytes:
+        """A whole answer at once, head and body, as the bytes for the wire. Raises
+        `InvalidResponse`."""
+        steps = self.steps
+        if steps is not None:
+            headers, data = steps.whole(exchange, status, headers, data)
+        head = self._head(exchange, status, headers, len(data))
+        if exchange.discard:
+            return head
+        if exchange.remaining == len(data):  # framed by its own length: nothing to check
+            exchange.remaining = 0
+            exchange.ended = True
+            exchange.response_bytes = len(data)
+            return head + data
+        return head + exchange.frame(data) + exchange.end()
+
+    def _head(
+        self,
+        exchange: Exchange,
+        status: str,
+        headers: list[tuple[str, str]],
+        body_length: int | None,
+    ) -> bytes:
+        """`build_head` (its checks and cache) with what this connection allows: the server's
+        fields, chunked framing for HTTP/1.1, keep-alive unless the worker drains or the
+        request or the answer says it closes. The exchange records its status and fields (for
+        the access log and the hooks) and the framing of its body."""
         server = self.server
-        version = exchange.head.version
+        request = exchange.head
+        version = request.version
         head = build_head(
             status,
             headers,
             server.prefix,
             version == "1.1",
-            keep_alive and not server.draining,
+            exchange.keep_alive and request.keep_alive and not server.draining,
             version,
             body_length,
         )
         exchange.status = head.status
         exchange.response_headers = headers
-        return head
+        exchange.head_sent = True
+        exchange.chunked = head.chunked
+        exchange.remaining = head.content_length
+        if head.close:
+            exchange.keep_alive = False
+        if head.bodiless:
+            exchange.discard = True
+        return head.data
 
     def send_continue(self, exchange: Exchange) -> None:
         if not exchange.continue_sent and not exchange.complete and not self.closed:
@@ -509,6 +532,12 @@ class HttpConnection(RequestSink):
         else:
             self._resume_reading()
 
+    def send_wait(self, waiting: bool) -> None:
+        """An answer waits (or no longer does) for the client to read: the send deadline
+        runs meanwhile, from each wait."""
+        if self.state == BUSY:
+            self.deadline = self.server.now + self.server.send_timeout if waiting else NEVER
+
     def pause_reading(self) -> None:
         """Stop reading the socket (also for an adapter holding a request back)."""
         if not self.reading_paused:
@@ -531,7 +560,7 @@ class HttpConnection(RequestSink):
             # the head must be on the wire before file bytes go around the transport
             self.loop.call_later(0.001, self.sendfile, fd, offset, count, done)
             return
-        _SendfileJob(self, fd, offset, count, done).step()
+        SendfileJob(self, fd, offset, count, done).step()
 
     # -- errors and closing -----------------------------------------------------
 
@@ -625,68 +654,3 @@ def sweep(connections: set[HttpConnection], now: float) -> None:
     expired = [conn for conn in connections if conn.deadline < now]
     for conn in expired:
         conn.expire()
-
-
-class _SendfileJob:
-    """Copies a file to the socket with os.sendfile, waiting for writability on the loop.
-
-    The transport owns the socket's descriptor and the loop refuses a second
-    watcher on it, so the job watches a duplicate of the descriptor.
-    """
-
-    __slots__ = ("conn", "count", "done", "dup", "fd", "offset", "watching")
-
-    def __init__(
-        self, conn: HttpConnection, fd: int, offset: int, count: int, done: Callable[[bool], None]
-    ) -> None:
-        self.conn = conn
-        self.fd = fd
-        self.offset = offset
-        self.count = count
-        self.done = done
-        self.dup = os.dup(conn.transport.get_extra_info("socket").fileno())
-        self.watching = False
-
-    def step(self) -> None:
-        ok = True
-        try:
-            while self.count > 0:
-                if self.conn.closed:
-                    ok = False
-                    break
-                try:
-                    sent = os.sendfile(self.dup, self.fd, self.offset, min(self.count, 1 << 20))
-                except BlockingIOError:
-                    conn = self.conn
-                    if conn.state == BUSY:  # each wait for the client restarts the clock
-                        conn.deadline = conn.server.now + conn.server.send_timeout
-                    if not self.watching:
-                        self.watching = True
-                        conn.sendfile_job = self
-                        conn.loop.add_writer(self.dup, self.step)
-                    return
-                if sent == 0:  # the file is shorter than promised: framing is broken
-                    ok = False
-                    break
-                self.offset += sent
-                self.count -= sent
-        except OSError:
-            ok = False
-        self._end(ok)
-
-    def cancel(self) -> None:
-        """The connection is gone: the duplicate must not keep its socket open."""
-        self._end(False)
-
-    def _end(self, ok: bool) -> None:
-        if self.dup < 0:
-            return
-        conn = self.conn
-        if self.watching:
-            conn.loop.remove_writer(self.dup)
-            conn.sendfile_job = None
-            if conn.state == BUSY:
-                conn.deadline = NEVER
-        os.close(self.dup)
-        self.dup = -1
-        self.done(ok)

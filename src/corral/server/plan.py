@@ -12,11 +12,15 @@ attribute test, where that feature would act.
 
 from __future__ import annotations
 
+import logging
 import socket
 from dataclasses import dataclass
 from typing import Any
 
 from corral.core import RequestParser
+from corral.filters.forwarded import Forwarding
+from corral.http.uwsgi import UwsgiParser
+from corral.server.proxied import ProxyPlan
 
 
 @dataclass(frozen=True, eq=True)
@@ -39,7 +43,7 @@ class ListenerPlan:
     hand-off; ``forwarding`` (forwarded.Forwarding) only with ``forwarded``; ``proxy``
     (proxied.ProxyPlan) only with the PROXY protocol."""
 
-    __slots__ = ("forwarding", "parser", "pass_target", "proxy", "routing", "sockname")
+    __slots__ = ("forwarding", "parser", "pass_target", "proxy", "routing", "sockname", "steps")
 
     def __init__(
         self,
@@ -50,6 +54,7 @@ class ListenerPlan:
         proxy: Any = None,
         routing: Any = None,
         pass_target: str | None = None,
+        steps: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -57,6 +62,75 @@ class ListenerPlan:
         self.proxy = proxy
         self.routing = routing
         self.pass_target = pass_target
+        # what stands between an answer's fields and body and the wire (compression: a
+        # `corral.server.steps.BodySteps`), None without any: see HttpConnection.begin
+        self.steps = steps
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
+
+
+class Plans:
+    """Every listener plan of one worker is made here: one per listener (`for_listener`), and
+    one per connection handed here from another application's worker (`for_handoff`), which
+    runs its listener's features with the pass the hand-off names."""
+
+    def __init__(
+        self,
+        listeners: Any,
+        own_application: str,
+        routing: Any,
+        log: logging.Logger,
+        *,
+        discard_unsafe_fields: Any,
+        steps: Any = None,
+    ) -> None:
+        self.own_pass = f"applications/{own_application}"
+        self.routing = routing  # routed.Routing, or None when nothing routes here
+        self.log = log
+        self.steps = steps
+        # the compiled `forwarded` of each listener that has one, by its socket address: a
+        # connection handed off from such a listener trusts its proxy here too
+        self.forwardings: dict[Any, Forwarding] = {
+            listener.socket.getsockname(): Forwarding.from_document(
+                listener.forwarded, discard_unsafe_fields
+            )
+            for listener in listeners
+            if listener.forwarded is not None
+        }
+
+    def for_listener(self, listener: ListenerSpec) -> ListenerPlan:
+        """What one listener's connections do, decided once: a plain one never pays for
+        routing, `forwarded`, the PROXY protocol or another wire protocol."""
+        sockname = listener.socket.getsockname()
+        proxy = None
+        if listener.proxy is not None:
+            mode, peers = listener.proxy
+            proxy = ProxyPlan(mode, peers, self.log)
+        if listener.protocol == "uwsgi":  # straight to this application (the document says so)
+            return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy, steps=self.steps)
+        forwarding = self.forwardings.get(sockname)
+        if listener.pass_target in (None, self.own_pass):
+            return ListenerPlan(sockname, forwarding=forwarding, proxy=proxy, steps=self.steps)
+        assert self.routing is not None
+        return ListenerPlan(
+            sockname,
+            forwarding=forwarding,
+            proxy=proxy,
+            routing=self.routing,
+            pass_target=listener.pass_target,
+            steps=self.steps,
+        )
+
+    def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:
+        """The plan of a connection handed here from the listener at ``sockname``: routed by
+        ``pass_target``, with that listener's `forwarded` (its PROXY header was read by the
+        worker that accepted it)."""
+        forwarding = self.forwardings.get(sockname) if isinstance(sockname, (tuple, str)) else None
+        return ListenerPlan(
+            sockname,
+            forwarding=forwarding,
+            routing=self.routing,
+            pass_target=pass_target,
+            steps=self.steps,
+        )

@@ -7,28 +7,19 @@ connection is an :class:`HttpConnection`, and one of a routed listener carries a
 route state is its parser's sink, routing each head, and the connection calls it at a few hook
 points of its own after one test of ``route``; on a listener that passes straight to the
 worker's own application ``route`` is None, its parser reports to the connection itself, and
-nothing here runs. Owned here as well: the answers routes give without an application
-(``return``, route errors, ``share`` as 501 for now) and the decision to hand a connection to
-another application's worker (the mechanism is ``handoff.py``), and the adoption of one
-handed here (:func:`adopt_factory`).
+nothing here runs. The route state routes each head for the connection's one request path
+(`HttpConnection.on_request` asks `RouteState.route`); what each action does is
+`corral.actions`' (one handler per kind, in one table). Owned here: the mechanism that hands
+a connection to another application's worker (with ``handoff.py``): the bytes kept for it,
+the hand-off itself, and the adoption of one handed here (:func:`adopt_factory`).
 
-A request's action, taken when its head is parsed:
-
-- ``ToApplication(own application)``: served as on a plain listener, by the target the
-  action names (NGINX Unit's ``targets``: the exchange carries its position to the adapter;
-  a pass that names none, or an application without targets, is target 0);
-- ``Respond(status, location)``: answered in order with the connection's other requests, as
-  Unit does: 400-599 with Unit's small HTML error page, any other status with an empty body
-  and the ``Location`` when given; the request's body is read and dropped, so the connection
-  stays open as far as the request allows (``Expect: 100-continue``: answered at once, the
-  body never asked for, then closed). ``Share`` is 501 until corral serves static files;
-- ``ToApplication(other)``: hand-off. The connection stops parsing at once (callbacks for
-  anything after that head are ignored, and so are parse errors there: those bytes are the
-  other application's to judge), stops reading, lets the earlier requests' answers finish
-  and leave the write buffer, then passes the socket with the bytes of this request and
-  everything after it to a worker of that application. ``100 Continue`` is never sent for
-  it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``) from
-  this worker, which serves on.
+A hand-off (``pass`` to another application): the connection stops parsing at once
+(callbacks for anything after that head are ignored, and so are parse errors there: those
+bytes are the other application's to judge), stops reading, lets the earlier requests'
+answers finish and leave the write buffer, then passes the socket with the bytes of this
+request and everything after it to a worker of that application. ``100 Continue`` is never
+sent for it here. If the hand-off fails, the client gets 502 or 503 (``Connection: close``)
+from this worker, which serves on.
 
 On a listener with the PROXY protocol (``corral/server/proxied.py``) the client its header named is
 the connection's peer (``given_peer``), and a hand-off carries it in the frame (``peer``).
@@ -65,12 +56,13 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from corral.filters.forwarded import Forwarding
+from corral.actions import HANDLERS
+from corral.actions.application import HandOff
 from corral.http.errors import error_response
 from corral.http.head import RequestHead, RequestSink
-from corral.http.response import server_head
-from corral.routing import Respond, Router, RouteRequest, Share, ToApplication
-from corral.server.connection import BUSY, NEVER, Exchange, HttpConnection, ServerState
+from corral.routing import Router, RouteRequest
+from corral.server.connection import BUSY, NEVER, HttpConnection, ServerState
+from corral.server.exchange import Exchange
 from corral.server.handoff import (
     BAD_GATEWAY,
     HANDED,
@@ -79,12 +71,9 @@ from corral.server.handoff import (
     encode_frame,
     message_end,
 )
-from corral.server.plan import ListenerPlan
+from corral.server.plan import Plans
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
-MAX_HANDOFFS = 4  # hand-offs of one request: more means the workers disagree on the routes
-NOT_IMPLEMENTED = Respond(501)
-LOOP = Respond(508)
 
 
 class Routing:
@@ -116,77 +105,6 @@ class Routing:
         """The routing of a new connection on a routed listener (``HttpConnection.__init__``):
         its ``route``, and its parser's sink."""
         return RouteState(conn)
-
-
-class _Discard:
-    """The body of a request answered without an application: read and dropped."""
-
-    def feed(self, chunk: bytes) -> None:
-        return None
-
-    def finish(self) -> None: ...
-    def fail(self) -> None: ...
-    def close(self) -> None: ...
-
-
-_DISCARD = _Discard()
-
-
-class _Answer(Exchange):
-    """A request routing answers itself (``return``, a route error, ``share``)."""
-
-    def __init__(self, head: RequestHead, action: Respond) -> None:
-        super().__init__(head, _DISCARD)
-        self.action = action
-
-    def take_body(self, conn: HttpConnection) -> _Discard:
-        if self.head.expect_continue:
-            self.streaming = True  # answered without asking for the body
-        return _DISCARD
-
-    def start(self, conn: HttpConnection) -> None:
-        action = self.action
-        server = conn.server
-        head = self.head
-        keep_alive = head.keep_alive and self.complete and not server.draining
-        data = reply(action.status, action.location, head, keep_alive, server.prefix)
-        self.status = action.status
-        self.response_bytes = len(data)
-        conn.finish(self, keep_alive, data)
-
-
-class _HandOff(Exchange):
-    """The request handed to another application: the bytes from its start go with it."""
-
-    def __init__(self, head: RequestHead, index: int, application: str, address: str) -> None:
-        super().__init__(head, _DISCARD)
-        self.complete = True  # its body is the receiver's: nothing to wait for here
-        self.index = index  # among the requests begun on the connection
-        self.application = application
-        self.address = address
-        self.frame = b""  # what goes to the receiver, kept for a second try elsewhere
-        self.carried = 0  # bytes read from its start that go with it (the frame's payload)
-
-    def start(self, conn: HttpConnection) -> None:
-        # the exchange stays active: nothing after it is dispatched here
-        conn.route.hand_off()  # type: ignore[union-attr]  # a routed connection has one
-
-
-def reply(
-    status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
-) -> bytes:
-    """The bytes of Unit's answer to a ``return`` action."""
-    fields = []
-    if 400 <= status <= 599:
-        body = f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n"
-        fields.append("Content-Type: text/html\r\n")
-    else:
-        body = ""
-    if location is not None:
-        fields.append(f"Location: {location}\r\n")
-    fields.append(f"Content-Length: {len(body)}\r\n")
-    data = server_head(status, prefix, "".join(fields), not keep_alive)
-    return data if head.method == "HEAD" else data + body.encode("latin-1")
 
 
 class RouteState(RequestSink):
@@ -228,7 +146,7 @@ class RouteState(RequestSink):
         self.begun = 0  # requests begun on this connection
         self.routed = 0  # requests whose head was routed
         self.in_message = False
-        self.handoff: _HandOff | None = None
+        self.handoff: Exchange | None = None  # the request handed off, once one is
         self.sender: HandoffSender | None = None
 
     # -- the connection's hook points -----------------------------------------------
@@ -283,58 +201,37 @@ class RouteState(RequestSink):
         self.in_message = True
 
     def on_request(self, head: RequestHead) -> None:
-        if self.handoff is not None:
-            return
+        if self.handoff is None:
+            self.routed = self.begun
+            self.conn.on_request(head)  # the one request path, which asks `route`
+
+    def route(self, exchange: Exchange) -> bool:
+        """Route ``exchange`` and act on its action (its handler in `corral.actions`); True
+        when it joins the connection's pipeline, False when the action took it elsewhere."""
+        action = self.resolve(exchange)
+        return HANDLERS[action.__class__](self.conn, exchange, action)
+
+    def resolve(self, exchange: Exchange) -> Any:
+        """The action of the routes for ``exchange`` (corral.routing.actions)."""
         conn = self.conn
         plan = conn.plan
-        index = self.begun - 1
-        self.routed = self.begun
-        routing = plan.routing
+        head = exchange.head
         peer = conn.peer
         scheme = "http"
-        forwarded = None
-        if conn.trusted:
+        forwarded = exchange.forwarded
+        if forwarded is not None:
             # a trusted proxy's request is routed as from the client and scheme it names:
             # Unit replaces the request's remote address before routing
-            forwarded = plan.forwarding.resolve(head.headers)
-            if forwarded is not None:
-                if forwarded.address is not None:
-                    peer = (forwarded.address, forwarded.port or 0)
-                if forwarded.scheme is not None:
-                    scheme = forwarded.scheme
-        action = routing.router.resolve(
+            if forwarded.address is not None:
+                peer = (forwarded.address, forwarded.port or 0)
+            if forwarded.scheme is not None:
+                scheme = forwarded.scheme
+        return plan.routing.router.resolve(
             plan.pass_target,
             RouteRequest(
                 head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
             ),
         )
-        if action.__class__ is ToApplication:
-            name = action.name
-            if name == routing.application:
-                exchange = conn._enqueue(Exchange(head, conn.server.empty_body))
-                exchange.forwarded = forwarded
-                if action.target:
-                    exchange.target = action.target
-                return
-            address = routing.addresses.get(name)
-            if address is None:
-                routing.log.warning("no hand-off address for application %r", name)
-                action = Respond(502)
-            elif self.raw_first is None:
-                action = Respond(503)  # see the boundary rule in the module docstring
-                head.keep_alive = False
-            elif index == 0 and self.hops >= MAX_HANDOFFS:
-                routing.log.warning("request handed off %d times: answered 508", self.hops)
-                action = LOOP
-            else:
-                # the receiving worker reads the forwarded headers again (adopt_factory)
-                self._begin_handoff(head, index, name, address)
-                return
-        elif action.__class__ is Share:
-            action = NOT_IMPLEMENTED
-        conn._enqueue(_Answer(head, action))
-        if forwarded is not None:
-            conn.pipeline[-1].forwarded = forwarded  # the access log's client
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:
@@ -347,9 +244,11 @@ class RouteState(RequestSink):
 
     # -- hand-off -----------------------------------------------------------------
 
-    def _begin_handoff(self, head: RequestHead, index: int, name: str, address: str) -> None:
+    def begin_handoff(self, exchange: Exchange) -> None:
+        """``exchange`` goes to another application's worker (its action: a
+        `corral.actions.application.HandOff`), with its connection, once the answers before it
+        are written: nothing after its head is parsed or read here from now on."""
         conn = self.conn
-        exchange = _HandOff(head, index, name, address)
         self.handoff = exchange
         conn.pipeline.append(exchange)
         conn.receiving = None
@@ -359,7 +258,7 @@ class RouteState(RequestSink):
 
     def hand_off(self) -> None:
         """Send the connection to the other application's worker, once the earlier answers
-        left the write buffer (``_HandOff.start``)."""
+        left the write buffer (`corral.actions.application.HandOff.start`)."""
         conn = self.conn
         if conn.closed:
             return
@@ -369,25 +268,26 @@ class RouteState(RequestSink):
             return
         exchange = self.handoff
         assert exchange is not None and self.raw_first is not None
-        before = exchange.index - self.raw_first
+        handoff = exchange.action
+        before = handoff.index - self.raw_first
         start = message_end(self.raw, before) if before else 0
         header = {"pass": conn.plan.pass_target, "sockname": conn.sockname, "hops": self.hops + 1}
         if self.given_peer is not None:
             header["peer"] = self.given_peer
         payload = bytes(self.raw[start:])
-        exchange.frame = encode_frame(header, payload)
-        exchange.carried = len(payload)
+        handoff.frame = encode_frame(header, payload)
+        handoff.carried = len(payload)
         self.raw = b""
-        self._send(exchange)
+        self._send(handoff)
 
-    def _send(self, exchange: _HandOff) -> None:
+    def _send(self, handoff: HandOff) -> None:
         conn = self.conn
         fd = conn.transport.get_extra_info("socket").fileno()
         self.sender = HandoffSender(
             conn.loop,
-            exchange.address,
+            handoff.address,
             fd,
-            exchange.frame,
+            handoff.frame,
             self._handed,
             conn.plan.routing.timeout,
         )
@@ -400,6 +300,7 @@ class RouteState(RequestSink):
             return
         exchange = self.handoff
         assert exchange is not None
+        handoff = exchange.action
         routing = conn.plan.routing
         if result == HANDED:
             # what a hand-off carried: the receiver reads the rest of the request (a body that
@@ -410,25 +311,25 @@ class RouteState(RequestSink):
                     "handed %s %s to %s with the %d bytes read from its start",
                     exchange.head.method,
                     exchange.head.target.decode("latin-1"),
-                    exchange.application,
-                    exchange.carried,
+                    handoff.application,
+                    handoff.carried,
                 )
             self.forget()
             return
         own = routing.addresses.get(routing.application)
-        if result == BAD_GATEWAY and own is not None and exchange.address != own:
+        if result == BAD_GATEWAY and own is not None and handoff.address != own:
             # Nothing listens there: a change removed the application and retired this
             # worker, which routes by the old table while it drains. Its own application's
             # new workers route by the new table, so the client gets the new answer (a 404
             # where no route is left), not a 502 the new configuration would never give.
-            exchange.application, exchange.address = routing.application, own
-            self._send(exchange)
+            handoff.application, handoff.address = routing.application, own
+            self._send(handoff)
             return
         routing.log.warning(
             "hand-off of %s %s to %s failed: %d",
             exchange.head.method,
             exchange.head.target.decode("latin-1"),
-            exchange.application,  # (the address is abstract: it starts with a NUL byte)
+            handoff.application,  # (the address is abstract: it starts with a NUL byte)
             result,
         )
         conn.server.served += 1
@@ -449,13 +350,10 @@ class RouteState(RequestSink):
 
 
 def adopt_factory(
-    server: ServerState, routing: Routing, forwardings: dict[Any, Forwarding] | None = None
+    server: ServerState, routing: Routing, plans: Plans
 ) -> Callable[[socket.socket, dict[str, Any], bytes], None]:
-    """What the hand-off server calls with each connection it receives.
-
-    ``forwardings``: the ``forwarded`` of this worker's listeners, by socket address; a
-    connection handed off from such a listener trusts its proxy here too."""
-    forwardings = forwardings or {}
+    """What the hand-off server calls with each connection it receives (its plan made by
+    ``plans``, with the features of the listener it came from)."""
     loop = server.loop
     assert loop is not None
 
@@ -469,13 +367,9 @@ def adopt_factory(
             client.close()
             return
 
-        forwarding = forwardings.get(sockname) if isinstance(sockname, (tuple, str)) else None
         peer = header.get("peer")
         given = (str(peer[0]), int(peer[1])) if isinstance(peer, list) and len(peer) == 2 else None
-
-        plan = ListenerPlan(
-            sockname, forwarding=forwarding, routing=routing, pass_target=pass_target
-        )
+        plan = plans.for_handoff(sockname, pass_target)
 
         def factory() -> HttpConnection:
             conn = HttpConnection(server, plan)
@@ -504,5 +398,4 @@ __all__ = [
     "RouteState",
     "Routing",
     "adopt_factory",
-    "reply",
 ]

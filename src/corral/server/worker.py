@@ -15,7 +15,7 @@ one ``stuck AGE METHOD TARGET`` line: a request did not unwind within the grace,
 and the master recycles the worker. One short ``os.write`` to a pipe is atomic, so
 lines from two threads never interleave.
 
-Each listener's plan (``server/plan.py``) is made once, in ``_plan``: its parser (uwsgi
+Each listener's plan (``server/plan.py``, ``Plans``) is made once: its parser (uwsgi
 listeners: ``http/uwsgi.py``), NGINX Unit's ``forwarded`` (``filters/forwarded.py``), the
 PROXY protocol (``server/proxied.py``), and routes with hand-offs from other applications'
 workers (``server/routed.py``).
@@ -70,19 +70,16 @@ from corral.apps.rootpath import behind
 from corral.apps.venv import activate as activate_home
 from corral.apps.wsgi.environ import set_unsafe_fields
 from corral.apps.wsgi.runner import WsgiAdapter
-from corral.filters.forwarded import Forwarding
 from corral.hooks import Hooks
 from corral.http.fields import head_fields, server_fields
 from corral.http.head import Limits
-from corral.http.uwsgi import UwsgiParser
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
 from corral.observe.stacks import task_stacks
 from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
 from corral.server.connection import HttpConnection, ServerState, sweep
 from corral.server.handoff import HandoffServer
-from corral.server.plan import ListenerPlan, ListenerSpec
-from corral.server.proxied import ProxyPlan
+from corral.server.plan import ListenerSpec, Plans
 from corral.server.routed import Routing, adopt_factory
 from corral.server.stacks import StackResponder
 from corral.wire import (
@@ -358,7 +355,13 @@ class Worker:
         backlog = spec.settings.backlog
         application = spec.application
         routing = self.routing = self._routing()
-        forwardings = self._forwardings()
+        plans = Plans(
+            spec.listeners,
+            spec.app_name,
+            routing,
+            self.log,
+            discard_unsafe_fields=spec.settings.discard_unsafe_fields,
+        )
         gate = None
         if spec.board is not None and spec.listeners:
             state.connections = WatchedConnections()
@@ -366,7 +369,7 @@ class Worker:
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
         for listener in spec.listeners:
             sock = listener.socket
-            plan = self._plan(listener, forwardings, routing)
+            plan = plans.for_listener(listener)
             factory = partial(HttpConnection, state, plan)  # one class: the plan says the rest
             if gate is not None:
                 acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log)
@@ -385,7 +388,7 @@ class Worker:
             handoffs = HandoffServer(
                 loop,
                 spec.handoff_socket,
-                adopt_factory(state, routing, forwardings),
+                adopt_factory(state, routing, plans),
                 self.log,
                 spec.handoff_timeout,
             )
@@ -404,39 +407,6 @@ class Worker:
     async def _end_lifespans(self) -> None:
         for lifespan in reversed(self.lifespans):
             await lifespan.shutdown(self.spec.settings.graceful_timeout)
-
-    def _plan(
-        self, listener: ListenerSpec, forwardings: dict[Any, Forwarding], routing: Routing | None
-    ) -> ListenerPlan:
-        """What one listener's connections do, decided once: a plain one never pays for
-        routing, `forwarded`, the PROXY protocol or another wire protocol."""
-        sockname = listener.socket.getsockname()
-        proxy = None
-        if listener.proxy is not None:
-            mode, peers = listener.proxy
-            proxy = ProxyPlan(mode, peers, self.log)
-        if listener.protocol == "uwsgi":  # straight to this application (the document says so)
-            return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy)
-        forwarding = forwardings.get(sockname)
-        if listener.pass_target in (None, f"applications/{self.spec.app_name}"):
-            return ListenerPlan(sockname, forwarding=forwarding, proxy=proxy)
-        assert routing is not None
-        return ListenerPlan(
-            sockname,
-            forwarding=forwarding,
-            proxy=proxy,
-            routing=routing,
-            pass_target=listener.pass_target,
-        )
-
-    def _forwardings(self) -> dict[Any, Forwarding]:
-        """The compiled `forwarded` of each listener that has one, by its socket address."""
-        discard = self.spec.settings.discard_unsafe_fields
-        return {
-            listener.socket.getsockname(): Forwarding.from_document(listener.forwarded, discard)
-            for listener in self.spec.listeners
-            if listener.forwarded is not None
-        }
 
     def _routing(self) -> Routing | None:
         """What routed connections share; None when no listener routes and no hand-off comes."""

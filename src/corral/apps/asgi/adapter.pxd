@@ -4,7 +4,8 @@ cimport cython
 
 from corral.apps.asgi.runner cimport AsgiBody, AsgiCycle, CycleCoroutine
 from corral.apps.asgi.scope cimport request_scope
-from corral.server.connection cimport Adapter, Exchange, HttpConnection
+from corral.server.connection cimport Adapter, HttpConnection
+from corral.server.exchange cimport Exchange
 
 cdef class AsgiAdapter(Adapter):
     cdef public tuple targets

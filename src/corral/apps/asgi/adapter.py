@@ -23,7 +23,8 @@ from corral.apps.asgi.runner import (
 )
 from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
-from corral.server.connection import Adapter, Exchange, HttpConnection
+from corral.server.connection import Adapter, HttpConnection
+from corral.server.exchange import Exchange
 
 REQUEST_TASK = "corral-request"  # every request's task
 

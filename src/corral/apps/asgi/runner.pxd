@@ -2,8 +2,8 @@
 
 cimport cython
 
-from corral.http.response cimport ResponseHead
-from corral.server.connection cimport Exchange, HttpConnection
+from corral.server.connection cimport HttpConnection
+from corral.server.exchange cimport Exchange
 
 cpdef release(object waiter)
 cdef dict _STATUS_TEXT  # its get is then the C API's
@@ -39,19 +39,13 @@ cdef class AsgiBody:
 cdef class AsgiCycle:
     cdef public object after
     cdef public AsgiBody body
-    cdef public bint chunked
     cdef public bint complete
     cdef public HttpConnection conn
     cdef public object deadline
-    cdef public bint discard_body
     cdef public Exchange exchange
     cdef public object extensions
-    cdef public bint head_sent
     cdef public list headers
-    cdef public bint keep_alive
     cdef public object log
-    cdef public object remaining
-    cdef public Py_ssize_t sent
     cdef public object status
     cdef public object task
     cdef public set tasks
@@ -59,12 +53,10 @@ cdef class AsgiCycle:
     cdef public int trailers
 
     cpdef _send(self, dict message)
-    @cython.locals(conn=HttpConnection, remaining=object)
+    @cython.locals(conn=HttpConnection, exchange=Exchange, out=bytes)
     cpdef bint _write_body(self, object data, object more) except -1
-    @cython.locals(head=ResponseHead)
-    cpdef bytes _head(self, object body_length)
     cpdef bytes _start_head(self, object body_length)
-    @cython.locals(conn=HttpConnection)
+    @cython.locals(exchange=Exchange)
     cpdef _end(self, bytes out)
     @cython.locals(conn=HttpConnection, exchange=Exchange)
     cpdef _give_up(self)

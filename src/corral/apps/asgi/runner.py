@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, reason, trailer_lines
-from corral.server.connection import Exchange, HttpConnection
+from corral.server.connection import HttpConnection
+from corral.server.exchange import Exchange
 
 if TYPE_CHECKING:
     from corral.apps.asgi.deadline import TaskDeadline
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
 # Bytes of a request body buffered before the socket stops being read.
 BODY_HIGH_WATER = 256 * 1024
 
-_CHUNK_END = b"0\r\n\r\n"
+# Bytes of a file read at a time when it cannot go by sendfile (a body step encodes it).
+FILE_PIECE = 256 * 1024
 # where an answer with http.response.trailers stands (AsgiCycle.trailers)
 _NO_TRAILERS, _ASKED, _BODY_DONE, _IN_TRAILERS = range(4)
 _DISCONNECT = {"type": "http.disconnect"}
@@ -234,19 +236,13 @@ class AsgiCycle:
     __slots__ = (
         "after",
         "body",
-        "chunked",
         "complete",
         "conn",
         "deadline",
-        "discard_body",
         "exchange",
         "extensions",
-        "head_sent",
         "headers",
-        "keep_alive",
         "log",
-        "remaining",
-        "sent",
         "status",
         "task",
         "tasks",
@@ -259,14 +255,8 @@ class AsgiCycle:
         self.conn = conn
         self.exchange = exchange
         self.body: AsgiBody = exchange.body
-        self.keep_alive = exchange.head.keep_alive
-        self.discard_body = exchange.head.method == "HEAD"
         self.status: str | None = None  # set by http.response.start
         self.headers: list[tuple[str, str]] = []
-        self.head_sent = False
-        self.chunked = False
-        self.remaining: int | None = None  # body bytes the Content-Length still allows
-        self.sent = 0
         self.complete = False  # the whole answer is written (or given up)
         self.deadline: TaskDeadline | None = None  # with request_timeout only
         self.timed_out = False  # the deadline cancelled the task
@@ -400,29 +390,19 @@ class AsgiCycle:
         conn = self.conn
         if conn.closed:  # the cycle's end then finishes the exchange (its bookkeeping): _give_up
             raise ClientDisconnected("client went away")
-        out = b""
-        if not self.head_sent:
-            out = self._start_head(None if more else len(data))
-        if not self.discard_body:
-            remaining = self.remaining
-            if remaining is not None:
-                if len(data) > remaining:
-                    self.log.error(
-                        "application sent more than its Content-Length; truncated (%s)",
-                        self._where(),
-                    )
-                    data = data[:remaining]
-                    self.keep_alive = False
-                self.remaining = remaining - len(data)
-                out += data
-            elif self.chunked:
-                if data:
-                    out += b"%x\r\n%b\r\n" % (len(data), data)
-                if not more and not self.trailers:
-                    out += _CHUNK_END
-            else:
-                out += data
-            self.sent += len(data)
+        exchange = self.exchange
+        if exchange.head_sent:
+            out = exchange.frame(data)
+        elif more or self.trailers:
+            out = self._start_head(None) + exchange.frame(data)
+        else:  # the whole answer in one message: one write
+            try:
+                # http.response.start set the status (_send checks it came first)
+                out = conn.whole(exchange, self.status, self.headers, data)  # type: ignore[arg-type]
+            except InvalidResponse as exc:
+                self._violation(str(exc))
+            self._end(out)
+            return False
         if more or self.trailers:
             if out:
                 conn.write(out)
@@ -430,7 +410,7 @@ class AsgiCycle:
                 return conn.write_paused and not conn.closed
             self.trailers = _BODY_DONE  # http.response.trailers ends the answer
             return False
-        self._end(out)
+        self._end(out + exchange.end())
         return False
 
     async def _writable(self) -> None:
@@ -454,22 +434,21 @@ class AsgiCycle:
                 deadline.resume()
 
     def _end(self, out: bytes) -> None:
-        """The answer's last bytes: finish the exchange."""
-        conn = self.conn
-        if self.remaining and not self.discard_body:
-            self.log.error(
-                "application sent less than its Content-Length; closing (%s)", self._where()
-            )
-            self.keep_alive = False
+        """The answer's last bytes (framed): finish the exchange."""
         self.complete = True
-        self.exchange.response_bytes = self.sent
         self.body.wake()  # a receive() waiting for the end of the answer says disconnect
-        conn.finish(self.exchange, self.keep_alive, out)
+        exchange = self.exchange
+        self.conn.finish(exchange, exchange.keep_alive, out)
 
     def _start_head(self, body_length: int | None) -> bytes:
         """The head, framed for ``body_length`` (None: not known yet, or trailers follow)."""
         try:
-            return self._head(None if self.trailers else body_length)
+            return self.conn.begin(
+                self.exchange,
+                self.status,  # type: ignore[arg-type]  # http.response.start set it
+                self.headers,
+                None if self.trailers else body_length,
+            )
         except InvalidResponse as exc:
             self._violation(str(exc))
             raise  # not reached: _violation raises
@@ -484,10 +463,7 @@ class AsgiCycle:
         except (AsgiProtocolError, InvalidResponse) as exc:
             self._violation(str(exc))
         more = message.get("more_trailers", False)
-        out = b""
-        if self.chunked and not self.discard_body:
-            first = b"0\r\n" if self.trailers == _BODY_DONE else b""
-            out = first + lines.encode("latin-1") + (b"" if more else b"\r\n")
+        out = self.exchange.end(lines, more)
         if more:
             self.trailers = _IN_TRAILERS
             if out:
@@ -534,18 +510,18 @@ class AsgiCycle:
         conn = self.conn
         if conn.closed:
             raise ClientDisconnected("client went away")
-        out = b"" if self.head_sent else self._start_head(None if more else count)
-        if self.discard_body or not count:
+        exchange = self.exchange
+        out = b"" if exchange.head_sent else self._start_head(None if more else count)
+        if not count or not exchange.sends_files:
             if out:
                 conn.write(out)
+            if count and not exchange.discard:  # a body step encodes it: a copy, not sendfile
+                await self._copy(fd, offset, count)
             if self._write_body(b"", more):
                 await self._writable()
             return
-        if self.remaining is not None:
-            count = min(count, self.remaining)
-            self.remaining -= count
-        if self.chunked:
-            out += b"%x\r\n" % count
+        count, before = exchange.frame_file(count)
+        out += before
         if out:
             conn.write(out)
         done = conn.loop.create_future()
@@ -559,28 +535,24 @@ class AsgiCycle:
         if not done.result():
             self._give_up()
             raise ClientDisconnected("the file could not be sent whole")
-        self.sent += count
-        if self.chunked:
-            conn.write(b"\r\n")
+        after = exchange.file_sent(count)
+        if after:
+            conn.write(after)
         if self._write_body(b"", more):
             await self._writable()
 
-    def _head(self, body_length: int | None) -> bytes:
-        head = self.conn.answer_head(
-            self.exchange,
-            self.status,  # type: ignore[arg-type]  # http.response.start set it
-            self.headers,
-            self.keep_alive,
-            body_length,
-        )
-        self.head_sent = True
-        self.chunked = head.chunked
-        self.remaining = head.content_length
-        if head.close:
-            self.keep_alive = False
-        if head.bodiless:
-            self.discard_body = True
-        return head.data
+    async def _copy(self, fd: int, offset: int, count: int) -> None:
+        """``count`` bytes of ``fd`` from ``offset`` through the body's framing, read piece by
+        piece while the client takes them."""
+        while count > 0:
+            piece = os.pread(fd, min(count, FILE_PIECE), offset)
+            if not piece:
+                self._give_up()
+                raise ClientDisconnected("the file is shorter than its count")
+            offset += len(piece)
+            count -= len(piece)
+            if self._write_body(piece, True):
+                await self._writable()
 
     # -- errors -----------------------------------------------------------------------
 
@@ -599,7 +571,7 @@ class AsgiCycle:
         self.body.wake()
         conn = self.conn
         exchange = self.exchange
-        if not self.head_sent and not conn.closed:
+        if not exchange.head_sent and not conn.closed:
             status = exchange.status = 504 if self.timed_out else 500
             conn.finish(exchange, False, error_response(status, conn.server.prefix))
         else:

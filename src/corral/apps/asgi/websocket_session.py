@@ -464,7 +464,7 @@ class WebSocketSession:
             if self.accepted or self.answered:
                 self._violation("websocket.http.response.start after the handshake was answered")
             denial = self.denial = AsgiCycle(self.log, self.conn, self.exchange)
-            denial.keep_alive = False  # the connection was to be a WebSocket's: it ends here
+            self.exchange.keep_alive = False  # the connection was to be a WebSocket's: it ends here
             self.answered = True
             self._ended()
             await denial.send({**message, "type": "http.response.start"})

@@ -85,7 +85,7 @@ class _PostRequestOutput(Output):
     def finish(self, keep_alive: bool) -> None:
         call = self.call
         exchange = call.exchange
-        sent = call.head is not None  # else the answer, if any, is the server's own error
+        sent = exchange.head_sent  # else the answer, if any, is the server's own error
         response = ResponseView(
             call.status if sent else None,
             exchange.status,

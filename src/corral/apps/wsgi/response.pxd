@@ -4,8 +4,8 @@ cimport cython
 
 from corral.apps.wsgi.environ cimport ConnectionEnviron
 from corral.http.head cimport RequestHead
-from corral.http.response cimport ResponseHead
-from corral.server.connection cimport Exchange, HttpConnection
+from corral.server.connection cimport HttpConnection
+from corral.server.exchange cimport Exchange
 
 cdef class Output:
     cdef public bint on_loop
@@ -21,22 +21,16 @@ cdef class WsgiCall:
     cdef public Exchange exchange
     cdef public Output out
     cdef public object log
-    cdef public bint keep_alive
-    cdef public bint discard_body
     cdef public object status
     cdef public object headers
-    cdef public ResponseHead head
     cdef public object result
     cdef public object iterator
-    cdef public object sent
-    cdef public object remaining
 
-    @cython.locals(head=ResponseHead)
     cpdef bytes _head(self, object body_length)
     cpdef run(self)
-    @cython.locals(environ=dict)
+    @cython.locals(environ=dict, exchange=Exchange)
     cpdef _run(self)
 
-@cython.locals(call=WsgiCall, request=RequestHead)
+@cython.locals(call=WsgiCall)
 cpdef WsgiCall make_call(tuple targets, object log, HttpConnection conn, Exchange exchange,
                          Output out, ConnectionEnviron environ)

@@ -32,10 +32,10 @@ from corral.apps.wsgi.environ import ConnectionEnviron
 from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.input import ClientDisconnected
 from corral.http.errors import error_response
-from corral.http.response import InvalidResponse, ResponseHead
-from corral.server.connection import Exchange, HttpConnection
+from corral.http.response import InvalidResponse
+from corral.server.connection import HttpConnection
+from corral.server.exchange import Exchange
 
-_CHUNK_END = b"0\r\n\r\n"
 # What application code may raise into the server: its errors, and the request timeout.
 _APP_ERRORS = (Exception, RequestTimeoutExceeded)
 
@@ -89,16 +89,10 @@ def make_call(
     call.exchange = exchange
     call.out = out
     call.log = log
-    request = exchange.head
-    call.keep_alive = request.keep_alive
-    call.discard_body = request.method == "HEAD"
     call.status = None
     call.headers = None
-    call.head = None
     call.result = None
     call.iterator = None
-    call.sent = 0
-    call.remaining = None  # body bytes still allowed by Content-Length
     return call
 
 
@@ -114,15 +108,10 @@ class WsgiCall:
         exchange: Exchange
         out: Output
         log: Any
-        keep_alive: bool
-        discard_body: bool
         status: str | None
         headers: list[tuple[str, str]] | None
-        head: ResponseHead | None
         result: Any
         iterator: Any
-        sent: int
-        remaining: int | None
 
     # -- the application's side -------------------------------------------------
 
@@ -131,7 +120,7 @@ class WsgiCall:
     ) -> Callable[[bytes], None]:
         if exc_info:
             try:
-                if self.head is not None:
+                if self.exchange.head_sent:
                     raise exc_info[1].with_traceback(exc_info[2])
             finally:
                 exc_info = None
@@ -156,52 +145,27 @@ class WsgiCall:
             # a failed write closes the transport at once, but connection_lost
             # only runs on the next loop turn, which an inline app never yields
             raise ClientDisconnected("client went away")
-        if self.head is None:
+        exchange = self.exchange
+        if not exchange.head_sent:
             if not data:
                 return
-            prefix = self._head(None)
+            out = self._head(None) + exchange.frame(data)
         else:
-            prefix = b""
-        head = self.head
-        if self.discard_body:
-            if prefix:
-                self.out.write(prefix)
-            return
-        remaining = self.remaining
-        if remaining is not None:
-            if len(data) > remaining:
-                self.log.error(
-                    "application sent more than its Content-Length; truncated (%s %s)",
-                    self.exchange.head.method,
-                    self.exchange.head.target.decode("latin-1"),
-                )
-                data = data[:remaining]
-                self.keep_alive = False
-            self.remaining = remaining - len(data)
-        elif head.chunked and data:  # type: ignore[union-attr]  # _head set it
-            data = b"%x\r\n%b\r\n" % (len(data), data)
-        self.sent += len(data)
-        if prefix or data:
-            self.out.write(prefix + data)
+            out = exchange.frame(data)
+        if out:
+            self.out.write(out)
 
     # -- the server's side ------------------------------------------------------
 
     def _head(self, body_length: int | None) -> bytes:
         if self.status is None:
             raise AssertionError("the application sent a body before calling start_response")
-        head = self.head = self.conn.answer_head(
+        return self.conn.begin(
             self.exchange,
             self.status,
             self.headers,  # type: ignore[arg-type]  # start_response set both
-            self.keep_alive,
             body_length,
         )
-        self.remaining = head.content_length
-        if head.close:
-            self.keep_alive = False
-        if head.bodiless:
-            self.discard_body = True
-        return head.data
 
     def run(self) -> None:
         """Call the application and answer; may return early and go on when writable."""
@@ -237,39 +201,32 @@ class WsgiCall:
             return
         self.result = result
         try:
-            if type(result) is list and len(result) == 1 and self.head is None:
+            exchange = self.exchange
+            if type(result) is list and len(result) == 1 and not exchange.head_sent:
                 data = result[0]
             elif type(result) is bytes:
                 # NGINX Unit's sample app returns bytes: served whole, as Unit does (iterated,
                 # they would be ints); a bytes object has no close()
-                data = result if self.head is None else None
+                data = None if exchange.head_sent else result
                 result = self.result = (result,)
             else:
                 data = None
             if type(data) is bytes:
                 # the common answer: one known chunk, head and body in one write
-                prefix = self._head(len(data))
-                remaining = self.remaining
-                if self.discard_body:
-                    data = b""
-                elif remaining is not None and remaining != len(data):
-                    self.log.error(
-                        "application's Content-Length (%d) differs from its body (%d); closing",
-                        remaining,
-                        len(data),
+                if self.status is None:
+                    raise AssertionError(
+                        "the application sent a body before calling start_response"
                     )
-                    data = data[:remaining]
-                    self.keep_alive = False
-                self.sent = len(data)
-                self.exchange.response_bytes = self.sent
+                headers = self.headers
+                data = self.conn.whole(exchange, self.status, headers, data)  # type: ignore[arg-type]
                 self.result = None  # a plain list has no close()
-                self.out.complete(prefix + data, self.keep_alive)
+                self.out.complete(data, exchange.keep_alive)
                 return
             if type(result) is FileWrapper:
                 span = result.sendfile_range()
                 if span is not None and self._sendfile(*span):
                     return
-                if self.head is not None:  # HEAD, 204 or 304: the head only
+                if exchange.discard:  # HEAD, 204 or 304: the head only
                     self._end_and_finish()
                     return
             self.iterator = iter(result)
@@ -297,42 +254,36 @@ class WsgiCall:
         self._end_and_finish()
 
     def _end_and_finish(self) -> None:
+        exchange = self.exchange
         try:
-            if self.head is None:
-                data = self._head(0)
-            elif self.head.chunked and not self.discard_body:
-                data = _CHUNK_END
-            else:
-                data = b""
-            if self.remaining and not self.discard_body:
-                self.log.error("application sent less than its Content-Length; closing")
-                self.keep_alive = False
+            data = b"" if exchange.head_sent else self._head(0)
+            data += exchange.end()
         except Exception as exc:
             self.fail(exc)
             return
         self._close_result()
-        self.exchange.response_bytes = max(self.sent, 0)
-        self.out.complete(data, self.keep_alive)
+        self.out.complete(data, exchange.keep_alive)
 
     def _sendfile(self, fd: int, offset: int, count: int) -> bool:
+        """The file range by sendfile, if the answer's framing lets it go so (False: the
+        caller iterates the file instead, the head made)."""
+        exchange = self.exchange
         prefix = self._head(count)
-        if self.discard_body:
-            self.out.write(prefix)
+        if not exchange.sends_files:
+            if prefix:
+                self.out.write(prefix)
             return False
-        if self.remaining is not None:
-            count = min(count, self.remaining)
-            self.remaining -= count
-        self.out.write(prefix)
-        self.sent += count
+        count, before = exchange.frame_file(count)
+        self.out.write(prefix + before)
         self.out.sendfile(fd, offset, count, self._sendfile_done)
         return True
 
     def _sendfile_done(self, ok: bool) -> None:
+        exchange = self.exchange
         if not ok:
-            self.keep_alive = False
+            exchange.keep_alive = False
         self._close_result()
-        self.exchange.response_bytes = self.sent
-        self.out.finish(self.keep_alive and ok)
+        self.out.finish(exchange.keep_alive)
 
     def _close_result(self) -> None:
         result, self.result = self.result, None
@@ -341,7 +292,8 @@ class WsgiCall:
             try:
                 close()
             except RequestTimeoutExceeded:
-                self.keep_alive = False  # logged by the watchdog; the answer may still be whole
+                # logged by the watchdog; the answer may still be whole
+                self.exchange.keep_alive = False
             except Exception:
                 self.log.exception("error in the close() of the application's iterable")
 
@@ -362,10 +314,11 @@ class WsgiCall:
         else:
             self.log.error("error handling %s", where, exc_info=exc)
         self._close_result()
-        self.keep_alive = False
-        if self.head is None and not self.conn.closed:
+        exchange = self.exchange
+        exchange.keep_alive = False
+        if not exchange.head_sent and not self.conn.closed:
             status = 504 if timed_out else 500
-            self.exchange.status = status
+            exchange.status = status
             self.out.complete(error_response(status, self.conn.server.prefix), False)
         else:
             self.out.finish(False)

@@ -3,7 +3,8 @@
 cimport cython
 
 from corral.apps.wsgi.response cimport Output, make_call
-from corral.server.connection cimport Adapter, Exchange, HttpConnection
+from corral.server.connection cimport Adapter, HttpConnection
+from corral.server.exchange cimport Exchange
 
 cdef class LoopOutput(Output):
     cdef public HttpConnection conn

@@ -47,7 +47,8 @@ from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 from corral.apps.wsgi.response import Output, make_call
 from corral.http.uwsgi import UwsgiParser
-from corral.server.connection import Adapter, Exchange, HttpConnection
+from corral.server.connection import Adapter, HttpConnection
+from corral.server.exchange import Exchange
 
 # Bytes an application thread may have posted to the loop and not yet written.
 THREAD_WRITE_HIGH_WATER = 256 * 1024

@@ -1,0 +1,79 @@
+"""NGINX Unit's ``return`` action, and the answers routing gives itself (404, a route error):
+answered in order with the connection's other requests, as Unit does.
+
+400-599 get Unit's small HTML error page, any other status an empty body and the
+``Location`` when given. The request's body is read and dropped, so the connection stays open
+as far as the request allows (``Expect: 100-continue``: answered at once, the body never asked
+for, then closed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from corral.http.head import RequestHead
+from corral.http.response import server_head
+
+if TYPE_CHECKING:
+    from corral.server.connection import HttpConnection
+    from corral.server.exchange import Exchange
+
+
+class Discard:
+    """The body of a request answered without an application: read and dropped."""
+
+    def feed(self, chunk: bytes) -> None:
+        return None
+
+    def finish(self) -> None: ...
+    def fail(self) -> None: ...
+    def close(self) -> None: ...
+
+
+DISCARD = Discard()
+
+
+class Reply:
+    """The answerer of a request routing answers itself (``exchange.action``)."""
+
+    __slots__ = ("location", "status")
+
+    def __init__(self, status: int, location: str | None = None) -> None:
+        self.status = status
+        self.location = location
+
+    def take_body(self, conn: HttpConnection, exchange: Exchange) -> Discard:
+        if exchange.head.expect_continue:
+            exchange.streaming = True  # answered without asking for the body
+        return DISCARD
+
+    def start(self, conn: HttpConnection, exchange: Exchange) -> None:
+        server = conn.server
+        head = exchange.head
+        keep_alive = head.keep_alive and exchange.complete and not server.draining
+        data = reply(self.status, self.location, head, keep_alive, server.prefix)
+        exchange.status = self.status
+        exchange.response_bytes = len(data)
+        conn.finish(exchange, keep_alive, data)
+
+
+def respond(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
+    """``Respond``: answered in order, by a `Reply`."""
+    exchange.action = Reply(action.status, action.location)
+    return True
+
+
+def reply(
+    status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
+) -> bytes:
+    """The bytes of Unit's answer to a ``return`` action."""
+    fields = []
+    if 400 <= status <= 599:
+        body = f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n"
+        fields.append("Content-Type: text/html\r\n")
+    else:
+        body = ""
+    if location is not None:
+        fields.append(f"Location: {location}\r\n")
+    fields.append(f"Content-Length: {len(body)}\r\n")
+    data = server_head(status, prefix, "".join(fields), not keep_alive)
+    return data if head.method == "HEAD" else data + body.encode("latin-1")
