@@ -803,7 +803,10 @@ ERROR_CASES = [
         doing({"pass": "applications/a", "rewrite": "/x"}),
         "$.routes[0].action.rewrite: 'rewrite' is not supported",
     ),
-    (doing({"return": 200, "response_headers": {}}), "'response_headers' is not supported"),
+    (
+        doing({"return": 200, "response_headers": {}}),
+        "$.routes[0].action.response_headers: 'response_headers' is supported on share actions",
+    ),
     (doing({"return": 1000}), "$.routes[0].action.return: expected a status code 0-999, got 1000"),
     (doing({"return": -1}), "expected a status code 0-999, got -1"),
     (doing({"return": "301"}), "expected a status code 0-999, got '301'"),

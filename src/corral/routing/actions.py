@@ -14,7 +14,10 @@ itself are :data:`NOT_FOUND` (no step matched, an unknown target from variables)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from corral.static.policy import ShareHeaders
 
 __all__ = [
     "BAD_REQUEST",
@@ -73,12 +76,15 @@ class Share(Action):
     """Serve a static file: the first of ``paths`` that is a servable file (variables already
     expanded), ``index`` for a directory, only MIME types ``type_allowed``; when none can be
     served, ``Router.resolve_fallback(share, request)`` gives the next action (404 without a
-    fallback). corral has no static server yet: a server may answer 501."""
+    fallback). ``headers``: corral's ``expires`` and ``immutable`` and Unit's
+    ``response_headers``, compiled (`corral.static.policy.ShareHeaders`), None without them.
+    `corral.static.files.StaticFiles.serve` serves it."""
 
     __slots__ = (
         "chroot",
         "fallback",
         "follow_symlinks",
+        "headers",
         "index",
         "paths",
         "traverse_mounts",
@@ -94,6 +100,7 @@ class Share(Action):
         traverse_mounts: bool = True,
         types: Callable[[str], Any] | None = None,
         fallback: tuple[int, Any] | None = None,
+        headers: ShareHeaders | None = None,
     ) -> None:
         self.paths = paths
         self.index = index
@@ -102,6 +109,7 @@ class Share(Action):
         self.traverse_mounts = traverse_mounts
         self.types = types
         self.fallback = fallback
+        self.headers = headers
 
     def type_allowed(self, mime_type: str) -> bool:
         """Whether the ``types`` patterns admit ``mime_type`` (an unknown type is ``""``)."""

@@ -10,9 +10,11 @@ Unit's rules, kept exactly: a step is ``{"match": ..., "action": ...}``; an acti
 ``pass`` (``applications/NAME``, ``applications/NAME/TARGET``, ``routes``, ``routes/NAME``; a
 target is resolved to its position in the application's ``targets``), ``return`` (000-999,
 optional ``location``) or ``share`` (paths, ``index``, ``types``, ``chroot``,
-``follow_symlinks``, ``traverse_mounts``, ``fallback``). ``proxy``, ``rewrite``,
-``response_headers`` and upstreams are refused with a clear error, and so is a cycle of
-static passes (`_Compiler.check_loops`).
+``follow_symlinks``, ``traverse_mounts``, ``fallback``, ``response_headers``, and corral's
+``expires`` and ``immutable``: `corral.static.policy`). ``proxy``, ``rewrite``, upstreams and
+``response_headers`` on another action are refused with a clear error, and so is a cycle of
+static passes (`_Compiler.check_loops`). A share path's text may not hold a ``..`` segment:
+only its variables could then be told from it, and the server refuses one they bring.
 """
 
 from __future__ import annotations
@@ -37,14 +39,31 @@ from corral.routing.router import (
     target_index,
 )
 from corral.routing.variables import compile_template, encode_location
+from corral.static.policy import (
+    ShareHeaders,
+    check_response_headers,
+    parse_expires,
+    parse_immutable,
+)
 
 __all__ = ["compile_routes", "route_tables"]
 
 _UNSUPPORTED_ACTION_OPTIONS = {
     "proxy": "proxy actions are not supported by corral",
     "rewrite": "'rewrite' is not supported by corral",
-    "response_headers": "'response_headers' is not supported by corral",
 }
+_SHARE_OPTIONS = (
+    "share",
+    "index",
+    "fallback",
+    "types",
+    "chroot",
+    "follow_symlinks",
+    "traverse_mounts",
+    "response_headers",
+    "expires",
+    "immutable",
+)
 
 
 _LISTENER = object()  # a pass compiled for a listener, outside any route
@@ -162,18 +181,18 @@ class _Compiler:
                 path, f"an action needs exactly one of pass, return, share; got {found}"
             )
         kind = kinds[0]
+        if kind != "share" and "response_headers" in action:
+            raise RouteError(
+                f"{path}.response_headers",
+                "'response_headers' is supported on share actions only, by corral",
+            )
         if kind == "pass":
             check_options(action, ("pass",), path, "pass action")
             return self.pass_action(action["pass"], f"{path}.pass")
         if kind == "return":
             check_options(action, ("return", "location"), path, "return action")
             return self.return_action(action, path)
-        check_options(
-            action,
-            ("share", "index", "fallback", "types", "chroot", "follow_symlinks", "traverse_mounts"),
-            path,
-            "share action",
-        )
+        check_options(action, _SHARE_OPTIONS, path, "share action")
         return self.share_action(action, path)
 
     def pass_action(self, value: Any, path: str) -> tuple[int, Any]:
@@ -254,6 +273,8 @@ class _Compiler:
             item_path = f"{share_path}[{i}]" if isinstance(action["share"], list) else share_path
             if not isinstance(item, str):
                 raise RouteError(item_path, f"expected a path string, got {describe_value(item)}")
+            if ".." in item.split("/"):
+                raise RouteError(item_path, "a share path may not hold a '..' segment")
             templates.append(compile_template(item, item_path))
         options: dict[str, Any] = {}
         index = action.get("index", "index.html")
@@ -280,6 +301,9 @@ class _Compiler:
             chroot = compile_template(action["chroot"], f"{path}.chroot")
         if "fallback" in action:
             options["fallback"] = self.action(action["fallback"], f"{path}.fallback")
+        headers = share_headers(action, path)
+        if headers is not None:
+            options["headers"] = headers
         dynamic = any(not isinstance(t, tuple) for t in templates) or (
             chroot is not None and not isinstance(chroot, tuple)
         )
@@ -297,15 +321,30 @@ class _Compiler:
         expanders = tuple(
             (lambda r, text=t[0]: text) if isinstance(t, tuple) else t for t in templates
         )
-        root: Any = (lambda r: None) if chroot is None else chroot
-        if isinstance(root, tuple):
-            root = lambda r, text=chroot[0]: text  # noqa: E731
+        if chroot is None or isinstance(chroot, tuple):
+            root = None if chroot is None else chroot[0]
+            if len(expanders) == 1:
+                # the common share ("/www$uri"): one call per request, no list
+                only = expanders[0]
 
-        def expand(r: RouteRequest) -> Share:
+                def expand(r: RouteRequest) -> Share:
+                    return Share(
+                        (only(r),), index, root, follow, traverse, types, fallback, headers
+                    )
+
+                return DYNAMIC, expand
+
+            def expand_each(r: RouteRequest) -> Share:
+                paths = tuple([expander(r) for expander in expanders])
+                return Share(paths, index, root, follow, traverse, types, fallback, headers)
+
+            return DYNAMIC, expand_each
+
+        def expand_root(r: RouteRequest) -> Share:
             paths = tuple([expander(r) for expander in expanders])
-            return Share(paths, index, root(r), follow, traverse, types, fallback)
+            return Share(paths, index, chroot(r), follow, traverse, types, fallback, headers)
 
-        return DYNAMIC, expand
+        return DYNAMIC, expand_root
 
     # -- loops
 
@@ -332,3 +371,39 @@ class _Compiler:
         for name in self.routes:
             if name not in done:
                 visit(name)
+
+
+def share_headers(action: dict[str, Any], path: str) -> ShareHeaders | None:
+    """A share's ``expires``, ``immutable`` and ``response_headers``, compiled; None when it
+    has none of them."""
+    if not any(key in action for key in ("expires", "immutable", "response_headers")):
+        return None
+    try:
+        expires = parse_expires(action.get("expires", "off"))
+    except ValueError as exc:
+        raise RouteError(f"{path}.expires", str(exc)) from None
+    try:
+        immutable = parse_immutable(action.get("immutable", False))
+    except ValueError as exc:
+        raise RouteError(f"{path}.immutable", str(exc)) from None
+    rules: list[tuple[str, str | None]] = []
+    if "response_headers" in action:
+        where = f"{path}.response_headers"
+        try:
+            given = check_response_headers(action["response_headers"])
+        except ValueError as exc:
+            raise RouteError(where, str(exc)) from None
+        for name, value in given:
+            if value is not None:
+                template = compile_template(value, f"{where}{member(name)}")
+                if not isinstance(template, tuple):
+                    raise RouteError(
+                        f"{where}{member(name)}",
+                        "variables in response_headers are not supported by corral "
+                        "(a '$' is written $dollar)",
+                    )
+                value = template[0]
+            rules.append((name, value))
+    if expires is None and not immutable and not rules:
+        return None
+    return ShareHeaders(expires, immutable, rules)

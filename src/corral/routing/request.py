@@ -213,6 +213,13 @@ class RouteRequest:
         except BadTarget:
             raise ValueError("invalid request target") from None
 
+    def query(self) -> str:
+        """The query string as sent (``""`` when none); raises ``ValueError`` as :meth:`path`."""
+        try:
+            return self._query if self._query is not None else self._load_query()
+        except BadTarget:
+            raise ValueError("invalid request target") from None
+
     def host(self) -> str:
         return self._host if self._host is not None else self._load_host()
 

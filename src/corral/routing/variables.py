@@ -138,6 +138,13 @@ def compile_template(raw: str, path: str) -> tuple[str, ...] | Callable[[RouteRe
         return ("".join(parts),)  # type: ignore[arg-type]
     if len(parts) == 1:
         return parts[0]  # type: ignore[return-value]
+    if len(parts) == 2:
+        # the common shapes ("/www$uri", "$host/"): one concatenation, no generator
+        first, second = parts
+        if isinstance(first, str) and callable(second):
+            return lambda r: first + second(r)
+        if callable(first) and isinstance(second, str):
+            return lambda r: first(r) + second
     frozen = tuple(parts)
 
     def expand(r: RouteRequest) -> str:
