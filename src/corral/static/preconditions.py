@@ -25,7 +25,7 @@ the ``ETag`` or ``Last-Modified`` it got) is one ``bytes`` equality.
 from __future__ import annotations
 
 import re
-from email.utils import formatdate, parsedate_tz
+from email.utils import formatdate
 
 __all__ = [
     "ALL",
@@ -39,6 +39,24 @@ __all__ = [
 
 _TAG = re.compile(rb'\s*(W/)?("[\x21\x23-\x7e\x80-\xff]*")\s*(?:,|\Z)')
 _RANGE = re.compile(rb"\s*([0-9]*)\s*-\s*([0-9]*)\s*\Z")
+_IMF_FIXDATE = re.compile(
+    rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) ([A-Za-z]{3}) ([0-9]{4}) "
+    rb"([0-9]{2}):([0-9]{2}):([0-9]{2}) GMT"
+)
+_RFC850 = re.compile(
+    rb"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "
+    rb"([0-9]{2})-([A-Za-z]{3})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2}) GMT"
+)
+_ASCTIME = re.compile(
+    rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Za-z]{3}) ([ 0-9][0-9]) "
+    rb"([0-9]{2}):([0-9]{2}):([0-9]{2}) ([0-9]{4})"
+)
+_MONTHS = {
+    name.encode(): number
+    for number, name in enumerate(
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
+    )
+}
 _DIGITS = 18  # a position longer than this is past any file (and int() refuses 4,300 digits)
 _DATE_CACHE_LIMIT = 256
 _dates: dict[bytes, int | None] = {}
@@ -58,17 +76,23 @@ def http_date(timestamp: int) -> str:
 
 
 def parse_http_date(value: bytes) -> int | None:
-    """An HTTP-date (IMF-fixdate, RFC 850 or asctime) as a POSIX time; None if it is none.
-    Cached per value: clients send back the dates they were given."""
+    """An HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, RFC 850 or asctime, the whole value) as a
+    POSIX time; None if it is none. Cached per value: clients send back the dates they got."""
     if value in _dates:
         return _dates[value]
-    try:
-        parsed = parsedate_tz(value.decode("latin-1"))
-    except (ValueError, IndexError, TypeError, OverflowError):
-        parsed = None
     stamp: int | None = None
-    if parsed is not None and (parsed[9] or 0) == 0:  # HTTP dates are GMT (asctime: none)
-        stamp = _timegm(*parsed[:6])  # RFC 850's two-digit year is already made four
+    found = _IMF_FIXDATE.fullmatch(value) or _RFC850.fullmatch(value)
+    if found is not None:
+        day, month, year, hour, minute, second = found.groups()
+    else:
+        found = _ASCTIME.fullmatch(value)
+        if found is not None:
+            month, day, hour, minute, second, year = found.groups()
+    if found is not None and month in _MONTHS:
+        number = int(year)
+        if number < 100:  # RFC 850: a two-digit year more than 50 years ahead is in the past
+            number += 2000 if number < 70 else 1900
+        stamp = _timegm(number, _MONTHS[month], int(day), int(hour), int(minute), int(second))
     if len(_dates) >= _DATE_CACHE_LIMIT:
         _dates.clear()
     _dates[value] = stamp
