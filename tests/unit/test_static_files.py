@@ -543,3 +543,10 @@ def test_no_descriptor_leaks_after_10000_requests(www: Path) -> None:
         statuses.add(site.get(target, headers).status)
     assert statuses == {200, 206, 301, 304, 416, 418}
     assert open_descriptors() == before
+
+
+def test_a_redirect_needs_a_target_that_decodes(www: Path) -> None:
+    # a constant share never reads the path, until a directory's 301 must
+    site = Site([{"action": {"share": f"{www}/dir"}}])
+    assert site.get("/x?q").fields["location"] == "/x/?q"
+    assert site.get("/%zz").status == 400

@@ -52,6 +52,7 @@ _UNSUPPORTED_ACTION_OPTIONS = {
     "proxy": "proxy actions are not supported by corral",
     "rewrite": "'rewrite' is not supported by corral",
 }
+_SHARES_KEPT = 1024  # a one-path share's actions kept per share, by their path
 _SHARE_OPTIONS = (
     "share",
     "index",
@@ -324,13 +325,21 @@ class _Compiler:
         if chroot is None or isinstance(chroot, tuple):
             root = None if chroot is None else chroot[0]
             if len(expanders) == 1:
-                # the common share ("/www$uri"): one call per request, no list
+                # the common share ("/www$uri"): one call per request, and the action of a
+                # path asked for before (actions are values: the same path, the same share)
                 only = expanders[0]
+                made: dict[str, Share] = {}
 
                 def expand(r: RouteRequest) -> Share:
-                    return Share(
-                        (only(r),), index, root, follow, traverse, types, fallback, headers
-                    )
+                    path = only(r)
+                    share = made.get(path)
+                    if share is None:
+                        if len(made) >= _SHARES_KEPT:
+                            made.clear()
+                        share = made[path] = Share(
+                            (path,), index, root, follow, traverse, types, fallback, headers
+                        )
+                    return share
 
                 return DYNAMIC, expand
 

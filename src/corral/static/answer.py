@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["NOT_ALLOWED", "SERVER_ERROR", "StaticAnswer", "not_served"]
+__all__ = ["BAD_TARGET", "NOT_ALLOWED", "SERVER_ERROR", "StaticAnswer", "not_served"]
 
 
 class StaticAnswer:
@@ -80,3 +80,4 @@ def not_served(status: int) -> StaticAnswer:
 # a method other than GET and HEAD (Unit: fallback, else 405, which names the methods allowed)
 NOT_ALLOWED = StaticAnswer(405, [("Allow", "GET, HEAD")], fallback=True)
 SERVER_ERROR = StaticAnswer(500, [])  # an error opening a file that is not the request's fault
+BAD_TARGET = StaticAnswer(400, [])  # a target that does not decode (a 301 needs its path)

@@ -46,7 +46,13 @@ from typing import TYPE_CHECKING, Any
 
 from corral.http.accept import choose, parse_accept_encoding
 from corral.routing.variables import encode_location
-from corral.static.answer import NOT_ALLOWED, SERVER_ERROR, StaticAnswer, not_served
+from corral.static.answer import (
+    BAD_TARGET,
+    NOT_ALLOWED,
+    SERVER_ERROR,
+    StaticAnswer,
+    not_served,
+)
 from corral.static.mime import MimeTypes
 from corral.static.opener import NO_SYMLINKS, NO_XDEV, open_file
 from corral.static.policy import is_hashed_name
@@ -101,6 +107,10 @@ _CODES = {
 # and as clients write them ("If-None-Match"), found without lower-casing
 _CODES.update({b"-".join(p.capitalize() for p in n.split(b"-")): c for n, c in _CODES.items()})
 _LENGTHS = frozenset(len(name) for name in _CODES)
+# browsers' other fields of those lengths, known not to be read: no lower-casing for them
+_OTHER = -1
+for _name in (b"Accept-Language", b"Cache-Control", b"Authorization", b"X-Forwarded-For"):
+    _CODES[_name] = _CODES[_name.lower()] = _OTHER
 
 
 class _Representation:
@@ -204,13 +214,11 @@ class StaticFiles:
 
     # -- per request
 
-    def serve(self, share: Share, request: RouteRequest) -> StaticAnswer:
+    def serve(self, share: Share, request: RouteRequest, retry: bool = True) -> StaticAnswer:
         """The answer of ``share`` to ``request``: a file's (200, 206, 304, 412, 416), a
         directory's 301, or a ``fallback`` answer whose status (403, 404, 405) is given
-        when the share has no fallback; 500 for an error that is not the request's."""
-        return self._serve(share, request, True)
-
-    def _serve(self, share: Share, request: RouteRequest, retry: bool) -> StaticAnswer:
+        when the share has no fallback; 500 for an error that is not the request's, 400 for
+        a target routing could not read. (``retry``: the engine's own, once.)"""
         method = request.method
         if method != "GET" and method != "HEAD":
             return NOT_ALLOWED
@@ -242,7 +250,7 @@ class StaticFiles:
                 # a large file changed since it was resolved: resolve it again, once
                 entry.deadline = 0.0
                 if retry:
-                    return self._serve(share, request, False)
+                    return self.serve(share, request, False)
                 return SERVER_ERROR
             if kind == _DIRECTORY:
                 if index:
@@ -263,9 +271,9 @@ class StaticFiles:
             if len(name) in _LENGTHS:
                 code = _CODES.get(name)
                 if code is None:
-                    code = _CODES.get(name.lower())
-                    if code is None:
-                        continue
+                    code = _CODES.get(name.lower(), _OTHER)
+                if code == _OTHER:
+                    continue
                 if code == _ACCEPT:
                     accept = value if accept is None else accept + b", " + value
                     continue
@@ -370,8 +378,11 @@ class StaticFiles:
     def _redirect(self, share: Share, request: RouteRequest) -> StaticAnswer:
         """A directory asked for without its trailing slash: 301 to the request's path with
         one (Unit's, from the request's decoded path encoded again, its query kept)."""
-        location = encode_location(request.path()) + "/"
-        query = request.query()
+        try:
+            location = encode_location(request.path()) + "/"
+            query = request.query()
+        except ValueError:  # a target routing never had to read, unreadable
+            return BAD_TARGET
         if query:
             location += "?" + query
         return self._bare(301, [("Location", location)], share.headers)
@@ -457,12 +468,30 @@ class StaticFiles:
         mime = self.mime.type_of(path)
         if _escapes(path) or (chroot is not None and _escapes(chroot)):
             return _Entry(_REFUSED, deadline, mime, 403)
-        raw = path.encode("latin-1")
-        raw_root = None if chroot is None else chroot.encode("latin-1")
         try:
-            fd = open_file(raw, raw_root, resolve, openat2=self.openat2)
+            raw = path.encode("latin-1")
+            raw_root = None if chroot is None else chroot.encode("latin-1")
+        except UnicodeEncodeError:  # no such name: paths are the request's bytes
+            return _Entry(_REFUSED, deadline, mime, 404)
+        try:
+            return self._open(path, raw, raw_root, resolve, old, deadline, mime)
         except OSError as exc:
             return _Entry(_REFUSED, deadline, mime, _ERRNO_STATUS.get(exc.errno or 0, 500))
+
+    def _open(
+        self,
+        path: str,
+        raw: bytes,
+        raw_root: bytes | None,
+        resolve: int,
+        old: _Entry | None,
+        deadline: float,
+        mime: str,
+    ) -> _Entry:
+        """What ``raw`` is, opened under ``raw_root`` with ``resolve``: a file (with its
+        siblings), a directory, or not servable. Raises ``OSError`` from opening the file
+        itself or reading it; a sibling that fails is no sibling."""
+        fd = open_file(raw, raw_root, resolve, openat2=self.openat2)
         try:
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
@@ -489,6 +518,8 @@ class StaticFiles:
                 if stat.S_ISREG(info.st_mode):
                     self._representation(entry, sibling, info, sibling_path, coding, before)
                     sizes.append((info.st_size, coding))
+            except OSError:
+                continue
             finally:
                 os.close(sibling)
         if sizes:

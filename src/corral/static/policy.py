@@ -134,7 +134,7 @@ class ShareHeaders:
     """What a share adds to its answers (the module's docstring): compiled once, compared by
     value (actions are values)."""
 
-    __slots__ = ("_expires_cache", "expires", "immutable", "removed", "rules", "timed")
+    __slots__ = ("_expires_cache", "_hash", "expires", "immutable", "removed", "rules", "timed")
 
     def __init__(
         self,
@@ -149,6 +149,8 @@ class ShareHeaders:
         # whether the fields change with the clock: an Expires made from now
         self.timed = isinstance(expires, int)
         self._expires_cache: tuple[int, tuple[tuple[str, str], ...]] = (-1, ())
+        # a file's prebuilt answers are found by this object, once per request: hashed once
+        self._hash = hash(self._key())
 
     def _key(self) -> tuple[Any, ...]:
         return (self.expires, self.immutable, self.rules)
@@ -157,7 +159,7 @@ class ShareHeaders:
         return isinstance(other, ShareHeaders) and other._key() == self._key()
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return self._hash
 
     def __repr__(self) -> str:
         return "ShareHeaders(expires={!r}, immutable={!r}, rules={!r})".format(*self._key())

@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 _TAG = re.compile(rb'\s*(W/)?("[\x21\x23-\x7e\x80-\xff]*")\s*(?:,|\Z)')
-_RANGE = re.compile(rb"\s*([0-9]*)\s*-\s*([0-9]*)\s*\Z")
 _IMF_FIXDATE = re.compile(
     rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) ([A-Za-z]{3}) ([0-9]{4}) "
     rb"([0-9]{2}):([0-9]{2}):([0-9]{2}) GMT"
@@ -141,13 +140,17 @@ def byte_range(value: bytes, size: int) -> tuple[int, int] | None:
     """The one range ``value`` (a ``Range`` field) asks of ``size`` bytes, as (first, last)
     inclusive: `ALL` (None) when the field is to be ignored (another unit, several ranges, a
     syntax error), `UNSATISFIABLE` when the range starts past the end (416)."""
-    unit, eq, ranges = value.partition(b"=")
-    if not eq or unit.strip().lower() != b"bytes" or b"," in ranges:
+    unit, eq, spec = value.partition(b"=")
+    if not eq or (unit != b"bytes" and unit.strip(b" \t").lower() != b"bytes"):
         return ALL
-    found = _RANGE.match(ranges)
-    if found is None:
+    first, dash, last = spec.partition(b"-")
+    if not dash or b"," in last:
         return ALL
-    first, last = found.group(1), found.group(2)
+    first = first.strip(b" \t")
+    last = last.strip(b" \t")
+    # bytes.isdigit: ASCII digits only
+    if (first and not first.isdigit()) or (last and not last.isdigit()):
+        return ALL
     if first:
         if len(first) > _DIGITS:
             return UNSATISFIABLE  # past any file
