@@ -172,9 +172,12 @@ class Processes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen
 
 
 class Static(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """NGINX Unit's ``settings.http.static``: MIME types by file extension, for shares."""
+    """NGINX Unit's ``settings.http.static``: MIME types by file extension, for shares; and
+    corral's ``cache_valid``: the seconds a share trusts what a path resolved to before
+    resolving it again (nginx's ``open_file_cache_valid``; 0: every request)."""
 
     mime_types: dict[str, str | list[str]] = {}
+    cache_valid: _SECONDS = 1.0
 
 
 def _process_count(processes: int | Processes) -> int:
@@ -1381,9 +1384,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "static", _RESPONSES, _S, Static | None, None,
-        'NGINX Unit\'s `static` (`{"mime_types": {TYPE: EXTENSIONS}}`), accepted and kept in '
-        "the document for the shares of routes; corral does not serve files yet (a warning "
-        "line at start says so).",
+        'NGINX Unit\'s `static` (`{"mime_types": {TYPE: EXTENSIONS}}`), and corral\'s '
+        "`cache_valid` (seconds a share trusts what a path resolved to, nginx's "
+        "`open_file_cache_valid`: 1), accepted and kept in the document for the shares of "
+        "routes; corral does not serve files yet (a warning line at start says so).",
         key="http.static",
     ),
     # -- Logging --------------------------------------------------------------------------------
