@@ -171,7 +171,9 @@ class Processes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen
     idle_timeout: _SECONDS = 15.0
 
 
-class Static(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+class Static(
+    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True, omit_defaults=True
+):
     """NGINX Unit's ``settings.http.static``: MIME types by file extension, for shares; and
     corral's ``cache_valid``: the seconds a share trusts what a path resolved to before
     resolving it again (nginx's ``open_file_cache_valid``; 0: every request)."""
