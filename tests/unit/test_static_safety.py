@@ -347,3 +347,15 @@ def test_random_paths_find_nothing(site_root: Path, pieces: list[str], way: bool
         reply = site(site_root, way, **options).get(target.encode("latin-1"))
         assert SECRET not in reply.body, (target, options)
         assert reply.status in (200, 301, 400, 403, 404), (target, options, reply)
+
+
+def test_a_relative_share_with_restrictions(site_root: Path, way: bool | None) -> None:
+    # resolved from the working directory, each component checked as an absolute one is
+    os.chdir(site_root)
+    files = StaticFiles(valid=0, openat2=way)
+    relative = Site([{"action": {"share": "www$uri", "follow_symlinks": False}}], files)
+    assert relative.get("/a/b.txt").body == b"inside"
+    assert relative.get("/inner-link.txt").status == 403
+    chrooted = Site([{"action": {"share": "www$uri", "chroot": "www"}}], files)
+    assert chrooted.get("/inner-link.txt").body == b"inside"
+    assert chrooted.get("/relative-out").status == 403
