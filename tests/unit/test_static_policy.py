@@ -84,6 +84,8 @@ def test_expires_errors(value: Any, message: str) -> None:
         ("app.3f2a9c8.css", False),  # seven digits: no hash
         ("app.3F2A9C81B7DE.css", False),  # hashes are written lower-case
         ("3f2a9c81b7de.css", False),
+        ("report-20240101.csv", False),  # a date: digits only
+        ("app.12345678.css", False),
         ("/static.3f2a9c81b7de/app.css", False),  # the directory's name does not count
     ],
 )

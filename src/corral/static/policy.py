@@ -50,8 +50,9 @@ _EPOCH_FIELDS = (("Expires", "Thu, 01 Jan 1970 00:00:01 GMT"), ("Cache-Control",
 _MAX_FIELDS = (("Expires", "Thu, 31 Dec 2037 23:55:55 GMT"), ("Cache-Control", "max-age=315360000"))
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "M": 2592000, "y": _YEAR}
 _TIME_PART = re.compile(r"\s*([0-9]+)([smhdwMy]?)")
-# a name with a content hash before its extension: '.' or '-', 8 or more hex digits, '.'
-_HASHED = re.compile(r"[.-][0-9a-f]{8,64}\.[^/]+\Z")
+# a name with a content hash before its extension: '.' or '-', 8 to 64 hex digits with a
+# letter among them (so that a date, "report-20240101.csv", is no hash), '.'
+_HASHED = re.compile(r"[.-](?=[0-9]*[a-f])[0-9a-f]{8,64}\.[^/]+\Z")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # the framing and connection fields, the server's (corral.http.fields.OWNED, Date and Server
 # aside: an answer may give its own)
