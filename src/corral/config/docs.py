@@ -189,8 +189,46 @@ own `Date` and `Server`.
 """
 )
 
+_COMPRESSION = """
+**Response compression.** With `compression` set, an answer is compressed when its client
+accepts one of the `compressors`' encodings (`Accept-Encoding`, RFC 9110 §12.5.3: q-values,
+`*`, `identity;q=0`; the client's highest weight wins, the list's order breaks ties, and
+`identity` preferred or nothing of ours acceptable sends the body as it is, never a 406):
+
+```json
+{"settings": {"http": {"compression": {
+    "types": ["text/*", "application/json", "application/javascript", "image/svg+xml"],
+    "compressors": [{"encoding": "br", "level": 4}, {"encoding": "gzip", "level": 1}]
+}}}}
+```
+
+Never compressed: a HEAD's answer, 1xx, 204, 304, a 206 (or any answer with
+`Content-Range`), a body already encoded (`Content-Encoding`), `Cache-Control: no-transform`,
+a `Content-Type` missing or not in `types`, a body whose known length is below the encoding's
+`min_length`. Every other answer carries `Vary: Accept-Encoding` (merged into the
+application's `Vary`), compressed or not, since another request could get it compressed. A
+compressed answer gets `Content-Encoding`, its strong `ETag` becomes weak (`W/"..."`), and
+it loses `Content-Length` (a whole body is framed by its compressed length, a streamed one
+is chunked) and `Accept-Ranges`. A streamed answer (a WSGI iterable, ASGI `more_body`,
+server-sent events) is compressed piece by piece, each piece flushed, so that it leaves when
+the application sends it; WebSocket messages never are.
+
+An application turns compression off for one answer (a page that shows a secret beside text
+an attacker can make it echo: the BREACH attack) with `Content-Encoding: identity`, which
+corral drops before sending (RFC 9110 keeps `identity` out of that field), or with
+`Cache-Control: no-transform`, which also forbids proxies on the way to compress it.
+
+Libraries, chosen by bench/RESULTS.md ("Response compression codecs"): gzip and deflate with
+ISA-L (`isal`) at levels 1 to 3, 4 to 6 times faster than zlib and smaller at the same level,
+and with the standard library's zlib at 4 to 9 (ISA-L has no higher level) or without `isal`;
+br with `brotli`; zstd with Python 3.14's `compression.zstd` or `backports.zstd`. A live
+stream holds about 200 KiB (gzip with zlib), 70 KiB (ISA-L), 1 MiB (br, a 256 KiB window),
+1.3 MiB (zstd up to level 3, a 512 KiB window) and more at higher zstd levels (3 MiB at 6,
+40 MiB at 12, 80 MiB at 19): keep zstd's level low for answers that stream.
+"""
+
 # what a section says after its table
-_AFTER = {"Responses": _RESPONSE_FIELDS}
+_AFTER = {"Responses": _RESPONSE_FIELDS + _COMPRESSION}
 
 _GUNICORN = """
 ## Gunicorn's settings

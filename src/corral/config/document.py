@@ -685,7 +685,7 @@ def _message(text: str, value: Any, where: str, expects: Mapping[str, str], nest
         return f"{place}{member(field[1])}: unknown key"
     if field := re.fullmatch(r"Object missing required field `(.*)`", msg):
         return f"{place}: missing required key {show(field[1])}"
-    if path in expects:
+    if path in expects and msg[:1].isupper():  # not a struct's own check (in lower case)
         expected = expects[path]
     elif words := re.fullmatch(_EXPECTED, msg):
         kinds = " or ".join(_WORDS.get(kind, kind) for kind in words["type"].split(" | "))

@@ -38,6 +38,8 @@ __all__ = [
     "SETTINGS",
     "Action",
     "BindAddress",
+    "Compression",
+    "Compressor",
     "FactoryCall",
     "Invalid",
     "LogLevel",
@@ -180,6 +182,56 @@ class Static(
 
     mime_types: dict[str, str | list[str]] = {}
     cache_valid: _SECONDS = 1.0
+
+
+class Compressor(
+    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True, omit_defaults=True
+):
+    """One of NGINX Unit's ``settings.http.compression.compressors``: a content coding, its
+    level (None: the coding's default) and the least body length it compresses."""
+
+    encoding: str  # one of corral.compression.codecs.CODINGS, checked with the level
+    level: int | None = None
+    min_length: Annotated[int, Meta(ge=0)] = 256
+
+    def __post_init__(self) -> None:
+        # here, not at the top: the codings are the compression package's (no library is
+        # imported to check one)
+        from corral.compression.codecs import check_compressor
+
+        problem = check_compressor(self.encoding, self.level)
+        if problem:
+            raise ValueError(problem)
+
+
+class Compression(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """NGINX Unit's ``settings.http.compression``: the media types compressed (Unit's
+    patterns; none is every type) and the compressors, in the server's order of preference."""
+
+    types: str | list[str] = []
+    compressors: Compressor | list[Compressor]
+
+    def __post_init__(self) -> None:
+        compressors = self.compressors if isinstance(self.compressors, list) else []
+        if isinstance(self.compressors, list) and not compressors:
+            raise ValueError('"compressors": expected at least one compressor, got []')
+        seen = set()
+        for compressor in compressors:
+            if compressor.encoding in seen:
+                raise ValueError(
+                    f'"compressors": {show(compressor.encoding)} is listed twice (the second '
+                    "would never be chosen)"
+                )
+            seen.add(compressor.encoding)
+        if self.types:
+            # here, not at the top: only a configuration with compression reads patterns
+            from corral.routing.errors import RouteError
+            from corral.routing.patterns import MIME_TYPE_PATTERNS
+
+            try:
+                MIME_TYPE_PATTERNS.rule(self.types, "types")
+            except RouteError as exc:
+                raise ValueError(str(exc)) from None
 
 
 def _process_count(processes: int | Processes) -> int:
@@ -1391,6 +1443,21 @@ SETTINGS: tuple[Setting, ...] = (
         "`open_file_cache_valid`: 1), accepted and kept in the document for the shares of "
         "routes; corral does not serve files yet (a warning line at start says so).",
         key="http.static",
+    ),
+    Setting(
+        "compression", _RESPONSES, _S, Compression | None, None,
+        "NGINX Unit's `compression`: compress answers whose client accepts it "
+        '(`{"types": [PATTERNS], "compressors": [{"encoding", "level", "min_length"}]}`). '
+        "`encoding`: `gzip`, `deflate`, `br` or `zstd`; the list's order is the server's "
+        "preference when the client weighs two alike. `level`: gzip and deflate 1-9 "
+        "(default 1), br 0-11 (default 4), zstd -7 to 19 (default 3). `min_length`: a body "
+        "of known length below it is not compressed with that encoding (default 256). "
+        "`types`: the media types compressed, Unit's patterns (`text/*`, `!image/*`, "
+        "`~regex`); absent or empty, every type. br needs the `brotli` package and zstd "
+        'the `backports.zstd` package before Python 3.14: `pip install "corral[compression]"`, '
+        "which also brings `isal`, which makes gzip levels 1-3 about five times faster. "
+        "What is and is not compressed: \"Response compression\" below.",
+        key="http.compression",
     ),
     # -- Logging --------------------------------------------------------------------------------
     Setting(
