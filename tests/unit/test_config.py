@@ -63,6 +63,7 @@ def test_every_setting_is_declared_once_with_a_known_section() -> None:
             "server_version",
             "discard_unsafe_fields",
             "static",
+            "compression",
             "stdout",
             "stderr",
             "thread_stack_size",

@@ -2,7 +2,7 @@
 response path.
 
 - `corral.compression.codecs`: the content codings (gzip, deflate, br, zstd), the library
-  and parameters each is made with (chosen by bench/compression.py's figures), and one shape
+  and parameters each is made with (chosen by bench/compressors.py's figures), and one shape
   for all: `Codec.whole` for a body known in full, `Codec.stream` for one that comes in
   pieces, each piece flushed (`Encoder.feed`, `Encoder.finish`);
 - `corral.compression.rules`: which answers are compressed with which coding, and what their

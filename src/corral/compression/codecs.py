@@ -1,7 +1,7 @@
 """The content codings corral compresses with, each behind one shape: `Codec`.
 
 This module owns which library makes each coding, at which levels, with which parameters,
-chosen by bench/compression.py's figures (bench/RESULTS.md, "Response compression codecs"):
+chosen by bench/compressors.py's figures (bench/RESULTS.md, "Response compression codecs"):
 
 - ``gzip`` (and NGINX Unit's ``deflate``, zlib's format, RFC 9110 §8.4.1.2): levels 1 to 3
   with ISA-L (python-isal) when it is installed, 4 to 9 with the standard library's zlib, and
@@ -49,21 +49,23 @@ class _Coding(NamedTuple):
     lowest: int
     highest: int
     default: int
-    modules: tuple[str, ...]  # the first one importable makes it (empty: the stdlib's zlib)
+    module: str  # what makes it ("": the standard library's zlib, always there)
     package: str  # what to install when none is (the corral[compression] extra has it)
 
 
-_ZSTD_MODULES = ("compression.zstd", "backports.zstd")
+# Python 3.14's module, or its backport before (a name looked for on 3.11 must not be
+# "compression.zstd": any "compression" module on the path would be imported to look)
+_ZSTD_MODULE = "compression.zstd" if sys.version_info >= (3, 14) else "backports.zstd"
 # The levels of each coding (NGINX Unit's, but zstd's top: above 19 the library's window
 # passes the 8 MiB an HTTP client may refuse, RFC 9659) and its default when the compressor
 # names none. gzip's is nginx's gzip_comp_level default, 1 (Unit's is zlib's, 6: about 17 %
 # smaller than 1 on a web page, and 4 to 17 times slower, bench/RESULTS.md); br's is 4 (Unit's,
 # 11, makes about 1 MB/s); zstd's is the library's and Unit's.
 CODINGS: dict[str, _Coding] = {
-    "gzip": _Coding(1, 9, 1, (), ""),
-    "deflate": _Coding(1, 9, 1, (), ""),
-    "br": _Coding(0, 11, 4, ("brotli",), "brotli"),
-    "zstd": _Coding(-7, 19, 3, _ZSTD_MODULES, "backports.zstd"),
+    "gzip": _Coding(1, 9, 1, "", ""),
+    "deflate": _Coding(1, 9, 1, "", ""),
+    "br": _Coding(0, 11, 4, "brotli", "brotli"),
+    "zstd": _Coding(-7, 19, 3, _ZSTD_MODULE, "backports.zstd"),
 }
 
 _ZSTD_TOP_WHY = " (above 19 the window passes the 8 MiB an HTTP client may refuse, RFC 9659)"
@@ -91,7 +93,7 @@ def check_compressor(encoding: str, level: int | None) -> str:
             f'expected "level" from {coding.lowest} to {coding.highest} for {encoding}, '
             f"got {level}{why}"
         )
-    if coding.modules and not any(_importable(name) for name in coding.modules):
+    if coding.module and not _importable(coding.module):
         return (
             f"{encoding} needs the {coding.package} package: "
             f'pip install "corral[compression]" (or {coding.package})'
@@ -291,8 +293,7 @@ def _brotli_codec(_encoding: str, level: int) -> Codec:
 
 
 def _zstd_codec(_encoding: str, level: int) -> Codec:
-    name = _ZSTD_MODULES[0] if sys.version_info >= (3, 14) else _ZSTD_MODULES[1]
-    return _ZstdCodec(level, importlib.import_module(name))
+    return _ZstdCodec(level, importlib.import_module(_ZSTD_MODULE))
 
 
 _MAKERS: dict[str, Callable[[str, int], Codec]] = {

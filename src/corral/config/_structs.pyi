@@ -7,7 +7,15 @@ import msgspec
 from msgspec import UnsetType
 
 from corral.config.document import EntryPoint, Listener, Target
-from corral.config.settings import FactoryCall, LogLevel, LoopKind, Processes, ProxyMode, Static
+from corral.config.settings import (
+    Compression,
+    FactoryCall,
+    LogLevel,
+    LoopKind,
+    Processes,
+    ProxyMode,
+    Static,
+)
 
 class Http(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     idle_timeout: float = ...
@@ -18,6 +26,7 @@ class Http(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True
     server_version: bool = ...
     discard_unsafe_fields: bool | None = ...
     static: Static | None = ...
+    compression: Compression | None = ...
 
 class Limits(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     timeout: float = ...
@@ -73,6 +82,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=
     hooks: str | None = ...
     @property
     def body_timeout(self) -> float: ...
+    @property
+    def compression(self) -> Compression | None: ...
     @property
     def discard_unsafe_fields(self) -> bool | None: ...
     @property

@@ -54,10 +54,14 @@ class _Imports:
         return cls.__name__
 
     def lines(self) -> str:
-        return "".join(
-            f"from {module} import {', '.join(sorted(names))}\n"
-            for module, names in sorted(self.names.items())
-        )
+        lines = []
+        for module, names in sorted(self.names.items()):
+            line = f"from {module} import {', '.join(sorted(names))}\n"
+            if len(line) > 101:  # past 100 columns: one name a line, as ruff formats it
+                each = "".join(f"    {name},\n" for name in sorted(names))
+                line = f"from {module} import (\n{each})\n"
+            lines.append(line)
+        return "".join(lines)
 
 
 def render(tp: Any, imports: _Imports) -> str:

@@ -18,8 +18,8 @@ answer), at the levels the settings offer:
 
 Run by hand; it prints Markdown for bench/RESULTS.md:
 
-    .venv/bin/python bench/compression.py [--nginx] [--quick] [--json FILE]
-    .venv/bin/python bench/compression.py --write-bodies DIR   # the bodies as files, for load runs
+    .venv/bin/python bench/compressors.py [--nginx] [--quick] [--json FILE]
+    .venv/bin/python bench/compressors.py --write-bodies DIR   # the bodies as files, for load runs
 
 Libraries that are not installed are left out of the tables (``pip install isal zlib-ng
 brotli brotlicffi zstandard``).
@@ -844,7 +844,7 @@ def _pct(part: int, whole: int) -> str:
 
 def render(report: dict[str, Any]) -> str:
     lines = [
-        f"Measured by `bench/compression.py` on {report['date']} ({report['machine']}; "
+        f"Measured by `bench/compressors.py` on {report['date']} ({report['machine']}; "
         f"CPython {report['python']}). Speeds are MB/s of input on one core, best of 7 "
         "repeats of the thread's CPU time; sizes are the output's, as a percentage of the body.",
         "",
