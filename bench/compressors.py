@@ -770,6 +770,8 @@ def _free_port() -> int:
 
 
 def nginx_table(named: dict[str, bytes]) -> list[dict[str, Any]]:
+    from corral.compression import make_codec
+
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -813,6 +815,7 @@ def nginx_table(named: dict[str, bytes]) -> list[dict[str, Any]]:
                     assert zlib.decompress(got, 31) == named[name], "nginx did not gzip the body"
                     body = named[name]
                     ours = len(zlib.compress(body, level, wbits=31))
+                    codec = make_codec("gzip", level)
                     rows.append(
                         {
                             "level": level,
@@ -820,6 +823,8 @@ def nginx_table(named: dict[str, bytes]) -> list[dict[str, Any]]:
                             "size": len(body),
                             "nginx": len(got),
                             "zlib": ours,
+                            "corral": len(codec.whole(body)),
+                            "corral_library": codec.library,
                         }
                     )
             finally:
@@ -946,20 +951,22 @@ def render(report: dict[str, Any]) -> str:
     if report.get("nginx"):
         lines += [
             "",
-            "### nginx's gzip beside zlib's",
+            "### nginx's gzip beside zlib's and corral's",
             "",
             f"{report['nginx_version']} (`gzip on; gzip_comp_level N; gzip_min_length 0`), the "
             "bodies as files, fetched with `curl -H 'Accept-Encoding: gzip'`; beside them "
-            "`zlib.compress(body, N, wbits=31)`.",
+            "`zlib.compress(body, N, wbits=31)` and corral's gzip codec at level N (a whole "
+            "body: `corral.compression.make_codec('gzip', N).whole(body)`, its library named).",
             "",
-            "| level | body | nginx | zlib one-shot | zlib / nginx |",
-            "| ---: | --- | ---: | ---: | ---: |",
+            "| level | body | nginx | zlib | zlib / nginx | corral | corral / nginx |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
         for r in report["nginx"]:
             lines.append(
                 f"| {r['level']} | {r['body']} | "
                 f"{r['nginx']:,} B ({_pct(r['nginx'], r['size'])}) | "
-                f"{r['zlib']:,} B ({_pct(r['zlib'], r['size'])}) | {r['zlib'] / r['nginx']:.3f} |"
+                f"{r['zlib']:,} B ({_pct(r['zlib'], r['size'])}) | {r['zlib'] / r['nginx']:.3f} | "
+                f"{r['corral']:,} B ({r['corral_library']}) | {r['corral'] / r['nginx']:.3f} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -85,7 +85,9 @@ install_venv() {
         django djangorestframework fastapi \
         uvloop httptools
     log "installing corral (editable) from $REPO_DIR"
-    "${pip[@]}" install --quiet -e "$REPO_DIR"
+    # with its compression extra (isal, brotli, backports.zstd): the codecs of
+    # settings.http.compression; bench/compressors.py also measures the libraries not chosen
+    "${pip[@]}" install --quiet -e "$REPO_DIR[compression]" zlib-ng brotlicffi zstandard
 }
 
 if [ "${SKIP_APT:-0}" != 1 ]; then
