@@ -14,8 +14,9 @@ The rules (RFC 9110 §12.5.3 and §8.4, NGINX Unit's ``settings.http.compression
   among ``types`` (every type when ``types`` is absent or empty), one whose known length is
   below every compressor's ``min_length``, and an empty body;
 - an application turns compression off for one answer (a page that echoes a secret beside
-  what an attacker sends: BREACH) with ``Content-Encoding: identity``, which is then dropped
-  (RFC 9110 keeps ``identity`` out of ``Content-Encoding``), or with ``Cache-Control:
+  what an attacker sends: BREACH) with ``Content-Encoding: identity``, which is dropped from
+  an answer these rules would otherwise read (RFC 9110 keeps ``identity`` out of
+  ``Content-Encoding``; an answer left alone sooner keeps it), or with ``Cache-Control:
   no-transform``, which also forbids every proxy on the way to transform it;
 - otherwise the answer could be compressed for some request, so it carries ``Vary:
   Accept-Encoding`` whatever this request gets (a HEAD's answer too, which is never

@@ -1455,7 +1455,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`types`: the media types compressed, Unit's patterns (`text/*`, `!image/*`, "
         "`~regex`); absent or empty, every type. br needs the `brotli` package and zstd "
         'the `backports.zstd` package before Python 3.14: `pip install "corral[compression]"`, '
-        "which also brings `isal`, which makes gzip levels 1-3 about five times faster. "
+        "which also brings `isal`, which makes gzip levels 1-3 up to six times faster. "
         "What is and is not compressed: \"Response compression\" below.",
         key="http.compression",
     ),
