@@ -105,6 +105,16 @@ def test_the_coding_is_the_clients_heaviest_then_the_servers_first(
     assert outcome is not None and field(outcome, "Vary") == ["Accept-Encoding"]
 
 
+def test_the_request_header_list_is_searched_for_accept_encoding() -> None:
+    """The response path may hand the request's parsed fields instead of the value: they are
+    read only when the answer gets as far as the negotiation, several fields joined."""
+    made = rules(THREE)
+    request = [(b"Host", b"x"), (b"ACCEPT-ENCODING", b"gzip;q=0.5"), (b"accept-encoding", b"zstd")]
+    assert coding(made.decide("GET", 200, HTML, request, None)) == "zstd"
+    assert coding(made.decide("GET", 200, HTML, [(b"Host", b"x")], None)) == ""
+    assert coding(made.decide("GET", 200, HTML, [(b"Accept-Encoding", b"br")], None)) == "br"
+
+
 def test_a_known_length_leaves_out_the_compressors_it_does_not_reach() -> None:
     compression = {
         "compressors": [

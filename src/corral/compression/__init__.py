@@ -11,6 +11,8 @@ response path.
 How the response path uses it, once a worker has made its rules (`build_rules`, None when the
 listener's settings have no compression: then nothing of this runs)::
 
+    # accept_encoding: the request's value, or its parsed header list (searched only if
+    # needed); length: the body's, None when it streams; headers: (str, str) pairs
     outcome = rules.decide(method, status, headers, accept_encoding, length)
     if outcome is not None:
         headers = outcome.headers          # Vary, Content-Encoding, ETag...: send these

@@ -34,7 +34,8 @@ The rules (RFC 9110 §12.5.3 and §8.4, NGINX Unit's ``settings.http.compression
 Cost: a listener without compression has no `CompressionRules` at all. With it, an answer
 whose known length is below every ``min_length`` costs one comparison; any other one pass
 over its fields, with a dictionary lookup per field name and one per ``Content-Type`` value
-(both cached); ``Accept-Encoding`` is parsed once per distinct value (`corral.http.accept`).
+(both cached); ``Accept-Encoding`` is looked for in the request only by an answer that
+gets that far, and parsed once per distinct value (`corral.http.accept`).
 """
 
 from __future__ import annotations
@@ -131,14 +132,16 @@ class CompressionRules:
         method: str,
         status: int,
         headers: list[tuple[str, str]],
-        accept_encoding: str | bytes | None,
+        accept_encoding: str | bytes | Sequence[tuple[bytes, bytes]] | None,
         length: int | None,
     ) -> Outcome | None:
         """What becomes of an answer: None when it goes as the application gave it (the
         common case, nothing made), else its `Outcome`. ``accept_encoding``: the request's
-        field value (several joined with ``", "``), None without one; ``length``: the
-        body's length when known (the application's ``Content-Length``, or a whole body),
-        None when it comes in pieces of unknown total."""
+        field value (several joined with ``", "``), None without one, or the request's
+        header list as parsed (``(name, value)`` bytes, names in any case), searched only
+        for an answer that gets as far as the negotiation; ``length``: the body's length
+        when known (the application's ``Content-Length``, or a whole body), None when it
+        comes in pieces of unknown total."""
         if length is not None and length < self.least_length:
             return None
         if status < 200 or status in _NEVER:
@@ -176,6 +179,8 @@ class CompressionRules:
             offers = self._offers
         else:
             offers = (*(coding for coding, least in self._minimums if length >= least), "identity")
+        if accept_encoding is not None and not isinstance(accept_encoding, str | bytes):
+            accept_encoding = _field_value(accept_encoding)
         coding = choose(offers, parse_accept_encoding(accept_encoding))
         if coding is None or coding == "identity":
             return Outcome(_with_vary(list(headers), vary), None)
@@ -196,6 +201,18 @@ class CompressionRules:
     def codecs(self) -> tuple[Codec, ...]:
         """The configured codecs, in the server's order of preference."""
         return tuple(self._codecs.values())
+
+
+def _field_value(request_headers: Sequence[tuple[bytes, bytes]]) -> bytes | None:
+    """The request's ``Accept-Encoding`` value, its fields joined (RFC 9110 §5.3)."""
+    values = [
+        value
+        for name, value in request_headers
+        if len(name) == 15 and name.lower() == b"accept-encoding"
+    ]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else b", ".join(values)
 
 
 def _no_transform(cache_control: str) -> bool:
