@@ -132,9 +132,31 @@ def test_a_known_length_leaves_out_the_compressors_it_does_not_reach() -> None:
 # -- which answers ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [100, 101, 103, 204, 206, 304])
+@pytest.mark.parametrize("status", [100, 101, 103, 204, 206])
 def test_answers_without_a_whole_body_are_never_compressed(status: int) -> None:
     assert decide(GZIP, HTML, status=status) is None
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_304_has_the_vary_and_etag_the_200_would_have(method: str) -> None:
+    """RFC 9110 §15.4.5: the 200 for this request would be compressed, its ETag weak; a
+    client revalidating that copy gets a 304 saying so, and no Content-Encoding."""
+    headers = [*HTML, ("ETag", '"v1"'), ("Cache-Control", "max-age=60")]
+    outcome = decide(GZIP, headers, "gzip", length=None, method=method, status=304)
+    assert outcome is not None and outcome.codec is None
+    assert outcome.headers == [
+        *HTML,
+        ("ETag", 'W/"v1"'),
+        ("Cache-Control", "max-age=60"),
+        ("Vary", "Accept-Encoding"),
+    ]
+    # the 200 would not be compressed for this client: its ETag stays strong, Vary all the same
+    outcome = decide(GZIP, headers, "br", length=None, method=method, status=304)
+    assert outcome is not None and outcome.headers == [*headers, ("Vary", "Accept-Encoding")]
+    # a 304 handed with a length of 0 is not a short body
+    assert decide(GZIP, headers, "gzip", length=0, status=304) is not None
+    # without a type (a 304 may have none) it cannot be told: left alone
+    assert decide(GZIP, [("ETag", '"v1"')], "gzip", length=None, status=304) is None
 
 
 def test_other_statuses_are_compressed() -> None:

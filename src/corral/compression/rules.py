@@ -26,6 +26,10 @@ The rules (RFC 9110 §12.5.3 and §8.4, NGINX Unit's ``settings.http.compression
   ``identity``, ties going to the order of ``compressors`` (`corral.http.accept.choose`);
   ``identity`` chosen, or nothing acceptable (``identity;q=0`` and no coding of ours), the
   body goes as it is, as nginx does: an application's answer is never replaced by a 406;
+- a 304 gets the fields the 200 would have for the same request (RFC 9110 §15.4.5):
+  ``Vary``, and its ``ETag`` weak when that 200 would be compressed (a client revalidating
+  what it got compressed sends the weak tag: the server answering 304 compares weakly, as
+  RFC 9110 §13.1.2 says ``If-None-Match`` does);
 - a compressed answer gets ``Content-Encoding``, loses ``Content-Length`` (the response
   path frames the compressed body: its length when it compresses a whole body, chunks
   otherwise) and ``Accept-Ranges`` (ranges of the compressed body are not served), and its
@@ -65,8 +69,10 @@ _KIND_BY_LOWER_NAME = {
 }
 _CACHE_LIMIT = 256  # distinct field names, and Content-Type values, remembered
 _kinds: dict[str, int] = {}
-# statuses of answers never compressed (those below 200 too): no body, or a part of one
-_NEVER = frozenset((204, 206, 304))
+# statuses of answers never compressed (those below 200 too): no body, or a part of one (a
+# 304 has no body either, but the fields a 200 would have had: `decide` says which)
+_NEVER = frozenset((204, 206))
+_NOT_MODIFIED = 304
 
 
 def _kind(name: str) -> int:
@@ -141,8 +147,9 @@ class CompressionRules:
         header list as parsed (``(name, value)`` bytes, names in any case), searched only
         for an answer that gets as far as the negotiation; ``length``: the body's length
         when known (the application's ``Content-Length``, or a whole body), None when it
-        comes in pieces of unknown total."""
-        if length is not None and length < self.least_length:
+        comes in pieces of unknown total (and for a 304, unless the representation's is
+        known)."""
+        if length is not None and length < self.least_length and status != _NOT_MODIFIED:
             return None
         if status < 200 or status in _NEVER:
             return None
@@ -173,7 +180,7 @@ class CompressionRules:
             return Outcome([h for i, h in enumerate(headers) if i != identity], None)
         if not type_matches:
             return None
-        if method == "HEAD":
+        if method == "HEAD" and status != _NOT_MODIFIED:
             return Outcome(_with_vary(list(headers), vary), None)
         if length is None or length >= self._most:
             offers = self._offers
@@ -184,6 +191,10 @@ class CompressionRules:
         coding = choose(offers, parse_accept_encoding(accept_encoding))
         if coding is None or coding == "identity":
             return Outcome(_with_vary(list(headers), vary), None)
+        if status == _NOT_MODIFIED:
+            # the 200 this request would get is compressed: its ETag is weak, and a 304
+            # carries the ETag and Vary of that 200 (RFC 9110 §15.4.5), no Content-Encoding
+            return Outcome(_with_vary(_weak_etag(list(headers), etag), vary), None)
         return Outcome(_compressed_fields(headers, coding, etag, vary), self._codecs[coding])
 
     def _type_listed(self, content_type: str) -> bool:
@@ -224,6 +235,19 @@ def _no_transform(cache_control: str) -> bool:
     )
 
 
+def _weak(etag: str) -> str:
+    """An entity tag made weak (``W/``): the compressed bytes are not the identity's."""
+    value = etag.strip(" \t")
+    return value if value.startswith("W/") else f"W/{value}"
+
+
+def _weak_etag(headers: list[tuple[str, str]], etag: int) -> list[tuple[str, str]]:
+    """``headers`` (a list of the caller's own) with the ``ETag`` at index ``etag`` weak."""
+    if etag >= 0:
+        headers[etag] = (headers[etag][0], _weak(headers[etag][1]))
+    return headers
+
+
 def _with_vary(headers: list[tuple[str, str]], vary: int) -> list[tuple[str, str]]:
     """``headers`` (a list of the caller's own) saying that the answer varies with
     ``Accept-Encoding``: merged into the ``Vary`` field at index ``vary`` (-1: none)."""
@@ -255,9 +279,7 @@ def _compressed_fields(
         if kind in (_LENGTH, _ACCEPT_RANGES):
             continue
         if index == etag:
-            value = header[1].strip(" \t")
-            if not value.startswith("W/"):
-                header = (header[0], f"W/{value}")
+            header = (header[0], _weak(header[1]))
         elif index == vary:
             merged_vary = len(fields)
         fields.append(header)

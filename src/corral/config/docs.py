@@ -206,7 +206,8 @@ Never compressed: a HEAD's answer, 1xx, 204, 304, a 206 (or any answer with
 `Content-Range`), a body already encoded (`Content-Encoding`), `Cache-Control: no-transform`,
 a `Content-Type` missing or not in `types`, a body whose known length is below the encoding's
 `min_length`. Every other answer carries `Vary: Accept-Encoding` (merged into the
-application's `Vary`), compressed or not, since another request could get it compressed. A
+application's `Vary`), compressed or not, since another request could get it compressed (a
+304 too, with the `ETag` the 200 would have: weak when that 200 is compressed). A
 compressed answer gets `Content-Encoding`, its strong `ETag` becomes weak (`W/"..."`), and
 it loses `Content-Length` (a whole body is framed by its compressed length, a streamed one
 is chunked) and `Accept-Ranges`. A streamed answer (a WSGI iterable, ASGI `more_body`,
