@@ -727,6 +727,21 @@ def _existing_directories(value: list[str] | str) -> list[str]:
     return [os.path.abspath(path) for path in found]
 
 
+def _static(parse: str) -> Callable[[Any], Any]:
+    """A reader of `corral.config.static_routes` (imported when a value is resolved), its
+    error made `Invalid`."""
+
+    def resolve(value: Any) -> Any:
+        from corral.config import static_routes
+
+        try:
+            return getattr(static_routes, parse)(value)
+        except static_routes.StaticError as exc:
+            raise Invalid(message=str(exc), at=exc.at) from None
+
+    return resolve
+
+
 def _env_files(value: list[str] | str) -> dict[str, str]:
     from corral.config.envfile import read_env_files
 
@@ -849,6 +864,12 @@ SECTIONS: tuple[tuple[str, str], ...] = (
         "worker stops accepting, and the old worker finishes its requests.",
     ),
     ("Responses", "What corral adds to every response."),
+    (
+        "Static files",
+        "Files the workers serve themselves, before the application sees the request: NGINX "
+        "Unit's `share` routes, which these settings write for the command line "
+        "(docs/static.md); a document's own routes say the same with every choice.",
+    ),
     ("Logging", "Error log and access log."),
     ("Process", "How the server process presents itself and how it is supervised."),
     (
@@ -867,6 +888,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     _WEBSOCKET,
     _RECYCLING,
     _RESPONSES,
+    _STATIC,
     _LOGGING,
     _PROCESS,
     _CONTROL,
@@ -1458,6 +1480,54 @@ SETTINGS: tuple[Setting, ...] = (
         "which also brings `isal`, which makes gzip levels 1-3 up to six times faster. "
         "What is and is not compressed: \"Response compression\" below.",
         key="http.compression",
+    ),
+    # -- Static files ---------------------------------------------------------------------------
+    Setting(
+        "static_map", _STATIC, _SRC, list[str] | dict[str, str], [],
+        "Serve the files of DIR under the URL path URL: `--static /static=./static` answers "
+        "`/static/app.css` with `./static/app.css`; repeat for several (the longest URL that "
+        "matches decides). A file no mount has is answered 404, except under `/` (the whole "
+        "site), which passes it to the application; see `static_fallback`. DIR must exist; a "
+        "relative one is taken from the directory corral starts in. Nothing outside DIR is "
+        "served (a share `chroot`). A file instead of DIR serves that file for URL exactly. "
+        "uWSGI's `static-map`, `static-map2` and `check-static`, Granian's "
+        "`--static-path-route` and `--static-path-mount`. In a file: a list of \"URL=DIR\" or "
+        "a table.",
+        flags=("--static",), metavar="URL=DIR", action=Action.APPEND,
+        accepts=list[str] | dict[str, str], resolve=_static("parse_mounts"),
+        expect='"URL=DIR" (repeatable), a list of them or a table of URL to DIR',
+    ),
+    Setting(
+        "static_fallback", _STATIC, _SRC, bool, False,
+        "A file a mount does not have is looked for in every other mount whose URL covers "
+        "the request, in the order given, then passed to the application (uWSGI's "
+        "`static-map`, WhiteNoise); then a mount serves GET and HEAD only, the application "
+        "every other method. Without it a miss is 404, as in nginx and Granian.",
+        flags=("--static-fallback",), action=Action.FLAG,
+    ),
+    Setting(
+        "static_index", _STATIC, _SRC, list[str], [],
+        "The file a directory of a mount is served by (the share `index`), repeatable: tried "
+        "in order. Without it `index.html`. uWSGI's `static-index`, Granian's "
+        "`--static-path-dir-to-file`.",
+        flags=("--static-index",), metavar="NAME", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_static("parse_index"),
+    ),
+    Setting(
+        "static_expires", _STATIC, _SRC, int | str | None, None,
+        "How long clients may keep the files of every mount (the share `expires`, nginx's "
+        "`expires`): seconds or `30s`, `10m`, `24h`, `7d`, `max`, `epoch`, `off`; "
+        "`Cache-Control: max-age` and `Expires` say it. Granian's `--static-path-expires`.",
+        flags=("--static-expires",), metavar="TIME", resolve=_static("check_expires"),
+    ),
+    Setting(
+        "static_expires_uri", _STATIC, _SRC, dict[str, int | str] | list[str], {},
+        "A file whose URL path (decoded, without the query) matches REGEX (searched, "
+        "Python's `re`) gets TIME (as `static_expires` takes it) instead, the first REGEX "
+        "that matches winning; repeatable. uWSGI's `static-expires-uri`. In a file: a list "
+        "of \"REGEX TIME\" strings or a table of REGEX to TIME.",
+        flags=("--static-expires-uri",), metavar='"REGEX TIME"', action=Action.APPEND,
+        resolve=_static("parse_expires_uri"),
     ),
     # -- Logging --------------------------------------------------------------------------------
     Setting(

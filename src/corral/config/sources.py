@@ -201,7 +201,14 @@ class CommandLine:
             return build_document(self.given, content, file=self.config)
         if base is None:  # the command line's own document: a file or a flag overrides them
             content = self.defaults | content
-        return build_document(_over(content, self.given), base)
+        doc = build_document(_over(content, self.given), base)
+        uwsgi = [key for key, listener in doc.listeners.items() if listener.protocol == "uwsgi"]
+        if doc.routes is not msgspec.UNSET and uwsgi:
+            warn(
+                f"{', '.join(uwsgi)}: a uwsgi socket passes every request to the application: "
+                "the static files are served on the HTTP listeners only (bind)"
+            )
+        return doc
 
 
 # The settings that say where to listen: `bind`, or Uvicorn's and Granian's host, port and uds.
@@ -409,7 +416,8 @@ def build_document(
     from_files = resolved.pop("env_file", None)
     if from_files:  # under `env`
         resolved["env"] = from_files | resolved.get("env", {})
-    listeners = {str(bind): _listener(module, bind, trusted) for bind in binds}
+    routes = _static_routes(module, resolved, given)
+    listeners = {str(bind): _listener(module, bind, trusted, routes) for bind in binds}
     for address in uwsgi:
         if str(address) in listeners:
             raise ConfigError(
@@ -422,6 +430,8 @@ def build_document(
         "applications": {module: application},
         "settings": {},
     }
+    if routes:
+        data["routes"] = routes
     for name, value in resolved.items():
         setting = BY_NAME[name]
         _place(application if setting.scope is Scope.APPLICATION else data, setting, value)
@@ -469,8 +479,49 @@ def _source(name: str, resolved: dict[str, Any]) -> Any:
     return BY_NAME[name].document_default()
 
 
-def _listener(module: str, bind: BindAddress, trusted: list[str] | None) -> dict[str, Any]:
-    listener: dict[str, Any] = {"pass": f"applications/{module}"}
+def _static_routes(
+    module: str, resolved: dict[str, Any], given: Mapping[str, Given]
+) -> list[dict[str, Any]]:
+    """The share routes of the static-file settings (taken out of `resolved`), in front of
+    the application; none without a mount (a setting that needs one is an error)."""
+    from corral.config.static_routes import StaticError, static_routes
+
+    values = {name: resolved.pop(name, None) for name in _STATIC_SETTINGS}
+    mounts = values["static_map"]
+    if not mounts:
+        needless = [name for name in _STATIC_SETTINGS if values[name] and name in given]
+        if needless:
+            raise ConfigError(
+                f"{given[needless[0]].where}: applies to the static mounts: give them "
+                f"({flag_of(BY_NAME['static_map'])} URL=DIR)"
+            )
+        return []
+    try:
+        return static_routes(
+            mounts,
+            module,
+            index=values["static_index"],
+            expires=values["static_expires"],
+            expires_uri=values["static_expires_uri"],
+            fallback=bool(values["static_fallback"]),
+        )
+    except StaticError as exc:
+        raise ConfigError(f"{given['static_map'].where}: {exc}") from None
+
+
+_STATIC_SETTINGS = (
+    "static_map",
+    "static_fallback",
+    "static_index",
+    "static_expires",
+    "static_expires_uri",
+)
+
+
+def _listener(
+    module: str, bind: BindAddress, trusted: list[str] | None, routes: list[Any]
+) -> dict[str, Any]:
+    listener: dict[str, Any] = {"pass": "routes" if routes else f"applications/{module}"}
     forwarded = None if trusted is None else gunicorn.forwarded(bind.kind == "unix", trusted)
     if forwarded is not None:
         listener["forwarded"] = forwarded

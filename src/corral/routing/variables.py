@@ -12,6 +12,13 @@ Unit's variables, kept exactly: ``$uri``, ``$host``, ``$request_uri`` (the targe
 ``${name}`` delimits. Unit's response-time variables (``$status``, ``$request_time``...) do
 not exist before a response: refused. A ``location`` is percent-encoded where a URI needs it
 (:func:`encode_location`), after its variables are filled in.
+
+corral's own, for a share that serves a URL prefix from a directory of another name (nginx's
+``alias``, uWSGI's ``static-map``), which Unit writes with an njs template literal:
+``${uri_after:/PREFIX}`` is ``$uri`` without PREFIX when ``$uri`` is PREFIX or continues it
+with ``/`` (``/static/a.css`` gives ``/a.css``, ``/static`` gives ``""``), else ``$uri`` whole;
+a trailing ``/`` of PREFIX is ignored, so the rest is empty or starts with ``/`` and a share
+``"/srv/files${uri_after:/static}"`` with ``"chroot": "/srv/files"`` stays in its directory.
 """
 
 from __future__ import annotations
@@ -31,8 +38,10 @@ _RESPONSE_TIME_VARIABLES = frozenset(
     ("status", "body_bytes_sent", "request_time", "time_local", "request_line", "request_id")
 )
 _VARIABLES_HELP = (
-    "uri, host, request_uri, method, remote_addr, dollar, arg_NAME, header_NAME, cookie_NAME"
+    "uri, host, request_uri, method, remote_addr, dollar, arg_NAME, header_NAME, cookie_NAME, "
+    "uri_after:/PREFIX"
 )
+_URI_AFTER = "uri_after:"
 
 
 def _uri_variable(r: RouteRequest) -> str:
@@ -43,9 +52,27 @@ def _host_variable(r: RouteRequest) -> str:
     return r._host if r._host is not None else r._load_host()
 
 
+def _uri_after(prefix: str, path: str) -> Callable[[RouteRequest], str]:
+    """``${uri_after:PREFIX}``: ``$uri`` without PREFIX at a segment boundary, else whole."""
+    if not prefix.startswith("/"):
+        raise RouteError(path, f"${{uri_after:{prefix}}}: the prefix is a path starting with '/'")
+    prefix = prefix.rstrip("/")
+    size = len(prefix)
+
+    def uri_after(r: RouteRequest) -> str:
+        uri = r._path if r._path is not None else r._load_path()
+        if uri.startswith(prefix) and (len(uri) == size or uri[size] == "/"):
+            return uri[size:]
+        return uri
+
+    return uri_after
+
+
 def _variable(name: str, path: str) -> Callable[[RouteRequest], str] | str:
     if name == "uri":
         return _uri_variable
+    if name.startswith(_URI_AFTER):
+        return _uri_after(name[len(_URI_AFTER) :], path)
     if name == "host":
         return _host_variable
     if name == "request_uri":
@@ -86,6 +113,8 @@ def _variable(name: str, path: str) -> Callable[[RouteRequest], str] | str:
             return values[0] if values else ""
 
         return cookie_value
+    if name == "uri_after":
+        raise RouteError(path, "$uri_after needs its prefix: ${uri_after:/PREFIX}")
     if name in _RESPONSE_TIME_VARIABLES or name.startswith("response_header_"):
         raise RouteError(path, f"variable ${name} has no value before a response exists")
     raise RouteError(path, f"unknown variable ${name} (routes know {_VARIABLES_HELP})")
