@@ -369,3 +369,71 @@ def test_a_flat_file_takes_a_table_of_mounts(site: Path) -> None:
         None,
         None,
     ]
+
+
+# -- uWSGI's ini -------------------------------------------------------------------------------
+
+
+def ini(site: Path, *lines: str) -> Path:
+    path = site / "app.ini"
+    path.write_text("\n".join(["[uwsgi]", "http = :8931", "module = myapp:app", *lines]) + "\n")
+    return path
+
+
+def test_uwsgi_mounts_are_tried_in_uwsgis_order_then_the_application(site: Path) -> None:
+    path = ini(
+        site,
+        "static-map2 = /static=%d",
+        "static-map = /static=%dapp/static",
+        "check-static = %dpublic",
+        "static-index = index.html",
+    )
+    doc = load(["--ini", str(path)])
+    assert [listener.pass_ for listener in doc.listeners.values()] == ["routes"]
+    assert [path for path, *_ in tried(doc.routes, "/static/a.css")[:-1]] == [
+        f"{site}/public/static/a.css",  # check-static first,
+        f"{site}/app/static/a.css",  # then static-map,
+        f"{site}/static/a.css",  # then static-map2, which keeps the mount point
+    ]
+    assert tried(doc.routes, "/static/a.css")[-1] == ToApplication("myapp")
+    assert tried(doc.routes, "/about") == [
+        (f"{site}/public/about", f"{site}/public", "index.html"),
+        ToApplication("myapp"),
+    ]
+    assert tried(doc.routes, "/static/a.css", "POST") == [ToApplication("myapp")]
+
+
+def test_uwsgi_static_map_of_a_file_serves_it_for_its_url(site: Path) -> None:
+    doc = load(["--ini", str(ini(site, "static-map = /favicon.ico=%dfavicon.ico"))])
+    assert tried(doc.routes, "/favicon.ico")[0][0] == f"{site}/favicon.ico"
+    assert tried(doc.routes, "/favicon.ico/x") == [ToApplication("myapp")]
+
+
+def test_uwsgi_mounts_that_are_not_there_are_left_out_with_a_warning(site: Path) -> None:
+    lines: list[str] = []
+    path = ini(site, "static-map = /s=%dnope", "check-static = /nowhere", "static-index = a.html")
+    doc = parse_command_line(["--ini", str(path)], environ={}).document(warn=lines.append)
+    assert lines == [
+        f'{path}:4: static-map: "{site}/nope": no such directory: left out',
+        f'{path}:5: check-static: "/nowhere": no such directory: left out',
+        f"{path}:6: static-index: has no effect without static-map or check-static",
+    ]
+    assert [listener.pass_ for listener in doc.listeners.values()] == ["applications/myapp"]
+
+
+def test_uwsgi_static_map_without_a_mount_point_is_one_line(site: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load(["--ini", str(ini(site, "static-map = %dstatic"))])
+    assert str(info.value) == (
+        f'{site}/app.ini:4: static-map: expected MOUNTPOINT=DIR, got "{site}/static"'
+    )
+
+
+def test_uwsgi_static_expires_uri_is_read_as_regex_and_seconds(site: Path) -> None:
+    from corral.config.uwsgi import read_ini
+
+    given = read_ini(
+        str(ini(site, "static-map = /s=%dstatic", r"static-expires-uri = \.css$ 3600"))
+    )
+    assert given.given["static_expires_uri"].value == [r"\.css$ 3600"]
+    assert given.given["static_fallback"].value is True
