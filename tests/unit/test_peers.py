@@ -20,6 +20,7 @@ import pytest
 from corral.config import granian, gunicorn, uvicorn
 from corral.config.settings import ANY_ADDRESS, SETTINGS
 from tests.unit.test_gunicorn import ACCEPTED, REFUSED, WORKS, Check, app, listener, run, walk
+from tests.unit.test_static_habits import EXPIRES_PENDING, share_has_expires
 
 UVICORN_VERSION = "0.55.0"
 GRANIAN_VERSION = "2.8.9"
@@ -164,10 +165,12 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--no-factory", None, WORKS, lambda d: app(d)["factory"] is False),
     ("--working-dir", "/srv", WORKS, lambda d: app(d)["working_directory"] == "/srv"),
     ("--env-files", "ENVFILE", WORKS, lambda d: app(d)["environment"] == {"PEER_TEST_A": "1"}),
-    ("--static-path-route", "/static", REFUSED, None),
-    ("--static-path-mount", "/srv/static", REFUSED, None),
-    ("--static-path-dir-to-file", "index.html", REFUSED, None),
-    ("--static-path-expires", "60", REFUSED, None),
+    ("--static-path-route", "/static", ACCEPTED, None),  # read with a mount: below
+    ("--static-path-mount", "DIR", WORKS,
+     lambda d: d["routes"][0]["match"]["uri"] == ["/static", "/static/*"]
+     and d["routes"][0]["action"]["expires"] == 86400),
+    ("--static-path-dir-to-file", "index.html", ACCEPTED, None),
+    ("--static-path-expires", "60", ACCEPTED, None),
     ("--metrics", None, REFUSED, None),
     ("--no-metrics", None, WORKS, None),
     ("--metrics-scrape-interval", "5", REFUSED, None),
@@ -207,7 +210,9 @@ def test_every_uvicorn_flag(capsys, tmp_path, flag, value, outcome, check):
 @pytest.mark.parametrize(
     ("flag", "value", "outcome", "check"), GRANIAN_FLAGS, ids=[f for f, *_ in GRANIAN_FLAGS]
 )
-def test_every_granian_flag(capsys, tmp_path, flag, value, outcome, check):
+def test_every_granian_flag(capsys, tmp_path, request, flag, value, outcome, check):
+    if flag == "--static-path-mount" and not share_has_expires():
+        request.applymarker(pytest.mark.xfail(strict=True, reason=EXPIRES_PENDING))
     walk(capsys, tmp_path, flag, value, outcome, check)
 
 

@@ -11,10 +11,13 @@ WSGI names it, and corral's ``auto`` tells the two apart anyway.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
-from corral.config.peers import HTTP2, LIMITS, STATIC, TLS, Name, entry
+from corral.config.peers import HTTP2, LIMITS, TLS, Name, Unsupported, entry
 from corral.config.settings import Invalid
 from corral.config.uvicorn import SHARED
 
@@ -43,6 +46,36 @@ def _milliseconds(text: str) -> float:
     if not text.strip().isdigit():
         raise Invalid("milliseconds (an int)", text)
     return int(text) / 1000
+
+
+_MOUNT = "--static-path-mount"
+_STATIC_COMPANIONS = ("--static-path-route", "--static-path-expires", "--static-path-dir-to-file")
+_DEFAULT_EXPIRES = 86400  # Granian's --static-path-expires
+_ALONE = "read with --static-path-mount, nothing without it"
+
+
+def _static(values: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """Granian's static flags as corral's: each mount under its route (``/static`` for one
+    mount without a route; as many routes as mounts otherwise, Granian's rule), a miss
+    answered 404 as Granian does, ``Cache-Control`` for a day unless the flag says otherwise
+    (0: none)."""
+    mounts = values[_MOUNT]
+    routes = values.get("--static-path-route") or (["/static"] if len(mounts) == 1 else [])
+    if len(routes) != len(mounts):
+        raise Unsupported(
+            f"give one --static-path-route per mount (Granian's rule): {len(mounts)} mount(s), "
+            f"{len(routes)} route(s)"
+        )
+    found = [("static_map", [f"{r}={m}" for r, m in zip(routes, mounts, strict=True)], _MOUNT)]
+    expires: Any = values.get("--static-path-expires", _DEFAULT_EXPIRES)
+    with contextlib.suppress(Invalid):  # else the setting says what is wrong, naming the flag
+        expires = _duration(str(expires))
+    if expires != 0:
+        found.append(("static_expires", expires, "--static-path-expires"))
+    index = values.get("--static-path-dir-to-file")
+    if index is not None:
+        found.append(("static_index", [index], "--static-path-dir-to-file"))
+    return found
 
 
 _ONE_LOOP = "corral's worker runs one event loop thread; use --workers for more"
@@ -136,10 +169,17 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
           value=False, constant=False, same=(False,)),
     _flag("--working-dir", "chdir"),
     _flag("--env-files", "env_file"),
-    _flag("--static-path-route", instead=STATIC),
-    _flag("--static-path-mount", instead=STATIC),
-    _flag("--static-path-dir-to-file", instead=STATIC),
-    _flag("--static-path-expires", instead=STATIC),
+    _flag("--static-path-route", instead=_ALONE + ": the URL of the mount at its place "
+          "(`static_map`)", repeat=True, accept=True),
+    _flag("--static-path-mount", "static_map", "served under its --static-path-route "
+          "(/static for one mount), a file it does not have answered 404, with Cache-Control "
+          "max-age=86400 unless --static-path-expires says otherwise (0: none), as in Granian; "
+          "--static URL=DIR is corral's flag (docs/static.md)", repeat=True,
+          companions=_STATIC_COMPANIONS, gather=_static),
+    _flag("--static-path-dir-to-file", instead=_ALONE + ": `static_index`; without it a "
+          "directory is served by its index.html, where Granian answers 404", accept=True),
+    _flag("--static-path-expires", instead=_ALONE + ": `static_expires`; Granian's default "
+          "is 86400 (a day), corral's --static-expires has none", accept=True),
     _flag("--metrics", instead=_METRICS, value=False),
     _flag("--no-metrics", instead="accepted: no metrics exporter", value=False,
           constant=False, same=(False,)),

@@ -124,7 +124,8 @@ def _add_hidden_flags(parser: argparse.ArgumentParser, flags: Iterable[Any]) -> 
             "help": argparse.SUPPRESS,
         }
         if entry.value:
-            parser.add_argument(*names, action="store", **common)
+            action = "append" if entry.repeat else "store"
+            parser.add_argument(*names, action=action, **common)
         else:
             parser.add_argument(*names, action="store_const", const=entry.constant, **common)
 

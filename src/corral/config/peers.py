@@ -13,14 +13,17 @@ parser, hidden from ``--help``, and handled here:
   writes the value otherwise), type-checked by the caller like a flag of corral's own;
 - a value in ``Name.same`` asks nothing corral does not do anyway: taken without a word;
 - one without a counterpart stops the command with one `ConfigError` line saying what corral
-  does instead, except ``Name.accept`` ones (nothing is lost without them: one warning line).
+  does instead, except ``Name.accept`` ones (nothing is lost without them: one warning line);
+- one whose meaning needs other flags' values (Granian's ``--static-path-mount``, paired with
+  its ``--static-path-route``) has a ``Name.gather`` that reads them all (its
+  ``Name.companions``) into values for several settings; a companion is then not read alone.
 
 A flag two tables share has one meaning (the first table's entry is the one registered).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +33,6 @@ from corral.config.settings import Invalid
 __all__ = [
     "HTTP2",
     "LIMITS",
-    "STATIC",
     "TLS",
     "Mapped",
     "Name",
@@ -51,7 +53,6 @@ LIMITS = (
     "each, and a WSGI worker runs --threads requests at once and reads no more meanwhile "
     "(--workers sets how many workers share the load)"
 )
-STATIC = "static files are not served yet (planned: issue 32); let a proxy in front serve them"
 
 
 class Unsupported(Exception):
@@ -76,6 +77,12 @@ class Name:
     accept: bool = False  # no counterpart, nothing lost: a flag is accepted with a warning
     refuse: bool = False  # no counterpart, and a file that sets it is refused too
     server: str = "Gunicorn's"  # whose name it is, as the messages say it
+    repeat: bool = False  # the flag may be given several times: its value is the list
+    # the flags read with this one (by their names), not alone, when it is given
+    companions: tuple[str, ...] = ()
+    # this flag's and its companions' values (by name) -> (setting, value, flag) for each
+    # setting they set; raises Unsupported or Invalid
+    gather: Callable[[Mapping[str, Any]], list[tuple[str, Any, str]]] | None = None
 
     def disposition(self) -> str:
         """What corral does with it, in words (docs/settings.md)."""
@@ -169,13 +176,23 @@ def from_flags(given: Sequence[tuple[Name, Any]], argv: Iterable[str]) -> Readin
     reading = Reading([], [])
     refused: list[tuple[Name, str]] = []  # each with its line
     typed = [arg.partition("=")[0] for arg in argv]
+    found = {entry.name: value for entry, value in given}
+    read_with = {name for entry, _ in given if entry.gather for name in entry.companions}
     for entry, value in given:
         flag = next((f for f in typed if f in entry.flags), entry.flags[-1])
         if not flag.startswith("--"):  # named long, as corral names its own flags
             flag = next(f for f in entry.flags if f.startswith("--"))
-        if same(value, entry.same) or _same_text(value, entry.same):
+        if entry.name in read_with or same(value, entry.same) or _same_text(value, entry.same):
             continue
-        if entry.setting:
+        if entry.gather is not None:
+            names = (entry.name, *entry.companions)
+            try:
+                gathered = entry.gather({name: found[name] for name in names if name in found})
+            except (Unsupported, Invalid) as exc:
+                refused.append((entry, f"{flag}: {exc}"))
+                continue
+            reading.values += [Mapped(setting, item, at) for setting, item, at in gathered]
+        elif entry.setting:
             try:
                 converted = entry.convert(value) if entry.convert else value
             except (Unsupported, Invalid) as exc:
