@@ -28,7 +28,7 @@ from typing import Any
 from corral.config import ConfigError, Document, document_builtins, validate_document
 from corral.control import stacks, tree
 from corral.master.arbiter import Arbiter
-from corral.master.generation import ApplyFailed
+from corral.master.generation import ROUTES_POOL, ApplyFailed
 from corral.master.process import WorkerProcess
 from corral.observe import latency
 
@@ -200,7 +200,8 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
     request (active) or without (idle). Per application: its processes running (ready),
     starting and idle (ready, no request in progress), the requests in its application code
     now (active) and served so far (total, an addition to Unit's shape); corral's own: its
-    latency percentiles and (with ``workers``) each of its workers.
+    latency percentiles and (with ``workers``) each of its workers. The workers of a document
+    without application (its routes alone) count in ``connections`` and ``requests``.
     """
     active = idle = total = 0
     applications: dict[str, Any] = {}
@@ -230,7 +231,15 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
         }
         if workers:  # not for /metrics, which would read /proc for figures it does not give
             applications[name]["workers"] = _workers(arbiter, name)
-    counted = [arbiter.tally(name) for name in {*arbiter.gone, *arbiter.current.doc.applications}]
+    for worker in arbiter.workers.values():  # a document without application: its routes'
+        if worker.pool.name == ROUTES_POOL:
+            _, _, w_active, w_idle, _ = worker.connections
+            active += w_active
+            idle += w_idle
+    if ROUTES_POOL in arbiter.current.pools:
+        total += arbiter.tally(ROUTES_POOL).served
+    served_by = {*arbiter.gone, *arbiter.current.doc.applications, *arbiter.current.pools}
+    counted = [arbiter.tally(name) for name in served_by]
     accepted = sum(tally.accepted for tally in counted)
     closed = sum(tally.closed for tally in counted)
     return {

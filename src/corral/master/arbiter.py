@@ -12,7 +12,9 @@ Invariants:
   reload by itself. One change is under way at a time: a reload asked for meanwhile
   runs after it, an apply waits for it (``Reloads.apply`` in reload.py holds one asyncio.Lock).
 - A document may hold no application (a server started empty for the control API):
-  its generation has no worker, and is committed at once.
+  its generation has no worker, and is committed at once; unless it has listeners, whose
+  routes (files, ``return`` answers) one pool of workers without an application serves
+  (`generation.ROUTES_POOL`).
 - A slot that is still wanted is never left empty on purpose: recycling starts a
   successor and retires the old worker only once the successor is ready.
 - At start-up, a worker that exits with :data:`~corral.server.worker.EXIT_APP_LOAD`
@@ -177,12 +179,7 @@ class Arbiter:
         if self.control is not None:
             await self.control.start(loop)
         for pool in gen.pools.values():
-            self.log.info(
-                "serving %s with %d worker(s) x %d thread(s)",
-                pool.name,
-                pool.workers,
-                pool.application.threads,
-            )
+            self.log.info("serving %s", pool.serving)
         if not gen.pools and self.emperor is not None:
             self.log.info("no application configured: waiting for files in the emperor's directory")
         elif not gen.pools:

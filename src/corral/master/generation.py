@@ -20,12 +20,18 @@ from typing import Any
 
 import msgspec
 
-from corral.config import Document
+from corral.config import Application, Document
 from corral.master.identity import Identity
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
+
+# The pool of a document whose listeners serve only routes (files, `return` answers) and that
+# has no application: its name is none an application may have, its workers' application
+# never answers (apps/unrouted.py).
+ROUTES_POOL = "(routes)"
+ROUTES_APPLICATION = Application(module="corral.apps.unrouted", callable="application")
 
 
 class ApplyFailed(Exception):
@@ -63,10 +69,11 @@ class Pool:
     serve on, unrestarted (see `same_workers`).
     """
 
-    def __init__(self, name: str, doc: Document) -> None:
+    def __init__(self, name: str, doc: Document, application: Any = None) -> None:
         self.name = name
         self.doc = doc  # the document it was started from (hooks read it as Gunicorn's cfg)
-        self.application: Any = doc.applications[name]
+        # the document's, or ROUTES_APPLICATION for the ROUTES_POOL
+        self.application: Any = application or doc.applications[name]
         self.settings = doc.settings
         self.access_log = doc.access_log
         app = self.application
@@ -87,6 +94,13 @@ class Pool:
     @property
     def workers(self) -> int:
         return int(self.application.workers)
+
+    @property
+    def serving(self) -> str:
+        """What its workers serve, as the start-up log says it."""
+        if self.name == ROUTES_POOL:
+            return f"the routes with {self.workers} worker(s) (no application)"
+        return f"{self.name} with {self.workers} worker(s) x {self.application.threads} thread(s)"
 
     @property
     def listeners(self) -> list[ListenerSpec]:
@@ -143,7 +157,9 @@ class Generation:
     NAME's alone; one passing to routes (or to an application named by variables) is shared
     by every application its routes may pass to (`Router.reached`), or by all of them when
     that cannot be told or is none (a table of ``return`` actions); a worker that routes a
-    request to another application hands the connection to it (see handoff.py).
+    request to another application hands the connection to it (see handoff.py). A document
+    with listeners and no application has one pool, `ROUTES_POOL`, whose workers run the
+    routes alone (files and ``return`` answers need no application).
     """
 
     def __init__(
@@ -157,6 +173,8 @@ class Generation:
         self.doc = doc
         self.settings = doc.settings
         self.pools = {name: Pool(name, doc) for name in doc.applications}
+        if not self.pools and doc.listeners:
+            self.pools[ROUTES_POOL] = Pool(ROUTES_POOL, doc, ROUTES_APPLICATION)
         self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
         # set while it is the pending generation: the reason it was rolled back, or None
         self.settled: asyncio.Future[str | None] | None = None
@@ -178,6 +196,8 @@ class Generation:
             router = compile_routes(routes, applications=route_targets(doc.applications))
         for pool in self.pools.values():
             pool.sockets = {}
+            if router is not None:  # its workers route by it: a routed listener's, a hand-off's
+                pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():
             for name in self._served_by(doc.listeners[address].pass_, router):
                 self.pools[name].sockets[address] = sock
@@ -186,7 +206,6 @@ class Generation:
         # connection they hand over must find a worker (which routes it by the new one).
         for name in self.pools.keys() & handoffs.keys():
             pool = self.pools[name]
-            pool.routes, pool.router = doc.routes, router
             pool.handoff = handoffs[name][1]
             pool.handoff_addresses = {other: address for other, (address, _) in handoffs.items()}
 
@@ -201,10 +220,12 @@ class Generation:
     @property
     def application(self) -> Any:
         """The application when there is exactly one (what single-application views show)."""
-        if len(self.pools) != 1:
+        if len(self.pools) != 1 or ROUTES_POOL in self.pools:
             return None
         return next(iter(self.pools.values())).application
 
     @property
     def app_name(self) -> str | None:
-        return next(iter(self.pools)) if len(self.pools) == 1 else None
+        if len(self.pools) != 1 or ROUTES_POOL in self.pools:
+            return None
+        return next(iter(self.pools))

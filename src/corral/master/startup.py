@@ -115,6 +115,12 @@ def _serve(
             reread = origin.reread
             origin = replace(origin, reread=lambda: systemd.replace_binds(reread(), addresses))
         inherited = activated
+    if not doc.listeners and not doc.applications and control_server is None and not vassals:
+        sys.stderr.write(
+            "corral: error: nothing to serve: the document has no listener and no application "
+            "(start with --control unix:PATH to configure them through the control API)\n"
+        )
+        return EXIT_CONFIG
     try:
         arbiter = Arbiter(doc, log, origin)
     except ValueError as exc:
