@@ -25,6 +25,7 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("corral main:app --host 0.0.0.0 --port 8000", "Uvicorn's (and Granian's) flags work"),
     ("corral myproject.wsgi", "reads ./gunicorn.conf.py if there"),
     ("corral --ini uwsgi.ini", "a uWSGI ini file"),
+    ("corral mysite.wsgi --static /static=./staticfiles", "Django's collected static files"),
     ("corral -c unit.json", "an NGINX Unit document"),
     ("corral -c corral.toml --check-config", "validate and print a config file"),
     ("corral --state-dir /var/lib/corral", "set up through the control API"),
@@ -38,7 +39,8 @@ DOCS: tuple[tuple[str, str], ...] = (
         "every setting, and Gunicorn's, Uvicorn's, Granian's, uWSGI's and NGINX "
         "Unit's names for it",
     ),
-    ("migrating.md", "coming from Gunicorn, uWSGI, NGINX Unit, Uvicorn or Granian"),
+    ("migrating.md", "coming from Gunicorn, uWSGI, NGINX Unit, Uvicorn, Granian or nginx"),
+    ("static.md", "static files: --static, uWSGI's and Granian's, a document's shares"),
     ("operations.md", "signals, reloads, logs and exit codes"),
     ("deploy.md", "systemd units and nginx in front"),
     ("control-api.md", "the control API and corral ctl"),
