@@ -501,3 +501,28 @@ def test_granian_mounts_without_as_many_routes_are_one_line(site: Path) -> None:
         "--static-path-mount: give one --static-path-route per mount (Granian's rule): "
         "2 mount(s), 0 route(s)"
     )
+
+
+def test_an_emperors_vassal_serves_its_static_files_from_its_own_table(site: Path) -> None:
+    import logging
+
+    from corral.config import Document
+    from corral.master.emperor import Emperor
+
+    vassals = site / "vassals"
+    vassals.mkdir()
+    (vassals / "blog.ini").write_text(
+        f"[uwsgi]\nhttp = 127.0.0.1:8101\nmodule = blog:app\nstatic-map = /static={site}/static\n"
+    )
+    (vassals / "shop.ini").write_text("[uwsgi]\nhttp = 127.0.0.1:8102\nmodule = shop:app\n")
+    emperor = Emperor(str(vassals), Document(), logging.getLogger("test"))
+    emperor.look()
+    doc = emperor.document()
+    passes = {key: listener.pass_ for key, listener in doc.listeners.items()}
+    assert passes == {"127.0.0.1:8101": "routes/blog", "127.0.0.1:8102": "applications/shop"}
+    assert list(doc.routes) == ["blog"]
+    router = compile_routes(doc.routes, applications=["blog", "shop"])
+    action = router.resolve("routes/blog", request("/static/a.css"))
+    assert isinstance(action, Share) and action.paths == (f"{site}/static/a.css",)
+    assert router.resolve_fallback(action, request("/static/a.css")) == ToApplication("blog")
+    assert router.resolve("routes/blog", request("/")) == ToApplication("blog")

@@ -6,6 +6,8 @@ as ``-c`` reads it (flat settings, or a whole document without routes), whose ap
 and listeners join the emperor's document. A vassal's one application is named after its
 file (``blog.ini`` is ``blog``); a vassal with several names them ``FILE-NAME``. Server-wide
 settings are the emperor's own (its command line): a vassal's are ignored, with a warning.
+The routes a vassal's static files make (uWSGI's ``static-map``...) are its own table of the
+emperor's routes, named after its file (``routes/blog``), which its listeners pass to.
 
 The arbiter looks every second (its tick) and applies a change through the path the control
 API uses (`Reloads.apply`): a file added, changed or touched (a new mtime, same content
@@ -22,6 +24,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 
@@ -40,6 +43,7 @@ class _Vassal:
     listeners: dict[str, Any] = field(default_factory=dict)
     applications: dict[str, Any] = field(default_factory=dict)
     good: bool = True  # False: read failed; `listeners` and `applications` are the last good
+    routes: dict[str, Any] = field(default_factory=dict)  # its table, by its name, if any
 
 
 @dataclass
@@ -64,9 +68,13 @@ class Emperor:
         data = msgspec.to_builtins(self.base)
         data["listeners"] = {}
         data["applications"] = {}
+        routes: dict[str, Any] = {}
         for vassal in self.vassals.values():
             data["listeners"].update(vassal.listeners)
             data["applications"].update(vassal.applications)
+            routes.update(vassal.routes)
+        if routes:
+            data["routes"] = routes
         return validate_document(data)
 
     def look(self) -> Change | None:
@@ -118,6 +126,7 @@ class Emperor:
                     current.signature if current is not None else old.signature,
                     old.listeners,
                     old.applications,
+                    routes=old.routes,
                 )
                 self.vassals[name] = restored
 
@@ -125,29 +134,30 @@ class Emperor:
         self, name: str, path: str, signature: tuple[int, int, int], old: _Vassal | None
     ) -> _Vassal:
         try:
-            listeners, applications = self._parts(name, path)
+            listeners, applications, routes = self._parts(name, path)
         except ConfigError as exc:
             self.log.error("emperor: %s; it changes nothing", exc)
             kept = old or _Vassal(signature)
-            return _Vassal(signature, kept.listeners, kept.applications, good=False)
-        return _Vassal(signature, listeners, applications)
+            return _Vassal(signature, kept.listeners, kept.applications, False, kept.routes)
+        return _Vassal(signature, listeners, applications, routes=routes)
 
-    def _parts(self, name: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _parts(self, name: str, path: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         content = read_config(path, lambda line: self.log.warning("emperor: %s", line))
         doc = content if isinstance(content, Document) else build_document(content)
         data = msgspec.to_builtins(doc)
-        if data.get("routes"):
+        if data.get("routes") and isinstance(content, Document):
             raise ConfigError(f"{path}: a vassal has no routes: one application per file")
         stem = os.path.splitext(name)[0]
         apps = data.get("applications", {})
         renamed = {old: stem if len(apps) == 1 else f"{stem}-{old}" for old in apps}
         applications = {renamed[old]: app for old, app in apps.items()}
+        # its static files' steps (a flat file's: one array), as its own table
+        steps = [_renamed(step, renamed) for step in data.get("routes") or ()]
         listeners = {}
         for address, listener in data.get("listeners", {}).items():
-            target = listener.get("pass", "").removeprefix("applications/")
-            app, slash, rest = target.partition("/")
-            if app in renamed:
-                listener["pass"] = f"applications/{renamed[app]}{slash}{rest}"
+            listener = _renamed(listener, renamed)
+            if listener["pass"] == "routes":
+                listener["pass"] = f"routes/{quote(stem, safe='')}"
             for other_name, other in self.vassals.items():
                 if other_name != name and address in other.listeners:
                     raise ConfigError(f"{path}: listener {address} is {other_name}'s already")
@@ -162,4 +172,18 @@ class Emperor:
                 path,
                 ", ".join(ignored),
             )
-        return listeners, applications
+        return listeners, applications, {stem: steps} if steps else {}
+
+
+def _renamed(action: dict[str, Any], renamed: dict[str, str]) -> dict[str, Any]:
+    """A listener, a route step or an action, with each pass to one of the vassal's
+    applications (its fallbacks' too) naming it as the emperor's document does."""
+    found = dict(action)
+    target = found.get("pass", "").removeprefix("applications/")
+    app, slash, rest = target.partition("/")
+    if "pass" in found and app in renamed:
+        found["pass"] = f"applications/{renamed[app]}{slash}{rest}"
+    for key in ("action", "fallback"):
+        if isinstance(found.get(key), dict):
+            found[key] = _renamed(found[key], renamed)
+    return found
