@@ -59,6 +59,7 @@ class FakeTransport:
 
 
 PARSER = None  # the connection's default unless --llhttp
+STEPS = None  # the listener plan's body steps: --compression's (hello is below min_length)
 
 CLOSE_REQUEST = REQUEST.replace(b"Accept: */*\r\n", b"Accept: */*\r\nConnection: close\r\n")
 
@@ -232,6 +233,8 @@ def run(
         conn = HttpConnection(state, forwarded_plan())
     elif PARSER is not None:
         conn = HttpConnection(state, ListenerPlan(parser=PARSER))
+    elif STEPS is not None:
+        conn = HttpConnection(state, ListenerPlan(steps=STEPS))
     else:
         conn = HttpConnection(state)
     request = PROXIED_REQUEST if proxied else REQUEST
@@ -277,11 +280,26 @@ def main() -> None:
     )
     parser.add_argument("--asgi", action="store_true", help="the ASGI adapter, hello_asgi")
     parser.add_argument(
+        "--compression",
+        action="store_true",
+        help="a listener with gzip and br configured (hello: below their min_length)",
+    )
+    parser.add_argument(
         "--llhttp",
         action="store_true",
         help="parse with the llhttp parser corral had before its own (tests/llhttp_oracle.py)",
     )
     args = parser.parse_args()
+    if args.compression:
+        global STEPS
+        from corral.compression import build_rules
+        from corral.config.settings import Compression, Compressor
+        from corral.server.steps import Compress
+
+        setting = Compression(
+            types=["text/*"], compressors=[Compressor(encoding="gzip"), Compressor(encoding="br")]
+        )
+        STEPS = Compress(build_rules(setting))
     if args.llhttp:
         global PARSER
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -34,11 +34,15 @@ cdef class ServerState:
     cdef public object on_client_gone
     cdef public object loop
 
+@cython.locals(text=str)
+cpdef bint _redirection(object status)
+
 cdef class HttpConnection(RequestSink):
     cdef public ServerState server
     cdef public object loop
     cdef public object plan
     cdef public object steps
+    cdef public Py_ssize_t steps_least
     cdef public object sockname
     cdef public object transport
     cdef public object route

@@ -149,6 +149,7 @@ class HttpConnection(RequestSink):
         "sockname",
         "state",
         "steps",
+        "steps_least",
         "transport",
         "trusted",
         "write_paused",
@@ -159,7 +160,10 @@ class HttpConnection(RequestSink):
         self.loop = server.loop
         self.plan = plan
         self.sockname = plan.sockname
-        self.steps = plan.steps  # the body steps of its answers (HttpConnection.begin)
+        steps = self.steps = plan.steps  # the body steps of its answers (HttpConnection.begin)
+        # a body shorter than this is none of theirs (but a 304's: it stands for a 200), so
+        # an answer their rules exclude by its length pays one comparison
+        self.steps_least = 0 if steps is None else steps.least
         self.transport: Any = None
         # routes (routed.RouteState, listeners with them only): the connection's routing, which
         # stands between the parser and the connection (the parser's sink: it routes each
@@ -431,7 +435,9 @@ class HttpConnection(RequestSink):
         the body follows through `Exchange.frame` and `Exchange.end`. Raises
         `InvalidResponse`."""
         steps = self.steps
-        if steps is not None:
+        if steps is not None and (
+            body_length is None or body_length >= self.steps_least or _redirection(status)
+        ):
             headers = steps.begin(exchange, status, headers, body_length)
             if exchange.encoder is not None:
                 body_length = None
@@ -443,7 +449,7 @@ class HttpConnection(RequestSink):
         """A whole answer at once, head and body, as the bytes for the wire. Raises
         `InvalidResponse`."""
         steps = self.steps
-        if steps is not None:
+        if steps is not None and (len(data) >= self.steps_least or _redirection(status)):
             headers, data = steps.whole(exchange, status, headers, data)
         head = self._head(exchange, status, headers, len(data))
         if exchange.discard:
@@ -643,6 +649,15 @@ class HttpConnection(RequestSink):
     def idle(self) -> bool:
         """No request in progress or queued: safe to close when draining."""
         return self.active is None and not self.pipeline
+
+
+def _redirection(status: Any) -> bool:
+    """A 3xx status, which the body steps see whatever its length (a 304 has no body of its
+    own: its fields are those of the 200 it stands for)."""
+    if type(status) is not str:
+        return False
+    text = status  # typed str when compiled: its first character read in place
+    return len(text) > 0 and text[0] == "3"
 
 
 def describe_peer(peer: Any) -> str:

@@ -63,7 +63,7 @@ class ListenerPlan:
         self.routing = routing
         self.pass_target = pass_target
         # what stands between an answer's fields and body and the wire (compression: a
-        # `corral.server.steps.BodySteps`), None without any: see HttpConnection.begin
+        # `corral.server.steps.Compress`), None without any: see HttpConnection.begin
         self.steps = steps
 
 

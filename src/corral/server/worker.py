@@ -82,6 +82,7 @@ from corral.server.handoff import HandoffServer
 from corral.server.plan import ListenerSpec, Plans
 from corral.server.routed import Routing, adopt_factory
 from corral.server.stacks import StackResponder
+from corral.server.steps import body_steps
 from corral.wire import (
     PULSE,
     Abort,
@@ -361,6 +362,7 @@ class Worker:
             routing,
             self.log,
             discard_unsafe_fields=spec.settings.discard_unsafe_fields,
+            steps=body_steps(spec.settings),
         )
         gate = None
         if spec.board is not None and spec.listeners:
