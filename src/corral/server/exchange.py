@@ -51,7 +51,9 @@ class Exchange:
         self.forwarded: Any = None
         # -- the response: what the access log and the hooks read
         self.status = 0
-        self.response_bytes = 0  # body bytes sent, after any encoding, before framing
+        # body bytes sent (after any encoding), chunk framing included as on the wire: what
+        # the access log and post_request's `sent` say
+        self.response_bytes = 0
         self.response_headers: list[tuple[str, str]] | None = None
         # -- its framing, set by HttpConnection.begin (head_sent: the head is made)
         self.keep_alive = True  # the answer allows keep-alive (the request may not: head)
@@ -88,9 +90,9 @@ class Exchange:
             self.remaining = remaining - len(data)
             self.response_bytes += len(data)
             return data
-        self.response_bytes += len(data)
         if self.chunked:
-            return chunk(data)
+            data = chunk(data)
+        self.response_bytes += len(data)
         return data
 
     def end(self, trailer_lines: str = "", more: bool = False) -> bytes:
@@ -125,8 +127,12 @@ class Exchange:
             if count > remaining:
                 count = remaining
             self.remaining = remaining - count
+        if self.chunked and count:
+            before = size_line(count)
+            self.response_bytes += count + len(before) + len(END_OF_DATA)
+            return count, before
         self.response_bytes += count
-        return count, size_line(count) if self.chunked and count else b""
+        return count, b""
 
     def file_sent(self, count: int) -> bytes:
         """What follows a file range of ``count`` bytes sent by sendfile."""

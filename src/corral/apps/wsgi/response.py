@@ -226,7 +226,7 @@ class WsgiCall:
                 span = result.sendfile_range()
                 if span is not None and self._sendfile(*span):
                     return
-                if exchange.discard:  # HEAD, 204 or 304: the head only
+                if exchange.head_sent and exchange.discard:  # HEAD, 204 or 304: the head only
                     self._end_and_finish()
                     return
             self.iterator = iter(result)
