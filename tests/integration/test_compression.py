@@ -209,3 +209,18 @@ def test_keep_alive_goes_on_after_compressed_answers(server: Server) -> None:
         sock.settimeout(5)
         sock.sendall(get("/small"))
         assert reader.response().body == b"hello"
+
+
+def test_the_command_line_flag_compresses_text_and_leaves_images(each_core: str) -> None:
+    """``--compression gzip:6,br`` (no document): text compressed in the server's order, an
+    image type left as it is."""
+    with Server(APPS["wsgi"], "--compression", "gzip:6,br") as running, running.connect() as sock:
+        reader = Reader(sock)
+        sock.sendall(get("/text", "Accept-Encoding: br, gzip"))
+        text = reader.response()
+        sock.sendall(get("/png", "Accept-Encoding: br, gzip"))
+        image = reader.response()
+    assert text.get("content-encoding") == "gzip"
+    assert decoded(text) == TEXT
+    assert image.get("content-encoding") is None
+    assert image.body == TEXT

@@ -727,6 +727,18 @@ def _existing_directories(value: list[str] | str) -> list[str]:
     return [os.path.abspath(path) for path in found]
 
 
+def _compression(value: Any) -> Any:
+    """``--compression gzip,br``: `corral.compression.flag` (imported when it is given)."""
+    if not isinstance(value, str):  # a document's table
+        return value
+    from corral.compression.flag import parse_codings
+
+    try:
+        return msgspec.convert(parse_codings(value), Compression)
+    except (ValueError, msgspec.ValidationError) as exc:
+        raise Invalid(message=str(exc)) from None
+
+
 def _static(parse: str) -> Callable[[Any], Any]:
     """A reader of `corral.config.static_routes` (imported when a value is resolved), its
     error made `Invalid`."""
@@ -1478,8 +1490,16 @@ SETTINGS: tuple[Setting, ...] = (
         "`~regex`); absent or empty, every type. br needs the `brotli` package and zstd "
         'the `backports.zstd` package before Python 3.14: `pip install "corral[compression]"`, '
         "which also brings `isal`, which makes gzip levels 1-3 up to six times faster. "
-        "What is and is not compressed: \"Response compression\" below.",
+        "What is and is not compressed: \"Response compression\" below. On the command "
+        "line: the codings in the server's order, each with its level if not the default "
+        "(`--compression gzip,br` or `gzip:6,br:5`), for text, JSON, JavaScript, XML and "
+        "SVG answers.",
         key="http.compression",
+        flags=("--compression",),
+        metavar="CODINGS",
+        accepts=Compression | str | None,
+        resolve=_compression,
+        expect='"CODING[:LEVEL],..." (gzip, br, zstd) or a table as NGINX Unit writes it',
     ),
     # -- Static files ---------------------------------------------------------------------------
     Setting(
