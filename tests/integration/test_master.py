@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 
 import pytest
@@ -106,6 +107,67 @@ def test_graceful_timeout_bounds_the_stop(flags, threads):
         assert elapsed >= 0.9, elapsed  # the request was given its grace period
         assert code == 0
         assert b"slept" not in read_all(sock)
+
+
+# A hooks file that holds a worker where uvloop starts to run its loop (the self-pipe it makes
+# then, called from the worker's own frame: uvloop's code has none) and stops the master from
+# there; it waits there for the master's TERM, which ends it when TERM is at its default.
+TERM_AS_THE_LOOP_STARTS = """\
+import os, signal, sys, time
+
+
+def post_worker_init(worker):
+    def probe(frame, event, arg):
+        caller = frame.f_back
+        if event != "call" or frame.f_code.co_name != "socketpair" or caller is None:
+            return
+        if not caller.f_code.co_filename.endswith("worker.py"):
+            return
+        sys.setprofile(None)
+        open(os.environ["PROBED"], "w").close()
+        arrived = []
+        handler = signal.getsignal(signal.SIGTERM)
+        if callable(handler):  # the loop's already: note the signal, then pass it on
+            def noted(signum, stack):
+                arrived.append(signum)
+                handler(signum, stack)
+
+            signal.signal(signal.SIGTERM, noted)
+        os.kill(os.getppid(), signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not arrived and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    sys.setprofile(probe)
+"""
+
+
+@pytest.mark.wallclock
+def test_term_as_a_worker_starts_its_loop_stops_it(tmp_path):
+    """The master stops as a worker's loop starts to run: the TERM it sends must end that
+    worker, not wait. uvloop hears a signal only while its loop runs: with the handler set
+    before, this TERM waited for a next signal that never came, the worker served on, and the
+    master stopped graceful_timeout + 1 s (31 s) later, killing it."""
+    hooks, probed = tmp_path / "hooks.py", tmp_path / "probed"
+    hooks.write_text(TERM_AS_THE_LOOP_STARTS)
+    with Server(
+        "proc_apps",
+        "--hooks",
+        str(hooks),
+        "--loop",
+        "uvloop",
+        env={"PROBED": str(probed)},
+        wait_ready=False,
+    ) as server:
+        try:
+            code = wait_exit(server, 10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the stop did not end the starting worker:\n{server.stderr}")
+        log = server.stderr
+    assert probed.exists(), log  # the worker was held where its loop starts
+    assert code == 0, log
+    assert "SIGTERM: graceful shutdown" in log, log
+    assert "did not stop in time" not in log, log
 
 
 @pytest.mark.wallclock

@@ -275,10 +275,6 @@ class Worker:
         self.state = state
         self._fields = head_fields(settings.server, settings.headers, settings.date_header)
         self._tick_clock()
-        loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
-        loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
-        if self._reopen_asked:
-            self.reopen_logs()
         # QUIT must work while the application blocks the loop: a plain handler
         # runs between bytecodes (and interrupts sleeps) on the main thread.
         signal.signal(signal.SIGQUIT, self.quit)
@@ -341,6 +337,14 @@ class Worker:
         assert loop is not None and state is not None
         spec = self.spec
         self._done = loop.create_future()  # a TERM during the lifespan startup ends it too
+        # On the running loop, not before it runs: uvloop hears a signal only while its loop
+        # runs, and one that came between the two would wait for the next signal to be acted
+        # on (a TERM while the worker started: a drain that never began). Until here TERM
+        # ends a starting worker, and USR1 is kept for later.
+        loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
+        loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
+        if self._reopen_asked:
+            self.reopen_logs()
         for lifespan in self.lifespans:
             try:
                 await lifespan.startup()
