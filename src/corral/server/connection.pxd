@@ -4,6 +4,7 @@ cimport cython
 
 from corral.http.head cimport Parser, RequestHead, RequestSink
 from corral.http.response cimport ResponseHead, build_head
+from corral.server cimport clock
 from corral.server.exchange cimport Exchange
 
 cdef class HttpConnection
@@ -56,6 +57,7 @@ cdef class HttpConnection(RequestSink):
     cdef public double deadline
     cdef public bint closed
     cdef public bint write_paused
+    cdef public double waiting_since
     cdef public bint reading_paused
     cdef public object sendfile_job
     cdef public object on_writable
@@ -79,6 +81,7 @@ cdef class HttpConnection(RequestSink):
     @cython.locals(server=ServerState, head=ResponseHead, request=RequestHead)
     cpdef bytes _head(self, Exchange exchange, object status, object headers,
                       object body_length)
+    @cython.locals(exchange=Exchange)
     cpdef send_wait(self, bint waiting)
     @cython.locals(server=ServerState, served=Py_ssize_t, body=object)
     cpdef finish(self, Exchange exchange, bint keep_alive, bytes last=*)

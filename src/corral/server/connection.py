@@ -42,6 +42,7 @@ from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.proxyheader import ProxyHeaderError
 from corral.http.response import build_head
+from corral.server import clock
 from corral.server.exchange import Exchange
 from corral.server.plan import PLAIN, ListenerPlan
 from corral.server.sendfile import SendfileJob
@@ -152,6 +153,7 @@ class HttpConnection(RequestSink):
         "steps_least",
         "transport",
         "trusted",
+        "waiting_since",
         "write_paused",
     )
 
@@ -187,6 +189,7 @@ class HttpConnection(RequestSink):
         self.deadline = NEVER
         self.closed = False
         self.write_paused = False
+        self.waiting_since = 0.0  # clock.now() when an answer began to wait for the client
         self.reading_paused = False
         self.sendfile_job: SendfileJob | None = None  # set while it waits for the socket
         self.on_writable: Callable[[], None] | None = None
@@ -540,7 +543,18 @@ class HttpConnection(RequestSink):
 
     def send_wait(self, waiting: bool) -> None:
         """An answer waits (or no longer does) for the client to read: the send deadline
-        runs meanwhile, from each wait."""
+        runs meanwhile, from each wait, and the wait is the client's time, not the
+        application's (`Exchange.client_time`: what the master's timeout does not count)."""
+        if waiting:
+            if not self.waiting_since:
+                self.waiting_since = clock.now()
+        elif self.waiting_since:
+            exchange = self.active
+            if exchange is not None:
+                exchange.client_time += clock.now() - max(
+                    self.waiting_since, exchange.request_start
+                )
+            self.waiting_since = 0.0
         if self.state == BUSY:
             self.deadline = self.server.now + self.server.send_timeout if waiting else NEVER
 

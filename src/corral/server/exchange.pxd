@@ -6,6 +6,7 @@ from corral.server cimport clock
 cdef class Exchange:
     cdef public RequestHead head
     cdef public double request_start
+    cdef public double client_time
     cdef public object body
     cdef public bint complete
     cdef public bint started

@@ -36,6 +36,9 @@ class Exchange:
         # (its age in the heartbeat), and the access log and the histogram time it (about 20
         # instructions compiled: clock.pxd)
         self.request_start = clock.now()
+        # seconds its answer waited for the client to read it (HttpConnection.send_wait), up
+        # to the wait under way: the master's timeout counts the application's time only
+        self.client_time = 0.0
         self.body = body
         self.complete = False  # the whole request body has arrived
         self.started = False  # handed to the adapter (or to its action)

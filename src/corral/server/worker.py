@@ -472,7 +472,8 @@ class Worker:
 
     def _oldest_request(self, now: float) -> InProgress | None:
         """The oldest request in progress, its age at ``now`` (``time.monotonic()``: the
-        loop's own clock may be uvloop's, read once per loop turn), or None."""
+        loop's own clock may be uvloop's, read once per loop turn) without the time its
+        answer waited for the client, or None."""
         state = self.state
         assert state is not None
         oldest = None
@@ -480,8 +481,10 @@ class Worker:
             exchange = conn.active
             if exchange is None or conn.waiting_for_client():
                 continue  # a slow reader is the client's time, not the application's
-            if oldest is None or exchange.request_start < oldest[0]:
-                oldest = (exchange.request_start, exchange)
+            # and so is every wait its answer had: the request's start moves by them
+            started = exchange.request_start + exchange.client_time
+            if oldest is None or started < oldest[0]:
+                oldest = (started, exchange)
         if oldest is None:
             return None
         head = oldest[1].head  # encode() cuts the target and writes its spaces %20
