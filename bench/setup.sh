@@ -7,14 +7,18 @@
 #   bash bench/setup.sh
 #
 # Environment:
-#   PYTHON     interpreter used to create the venv (default: python3)
-#   SKIP_APT=1 do not touch apt (tools already installed)
+#   PYTHON        interpreter used to create the venv (default: python3)
+#   SKIP_APT=1    do not touch apt (tools already installed)
+#   BENCH_CORRAL  the corral checkout to install, editable (default: this one, the
+#                 directory above bench/): another worktree's corral measured by this
+#                 checkout's bench/run.py; run setup.sh again without it to come back
 set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_DIR="$(dirname "$BENCH_DIR")"
 VENV="$BENCH_DIR/.venv"
 PYTHON="${PYTHON:-python3}"
+CORRAL_DIR="$(cd "${BENCH_CORRAL:-$REPO_DIR}" && pwd)"
 
 log() { printf '==> %s\n' "$*"; }
 
@@ -82,12 +86,12 @@ install_venv() {
     # bjoern also libev's, from apt).
     "${pip[@]}" install --quiet --upgrade \
         gunicorn uwsgi granian waitress bjoern uvicorn hypercorn matplotlib \
-        django djangorestframework fastapi \
+        django djangorestframework fastapi starlette whitenoise \
         uvloop httptools
-    log "installing corral (editable) from $REPO_DIR"
+    log "installing corral (editable) from $CORRAL_DIR"
     # with its compression extra (isal, brotli, backports.zstd): the codecs of
     # settings.http.compression; bench/compressors.py also measures the libraries not chosen
-    "${pip[@]}" install --quiet -e "$REPO_DIR[compression]" zlib-ng brotlicffi zstandard
+    "${pip[@]}" install --quiet -e "$CORRAL_DIR[compression]" zlib-ng brotlicffi zstandard
 }
 
 if [ "${SKIP_APT:-0}" != 1 ]; then
