@@ -41,7 +41,13 @@ def draw(results: Path, out: Path) -> list[Path]:
     for key, scenario in data["scenarios"].items():
         rps = medians(scenario)
         for keepalive, kind in ((True, "keep-alive"), (False, "close")):
-            loads = [load for load in scenario["loads"] if load["keepalive"] == keepalive]
+            # a named load (a file, an encoding: run.py's scenarios S, Z, J) is no point of a
+            # curve over connection counts
+            loads = [
+                load
+                for load in scenario["loads"]
+                if load["keepalive"] == keepalive and not load.get("name")
+            ]
             if len(loads) < 2:
                 continue
             figure, axes = pyplot.subplots(figsize=(7, 4.2), dpi=100)

@@ -7,6 +7,7 @@ Python server runs on the same interpreter:
     bench/.venv/bin/python bench/run.py --duration 2 --rounds 1 --scenarios A
     bench/.venv/bin/python bench/run.py --only corral,granian
     bench/.venv/bin/python bench/run.py --render              # re-render from results.json
+    bench/.venv/bin/python bench/run.py --scenarios S,Z,J     # files, compression (issue 32)
 
 Each (server, configuration) is started once per round, measured at all its
 loads (connection counts, keep-alive or `Connection: close`), measured for RSS
@@ -23,10 +24,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import gzip
 import http.client
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shlex
@@ -37,7 +40,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -49,6 +53,14 @@ OUT = BENCH / "out"
 LOGS = OUT / "logs"
 RESULTS_JSON = OUT / "results.json"
 RESULTS_MD = BENCH / "RESULTS.md"
+# the files of scenarios S, Z and J (write_site): nginx's root is SITE, the others serve FILES
+# under /static
+SITE = OUT / "site"
+FILES = SITE / "static"
+SMALL_FILE, LARGE_FILE = "1k.css", "1m.bin"
+PAGE_FILE, JSON_FILE = "page-100k.html", "list-20k.json"  # bench/compressors.py's bodies
+GZIP_CONFIG = OUT / "corral-gzip.toml"
+EXPIRES_S = 86400  # every server's Cache-Control max-age for the files: Granian's default
 PY = sys.executable
 VENV_BIN = Path(PY).parent
 HOST = "127.0.0.1"
@@ -71,6 +83,8 @@ PEER_PACKAGES = [
     "uvloop",
     "httptools",
     "bjoern",
+    "whitenoise",
+    "starlette",
 ]
 
 
@@ -79,29 +93,47 @@ PEER_PACKAGES = [
 
 @dataclass(frozen=True)
 class App:
-    """A WSGI application to serve: module:callable, its directory, what to GET."""
+    """A WSGI application to serve: module:callable, its directory, what to GET. static: the
+    server also serves FILES under /static (each server its own way: see the builders); gzip:
+    the server compresses its answers with gzip at level 1 (corral by GZIP_CONFIG, nginx by
+    its gzip module)."""
 
     name: str
     target: str
     directory: Path
     path: str
     check: Callable[[bytes], str | None]
+    static: bool = False
+    gzip: bool = False
 
 
 @dataclass(frozen=True)
 class Load:
-    """One wrk measurement: a connection count, keep-alive or not."""
+    """One wrk measurement: a connection count, keep-alive or not. A named load fetches its
+    own path (not the app's) with extra request fields: body is the file of FILES whose bytes
+    its answer carries (gunzipped when it asks for gzip), revalidate adds an If-None-Match of
+    the ETag the server gives the file (each server's own, fetched before the load), and
+    metric says what the figure is: req/s, or bytes/s (wrk's Transfer/sec)."""
 
     connections: int
     keepalive: bool = True
+    name: str = ""
+    path: str = ""
+    headers: tuple[str, ...] = ()
+    body: str = ""
+    revalidate: bool = False
+    metric: str = "rps"  # or "bytes"
 
     @property
     def key(self) -> str:
-        return f"{'ka' if self.keepalive else 'close'}-{self.connections}"
+        kind = f"{'ka' if self.keepalive else 'close'}-{self.connections}"
+        return f"{re.sub(r'[^a-z0-9]+', '-', self.name.lower())}-{kind}" if self.name else kind
 
     @property
     def label(self) -> str:
-        return f"{'keep-alive' if self.keepalive else 'close'} c={self.connections}"
+        kind = f"{'keep-alive' if self.keepalive else 'close'} c={self.connections}"
+        unit = " (MiB/s)" if self.metric == "bytes" else ""
+        return f"{self.name}, {kind}{unit}" if self.name else kind
 
 
 Builder = Callable[["App", int, int, int], list[str]]  # app, workers, threads, port -> argv
@@ -116,6 +148,7 @@ class Server:
     build: Builder
     reference: bool = False
     asgi: bool = False  # runs ASGI applications only: not in the WSGI scenarios
+    everywhere: bool = True  # in scenario A's every-WSGI-server list (else named by a scenario)
 
 
 @dataclass(frozen=True)
@@ -181,12 +214,43 @@ def check_drf(body: bytes) -> str | None:
     return None
 
 
+def check_file(name: str) -> Callable[[bytes], str | None]:
+    """A check that the body is the file FILES/name (read when checking: run() writes it)."""
+
+    def check(body: bytes) -> str | None:
+        want = (FILES / name).read_bytes()
+        return None if body == want else f"not {name}'s {len(want)} bytes: {body[:60]!r}"
+
+    return check
+
+
 DRF_DIR = OUT / "drf"
 HELLO_APP = App("hello", "hello:application", APPS, "/", check_hello)
 SLEEP_APP = App("sleep", "sleep:application", APPS, "/", check_hello)
 DRF_APP = App("drf", "drfproj.wsgi:application", DRF_DIR, "/users/", check_drf)
 ASGI_HELLO_APP = App("hello-asgi", "hello_asgi:app", APPS, "/", check_hello)
 FASTAPI_APP = App("fastapi-json", "fastapi_json:app", APPS, "/json", check_json)
+# the hello app behind each server's own file serving; readiness is the 1 KiB file
+STATIC_APP = App(
+    "static",
+    "hello:application",
+    APPS,
+    f"/static/{SMALL_FILE}",
+    check_file(SMALL_FILE),
+    static=True,
+)
+STATIC_GZIP_APP = App(
+    "static-gzip",
+    "hello:application",
+    APPS,
+    f"/static/{PAGE_FILE}",
+    check_file(PAGE_FILE),
+    static=True,
+    gzip=True,
+)
+# a Starlette app answering the 20 KiB JSON list: corral compresses it itself, Uvicorn runs
+# it behind Starlette's GZipMiddleware (json_gzip:gzipped)
+JSON_GZIP_APP = App("json-gzip", "json_gzip:app", APPS, "/json", check_file(JSON_FILE), gzip=True)
 
 
 # --------------------------------------------------------------------------- servers
@@ -202,7 +266,13 @@ def cmd(*parts: str | Path) -> list[str]:
 
 def corral(app: App, workers: int, threads: int, port: int) -> list[str]:
     flags = f"-m corral {app.target} -w {workers} --threads {threads} -b {HOST}:{port}"
-    return cmd(Path(PY), flags)
+    # the share route --static writes; compression from a config file ([compression])
+    static = ["--static", f"/static={FILES}", "--static-expires", str(EXPIRES_S)]
+    return (
+        cmd(Path(PY), flags)
+        + (static if app.static else [])
+        + (["-c", str(GZIP_CONFIG)] if app.gzip else [])
+    )
 
 
 def corral_python(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -217,6 +287,13 @@ def gunicorn_sync(app: App, workers: int, threads: int, port: int) -> list[str]:
 def gunicorn_gthread(app: App, workers: int, threads: int, port: int) -> list[str]:
     flags = f"-w {workers} -k gthread --threads {threads} -b {HOST}:{port} {app.target}"
     return cmd(VENV_BIN / "gunicorn", flags)
+
+
+def whitenoise(app: App, workers: int, threads: int, port: int) -> list[str]:
+    """gthread on hello behind WhiteNoise (apps/whitenoise_app.py: FILES under /static/,
+    autorefresh off, max_age EXPIRES_S), as a Django or Flask site serves its files today."""
+    served = App(app.name, "whitenoise_app:application", app.directory, app.path, app.check)
+    return gunicorn_gthread(served, workers, threads, port)
 
 
 def uwsgi(app: App, workers: int, threads: int, port: int, socket: str = "http") -> list[str]:
@@ -239,12 +316,17 @@ def uwsgi_http11(app: App, workers: int, threads: int, port: int) -> list[str]:
 def granian(app: App, workers: int, threads: int, port: int, interface: str = "wsgi") -> list[str]:
     # --blocking-threads is the WSGI pool; an ASGI app runs on the runtime's thread
     pool = f"--blocking-threads {threads} " if interface == "wsgi" else ""
+    # its static route, served by its Rust side before the application
+    static = cmd(
+        "--static-path-route /static --static-path-mount", FILES,
+        f"--static-path-expires {EXPIRES_S}",
+    ) if app.static else []  # fmt: skip
     return cmd(
         VENV_BIN / "granian",
         f"--interface {interface} --http 1 --host {HOST} --port {port}",
         f"--workers {workers} {pool}--runtime-threads 1",
-        "--no-access-log --log-level warning --working-dir", app.directory, app.target,
-    )  # fmt: skip
+        "--no-access-log --log-level warning --working-dir", app.directory,
+    ) + static + [app.target]  # fmt: skip
 
 
 def granian_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -255,6 +337,14 @@ def uvicorn(app: App, workers: int, threads: int, port: int) -> list[str]:
     # its fastest stack: httptools and uvloop, as corral's
     flags = f"--host {HOST} --port {port} --workers {workers} --http httptools --loop uvloop"
     return cmd(VENV_BIN / "uvicorn", flags, "--no-access-log --log-level warning", app.target)
+
+
+def uvicorn_gzip(app: App, workers: int, threads: int, port: int) -> list[str]:
+    """Uvicorn on the app behind Starlette's GZipMiddleware (compresslevel=1): the module's
+    `gzipped` beside its `app`."""
+    module, _ = app.target.split(":")
+    gzipped = App(app.name, f"{module}:gzipped", app.directory, app.path, app.check)
+    return uvicorn(gzipped, workers, threads, port)
 
 
 def hypercorn(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -275,11 +365,19 @@ def waitress(app: App, workers: int, threads: int, port: int) -> list[str]:
 
 
 def nginx(app: App, workers: int, threads: int, port: int) -> list[str]:
-    prefix = OUT / "nginx"
+    """nginx.conf (return 200) or, for an app with static files, nginx-files.conf with its
+    root at SITE, and its gzip on when the app compresses."""
+    name = "nginx-files" if app.static else "nginx"
+    # a directory per configuration: RESULTS.md's command names the file that ran
+    prefix = OUT / ("nginx-gzip" if app.static and app.gzip else name)
     (prefix / "tmp").mkdir(parents=True, exist_ok=True)
-    text = (BENCH / "nginx.conf").read_text()
+    text = (BENCH / f"{name}.conf").read_text()
+    text = re.sub(r"listen\s+[\d.]+:\d+;", f"listen {HOST}:{port};", text)
+    if app.static:
+        text = re.sub(r"(?m)^(\s*)root\s+[^;]+;", rf"\g<1>root {SITE};", text)
+        text = re.sub(r"(?m)^(\s*)gzip\s+off;", rf"\g<1>gzip {'on' if app.gzip else 'off'};", text)
     conf = prefix / "nginx.conf"
-    conf.write_text(re.sub(r"listen\s+[\d.]+:\d+;", f"listen {HOST}:{port};", text))
+    conf.write_text(text)
     binary = Path(shutil.which("nginx") or "/usr/sbin/nginx")
     return cmd(binary, "-p", prefix, "-c", conf, "-e stderr")
 
@@ -307,11 +405,21 @@ SERVERS: dict[str, Server] = {
     "corral-python": Server("corral", "corral, Python core", corral_python),
     "gunicorn-sync": Server("gunicorn", "gunicorn sync", gunicorn_sync),
     "gunicorn-gthread": Server("gunicorn", "gunicorn gthread", gunicorn_gthread),
+    "whitenoise": Server(
+        "whitenoise", "WhiteNoise, gunicorn gthread", whitenoise, everywhere=False
+    ),
     "uwsgi": Server("uwsgi", "uWSGI", uwsgi),
     "uwsgi-http11": Server("uwsgi", "uWSGI --http11-socket", uwsgi_http11),
     "granian": Server("granian", "Granian", granian),
     "granian-asgi": Server("granian", "Granian ASGI", granian_asgi, asgi=True),
     "uvicorn": Server("uvicorn", "Uvicorn", uvicorn, asgi=True),
+    "uvicorn-gzip": Server(
+        "uvicorn",
+        "Uvicorn, Starlette GZipMiddleware",
+        uvicorn_gzip,
+        asgi=True,
+        everywhere=False,
+    ),
     "hypercorn": Server("hypercorn", "Hypercorn", hypercorn, asgi=True),
     "gunicorn-asgi": Server("gunicorn", "gunicorn ASGI worker", gunicorn_asgi, asgi=True),
     "waitress": Server("waitress", "Waitress", waitress),
@@ -350,7 +458,11 @@ def scenarios() -> list[Scenario]:
         "one thread, started by bench/apps/bjoern_serve.py) is a reference WSGI server.",
         [Load(c) for c in counts] + [Load(c, keepalive=False) for c in counts],
     )
-    a.configs = [Config(name, hello) for name, server in SERVERS.items() if not server.asgi]
+    a.configs = [
+        Config(name, hello)
+        for name, server in SERVERS.items()
+        if not server.asgi and server.everywhere
+    ]
 
     python_peers = ["corral", "gunicorn-gthread", "uwsgi", "granian", "waitress"]
     b = Scenario(
@@ -432,7 +544,78 @@ def scenarios() -> list[Scenario]:
         [Load(c) for c in (1, 100)],
     )
     g.configs = [Config(name, FASTAPI_APP) for name in asgi_servers]
-    return [a, b, c, d, e, f, g]
+    return [a, b, c, d, e, f, g, *file_scenarios()]
+
+
+def file_scenarios() -> list[Scenario]:
+    """Issue 32's files and compression: S (static files), Z (a file gzipped on the fly),
+    J (an application's JSON gzipped)."""
+    small, large = f"/static/{SMALL_FILE}", f"/static/{LARGE_FILE}"
+    s = Scenario(
+        "S",
+        "static files, 1 worker",
+        "Files served before any application, each server its own way, one worker pinned to "
+        "core 0, 100 keep-alive connections: a 1 KiB CSS file (req/s), a 1 MiB file (MiB/s: "
+        "wrk's Transfer/sec) and 304 revalidations of the 1 KiB file (every request with "
+        "`If-None-Match` of the ETag that server gives it, fetched before the load). corral: "
+        "its share route (`--static /static=DIR`); nginx: `sendfile on`, `open_file_cache "
+        "max=1000 inactive=20s`, `open_file_cache_valid 1s` (bench/nginx-files.conf); "
+        "Granian: its static route (`--static-path-route /static --static-path-mount DIR`, "
+        "served by its Rust side); WhiteNoise (`autorefresh` off) around the hello app under "
+        "gunicorn's gthread worker with 4 threads (bench/apps/whitenoise_app.py). Every one "
+        "sends a max-age of 24 h. Before each load one request of its kind is checked (the "
+        "file's bytes, or a 304), and under the load every answer must have that answer's "
+        "size (wrk's bytes read per request). Issue 32's targets: 1 KiB at least 1.0x nginx "
+        "and 2x Granian; 1 MiB at least 0.9x nginx; 304 at least 0.8x nginx.",
+        [
+            Load(100, name="1 KiB file", path=small, body=SMALL_FILE),
+            Load(100, name="1 MiB file", path=large, body=LARGE_FILE, metric="bytes"),
+            Load(100, name="304 of the 1 KiB file", path=small, revalidate=True),
+        ],
+    )
+    s.configs = [
+        Config("corral", STATIC_APP),
+        Config("nginx", STATIC_APP),
+        Config("granian", STATIC_APP),
+        Config("whitenoise", STATIC_APP, 1, 4),
+    ]
+    gzip_field = ("Accept-Encoding: gzip",)
+    z = Scenario(
+        "Z",
+        "a 100 KiB text file gzipped on the fly, 1 worker",
+        "bench/compressors.py's 100 KiB HTML page as a file with no precompressed sibling, "
+        "asked for with `Accept-Encoding: gzip` and compressed for every request, 100 "
+        "keep-alive connections, one worker pinned to core 0: corral's share route with "
+        "`settings.http.compression` gzip at level 1 for `text/*` (bench/out/corral-gzip.toml, "
+        "written by run.py) against nginx's gzip module (`gzip on; gzip_comp_level 1; "
+        "gzip_types text/plain; gzip_vary on`: text/html is always in its types) on the "
+        "configuration of scenario S. Each answer is checked to gunzip to the page; the "
+        "compressed sizes are under the table. Issue 32's target: at least 1.0x nginx, with a "
+        "compressed size within 5 % of nginx's.",
+        [
+            Load(
+                100,
+                name="100 KiB gzip",
+                path=f"/static/{PAGE_FILE}",
+                headers=gzip_field,
+                body=PAGE_FILE,
+            )
+        ],
+    )
+    z.configs = [Config("corral", STATIC_GZIP_APP), Config("nginx", STATIC_GZIP_APP)]
+    j = Scenario(
+        "J",
+        "a 20 KiB JSON answer gzipped, 1 worker",
+        "bench/compressors.py's 20 KiB JSON list answered by a Starlette endpoint "
+        "(bench/apps/json_gzip.py) and gzipped at level 1 (`Accept-Encoding: gzip`), 100 "
+        "keep-alive connections, one worker pinned to core 0: corral compressing it itself "
+        "(`settings.http.compression`, the configuration of scenario Z) against Uvicorn "
+        "(httptools, uvloop) running the same endpoint behind Starlette's "
+        "`GZipMiddleware(compresslevel=1)`. Issue 32's target: at least 2x Uvicorn.",
+        [Load(100, name="20 KiB JSON gzip", path="/json", headers=gzip_field, body=JSON_FILE)],
+    )
+    j.configs = [Config("corral", JSON_GZIP_APP), Config("uvicorn-gzip", JSON_GZIP_APP)]
+    return [s, z, j]
 
 
 # --------------------------------------------------------------------------- processes
@@ -612,33 +795,156 @@ def wait_ready(server: ServerProcess, port: int, app: App, deadline_s: float) ->
     return f"not ready after {deadline_s:g} s ({last})"
 
 
+@dataclass
+class Reply:
+    """One answer read off the wire: status, fields (names lowered), body (unchunked) and
+    the bytes it took on the wire, head and chunk framing included."""
+
+    status: int
+    fields: dict[str, str]
+    body: bytes
+    size: int
+
+
+def exchange(port: int, path: str, fields: list[str], timeout: float = 5.0) -> Reply:
+    """GET path as wrk asks for it (HTTP/1.1, Host, the load's fields, keep-alive) and read
+    one answer, framed by Content-Length, chunked, or bodiless (1xx, 204, 304)."""
+    head = f"GET {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\n"
+    request = head + "".join(f"{field}\r\n" for field in fields) + "\r\n"
+    with socket.create_connection((HOST, port), timeout=timeout) as sock:
+        sock.sendall(request.encode("latin-1"))
+        stream = sock.makefile("rb")
+        line = stream.readline()
+        size, status, answer = len(line), int(line.split()[1]), {}
+        while (line := stream.readline()) not in (b"\r\n", b""):
+            size += len(line)
+            name, _, value = line.decode("latin-1").partition(":")
+            answer[name.strip().lower()] = value.strip()
+        size += len(line)
+        pieces = []
+        if status in (204, 304) or status < 200:
+            pass
+        elif "chunked" in answer.get("transfer-encoding", "").lower():
+            while (length := int((line := stream.readline()).split(b";")[0], 16)) > 0:
+                piece = stream.read(length + 2)
+                size += len(line) + len(piece)
+                pieces.append(piece[:length])
+            size += len(line)
+            while (line := stream.readline()) not in (b"\r\n", b""):  # trailers
+                size += len(line)
+            size += len(line)
+        else:
+            pieces.append(stream.read(int(answer.get("content-length", "0"))))
+            size += len(pieces[0])
+    return Reply(status, answer, b"".join(pieces), size)
+
+
+class LoadProblem(Exception):
+    """A load this server cannot be measured at: a wrong answer, or (unsupported) one that
+    shows it cannot do what the load asks, such as a file served without an ETag."""
+
+    def __init__(self, reason: str, unsupported: bool = False) -> None:
+        super().__init__(reason)
+        self.unsupported = unsupported
+
+
+def prepare_load(port: int, path: str, load: Load) -> tuple[list[str], dict[str, Any]]:
+    """The fields wrk sends for this load on this server (If-None-Match: the ETag this server
+    gives the file), and what one answer to them was: status, encoding, sizes. LoadProblem
+    when that answer is not the one the load measures."""
+    fields = list(load.headers)
+    try:
+        if load.revalidate:
+            first = exchange(port, path, fields)
+            if first.status != 200 or "etag" not in first.fields:
+                ok = first.status == 200
+                reason = "without an ETag" if ok else f"{first.status}, not 200"
+                raise LoadProblem(f"GET {path} answered {reason}", unsupported=ok)
+            fields.append(f"If-None-Match: {first.fields['etag']}")
+        reply = exchange(port, path, fields)
+    except (OSError, ValueError, IndexError) as exc:
+        raise LoadProblem(f"GET {path}: {type(exc).__name__}: {exc}") from None
+    want = 304 if load.revalidate else 200
+    if reply.status != want:
+        asked = f" with {'; '.join(fields)}" if fields else ""
+        raise LoadProblem(
+            f"GET {path}{asked} answered {reply.status}, not {want}",
+            unsupported=load.revalidate and reply.status == 200,
+        )
+    coding = reply.fields.get("content-encoding", "")
+    asked_gzip = any(re.match(r"(?i)accept-encoding:.*\bgzip\b", field) for field in fields)
+    if asked_gzip and coding != "gzip":
+        raise LoadProblem(f"GET {path} asking for gzip answered {coding or 'not encoded'}")
+    facts: dict[str, Any] = {
+        "status": reply.status,
+        "response_bytes": reply.size,
+        "body_bytes": len(reply.body),
+        "content_encoding": coding,
+        "etag": reply.fields.get("etag", ""),
+    }
+    if load.body:
+        try:
+            body = gzip.decompress(reply.body) if coding == "gzip" else reply.body
+        except (OSError, EOFError, zlib.error) as exc:
+            raise LoadProblem(f"GET {path}: the gzip body does not decode: {exc}") from None
+        if error := check_file(load.body)(body):
+            raise LoadProblem(f"GET {path}: {error}")
+        facts["identity_bytes"] = len(body)
+    return fields, facts
+
+
+def size_mismatch(result: dict[str, Any], facts: dict[str, Any], load: Load) -> str | None:
+    """Whether wrk read more or less than the checked answer's size times the answers it
+    counted: some answers were not that one (a 200 among 304s, an error page). The slack is
+    wrk's rounding (2 %) and one answer in flight per connection when the load stopped."""
+    read, count, each = result.get("bytes_read"), result.get("requests"), facts["response_bytes"]
+    if not read or not count:
+        return None
+    if abs(read - count * each) <= 0.02 * count * each + load.connections * each:
+        return None
+    return f"{read / count:,.0f} bytes read per answer under the load, {each:,} in the checked one"
+
+
 # --------------------------------------------------------------------------- wrk
 
 
-def wrk_argv(load: Load, port: int, path: str, duration: float) -> list[str]:
+def wrk_argv(
+    load: Load, port: int, path: str, duration: float, fields: Sequence[str] = ()
+) -> list[str]:
     flags = f"wrk -t1 -c{load.connections} -d{duration:g}s --timeout 5s --latency"
     argv = cmd("taskset -c", CLIENT_CPU, flags)
     if not load.keepalive:
         argv += ["-H", "Connection: close"]
+    for line in fields:
+        argv += ["-H", line]
     return [*argv, f"http://{HOST}:{port}{path}"]
 
 
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+METRICS = {"rps": "rps", "bytes": "bytes_per_s"}  # a Load's metric -> its figure in a result
+UNITS = {"rps": "req/s", "bytes": "MiB/s"}
+_BYTES = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}  # wrk's are binary
 
 
 def parse_wrk(text: str) -> dict[str, Any]:
-    """Requests/sec, request count, socket errors, non-2xx/3xx and latency (ms)."""
+    """Requests/sec, request count, bytes read (total and per second), socket errors,
+    non-2xx/3xx and latency (ms)."""
     out: dict[str, Any] = {
         "rps": None,
         "requests": None,
+        "bytes_read": None,
+        "bytes_per_s": None,
         "non2xx": 0,
         "socket_errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0},
         "latency_ms": {},
     }
     if m := re.search(r"Requests/sec:\s+([\d.]+)", text):
         out["rps"] = float(m.group(1))
-    if m := re.search(r"(\d+) requests in", text):
+    if m := re.search(r"(\d+) requests in \S+, ([\d.]+)([KMGT]?B) read", text):
         out["requests"] = int(m.group(1))
+        out["bytes_read"] = round(float(m.group(2)) * _BYTES[m.group(3)])
+    if m := re.search(r"Transfer/sec:\s+([\d.]+)([KMGT]?B)", text):
+        out["bytes_per_s"] = round(float(m.group(1)) * _BYTES[m.group(2)])
     if m := re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text):
         out["non2xx"] = int(m.group(1))
     if m := re.search(
@@ -702,11 +1008,16 @@ def wait_quiet(limit: float) -> float:
 
 
 def run_wrk(
-    load: Load, port: int, path: str, duration: float, server_pid: int | None = None
+    load: Load,
+    port: int,
+    path: str,
+    duration: float,
+    server_pid: int | None = None,
+    fields: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One wrk run. With server_pid, also the CPU that neither the server tree nor wrk
     used meanwhile (other_cpu_pct, in % of one core): noise from the rest of the machine."""
-    argv = wrk_argv(load, port, path, duration)
+    argv = wrk_argv(load, port, path, duration, fields)
     pids = [p["pid"] for p in proc_tree(server_pid)] if server_pid else []
     (busy, irq), server, children = cpu_seconds_busy(), cpu_seconds_of(pids), _children_cpu()
     start = time.monotonic()
@@ -795,20 +1106,34 @@ def run_config(
                 waited = wait_quiet(args.wait_quiet)
                 if waited > 1:
                     print(f"    (waited {waited:.0f} s for the machine to be quiet)")
+            path, fields, facts = load.path or config.app.path, [], None
+            if load.name:
+                try:
+                    fields, facts = prepare_load(port, path, load)
+                except LoadProblem as exc:
+                    why = "unsupported" if exc.unsupported else "error"
+                    record["loads"][load.key] = {"rps": None, why: str(exc)}
+                    print(f"    {load.label:<18}     {why}: {exc}")
+                    continue
             if args.warmup > 0:
-                run_wrk(load, port, config.app.path, args.warmup)
-            result = run_wrk(load, port, config.app.path, args.duration, server.proc.pid)
+                run_wrk(load, port, path, args.warmup, fields=fields)
+            result = run_wrk(load, port, path, args.duration, server.proc.pid, fields)
             if kept_alive and not load.keepalive:
                 result["kept_alive"] = True  # not a close-per-request figure: see render
+            if facts is not None:
+                result["answer"] = facts
+                if mismatch := size_mismatch(result, facts, load):
+                    result["size_mismatch"] = mismatch
             record["loads"][load.key] = result
             errs = error_count(result)
-            rps = result.get("rps")
+            figure = result.get(METRICS[load.metric])
             other = result.get("other_cpu_pct", 0.0)
-            shown = f"{rps:>10,.0f} req/s" if rps is not None else "    failed"
+            shown = f"{_fmt(figure, load.metric):>10} {UNITS[load.metric]}"
             print(
-                f"    {load.label:<18} {shown}"
+                f"    {load.label:<18} {shown if figure is not None else '    failed'}"
                 + (f"  ({errs} errors)" if errs else "")
                 + (f"  {result['error']}" if "error" in result else "")
+                + (f"  ({result['size_mismatch']})" if "size_mismatch" in result else "")
                 + (f"  (other processes: {other:.0f}% of a core)" if other >= NOISY_CPU_PCT else "")
             )
             if server.proc.poll() is not None:
@@ -824,6 +1149,35 @@ def run_config(
     finally:
         if server is not None:
             server.stop()
+
+
+def write_site() -> None:
+    """The files of scenarios S, Z and J in FILES, and corral's compression settings in
+    GZIP_CONFIG. The same bytes every run: a 1 KiB stylesheet, 1 MiB of seeded random bytes
+    (nothing compresses them), bench/compressors.py's 100 KiB page and 20 KiB JSON list."""
+    FILES.mkdir(parents=True, exist_ok=True)
+    rule = ".card-{0} {{ margin: 0 auto; padding: {0}px; color: #{0:03x}; }}\n"
+    css = "".join(rule.format(n) for n in range(17))  # 949 bytes, then a comment
+    css += "/*" + " " * (1024 - len(css) - 5) + "*/\n"
+    made = {SMALL_FILE: css.encode(), LARGE_FILE: random.Random(32).randbytes(1 << 20)}
+    for name, body in made.items():
+        if not (FILES / name).exists() or (FILES / name).read_bytes() != body:
+            (FILES / name).write_bytes(body)
+    # its bodies (the page, the JSON list, and two this runner does not use); rewritten with
+    # the same bytes, so that a server's ETag of them only changes with the bytes
+    with_bodies = OUT / "bodies"
+    compressors = [PY, str(BENCH / "compressors.py"), "--write-bodies", str(with_bodies)]
+    subprocess.run(compressors, check=True, stdout=subprocess.DEVNULL)
+    for name in (PAGE_FILE, JSON_FILE):
+        body = (with_bodies / name).read_bytes()
+        if not (FILES / name).exists() or (FILES / name).read_bytes() != body:
+            (FILES / name).write_bytes(body)
+    GZIP_CONFIG.write_text(
+        "# bench/run.py's scenarios Z and J: gzip at level 1, as nginx's gzip_comp_level 1\n"
+        "[compression]\n"
+        'types = ["text/*", "application/json"]\n'
+        'compressors = [{encoding = "gzip", level = 1}]\n'
+    )
 
 
 def selected(config: Config, only: set[str] | None) -> bool:
@@ -891,6 +1245,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit("nothing selected")
     if any(c.app is DRF_APP for s in chosen for c in s.configs):
         subprocess.run([PY, str(APPS / "make_drf.py"), "--dest", str(DRF_DIR)], check=True)
+    if any(c.app.static or c.app.gzip for s in chosen for c in s.configs):
+        write_site()
     results: dict[str, Any] = {
         "meta": machine_info()
         | {
@@ -972,22 +1328,39 @@ def _fmt_rps(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
+def _fmt(value: float | None, metric: str = "rps") -> str:
+    """A table's figure: req/s, or bytes/s shown in MiB/s."""
+    if value is None or metric == "rps":
+        return _fmt_rps(value)
+    return f"{value / (1 << 20):,.0f}"
+
+
 def _cell_stats(
-    runs: list[dict[str, Any]], config: str, load: str
+    runs: list[dict[str, Any]], config: str, load: str, metric: str = "rps"
 ) -> tuple[float | None, int, int, bool]:
-    """Median req/s over the rounds, rounds counted, rounds with errors, and whether the
-    server kept its connections alive under a close-per-request load (`ignores_close`)."""
+    """Median figure (req/s or bytes/s) over the rounds, rounds counted, rounds with errors,
+    and whether the server kept its connections alive under a close-per-request load
+    (`ignores_close`)."""
     values, errored, kept_alive = [], 0, False
     for run_ in runs:
         if run_["config"] != config:
             continue
         m = run_.get("loads", {}).get(load)
-        if not m or m.get("rps") is None:
+        if not m or m.get(METRICS[metric]) is None:
             continue
-        values.append(m["rps"])
-        errored += error_count(m) > 0
+        values.append(m[METRICS[metric]])
+        errored += error_count(m) > 0 or "size_mismatch" in m
         kept_alive |= bool(m.get("kept_alive"))
     return _median(values), len(values), errored, kept_alive
+
+
+def _unsupported(runs: list[dict[str, Any]], config: str, load: str) -> str | None:
+    """Why a server cannot be measured at this load (a peer without what it asks for)."""
+    for run_ in runs:
+        m = run_.get("loads", {}).get(load) if run_["config"] == config else None
+        if m and m.get("unsupported"):
+            return str(m["unsupported"])
+    return None
 
 
 def render(results: dict[str, Any]) -> str:
@@ -1074,18 +1447,23 @@ def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
     out += [f"# {c['label']}\n{c['command']}" for c in configs]
     out += ["```", ""]
     head = "| server | " + " | ".join(load["label"] for load in loads) + " |"
-    out += ["Median req/s:", "", head, "|" + " --- |" * (len(loads) + 1)]
+    in_bytes = any(load.get("metric") == "bytes" for load in loads)
+    title = "Median req/s (MiB/s where the column says so):" if in_bytes else "Median req/s:"
+    out += [title, "", head, "|" + " --- |" * (len(loads) + 1)]
     medians: dict[tuple[str, str], float | None] = {}
     kept_alive_seen = False
     for c in configs:
         cells = []
         for load in loads:
-            med, n, errored, kept_alive = _cell_stats(runs, c["id"], load["key"])
+            metric = load.get("metric", "rps")
+            med, n, errored, kept_alive = _cell_stats(runs, c["id"], load["key"], metric)
             # a keep-alive figure under a close load compares with nothing there
             medians[c["id"], load["key"]] = None if kept_alive else med
             rounds = sum(1 for r in runs if r["config"] == c["id"])
-            cell = _fmt_rps(med)
-            if med is None and rounds:
+            cell = _fmt(med, metric)
+            if med is None and _unsupported(runs, c["id"], load["key"]):
+                cell = "n/a"
+            elif med is None and rounds:
                 cell = "failed"
             elif n and n < rounds:
                 cell += f" ({n}/{rounds} rounds)"
@@ -1108,6 +1486,7 @@ def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
     out += _render_problems(configs, loads, runs)
     out += _render_noise(configs, loads, runs)
     out += _render_ratios(configs, loads, medians)
+    out += _render_sizes(configs, loads, runs)
     out += _render_rss(configs, runs)
     return out
 
@@ -1129,6 +1508,7 @@ def _render_problems(
     lines: list[str] = []
     closing: dict[str, list[str]] = {}  # config -> loads where it closed every connection
     failures: dict[tuple[str, str, str], list[str]] = {}  # (config, error, hint) -> rounds
+    unsupported: dict[tuple[str, str], str] = {}  # (config, load) -> why
     for r in runs:
         who = f"{labels.get(r['config'], r['config'])}, round {r['round']}"
         if r["status"] != "ok":
@@ -1138,6 +1518,8 @@ def _render_problems(
             where = f"{who}, {load_labels.get(lk, lk)}"
             if "error" in m:
                 lines.append(f"- {where}: {m['error']}")
+            elif m.get("unsupported"):
+                unsupported.setdefault((r["config"], lk), m["unsupported"])
             elif closed_every_time(m):
                 closing.setdefault(r["config"], []).append(f"{load_labels.get(lk, lk)}")
             elif error_count(m):
@@ -1145,6 +1527,10 @@ def _render_problems(
                 parts = [f"{m.get('non2xx', 0)} non-2xx/3xx"]
                 parts += [f"{v} {k} errors" for k, v in se.items() if v]
                 lines.append(f"- {where}: {', '.join(parts)} (of {m.get('requests')} requests)")
+            if m.get("size_mismatch"):
+                lines.append(
+                    f"- {where}: not every answer was the checked one: {m['size_mismatch']}"
+                )
     failed = []
     for (config, error, hint), rounds in failures.items():
         last = f" — log: `{hint}`" if hint else ""
@@ -1157,6 +1543,11 @@ def _render_problems(
             f"- {labels.get(config, config)}: closed the connection after every response "
             "without `Connection: close` (wrk read errors = responses, so wrk reconnected "
             f"for each request) at {', '.join(unique)}"
+        )
+    for (config, lk), why in unsupported.items():
+        lines.append(
+            f"- {labels.get(config, config)}, {load_labels.get(lk, lk)}: n/a, the server "
+            f"cannot do what the load asks: {why}"
         )
     return ["Errors and failures:", "", *lines, ""] if lines else []
 
@@ -1201,8 +1592,9 @@ def _render_ratios(
     mine = [c for c in configs if c["family"] == "corral"]
     if not mine:
         return []
+    figures = "req/s or MiB/s" if any(load.get("metric") == "bytes" for load in loads) else "req/s"
     out = [
-        "Ratio corral / peer (median req/s; above 1 means corral answered more):",
+        f"Ratio corral / peer (median {figures}; above 1 means corral answered more):",
         "",
         "| corral vs | " + " | ".join(load["label"] for load in loads) + " |",
         "|" + " --- |" * (len(loads) + 1),
@@ -1219,6 +1611,60 @@ def _render_ratios(
             who = f"{own['label']} vs " if len(mine) > 1 else ""
             out.append(f"| {who}{peer['label']} | " + " | ".join(cells) + " |")
     return [*out, ""]
+
+
+def _render_sizes(
+    configs: list[dict[str, Any]], loads: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> list[str]:
+    """The size of each server's encoded answer to the loads that ask for an encoding (the
+    checked answer of its last round), beside the body it encodes."""
+    encoded = [
+        load
+        for load in loads
+        if any("accept-encoding" in h.lower() for h in load.get("headers", []))
+    ]
+    if not encoded:
+        return []
+    out = [
+        "Size of the encoded body (the checked answer's, last round; % of the body it encodes):",
+        "",
+        "| server | " + " | ".join(load["label"] for load in encoded) + " |",
+        "|" + " --- |" * (len(encoded) + 1),
+    ]
+    for c in configs:
+        cells = []
+        for load in encoded:
+            a = _last_answer(runs, c["id"], load["key"])
+            if a is None:
+                cells.append("—")
+                continue
+            pct = 100 * a["body_bytes"] / a["identity_bytes"] if a.get("identity_bytes") else 0
+            coding = a.get("content_encoding") or "identity"
+            cells.append(f"{a['body_bytes']:,} B ({pct:.1f} %, {coding})")
+        out.append(f"| {c['label']} | " + " | ".join(cells) + " |")
+    # corral's size beside each peer's: issue 32 wants it within 5 % of nginx's
+    compared = [""]
+    for own in (c for c in configs if c["family"] == "corral"):
+        for peer in (c for c in configs if c["family"] != "corral"):
+            ratios = []
+            for load in encoded:
+                a = _last_answer(runs, own["id"], load["key"])
+                b = _last_answer(runs, peer["id"], load["key"])
+                if a and b and b["body_bytes"]:
+                    ratios.append(f"{a['body_bytes'] / b['body_bytes']:.3f} ({load['label']})")
+            if ratios:
+                compared.append(f"- {own['label']} / {peer['label']}, size: {', '.join(ratios)}")
+    return [*out, *(compared if len(compared) > 1 else []), ""]
+
+
+def _last_answer(runs: list[dict[str, Any]], config: str, load: str) -> dict[str, Any] | None:
+    """The checked answer of a configuration's last round that measured this load."""
+    found = [
+        m["answer"]
+        for r in runs
+        if r["config"] == config and (m := r.get("loads", {}).get(load)) and m.get("answer")
+    ]
+    return found[-1] if found else None
 
 
 def _render_rss(configs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[str]:
