@@ -561,12 +561,13 @@ def file_scenarios() -> list[Scenario]:
         "its share route (`--static /static=DIR`); nginx: `sendfile on`, `open_file_cache "
         "max=1000 inactive=20s`, `open_file_cache_valid 1s` (bench/nginx-files.conf); "
         "Granian: its static route (`--static-path-route /static --static-path-mount DIR`, "
-        "served by its Rust side); WhiteNoise (`autorefresh` off) around the hello app under "
-        "gunicorn's gthread worker with 4 threads (bench/apps/whitenoise_app.py). Every one "
-        "sends a max-age of 24 h. Before each load one request of its kind is checked (the "
-        "file's bytes, or a 304), and under the load every answer must have that answer's "
-        "size (wrk's bytes read per request). Issue 32's targets: 1 KiB at least 1.0x nginx "
-        "and 2x Granian; 1 MiB at least 0.9x nginx; 304 at least 0.8x nginx.",
+        "served by its Rust side, chunked, with neither `ETag` nor `Last-Modified`: nothing to "
+        "revalidate, so its 304 cell is n/a); WhiteNoise (`autorefresh` off) around the hello "
+        "app under gunicorn's gthread worker with 4 threads (bench/apps/whitenoise_app.py). "
+        "Every one sends a max-age of 24 h. Before each load one request of its kind is "
+        "checked (the file's bytes, or a 304), and under the load every answer must have that "
+        "answer's size (wrk's bytes read per request). Issue 32's targets: 1 KiB at least "
+        "1.0x nginx and 2x Granian; 1 MiB at least 0.9x nginx; 304 at least 0.8x nginx.",
         [
             Load(100, name="1 KiB file", path=small, body=SMALL_FILE),
             Load(100, name="1 MiB file", path=large, body=LARGE_FILE, metric="bytes"),
