@@ -59,7 +59,6 @@ SITE = OUT / "site"
 FILES = SITE / "static"
 SMALL_FILE, LARGE_FILE = "1k.css", "1m.bin"
 PAGE_FILE, JSON_FILE = "page-100k.html", "list-20k.json"  # bench/compressors.py's bodies
-GZIP_CONFIG = OUT / "corral-gzip.toml"
 EXPIRES_S = 86400  # every server's Cache-Control max-age for the files: Granian's default
 PY = sys.executable
 VENV_BIN = Path(PY).parent
@@ -95,7 +94,7 @@ PEER_PACKAGES = [
 class App:
     """A WSGI application to serve: module:callable, its directory, what to GET. static: the
     server also serves FILES under /static (each server its own way: see the builders); gzip:
-    the server compresses its answers with gzip at level 1 (corral by GZIP_CONFIG, nginx by
+    the server compresses its answers with gzip at level 1 (corral by --compression, nginx by
     its gzip module)."""
 
     name: str
@@ -266,13 +265,11 @@ def cmd(*parts: str | Path) -> list[str]:
 
 def corral(app: App, workers: int, threads: int, port: int) -> list[str]:
     flags = f"-m corral {app.target} -w {workers} --threads {threads} -b {HOST}:{port}"
-    # the share route --static writes; compression from a config file ([compression])
+    # the share route --static writes; --compression: settings.http.compression for text and
+    # JSON (among other types), gzip at level 1
     static = ["--static", f"/static={FILES}", "--static-expires", str(EXPIRES_S)]
-    return (
-        cmd(Path(PY), flags)
-        + (static if app.static else [])
-        + (["-c", str(GZIP_CONFIG)] if app.gzip else [])
-    )
+    gzip = ["--compression", "gzip:1"]
+    return cmd(Path(PY), flags) + (static if app.static else []) + (gzip if app.gzip else [])
 
 
 def corral_python(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -587,8 +584,8 @@ def file_scenarios() -> list[Scenario]:
         "bench/compressors.py's 100 KiB HTML page as a file with no precompressed sibling, "
         "asked for with `Accept-Encoding: gzip` and compressed for every request, 100 "
         "keep-alive connections, one worker pinned to core 0: corral's share route with "
-        "`settings.http.compression` gzip at level 1 for `text/*` (bench/out/corral-gzip.toml, "
-        "written by run.py) against nginx's gzip module (`gzip on; gzip_comp_level 1; "
+        "`settings.http.compression` gzip at level 1 (`--compression gzip:1`) against nginx's "
+        "gzip module (`gzip on; gzip_comp_level 1; "
         "gzip_types text/plain; gzip_vary on`: text/html is always in its types) on the "
         "configuration of scenario S. Each answer is checked to gunzip to the page; the "
         "compressed sizes are under the table. Issue 32's target: at least 1.0x nginx, with a "
@@ -610,7 +607,7 @@ def file_scenarios() -> list[Scenario]:
         "bench/compressors.py's 20 KiB JSON list answered by a Starlette endpoint "
         "(bench/apps/json_gzip.py) and gzipped at level 1 (`Accept-Encoding: gzip`), 100 "
         "keep-alive connections, one worker pinned to core 0: corral compressing it itself "
-        "(`settings.http.compression`, the configuration of scenario Z) against Uvicorn "
+        "(`--compression gzip:1`, as in scenario Z) against Uvicorn "
         "(httptools, uvloop) running the same endpoint behind Starlette's "
         "`GZipMiddleware(compresslevel=1)`. Issue 32's target: at least 2x Uvicorn.",
         [Load(100, name="20 KiB JSON gzip", path="/json", headers=gzip_field, body=JSON_FILE)],
@@ -1153,9 +1150,9 @@ def run_config(
 
 
 def write_site() -> None:
-    """The files of scenarios S, Z and J in FILES, and corral's compression settings in
-    GZIP_CONFIG. The same bytes every run: a 1 KiB stylesheet, 1 MiB of seeded random bytes
-    (nothing compresses them), bench/compressors.py's 100 KiB page and 20 KiB JSON list."""
+    """The files of scenarios S, Z and J in FILES, the same bytes every run: a 1 KiB
+    stylesheet, 1 MiB of seeded random bytes (nothing compresses them), bench/compressors.py's
+    100 KiB page and 20 KiB JSON list."""
     FILES.mkdir(parents=True, exist_ok=True)
     rule = ".card-{0} {{ margin: 0 auto; padding: {0}px; color: #{0:03x}; }}\n"
     css = "".join(rule.format(n) for n in range(17))  # 949 bytes, then a comment
@@ -1164,8 +1161,8 @@ def write_site() -> None:
     for name, body in made.items():
         if not (FILES / name).exists() or (FILES / name).read_bytes() != body:
             (FILES / name).write_bytes(body)
-    # its bodies (the page, the JSON list, and two this runner does not use); rewritten with
-    # the same bytes, so that a server's ETag of them only changes with the bytes
+    # its bodies (the page, the JSON list, and two this runner does not use) are written beside
+    # and copied only when they differ: a file's mtime, in its ETag, changes with its bytes only
     with_bodies = OUT / "bodies"
     compressors = [PY, str(BENCH / "compressors.py"), "--write-bodies", str(with_bodies)]
     subprocess.run(compressors, check=True, stdout=subprocess.DEVNULL)
@@ -1173,12 +1170,6 @@ def write_site() -> None:
         body = (with_bodies / name).read_bytes()
         if not (FILES / name).exists() or (FILES / name).read_bytes() != body:
             (FILES / name).write_bytes(body)
-    GZIP_CONFIG.write_text(
-        "# bench/run.py's scenarios Z and J: gzip at level 1, as nginx's gzip_comp_level 1\n"
-        "[compression]\n"
-        'types = ["text/*", "application/json"]\n'
-        'compressors = [{encoding = "gzip", level = 1}]\n'
-    )
 
 
 def selected(config: Config, only: set[str] | None) -> bool:
