@@ -62,18 +62,28 @@ def respond(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
     return True
 
 
+def error_page(status: int) -> bytes:
+    """Unit's small HTML page of an error status (400-599)."""
+    return f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n".encode(
+        "latin-1"
+    )
+
+
 def reply(
     status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
 ) -> bytes:
     """The bytes of Unit's answer to a ``return`` action."""
     fields = []
     if 400 <= status <= 599:
-        body = f"<!DOCTYPE html><title>Error {status:03d}</title><p>Error {status:03d}.\r\n"
+        body = error_page(status)
         fields.append("Content-Type: text/html\r\n")
     else:
-        body = ""
+        body = b""
     if location is not None:
         fields.append(f"Location: {location}\r\n")
-    fields.append(f"Content-Length: {len(body)}\r\n")
+    if not (100 <= status <= 199 or status == 204 or status == 304):
+        # RFC 9110 8.6: none on 1xx and 204; a 304's would be the length of a representation
+        # that a ``return`` does not have
+        fields.append(f"Content-Length: {len(body)}\r\n")
     data = server_head(status, prefix, "".join(fields), not keep_alive)
-    return data if head.method == "HEAD" else data + body.encode("latin-1")
+    return data if head.method == "HEAD" else data + body
