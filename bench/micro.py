@@ -6,6 +6,7 @@ and after a change to the hot path, in the same session:
 
     python bench/micro.py [--profile] [--request-timeout SECONDS] [--routed] [--latency]
                           [--forwarded [--proxied]]
+    python bench/micro.py --share   # a 1 KiB file from a share route (from memory)
     python bench/micro.py --uwsgi   # one uwsgi packet per connection, as nginx's uwsgi_pass
     python bench/micro.py --llhttp  # with the llhttp parser corral had before its own
     python bench/micro.py --asgi    # the ASGI adapter (bench/apps/hello_asgi.py), on uvloop
@@ -157,6 +158,34 @@ def routed_connection(state: ServerState) -> HttpConnection:
     return HttpConnection(state, plan)
 
 
+SHARE_REQUEST = REQUEST.replace(b"/plaintext?x=1", b"/static/1k.txt")
+
+
+def share_connection(state: ServerState, root: str) -> HttpConnection:
+    """A connection on a listener passing to ``routes`` whose one step shares ``root``, as
+    `--static /static=ROOT/static` writes it (the request asks for a 1 KiB file, which the
+    file engine answers from memory)."""
+    import logging
+
+    from corral.routing import compile_routes
+    from corral.server.routed import Routing
+
+    static = Path(root) / "static"
+    static.mkdir()
+    (static / "1k.txt").write_bytes(b"x" * 1023 + b"\n")
+    router = compile_routes(
+        [
+            {
+                "match": {"uri": ["/static", "/static/*"]},
+                "action": {"share": root + "$uri", "chroot": str(static)},
+            }
+        ]
+    )
+    routing = Routing(router, "main", {}, timeout=3.0, log=logging.getLogger("bench"))
+    plan = ListenerPlan(("127.0.0.1", 8000), routing=routing, pass_target="routes")
+    return HttpConnection(state, plan)
+
+
 def forwarded_plan() -> ListenerPlan:
     """A listener with the `forwarded` the command line gives every listener (Gunicorn's
     forwarded_allow_ips, 127.0.0.1 and ::1); the fake transport's peer is 127.0.0.1."""
@@ -221,13 +250,21 @@ def run(
     latency: bool = False,
     forwarded: bool = False,
     proxied: bool = False,
+    share: bool = False,
 ) -> float:
     state = make_state(request_timeout)
     if latency:
         from corral.observe.latency import LatencyHistogram
 
         state.on_finish = LatencyHistogram()
-    if routed:
+    request = PROXIED_REQUEST if proxied else REQUEST
+    if share:
+        import tempfile
+
+        root = tempfile.TemporaryDirectory()
+        conn = share_connection(state, root.name)
+        request = SHARE_REQUEST
+    elif routed:
         conn = routed_connection(state)
     elif forwarded:
         conn = HttpConnection(state, forwarded_plan())
@@ -237,7 +274,6 @@ def run(
         conn = HttpConnection(state, ListenerPlan(steps=STEPS))
     else:
         conn = HttpConnection(state)
-    request = PROXIED_REQUEST if proxied else REQUEST
     transport = FakeTransport()
     conn.connection_made(transport)
     feed = conn.data_received
@@ -257,6 +293,9 @@ def main() -> None:
     parser.add_argument("--once", action="store_true", help="one run (for callgrind counts)")
     parser.add_argument("--close", action="store_true", help="a new connection per request")
     parser.add_argument("--routed", action="store_true", help="on a listener passing to routes")
+    parser.add_argument(
+        "--share", action="store_true", help="a 1 KiB file from a share route (--static's)"
+    )
     parser.add_argument(
         "--uwsgi", action="store_true", help="a uwsgi packet per connection (as --close)"
     )
@@ -312,7 +351,15 @@ def main() -> None:
             return run_asgi(n)
         if args.close or args.uwsgi:
             return run_close(n, args.request_timeout, args.uwsgi, args.forwarded)
-        return run(n, args.request_timeout, args.routed, args.latency, args.forwarded, args.proxied)
+        return run(
+            n,
+            args.request_timeout,
+            args.routed,
+            args.latency,
+            args.forwarded,
+            args.proxied,
+            args.share,
+        )
 
     if args.once:
         measure(args.n)

@@ -72,13 +72,16 @@ from corral.server.handoff import (
     message_end,
 )
 from corral.server.plan import Plans
+from corral.static.files import StaticFiles
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
 
 
 class Routing:
     """What the routed listeners of one worker share, as their plans' ``routing`` (one
-    instance per worker); it gives each of their connections its :class:`RouteState`."""
+    instance per worker); it gives each of their connections its :class:`RouteState`.
+    ``static``: ``settings.http.static`` (None: its defaults), for the worker's one file
+    engine, ``files``, which serves every share (`corral.actions.share`)."""
 
     def __init__(
         self,
@@ -88,6 +91,7 @@ class Routing:
         *,
         timeout: float,
         log: logging.Logger,
+        static: Any = None,
     ) -> None:
         self.router = router
         self.application = application  # this worker's own application
@@ -100,6 +104,15 @@ class Routing:
         # connections received by hand-off and not yet made connections of this worker: a
         # drain waits for them as for its connections
         self.adopting: set[asyncio.Task[Any]] = set()
+        self.files = (
+            StaticFiles()
+            if static is None
+            else StaticFiles(static.mime_types, valid=static.cache_valid)
+        )
+
+    def close(self) -> None:
+        """The worker exits: forget what the file engine holds."""
+        self.files.close()
 
     def attach(self, conn: HttpConnection) -> RouteState:
         """The routing of a new connection on a routed listener (``HttpConnection.__init__``):
@@ -121,6 +134,7 @@ class RouteState(RequestSink):
     __slots__ = (
         "begun",
         "conn",
+        "fallbacks",
         "given_peer",
         "handoff",
         "hops",
@@ -129,6 +143,7 @@ class RouteState(RequestSink):
         "local",
         "raw",
         "raw_first",
+        "request",
         "routed",
         "sender",
     )
@@ -148,6 +163,10 @@ class RouteState(RequestSink):
         self.in_message = False
         self.handoff: Exchange | None = None  # the request handed off, once one is
         self.sender: HandoffSender | None = None
+        # the request being routed as routing sees it, for its action's handler (a share
+        # serves it), and the fallbacks it took (corral.actions.share: a bound on them)
+        self.request: RouteRequest | None = None
+        self.fallbacks = 0
 
     # -- the connection's hook points -----------------------------------------------
 
@@ -208,11 +227,18 @@ class RouteState(RequestSink):
     def route(self, exchange: Exchange) -> bool:
         """Route ``exchange`` and act on its action (its handler in `corral.actions`); True
         when it joins the connection's pipeline, False when the action took it elsewhere."""
+        self.fallbacks = 0
         action = self.resolve(exchange)
         return HANDLERS[action.__class__](self.conn, exchange, action)
 
+    def act(self, exchange: Exchange, action: Any) -> bool:
+        """Act on another action for ``exchange`` than its route's (a share's fallback), as
+        `route` does."""
+        return HANDLERS[action.__class__](self.conn, exchange, action)
+
     def resolve(self, exchange: Exchange) -> Any:
-        """The action of the routes for ``exchange`` (corral.routing.actions)."""
+        """The action of the routes for ``exchange`` (corral.routing.actions); the request as
+        routing read it stays as ``request`` for the action's handler."""
         conn = self.conn
         plan = conn.plan
         head = exchange.head
@@ -226,12 +252,10 @@ class RouteState(RequestSink):
                 peer = (forwarded.address, forwarded.port or 0)
             if forwarded.scheme is not None:
                 scheme = forwarded.scheme
-        return plan.routing.router.resolve(
-            plan.pass_target,
-            RouteRequest(
-                head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
-            ),
+        request = self.request = RouteRequest(
+            head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
         )
+        return plan.routing.router.resolve(plan.pass_target, request)
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:

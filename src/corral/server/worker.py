@@ -286,6 +286,8 @@ class Worker:
                 self.log.warning("exiting with application tasks that would not stop")
             if spec.access_log is not None:
                 spec.access_log.close()
+            if self.routing is not None:
+                self.routing.close()
             loop.close()
 
     def _wsgi_adapter(
@@ -436,6 +438,7 @@ class Worker:
             dict(spec.handoff_addresses),
             timeout=spec.handoff_timeout,
             log=self.log,
+            static=spec.settings.static,
         )
 
     # -- once a second ------------------------------------------------------------

@@ -22,7 +22,17 @@ class StaticAnswer:
     """One answer of a share (the module's docstring). ``fallback``: the share serves no file
     for this request; ``status`` (403, 404, 405) is what to answer when it has no fallback."""
 
-    __slots__ = ("_raw", "body", "count", "fallback", "fd", "fields", "length", "offset", "status")
+    __slots__ = (
+        "body",
+        "count",
+        "fallback",
+        "fd",
+        "fields",
+        "length",
+        "offset",
+        "status",
+        "wire",
+    )
 
     def __init__(
         self,
@@ -44,16 +54,9 @@ class StaticAnswer:
         # the representation's length: Content-Length, HEAD included
         self.length = (count if fd >= 0 else len(body)) if length is None else length
         self.fallback = fallback
-        self._raw: bytes | None = None
-
-    def fields_bytes(self) -> bytes:
-        """``fields`` as head lines (``Name: value\\r\\n`` each), made once per answer."""
-        raw = self._raw
-        if raw is None:
-            raw = self._raw = "".join(f"{name}: {value}\r\n" for name, value in self.fields).encode(
-                "latin-1"
-            )
-        return raw
+        # what its writer makes of it once (`corral.actions.share`: the status text, the
+        # fields with Content-Length, the body), kept with a shared answer for the next request
+        self.wire: tuple[str, list[tuple[str, str]], bytes] | None = None
 
     def close(self) -> None:
         """Release the descriptor (once the body is sent, or if it never will be)."""
