@@ -34,6 +34,9 @@ TWINS = [
     "corral.apps.asgi.runner",
     "corral.apps.asgi.adapter",
     "corral.filters.forwarded",
+    "corral.static.answer",
+    "corral.static.files",
+    "corral.actions.share",
 ]
 
 

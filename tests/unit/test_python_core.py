@@ -28,6 +28,8 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_deadline.py",
     "tests/unit/test_thread_pool.py",
     "tests/unit/test_routed_connection.py",
+    "tests/unit/test_static_files.py",
+    "tests/unit/test_static_safety.py",
 )
 
 
