@@ -30,6 +30,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_routed_connection.py",
     "tests/unit/test_static_files.py",
     "tests/unit/test_static_safety.py",
+    "tests/unit/test_share_action.py",
 )
 
 

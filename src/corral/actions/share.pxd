@@ -21,7 +21,7 @@ cdef class FileReply:
     cpdef fail(self)
     cpdef close(self)
     cpdef take_body(self, HttpConnection conn, Exchange exchange)
-    @cython.locals(answer=StaticAnswer, wire=tuple, head=bytes, data=bytes)
+    @cython.locals(answer=StaticAnswer, wire=tuple, head=bytes, data=bytes, length=Py_ssize_t)
     cpdef start(self, HttpConnection conn, Exchange exchange)
 
 @cython.locals(status=int, text=str, fields=list, body=bytes, length=Py_ssize_t)

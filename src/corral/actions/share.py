@@ -101,13 +101,16 @@ class FileReply:
         wire = answer.wire
         if wire is None:
             wire = answer.wire = _wire(answer)
-        status, fields, body = wire
+        status, fields, body, length = wire
         try:
             if answer.fd < 0:
-                data = conn.whole(exchange, status, fields, body)
+                if exchange.discard:  # HEAD: the head a GET gets (a body step's Vary too)
+                    data = conn.begin(exchange, status, fields, length)
+                else:
+                    data = conn.whole(exchange, status, fields, body)
                 conn.finish(exchange, exchange.keep_alive, data)
                 return
-            head = conn.begin(exchange, status, fields, answer.length)
+            head = conn.begin(exchange, status, fields, length)
         except InvalidResponse as exc:  # a type or a field of the configuration's
             answer.close()
             conn.plan.routing.log.error("%s: share answer refused: %s", exchange.where(), exc)
@@ -177,16 +180,16 @@ class FileReply:
         conn.loop.call_soon(self._copy)
 
 
-def _wire(answer: StaticAnswer) -> tuple[str, list[tuple[str, str]], bytes]:
+def _wire(answer: StaticAnswer) -> tuple[str, list[tuple[str, str]], bytes, int]:
     """An answer as `HttpConnection.whole` and `begin` take it: its status text, its fields
-    with ``Content-Length`` (right for HEAD too; none on a 304, whose would be the 200's), and
-    its body (Unit's error page for an error the engine gives without one)."""
+    with ``Content-Length`` (right for HEAD too; none on a 304, whose would be the 200's), its
+    body (Unit's error page for an error the engine gives without one) and that length."""
     status = answer.status
     text = _status_texts.get(status)
     if text is None:
         text = _status_texts[status] = f"{status} {reason(status)}"
     if answer.fd >= 0:  # framed by `begin` from its length
-        return text, answer.fields, b""
+        return text, answer.fields, b"", answer.length
     fields = answer.fields
     body = answer.body
     length = answer.length
@@ -196,4 +199,4 @@ def _wire(answer: StaticAnswer) -> tuple[str, list[tuple[str, str]], bytes]:
         length = len(body)
     if status != 304:
         fields = [*fields, ("Content-Length", str(length))]
-    return text, fields, body
+    return text, fields, body, length

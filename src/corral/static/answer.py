@@ -55,8 +55,9 @@ class StaticAnswer:
         self.length = (count if fd >= 0 else len(body)) if length is None else length
         self.fallback = fallback
         # what its writer makes of it once (`corral.actions.share`: the status text, the
-        # fields with Content-Length, the body), kept with a shared answer for the next request
-        self.wire: tuple[str, list[tuple[str, str]], bytes] | None = None
+        # fields with Content-Length, the body and its length), kept with a shared answer for
+        # the next request
+        self.wire: tuple[str, list[tuple[str, str]], bytes, int] | None = None
 
     def close(self) -> None:
         """Release the descriptor (once the body is sent, or if it never will be)."""
