@@ -215,18 +215,14 @@ def test_an_application_whose_import_raises_shows_its_frames_then_one_line(
     assert_fails_to_load(run_cli("-c", str(path)), named, f"{what} ({where})", shown)
 
 
-STATIC_WARNING = (
-    "corral: warning: $.routes[0].action.share, $.settings.http.static: accepted, but corral "
-    "does not serve static files yet: a request a share matches is answered 501 Not Implemented"
-)
-
-
 def test_what_a_unit_document_holds_and_corral_does_not_serve_is_one_warning_at_start(
     tmp_path: Path,
 ) -> None:
-    """A share route (and the MIME types for shares) is said at start, before the 501s; an
-    application `type` naming another Python is said too."""
+    """An application `type` naming another Python is said at start; a share route and the
+    MIME types for shares are served, and said nothing of."""
     path = tmp_path / "unit.json"
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "app.log").write_bytes(b"a line\n")
     document = {
         "listeners": {"127.0.0.1:0": {"pass": "routes"}},
         "routes": [
@@ -234,28 +230,30 @@ def test_what_a_unit_document_holds_and_corral_does_not_serve_is_one_warning_at_
             {"action": {"pass": "applications/proc"}},
         ],
         "applications": {"proc": {"type": "python 3.9", "module": "proc_apps"}},
-        "settings": {"http": {"static": {"mime_types": {"text/plain": [".log"]}}}},
+        "settings": {"http": {"static": {"mime_types": {"text/x-log": [".log"]}}}},
     }
     path.write_text(json.dumps(document))
     with Server(f"--config={path}", bind=None) as server:
         warnings = [line for line in server.stderr.splitlines() if "warning" in line.lower()]
-        assert warnings == [
-            STATIC_WARNING,
+        type_warning = (
             'corral: warning: $.applications.proc.type: "python 3.9": corral runs the '
-            f"application on its own Python, {sys.version_info[0]}.{sys.version_info[1]}",
-        ], server.stderr
-        assert server.stderr.index(STATIC_WARNING) < server.stderr.index("corral 0.1.0")
-        assert get(server.host, server.port, "/static/app.log")[0] == 501  # as it said
+            f"application on its own Python, {sys.version_info[0]}.{sys.version_info[1]}"
+        )
+        assert warnings == [type_warning], server.stderr
+        assert server.stderr.index(type_warning) < server.stderr.index("corral 0.1.0")
+        status, headers, body = get(server.host, server.port, "/static/app.log")
+        assert (status, headers["content-type"], body) == (200, "text/x-log", b"a line\n")
         assert get(server.host, server.port, "/")[0] == 200
         assert server.stop() == 0
-    del document["routes"][0], document["settings"]  # nothing unserved: no warning
-    document["applications"]["proc"]["type"] = "python 3"
+    document["applications"]["proc"]["type"] = "python 3"  # nothing unserved: no warning
     path.write_text(json.dumps(document))
     result = run_cli("-c", str(path), "--check-config")
     assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
-def test_a_share_brought_by_the_control_api_is_one_warning_in_the_log(tmp_path: Path) -> None:
+def test_a_share_brought_by_the_control_api_serves_files_at_once(tmp_path: Path) -> None:
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "x").write_bytes(b"brought by the control API\n")
     with (
         short_dir() as directory,
         Server("proc_apps", f"--control=unix:{directory}/c.sock") as server,
@@ -269,15 +267,11 @@ def test_a_share_brought_by_the_control_api_is_one_warning_in_the_log(tmp_path: 
         ]
         assert control.put("/config/routes", routes).status == 200
         assert control.put(f"/config/listeners/{address}/pass", "routes").status == 200
-        line = (
-            "[WARNING] $.routes[0].action.share: accepted, but corral does not serve static "
-            "files yet: a request a share matches is answered 501 Not Implemented"
-        )
-        server.wait_log(re.escape(line))
-        assert get(server.host, server.port, "/static/x")[0] == 501
-        # said when the change brought it, not again for the next change
-        assert control.put("/config/applications/proc_apps/threads", 2).status == 200
-        assert server.stderr.count("does not serve static files") == 1, server.stderr
+        status, _, body = get(server.host, server.port, "/static/x")
+        assert (status, body) == (200, b"brought by the control API\n")
+        assert get(server.host, server.port, "/static/y")[0] == 404
+        assert get(server.host, server.port, "/elsewhere")[0] == 200  # the application's
+        assert "WARNING" not in server.stderr, server.stderr
         assert server.stop() == 0
 
 

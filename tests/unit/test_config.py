@@ -732,12 +732,8 @@ def test_a_real_unit_config_validates_and_prints_back_in_the_canonical_shape() -
         timeout=30,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )
-    # its settings.http.static is kept, and said to be unserved (no share uses it)
-    assert (result.returncode, result.stderr) == (
-        0,
-        "corral: warning: $.settings.http.static: accepted, but corral does not serve static "
-        "files yet: a request a share matches is answered 501 Not Implemented\n",
-    )
+    # its settings.http.static is kept, for its shares: nothing to warn of
+    assert (result.returncode, result.stderr) == (0, "")
     printed = json.loads(result.stdout)
     given = json.loads(UNIT_CONFIG.read_text())
     assert printed["listeners"] == {
@@ -824,9 +820,9 @@ def test_unit_access_log_formats_translate_to_ours() -> None:
             from_unit_format(bad)
 
 
-def test_shares_in_named_route_tables_are_each_named_by_their_path() -> None:
-    """`unserved` walks the tables as the routes compiler does (`route_tables`): every share
-    of every named table, in order, one warning."""
+def test_shares_in_named_route_tables_are_served_and_said_nothing_of() -> None:
+    """Shares are served (corral.actions.share): `unserved` has nothing to say of them, in
+    any table."""
     share = {"action": {"share": "/srv/www$uri"}}
     doc = validate_document(
         {
@@ -838,8 +834,4 @@ def test_shares_in_named_route_tables_are_each_named_by_their_path() -> None:
             "applications": {"app": {"type": "python", "module": "app"}},
         }
     )
-    assert unserved(doc) == [
-        '$.routes["my-site"][1].action.share, $.routes["my-site"][2].action.share: accepted, '
-        "but corral does not serve static files yet: a request a share matches is answered 501 "
-        "Not Implemented"
-    ]
+    assert unserved(doc) == []

@@ -20,7 +20,6 @@ import pytest
 from corral.config import granian, gunicorn, uvicorn
 from corral.config.settings import ANY_ADDRESS, SETTINGS
 from tests.unit.test_gunicorn import ACCEPTED, REFUSED, WORKS, Check, app, listener, run, walk
-from tests.unit.test_static_habits import SERVED_PENDING, shares_are_served
 
 UVICORN_VERSION = "0.55.0"
 GRANIAN_VERSION = "2.8.9"
@@ -210,9 +209,7 @@ def test_every_uvicorn_flag(capsys, tmp_path, flag, value, outcome, check):
 @pytest.mark.parametrize(
     ("flag", "value", "outcome", "check"), GRANIAN_FLAGS, ids=[f for f, *_ in GRANIAN_FLAGS]
 )
-def test_every_granian_flag(capsys, tmp_path, request, flag, value, outcome, check):
-    if flag == "--static-path-mount" and not shares_are_served():
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SERVED_PENDING))
+def test_every_granian_flag(capsys, tmp_path, flag, value, outcome, check):
     walk(capsys, tmp_path, flag, value, outcome, check)
 
 

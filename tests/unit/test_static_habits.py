@@ -43,24 +43,6 @@ def share_has_expires() -> bool:
     return True
 
 
-SERVED_PENDING = (
-    EXPIRES_PENDING + "; and a share is answered 501, with a warning line at start, until the "
-    "file engine is wired into the response path"
-)
-
-
-def shares_are_served() -> bool:
-    """Whether a command line with a Granian mount is quiet: its share's `expires` known, and
-    no warning that shares are not served (`corral.config.unserved`)."""
-    from corral.config.document import validate_document
-    from corral.config.unserved import unserved
-
-    if not share_has_expires():
-        return False
-    doc = {"listeners": {"127.0.0.1:0": {"pass": "routes"}}, "routes": [{"action": {"share": "/"}}]}
-    return not unserved(validate_document(doc))
-
-
 def request(target: str, method: str = "GET") -> RouteRequest:
     fields = [(b"Host", b"example.com")]
     return RouteRequest(method, target.encode("latin-1"), fields, ("192.0.2.10", 1), None, "http")

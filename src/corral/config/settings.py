@@ -1474,8 +1474,8 @@ SETTINGS: tuple[Setting, ...] = (
         "static", _RESPONSES, _S, Static | None, None,
         'NGINX Unit\'s `static` (`{"mime_types": {TYPE: EXTENSIONS}}`), and corral\'s '
         "`cache_valid` (seconds a share trusts what a path resolved to, nginx's "
-        "`open_file_cache_valid`: 1), accepted and kept in the document for the shares of "
-        "routes; corral does not serve files yet (a warning line at start says so).",
+        "`open_file_cache_valid`: 1; 0: every request), for the shares of routes "
+        "(docs/static.md).",
         key="http.static",
     ),
     Setting(
