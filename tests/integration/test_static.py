@@ -30,6 +30,7 @@ SMALL = b"a small file, answered from memory\n"
 BIG = os.urandom(1024 * 1024)  # above what is kept in memory: sent by sendfile
 SCRIPT = b"".join(b"console.log('line %d of a script');\n" % i for i in range(300))
 SECRET = b"the secret beside the root"
+PAGE = b"".join(b"<p>paragraph %d of a page that compresses</p>\n" % i for i in range(400))
 HELLO = b"Hello, world!"  # proc_apps's answer to a path it does not know
 
 
@@ -50,6 +51,8 @@ def site_files(root: Path) -> Path:
     (www / "app.3f2a9c81.css").write_bytes(b"body{}")
     (www / "plain.css").write_bytes(b"p{}")
     (www / "server.log").write_bytes(b"a log line\n")
+    (www / "page.html").write_bytes(PAGE)  # 18 KB: from memory
+    (www / "large.html").write_bytes(PAGE * 20)  # 365 KB: from the file
     (www / "link.txt").symlink_to("a.txt")
     (www / "out.txt").symlink_to("../secret.txt")
     return www
@@ -101,6 +104,22 @@ def server(each_core: str, www: Path) -> Iterator[Server]:
         assert running.proc.poll() is None, "the server died during the tests"
         assert "Traceback" not in running.stderr, running.stderr
         assert "warning" not in running.stderr.lower(), running.stderr
+
+
+@pytest.fixture(scope="module")
+def compressing(each_core: str, www: Path) -> Iterator[Server]:
+    """The same site with compression configured for text."""
+    config = document(www)
+    config["settings"]["http"]["compression"] = {
+        "types": ["text/*"],
+        "compressors": [{"encoding": "gzip", "min_length": 256}],
+    }
+    path = www.parent / f"compressing-{each_core}.json"
+    path.write_text(json.dumps(config))
+    with Server(f"--config={path}", bind=None) as running:
+        yield running
+        assert running.proc.poll() is None, "the server died during the tests"
+        assert "Traceback" not in running.stderr, running.stderr
 
 
 def ask(server: Server, path: str, *lines: str, method: str = "GET", body: bytes = b"") -> Response:
@@ -315,3 +334,41 @@ def test_no_file_is_404_and_another_method_405(server: Server) -> None:
 
 def test_settings_mime_types_name_a_type(server: Server) -> None:
     assert ask(server, "/server.log").get("content-type") == "text/x-log"
+
+
+# -- with compression configured -----------------------------------------------------------
+
+
+def test_a_file_without_a_sibling_is_compressed_on_the_fly(compressing: Server) -> None:
+    plain = ask(compressing, "/page.html")
+    assert plain.get("content-encoding") is None and plain.get("vary") == "Accept-Encoding"
+    got = ask(compressing, "/page.html", "Accept-Encoding: gzip")
+    assert got.get("content-encoding") == "gzip" and got.get("vary") == "Accept-Encoding"
+    assert gzip.decompress(got.body) == PAGE and got.get("content-length") == str(len(got.body))
+    assert got.get("etag") == "W/" + plain.get("etag")  # another representation: weak
+    assert got.get("accept-ranges") is None
+    head = ask(compressing, "/page.html", "Accept-Encoding: gzip", method="HEAD")
+    assert head.get("vary") == "Accept-Encoding" and head.body == b""
+    # the weak tag a cache holds revalidates it (If-None-Match compares weakly); the 304 is
+    # the file's own, without Content-Type, as nginx's is (the body step cannot tell its type)
+    weak = got.get("etag")
+    revalidated = ask(compressing, "/page.html", "Accept-Encoding: gzip", f"If-None-Match: {weak}")
+    assert revalidated.status == 304 and revalidated.get("etag") == plain.get("etag")
+
+
+def test_a_large_file_is_compressed_piece_by_piece_and_a_range_is_not(compressing) -> None:
+    got = ask(compressing, "/large.html", "Accept-Encoding: gzip")
+    assert got.get("content-encoding") == "gzip" and got.get("transfer-encoding") == "chunked"
+    assert gzip.decompress(got.body) == PAGE * 20
+    part = ask(compressing, "/large.html", "Accept-Encoding: gzip", "Range: bytes=10-19")
+    assert part.status == 206 and part.body == (PAGE * 20)[10:20]
+    assert part.get("content-encoding") is None
+
+
+def test_a_precompressed_sibling_is_sent_as_it_is(compressing: Server, www: Path) -> None:
+    got = ask(compressing, "/app.js", "Accept-Encoding: gzip")
+    assert got.get("content-encoding") == "gzip" and got.all("vary") == ["Accept-Encoding"]
+    assert got.body == (www / "app.js.gz").read_bytes()  # not compressed again
+    assert (
+        ask(compressing, "/images/a.png", "Accept-Encoding: gzip").get("content-encoding") is None
+    )
