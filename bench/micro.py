@@ -7,6 +7,7 @@ and after a change to the hot path, in the same session:
     python bench/micro.py [--profile] [--request-timeout SECONDS] [--routed] [--latency]
                           [--forwarded [--proxied]]
     python bench/micro.py --share   # a 1 KiB file from a share route (from memory)
+    python bench/micro.py --share --revalidate   # its 304, for If-None-Match with its ETag
     python bench/micro.py --uwsgi   # one uwsgi packet per connection, as nginx's uwsgi_pass
     python bench/micro.py --llhttp  # with the llhttp parser corral had before its own
     python bench/micro.py --asgi    # the ASGI adapter (bench/apps/hello_asgi.py), on uvloop
@@ -186,6 +187,15 @@ def share_connection(state: ServerState, root: str) -> HttpConnection:
     return HttpConnection(state, plan)
 
 
+def revalidation(root: str) -> bytes:
+    """The share request with ``If-None-Match``: the file's ETag, as the file engine makes it."""
+    from corral.static.preconditions import entity_tag
+
+    info = (Path(root) / "static" / "1k.txt").stat()
+    etag = entity_tag(info.st_mtime_ns, info.st_size, info.st_ino).encode()
+    return SHARE_REQUEST.replace(b"\r\n\r\n", b"\r\nIf-None-Match: " + etag + b"\r\n\r\n")
+
+
 def forwarded_plan() -> ListenerPlan:
     """A listener with the `forwarded` the command line gives every listener (Gunicorn's
     forwarded_allow_ips, 127.0.0.1 and ::1); the fake transport's peer is 127.0.0.1."""
@@ -251,6 +261,7 @@ def run(
     forwarded: bool = False,
     proxied: bool = False,
     share: bool = False,
+    revalidate: bool = False,
 ) -> float:
     state = make_state(request_timeout)
     if latency:
@@ -264,6 +275,8 @@ def run(
         root = tempfile.TemporaryDirectory()
         conn = share_connection(state, root.name)
         request = SHARE_REQUEST
+        if revalidate:
+            request = revalidation(root.name)
     elif routed:
         conn = routed_connection(state)
     elif forwarded:
@@ -295,6 +308,9 @@ def main() -> None:
     parser.add_argument("--routed", action="store_true", help="on a listener passing to routes")
     parser.add_argument(
         "--share", action="store_true", help="a 1 KiB file from a share route (--static's)"
+    )
+    parser.add_argument(
+        "--revalidate", action="store_true", help="with --share: If-None-Match, answered 304"
     )
     parser.add_argument(
         "--uwsgi", action="store_true", help="a uwsgi packet per connection (as --close)"
@@ -359,6 +375,7 @@ def main() -> None:
             args.forwarded,
             args.proxied,
             args.share,
+            args.revalidate,
         )
 
     if args.once:

@@ -47,3 +47,6 @@ cdef class StaticFiles:
     @cython.locals(fields=dict, code=object, rep=_Representation, head=bint, built=tuple,
                    stamp=long, answer=StaticAnswer, fd=int)
     cpdef StaticAnswer _answer(self, _Entry entry, object share, object request, str method)
+    @cython.locals(value=object, date=object)
+    cpdef StaticAnswer _conditional(self, dict fields, _Entry entry, _Representation rep,
+                                    object plan, tuple built, bint head)

@@ -328,7 +328,8 @@ class StaticFiles:
                     return self._bare(412, [], plan)
         value = fields.get(_IF_NONE_MATCH)
         if value is not None:
-            if etag_matches(value, rep.etag, weak=True):
+            # the tag it got, sent back as it is: the revalidation of nearly every client
+            if value == rep.etag or etag_matches(value, rep.etag, weak=True):
                 return built[3]
         else:
             value = fields.get(_IF_MODIFIED)
