@@ -37,6 +37,12 @@ TWINS = [
     "corral.static.answer",
     "corral.static.files",
     "corral.actions.share",
+    "corral.routing.request",
+    "corral.routing.router",
+    "corral.routing.conditions",
+    "corral.routing.patterns",
+    "corral.routing.variables",
+    "corral.routing.compiler",
 ]
 
 

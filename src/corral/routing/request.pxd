@@ -1,0 +1,24 @@
+# Types of request.py when compiled (setup.py's TWINS); the .py is the Python core.
+
+cimport cython
+
+cdef class RouteRequest:
+    cdef public str method
+    cdef public bytes target
+    cdef public object headers
+    cdef public object peer
+    cdef public object local
+    cdef public str scheme
+    cdef public object absolute
+    cdef public str _path
+    cdef public str _query
+    cdef public str _decoded_query
+    cdef public str _host
+    cdef public dict _fields
+    cdef public dict _args
+    cdef public dict _cookies
+    cdef public tuple _src
+    cdef public tuple _dst
+
+    @cython.locals(raw=str, path=str, query=str)
+    cpdef str _load_path(self)
