@@ -42,8 +42,7 @@ class Reply:
         self.location = location
 
     def take_body(self, conn: HttpConnection, exchange: Exchange) -> Discard:
-        if exchange.head.expect_continue:
-            exchange.streaming = True  # answered without asking for the body
+        answer_unread(exchange)
         return DISCARD
 
     def start(self, conn: HttpConnection, exchange: Exchange) -> None:
@@ -54,6 +53,13 @@ class Reply:
         exchange.status = self.status
         exchange.response_bytes = len(data)
         conn.finish(exchange, keep_alive, data)
+
+
+def answer_unread(exchange: Exchange) -> None:
+    """An answer the server gives itself does not ask for the request's body: one that
+    expects ``100 Continue`` is answered at once, without it (then closed)."""
+    if exchange.head.expect_continue:
+        exchange.streaming = True
 
 
 def respond(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.respond import error_page
+from corral.actions.respond import answer_unread, error_page
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, reason
 from corral.static.answer import SERVER_ERROR, StaticAnswer
@@ -90,8 +90,7 @@ class FileReply:
     # -- the answer
 
     def take_body(self, conn: HttpConnection, exchange: Exchange) -> FileReply:
-        if exchange.head.expect_continue:
-            exchange.streaming = True  # answered without asking for the body
+        answer_unread(exchange)
         return self
 
     def start(self, conn: HttpConnection, exchange: Exchange) -> None:

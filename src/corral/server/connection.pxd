@@ -78,6 +78,7 @@ cdef class HttpConnection(RequestSink):
     cpdef bytes begin(self, Exchange exchange, object status, object headers,
                       object body_length)
     cpdef bytes whole(self, Exchange exchange, object status, object headers, bytes data)
+    cdef inline bint _stepped(self, object status, Py_ssize_t body_length)
     @cython.locals(server=ServerState, head=ResponseHead, request=RequestHead)
     cpdef bytes _head(self, Exchange exchange, object status, object headers,
                       object body_length)

@@ -437,11 +437,10 @@ class HttpConnection(RequestSink):
         and its listener plan's body steps choose for it (see corral/server/exchange.py);
         the body follows through `Exchange.frame` and `Exchange.end`. Raises
         `InvalidResponse`."""
-        steps = self.steps
-        if steps is not None and (
-            body_length is None or body_length >= self.steps_least or _redirection(status)
+        if self.steps is not None and self._stepped(
+            status, -1 if body_length is None else body_length
         ):
-            headers = steps.begin(exchange, status, headers, body_length)
+            headers = self.steps.begin(exchange, status, headers, body_length)
             if exchange.encoder is not None:
                 body_length = None
         return self._head(exchange, status, headers, body_length)
@@ -451,9 +450,8 @@ class HttpConnection(RequestSink):
     ) -> bytes:
         """A whole answer at once, head and body, as the bytes for the wire. Raises
         `InvalidResponse`."""
-        steps = self.steps
-        if steps is not None and (len(data) >= self.steps_least or _redirection(status)):
-            headers, data = steps.whole(exchange, status, headers, data)
+        if self.steps is not None and self._stepped(status, len(data)):
+            headers, data = self.steps.whole(exchange, status, headers, data)
         head = self._head(exchange, status, headers, len(data))
         if exchange.discard:
             return head
@@ -463,6 +461,12 @@ class HttpConnection(RequestSink):
             exchange.response_bytes = len(data)
             return head + data
         return head + exchange.frame(data) + exchange.end()
+
+    def _stepped(self, status: Any, body_length: int) -> bool:
+        """Whether the body steps (there are some) see this answer, whose body is
+        ``body_length`` bytes long (-1: not known yet): not a body shorter than any of theirs
+        (one comparison), but a 3xx's (a 304 stands for a 200)."""
+        return body_length < 0 or body_length >= self.steps_least or _redirection(status)
 
     def _head(
         self,

@@ -228,8 +228,7 @@ class RouteState(RequestSink):
         """Route ``exchange`` and act on its action (its handler in `corral.actions`); True
         when it joins the connection's pipeline, False when the action took it elsewhere."""
         self.fallbacks = 0
-        action = self.resolve(exchange)
-        return HANDLERS[action.__class__](self.conn, exchange, action)
+        return self.act(exchange, self.resolve(exchange))
 
     def act(self, exchange: Exchange, action: Any) -> bool:
         """Act on another action for ``exchange`` than its route's (a share's fallback), as

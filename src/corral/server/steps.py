@@ -31,7 +31,9 @@ class Compress:
 
     def __init__(self, rules: CompressionRules) -> None:
         self.rules = rules
-        self.least = rules.least_length  # below it, nothing is compressed: not even asked
+        # below it, nothing is compressed: the connection does not call the step (but for a
+        # 3xx), and the rules say no again for a length they are given
+        self.least = rules.least_length
 
     def begin(
         self,
@@ -40,8 +42,6 @@ class Compress:
         fields: list[tuple[str, str]],
         body_length: int | None,
     ) -> list[tuple[str, str]]:
-        if body_length is not None and body_length < self.least and not _not_modified(status):
-            return fields
         outcome = self._decide(exchange, status, fields, body_length)
         if outcome is None:
             return fields
@@ -52,8 +52,6 @@ class Compress:
     def whole(
         self, exchange: Exchange, status: Any, fields: list[tuple[str, str]], body: bytes
     ) -> tuple[list[tuple[str, str]], bytes]:
-        if len(body) < self.least and not _not_modified(status):
-            return fields, body
         outcome = self._decide(exchange, status, fields, len(body))
         if outcome is None:
             return fields, body
@@ -70,11 +68,6 @@ class Compress:
             length = None
         request = exchange.head
         return self.rules.decide(request.method, code, fields, request.headers, length)
-
-
-def _not_modified(status: Any) -> bool:
-    """A 304: it has no body, but the fields of the 200 it stands for (Vary, the ETag)."""
-    return type(status) is str and status.startswith("304")
 
 
 def body_steps(settings: Any) -> Compress | None:

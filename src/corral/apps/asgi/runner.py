@@ -267,8 +267,7 @@ class AsgiCycle:
         self.extensions: Any = None  # what the scope offered (the adapter sets it)
 
     def _where(self) -> str:
-        head = self.exchange.head
-        return f"{head.method} {head.target.decode('latin-1')}"
+        return self.exchange.where()
 
     def _wrap_up(self) -> None:
         """The application's run ended (`CycleCoroutine`): what the cycle holds goes."""

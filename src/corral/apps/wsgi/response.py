@@ -302,8 +302,7 @@ class WsgiCall:
 
         Past ``request_timeout`` the answer is 504 instead of 500.
         """
-        request = self.exchange.head
-        where = f"{request.method} {request.target.decode('latin-1')}"
+        where = self.exchange.where()
         timed_out = type(exc) is RequestTimeoutExceeded
         if isinstance(exc, ClientDisconnected) or self.conn.closed:
             self.log.debug("client went away during %s", where)
