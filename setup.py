@@ -26,6 +26,7 @@ TWINS = [
     "corral.http.chunked",
     "corral.server.exchange",
     "corral.server.connection",
+    "corral.server.routed",
     "corral.server.acceptor",
     "corral.apps.wsgi.environ",
     "corral.apps.wsgi.response",

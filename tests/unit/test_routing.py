@@ -17,6 +17,7 @@ from corral.http.parser import RequestParser
 from corral.net.addresses import AddressError, address_matcher
 from corral.routing import (
     BAD_REQUEST,
+    KEPT_BY_TARGET,
     MAX_HOPS,
     NOT_FOUND,
     ROUTING_LOOP,
@@ -1074,3 +1075,83 @@ def test_application_targets() -> None:
     assert router.resolve("applications/a/t2", request("/")) == ToApplication("a", 1)
     with pytest.raises(RouteError, match="names no target of application 'b'"):
         router.check_pass("applications/b/t1")
+
+
+# -- actions kept by target (Route.by_target)
+
+
+def test_a_route_of_uri_and_method_keeps_each_targets_action() -> None:
+    router = compile_routes(
+        {
+            "main": [
+                {"match": {"method": "POST"}, "action": {"return": 405}},
+                {"match": {"uri": "/static/*"}, "action": {"share": "/srv$uri"}},
+                {"action": {"pass": "routes/rest"}},
+            ],
+            "rest": [{"match": {"uri": "/old"}, "action": {"return": 301, "location": "/new$uri"}}],
+        }
+    )
+    kept = router._routes["main"].by_target
+    assert kept == {}
+    first = router.resolve("routes/main", request("/static/a.css"))
+    assert first.paths == ("/srv/static/a.css",)
+    # the same method and target: the action kept, whatever else the request holds
+    assert router.resolve("routes/main", request("/static/a.css", host="other")) is first
+    assert router.resolve("routes/main", request("/static/b.css")).paths == ("/srv/static/b.css",)
+    assert router.resolve("routes/main", request("/static/a.css", method="POST")) == Respond(405)
+    assert router.resolve("routes/main", request("/old")) == Respond(301, "/new/old")
+    assert router.resolve("routes/main", request("/%zz")) is BAD_REQUEST
+    assert set(kept) == {
+        ("GET", b"/static/a.css"),
+        ("GET", b"/static/b.css"),
+        ("POST", b"/static/a.css"),
+        ("GET", b"/old"),
+        ("GET", b"/%zz"),
+    }
+
+
+@pytest.mark.parametrize(
+    "routes",
+    [
+        # a condition on more than the method and target
+        [{"match": {"host": "a.example"}, "action": {"return": 200}}, {"action": {"return": 404}}],
+        [{"match": {"arguments": {"x": "1"}}, "action": {"return": 200}}],
+        [{"match": {"headers": {"accept": "*json*"}}, "action": {"return": 200}}],
+        [{"match": {"source": "10.0.0.0/8"}, "action": {"return": 200}}],
+        [{"match": {"if": "$arg_debug"}, "action": {"return": 200}}],
+        # an action reading more than the target
+        [{"action": {"share": "/srv/$host$uri"}}],
+        [{"action": {"share": "/srv$uri", "chroot": "/srv/$cookie_site"}}],
+        [{"action": {"return": 301, "location": "https://$host$request_uri"}}],
+        [{"action": {"pass": "applications/$header_app"}}],
+    ],
+)
+def test_a_route_reading_more_than_the_target_walks_each_request(routes: list) -> None:
+    router = compile_routes(routes)
+    assert router._routes[None].by_target is None
+
+
+def test_a_route_passing_to_one_that_reads_more_keeps_nothing() -> None:
+    router = compile_routes(
+        {
+            "main": [{"match": {"uri": "/api/*"}, "action": {"pass": "routes/api"}}],
+            "api": [
+                {"match": {"host": "a.example"}, "action": {"return": 200}},
+                {"action": {"return": 404}},
+            ],
+        }
+    )
+    assert router._routes["main"].by_target is None
+    assert router.resolve("routes/main", request("/api/x", host="a.example")) == Respond(200)
+    assert router.resolve("routes/main", request("/api/x", host="b.example")) == Respond(404)
+
+
+def test_the_actions_kept_by_target_are_bounded() -> None:
+    router = compile_routes([{"action": {"share": "/srv$uri"}}])
+    kept = router._routes[None].by_target
+    assert kept is not None
+    for i in range(KEPT_BY_TARGET + 10):
+        action = router.resolve("routes", request(f"/f{i}"))
+        assert action.paths == (f"/srv/f{i}",)
+        assert len(kept) <= KEPT_BY_TARGET
+    assert router.resolve("routes", request("/f1")).paths == ("/srv/f1",)

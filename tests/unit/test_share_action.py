@@ -63,7 +63,12 @@ def compress() -> Compress:
 
 
 def share_connection(
-    loop, root: Path, routes: list | None = None, steps=None, transport=RecordingTransport
+    loop,
+    root: Path,
+    routes: list | dict | None = None,
+    steps=None,
+    transport=RecordingTransport,
+    pass_target: str = "routes",
 ) -> tuple[HttpConnection, RecordingTransport]:
     """A connection of a listener passing to ``routes`` (by default: /app/* to this worker's
     application, everything else shared from ``root``)."""
@@ -74,7 +79,7 @@ def share_connection(
     ]
     log = logging.getLogger("corral_test_share")
     routing = Routing(compile_routes(routes), "a", {}, timeout=1.0, log=log)
-    plan = ListenerPlan(("127.0.0.1", 8000), routing=routing, pass_target="routes", steps=steps)
+    plan = ListenerPlan(("127.0.0.1", 8000), routing=routing, pass_target=pass_target, steps=steps)
     conn = HttpConnection(plain.server, plan)
     made = transport(conn)
     conn.connection_made(made)
@@ -147,8 +152,7 @@ def test_fallbacks_that_loop_are_one_500(loop, site: Path, caplog) -> None:
     routes = {
         "main": [{"action": {"share": f"{site}/none$uri", "fallback": {"pass": "routes/$arg_to"}}}],
     }
-    conn, transport = share_connection(loop, site, routes)  # type: ignore[arg-type]
-    conn.plan.pass_target = "routes/main"
+    conn, transport = share_connection(loop, site, routes, pass_target="routes/main")
     conn.data_received(b"GET /x?to=main HTTP/1.1\r\nHost: x\r\n\r\n")
     assert statuses(transport.data) == [b"500"]
     assert "the shares' fallbacks loop" in caplog.text

@@ -45,14 +45,15 @@ _status_texts: dict[int, str] = {}
 def share(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
     route = conn.route
     assert route is not None  # only routed connections have actions
-    routing = conn.plan.routing
     request = route.request
-    answer = routing.files.serve(action, request)
+    answer = route.files.serve(action, request)
     if answer.fallback and action.fallback is not None:
         route.fallbacks += 1
         if route.fallbacks <= MAX_FALLBACKS:
-            return route.act(exchange, routing.router.resolve_fallback(action, request))
-        routing.log.error("%s: the shares' fallbacks loop: answered 500", exchange.where())
+            return route.act(exchange, route.router.resolve_fallback(action, request))
+        conn.plan.routing.log.error(
+            "%s: the shares' fallbacks loop: answered 500", exchange.where()
+        )
         answer = SERVER_ERROR
     reply = exchange.action = FileReply(answer)
     if answer.fd >= 0:

@@ -42,10 +42,11 @@ from corral.routing.compiler import compile_routes
 from corral.routing.errors import RouteError
 from corral.routing.patterns import pattern_matcher
 from corral.routing.request import RouteRequest, normalize_path
-from corral.routing.router import MAX_HOPS, Router
+from corral.routing.router import KEPT_BY_TARGET, MAX_HOPS, Router
 
 __all__ = [
     "BAD_REQUEST",
+    "KEPT_BY_TARGET",
     "MAX_HOPS",
     "NOT_FOUND",
     "ROUTING_LOOP",

@@ -38,7 +38,7 @@ from corral.routing.router import (
     split_pass,
     target_index,
 )
-from corral.routing.variables import compile_template, encode_location
+from corral.routing.variables import compile_template, encode_location, of_target
 from corral.static.policy import (
     ShareHeaders,
     check_response_headers,
@@ -68,6 +68,8 @@ _SHARE_OPTIONS = (
 
 
 _LISTENER = object()  # a pass compiled for a listener, outside any route
+# the conditions that read nothing of a request but its method and target (Route.by_target)
+_OF_TARGET_CONDITIONS = frozenset({"uri", "method"})
 
 
 def compile_routes(
@@ -130,6 +132,10 @@ class _Compiler:
         # the applications a static pass names; None once a pass built from variables could
         # name any
         self.reached: set[str] | None = set()
+        # whether the step being compiled reads more of a request than its method and target,
+        # and the routes that have such a step (the others keep their actions by target)
+        self.reads_more = False
+        self.reading_more: set[str | None] = set()
         for name, route_path, steps in route_tables(routes, path):
             self.routes[name] = Route("routes" if name is None else f"routes/{name}")
             self.sources[name] = (steps, route_path)
@@ -141,8 +147,31 @@ class _Compiler:
             for i, step in enumerate(steps):
                 route.steps.append(self.step(step, f"{route_path}[{i}]"))
         self.check_loops()
+        for name, route in self.routes.items():
+            if self.of_target(name, set()):
+                route.by_target = {}
         reached = None if self.reached is None else frozenset(self.reached)
         return Router(self.routes, self.listener_pass, reached)
+
+    def of_target(self, name: str | None, seen: set[str | None]) -> bool:
+        """Whether walking route ``name`` reads nothing of a request but its method and
+        target: its steps' conditions and actions, and the routes its static passes reach."""
+        if name in self.reading_more:
+            return False
+        seen.add(name)
+        return all(
+            self.of_target(other, seen)
+            for other, _ in self.edges.get(name, ())
+            if other not in seen
+        )
+
+    def template(self, raw: str, path: str) -> tuple[str, ...] | Callable[[RouteRequest], str]:
+        """``compile_template``, noting a variable that reads more than the target."""
+        names: set[str] = set()
+        template = compile_template(raw, path, names)
+        if not all(of_target(name) for name in names):
+            self.reads_more = True
+        return template
 
     def listener_pass(self, target: str, path: str) -> tuple[int, Any]:
         """A listener's ``pass`` (`Router.check_pass`): compiled as a step's, but outside any
@@ -160,12 +189,14 @@ class _Compiler:
         if "action" not in step:
             raise RouteError(path, "a route step needs an 'action'")
         tests: tuple[Callable[[RouteRequest], Any], ...] = ()
+        self.reads_more = False
         if "match" in step:
-            tests = compile_match(
-                expect_object(step["match"], f"{path}.match", "match conditions"),
-                f"{path}.match",
-            )
+            match = expect_object(step["match"], f"{path}.match", "match conditions")
+            tests = compile_match(match, f"{path}.match")
+            self.reads_more = not match.keys() <= _OF_TARGET_CONDITIONS
         kind, payload = self.action(step["action"], f"{path}.action")
+        if self.reads_more:
+            self.reading_more.add(self.current)
         return tests, kind, payload
 
     # -- actions
@@ -203,6 +234,7 @@ class _Compiler:
         if isinstance(template, tuple):
             return self.static_pass(value, path)
         self.reached = None
+        self.reads_more = True  # it may lead to any route
         dynamic = DynamicPass(
             template, self.routes, self.array_mode, self.applications, self.targets
         )
@@ -254,7 +286,7 @@ class _Compiler:
             raise RouteError(
                 f"{path}.location", f"expected a URI string, got {describe_value(location)}"
             )
-        template = compile_template(location, f"{path}.location")
+        template = self.template(location, f"{path}.location")
         if isinstance(template, tuple):
             return FINAL, Respond(status, encode_location(template[0]))
         return DYNAMIC, lambda r: Respond(status, encode_location(template(r)))
@@ -276,7 +308,7 @@ class _Compiler:
                 raise RouteError(item_path, f"expected a path string, got {describe_value(item)}")
             if ".." in item.split("/"):
                 raise RouteError(item_path, "a share path may not hold a '..' segment")
-            templates.append(compile_template(item, item_path))
+            templates.append(self.template(item, item_path))
         options: dict[str, Any] = {}
         index = action.get("index", "index.html")
         if not isinstance(index, str):
@@ -299,7 +331,7 @@ class _Compiler:
                     f"{path}.chroot",
                     f"expected a directory path, got {describe_value(action['chroot'])}",
                 )
-            chroot = compile_template(action["chroot"], f"{path}.chroot")
+            chroot = self.template(action["chroot"], f"{path}.chroot")
         if "fallback" in action:
             options["fallback"] = self.action(action["fallback"], f"{path}.fallback")
         headers = share_headers(action, path)

@@ -34,6 +34,7 @@ __all__ = [
     "DYNAMIC",
     "FINAL",
     "GOTO",
+    "KEPT_BY_TARGET",
     "MAX_HOPS",
     "DynamicPass",
     "Route",
@@ -43,18 +44,27 @@ __all__ = [
 ]
 
 MAX_HOPS = 32  # passes with variables to a route, per request: only they can loop
+KEPT_BY_TARGET = 4096  # actions a route whose walk reads only the target keeps (Route.by_target)
 
 FINAL, GOTO, DYNAMIC = 0, 1, 2  # a step's outcome: an Action, a Route, a function of r
 
 
 class Route:
-    """One list of steps (``routes``, or ``routes/NAME``), in order: what a request walks."""
+    """One list of steps (``routes``, or ``routes/NAME``), in order: what a request walks.
 
-    __slots__ = ("label", "steps")
+    ``by_target``: for a route whose walk reads nothing of a request but its method and its
+    target (``uri`` and ``method`` conditions, actions whose variables are of the target: the
+    compiler's `_Compiler.of_target`), the action each (method, target) was given, kept so that
+    the next request for the same file or endpoint takes one lookup instead of the walk (at
+    most ``KEPT_BY_TARGET``: emptied when full, so that a client sending new targets costs a
+    walk each, never memory); None for any other route."""
+
+    __slots__ = ("by_target", "label", "steps")
 
     def __init__(self, label: str) -> None:
         self.label = label  # "routes" or "routes/NAME"
         self.steps: list[tuple[tuple[Callable[[RouteRequest], Any], ...], int, Any]] = []
+        self.by_target: dict[tuple[str, bytes], Action] | None = None
 
     def __repr__(self) -> str:
         return f"<route {self.label}: {len(self.steps)} steps>"
@@ -213,7 +223,20 @@ class Router:
         entry = self._entries.get(pass_target)
         if entry is None:
             entry = self._entry(pass_target, "$.pass")
-        return _follow(entry[0], entry[1], request)
+        kind, payload = entry
+        if kind == GOTO:
+            route = payload
+            kept = route.by_target
+            if kept is not None:
+                key = (request.method, request.target)
+                action = kept.get(key)
+                if action is None:
+                    action = _follow(kind, payload, request)
+                    if len(kept) >= KEPT_BY_TARGET:
+                        kept.clear()
+                    kept[key] = action
+                return action
+        return _follow(kind, payload, request)
 
     def resolve_fallback(self, share: Share, request: RouteRequest) -> Action:
         """The action after ``share`` could not serve a file: its fallback, else 404."""

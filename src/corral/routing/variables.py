@@ -30,7 +30,7 @@ from corral.routing.errors import RouteError
 from corral.routing.patterns import PLUS_DECODE, as_bytes_str, decode_pattern
 from corral.routing.request import BAD_ESCAPE, RouteRequest
 
-__all__ = ["compile_template", "encode_location"]
+__all__ = ["compile_template", "encode_location", "of_target"]
 
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -42,6 +42,7 @@ _VARIABLES_HELP = (
     "uri_after:/PREFIX"
 )
 _URI_AFTER = "uri_after:"
+_OF_TARGET = frozenset({"uri", "request_uri", "method", "dollar"})
 
 
 def _uri_variable(r: RouteRequest) -> str:
@@ -66,6 +67,13 @@ def _uri_after(prefix: str, path: str) -> Callable[[RouteRequest], str]:
         return uri
 
     return uri_after
+
+
+def of_target(name: str) -> bool:
+    """Whether variable ``name`` is a function of the request's method and target alone (no
+    field, address or argument of it): a route that reads only these gives every request with
+    the same method and target the same action (`corral.routing.router.Route.by_target`)."""
+    return name in _OF_TARGET or name.startswith(_URI_AFTER)
 
 
 def _variable(name: str, path: str) -> Callable[[RouteRequest], str] | str:
@@ -120,9 +128,12 @@ def _variable(name: str, path: str) -> Callable[[RouteRequest], str] | str:
     raise RouteError(path, f"unknown variable ${name} (routes know {_VARIABLES_HELP})")
 
 
-def compile_template(raw: str, path: str) -> tuple[str, ...] | Callable[[RouteRequest], str]:
+def compile_template(
+    raw: str, path: str, names: set[str] | None = None
+) -> tuple[str, ...] | Callable[[RouteRequest], str]:
     """A string with ``$name``/``${name}`` variables: a constant (1-tuple), or a function of
-    the request. Text is in the latin-1-bytes form."""
+    the request. Text is in the latin-1-bytes form. ``names``, when given, gets the name of
+    each variable the template reads."""
     if raw.startswith("`") and raw.endswith("`") and len(raw) > 1:
         raise RouteError(path, "template literals (njs) are not supported")
     text = as_bytes_str(raw)
@@ -154,6 +165,8 @@ def compile_template(raw: str, path: str) -> tuple[str, ...] | Callable[[RouteRe
                 path, f"'$' without a variable name in {raw!r} (a literal '$' is $dollar)"
             )
         getter = _variable(name, path)
+        if names is not None:
+            names.add(name)
         if isinstance(getter, str):
             literal.append(getter)
             continue

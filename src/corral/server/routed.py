@@ -60,7 +60,8 @@ from corral.actions import HANDLERS
 from corral.actions.application import HandOff
 from corral.http.errors import error_response
 from corral.http.head import RequestHead, RequestSink
-from corral.routing import Router, RouteRequest
+from corral.routing.request import RouteRequest
+from corral.routing.router import Router
 from corral.server.connection import BUSY, NEVER, HttpConnection, ServerState
 from corral.server.exchange import Exchange
 from corral.server.handoff import (
@@ -135,21 +136,30 @@ class RouteState(RequestSink):
         "begun",
         "conn",
         "fallbacks",
+        "files",
         "given_peer",
         "handoff",
         "hops",
         "in_message",
         "initial",
         "local",
+        "pass_target",
         "raw",
         "raw_first",
         "request",
         "routed",
+        "router",
         "sender",
     )
 
     def __init__(self, conn: HttpConnection) -> None:
         self.conn = conn
+        # a connection's plan never changes (a reconfiguration makes new plans for new
+        # connections): what it routes by, read once
+        routing = conn.plan.routing
+        self.router = routing.router
+        self.files = routing.files
+        self.pass_target = conn.plan.pass_target
         # the client a PROXY protocol header named (corral/server/proxied.py), here or in the worker
         # that handed the connection off: the peer, instead of the socket's
         self.given_peer: tuple[str, int] | None = None
@@ -239,7 +249,6 @@ class RouteState(RequestSink):
         """The action of the routes for ``exchange`` (corral.routing.actions); the request as
         routing read it stays as ``request`` for the action's handler."""
         conn = self.conn
-        plan = conn.plan
         head = exchange.head
         peer = conn.peer
         scheme = "http"
@@ -254,7 +263,7 @@ class RouteState(RequestSink):
         request = self.request = RouteRequest(
             head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
         )
-        return plan.routing.router.resolve(plan.pass_target, request)
+        return self.router.resolve(self.pass_target, request)
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:

@@ -2,6 +2,7 @@
 
 cimport cython
 
+from corral.routing.request cimport RouteRequest
 from corral.static.answer cimport StaticAnswer
 
 cdef class _Representation:
@@ -43,10 +44,12 @@ cdef class StaticFiles:
 
     @cython.locals(now=double, resolve=int, plain=bint, table=dict, status=int, path=str,
                    index=bint, entry=_Entry, kind=int, answer=StaticAnswer)
-    cpdef StaticAnswer serve(self, object share, object request, bint retry=*)
-    @cython.locals(fields=dict, code=object, rep=_Representation, head=bint, built=tuple,
-                   stamp=long, answer=StaticAnswer, fd=int)
-    cpdef StaticAnswer _answer(self, _Entry entry, object share, object request, str method)
+    cpdef StaticAnswer serve(self, object share, RouteRequest request, bint retry=*)
+    @cython.locals(fields=dict, codes=dict, lengths=frozenset, code=object, name=bytes,
+                   value=bytes, rep=_Representation,
+                   head=bint, built=tuple, stamp=long, answer=StaticAnswer, fd=int)
+    cpdef StaticAnswer _answer(self, _Entry entry, object share, RouteRequest request,
+                               str method)
     @cython.locals(value=object, date=object)
     cpdef StaticAnswer _conditional(self, dict fields, _Entry entry, _Representation rep,
                                     object plan, tuple built, bint head)

@@ -267,11 +267,13 @@ class StaticFiles:
     ) -> StaticAnswer | None:
         accept: bytes | None = None
         fields: dict[int, bytes] | None = None
+        codes = _CODES  # (a local the compiled core knows for a dict: no method call per get)
+        lengths = _LENGTHS
         for name, value in request.headers:
-            if len(name) in _LENGTHS:
-                code = _CODES.get(name)
+            if len(name) in lengths:
+                code = codes.get(name)
                 if code is None:
-                    code = _CODES.get(name.lower(), _OTHER)
+                    code = codes.get(name.lower(), _OTHER)
                 if code == _OTHER:
                     continue
                 if code == _ACCEPT:
