@@ -50,6 +50,7 @@ COMPILED = [
     "corral/server/acceptor",
     "corral/server/connection",
     "corral/server/exchange",
+    "corral/server/routed",
     "corral/static/answer",
     "corral/static/files",
 ]
