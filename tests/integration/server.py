@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 APPS = Path(__file__).parent / "apps"
 SRC = Path(__file__).resolve().parents[2] / "src"
-LISTENING = re.compile(r"listening on http://(\[[^\]]+\]|[\d.]+):(\d+)")
+LISTENING = re.compile(r"listening on https?://(\[[^\]]+\]|[\d.]+):(\d+)")
 READY = re.compile(r"worker (\d+(?: of \S+)?) ready")  # slot, and application when several
 
 

@@ -252,3 +252,33 @@ def test_workers_switched_to_a_user_who_cannot_read_the_interpreter_still_serve(
             assert server.stop() == 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_https_workers_serve_with_a_key_only_root_can_read(sandbox, tmp_path):
+    # the master reads the key as root and the workers inherit the TLS context: their user
+    # never opens the file (issue 33, docs/tls.md)
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost", "127.0.0.1")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    chain, key = private / "chain.pem", private / "key.pem"
+    cert.private_key_pem.write_to_path(str(key))
+    key.chmod(0o600)
+    chain.write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    with serve(sandbox, "--user", USER, "--certfile", str(chain), "--keyfile", str(key)) as server:
+        with (
+            socket.create_connection((server.host, server.port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            status, _headers, body = read_response(tls)
+        report = json.loads(body)
+        assert status == 200 and report["serving"]["euid"] == pwd.getpwnam(USER).pw_uid
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600 and key.stat().st_uid == 0
+        assert server.stop() == 0

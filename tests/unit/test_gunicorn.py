@@ -118,14 +118,14 @@ GUNICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--pythonpath", "/srv/a,/srv/b", WORKS, lambda d: app(d)["path"] == ["/srv/a", "/srv/b"]),
     ("--paste", "production.ini", REFUSED, None),
     ("--paster", "production.ini", REFUSED, None),
-    ("--keyfile", "key.pem", REFUSED, None),
-    ("--certfile", "cert.pem", REFUSED, None),
-    ("--ssl-version", "TLSv1_2", REFUSED, None),
-    ("--cert-reqs", "2", REFUSED, None),
-    ("--ca-certs", "ca.pem", REFUSED, None),
+    ("--keyfile", "key.pem", WORKS, lambda d: d["settings"]["keyfile"] == "key.pem"),
+    ("--certfile", "cert.pem", WORKS, lambda d: d["settings"]["certfile"] == "cert.pem"),
+    ("--ssl-version", "TLSv1_2", ACCEPTED, None),  # ignored, as Gunicorn 21 and later do
+    ("--cert-reqs", "2", WORKS, lambda d: d["settings"]["cert_reqs"] == 2),
+    ("--ca-certs", "ca.pem", WORKS, lambda d: d["settings"]["ca_certs"] == "ca.pem"),
     ("--suppress-ragged-eofs", None, WORKS, None),  # Gunicorn's default: nothing asked
-    ("--do-handshake-on-connect", None, REFUSED, None),
-    ("--ciphers", "TLSv1.2", REFUSED, None),
+    ("--do-handshake-on-connect", None, ACCEPTED, None),
+    ("--ciphers", "TLSv1.2", WORKS, lambda d: d["settings"]["ciphers"] == "TLSv1.2"),
     ("--paste-global", "FOO=1", REFUSED, None),
     ("--permit-obsolete-folding", None, REFUSED, None),
     ("--strip-header-spaces", None, REFUSED, None),
@@ -250,8 +250,6 @@ WRITTEN = {
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["--certfile", "c.pem"], "--certfile: Gunicorn's option is not supported: TLS is not "
-         "supported yet (planned: issue 33); terminate TLS in a proxy"),
         (["-k", "gevent"], '--worker-class: "gevent": corral has no gevent, eventlet or tornado'),
         (["-k", "eventlet"], '--worker-class: "eventlet": corral has no gevent'),
         (["-k", "tornado"], '--worker-class: "tornado": corral has no gevent'),
@@ -263,8 +261,8 @@ WRITTEN = {
         (["--header-map", "refuse"], '--header-map: corral drops header fields whose names '
          'have "_"'),
         # the first refused flag in the order given
-        (["--spew", "--certfile", "c.pem"], "--spew: "),
-        (["--certfile", "c.pem", "--spew"], "--certfile: "),
+        (["--spew", "--statsd-host", "h:8125"], "--spew: "),
+        (["--statsd-host", "h:8125", "--spew"], "--statsd-host: "),
     ],
 )  # fmt: skip
 def test_refusals_are_one_line(capsys, args, line):
@@ -614,15 +612,13 @@ def test_each_unsupported_name_is_one_warning_saying_what_corral_does(tmp_path):
         warnings[7]
         == f"{at}check_config: ignored in a file: --print-config is a command-line option"
     )
-    assert "TLS is not supported yet" in warnings[8]
+    assert "corral makes the TLS context from certfile" in warnings[8]
     assert doc["applications"]["basic"]["processes"] == 1
 
 
 @pytest.mark.parametrize(
     ("source", "line"),
     [
-        ('certfile = "/etc/ssl/cert.pem"\n', "certfile: TLS is not supported yet (planned: "
-         "issue 33); terminate TLS in a proxy"),
         ('workers = "two"\n', 'workers: expected int >= 1 or "auto", got "two"'),
         ("bind = 8000\n", "bind: expected HOST:PORT"),
         ("umask = 'x'\n", 'umask: expected an int or a string such as "0o007"'),

@@ -80,13 +80,14 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--timeout-keep-alive", "2", WORKS, lambda d: settings(d)["http"]["idle_timeout"] == 2),
     ("--timeout-graceful-shutdown", "7", WORKS, lambda d: settings(d)["graceful_timeout"] == 7),
     ("--timeout-worker-healthcheck", "12", WORKS, lambda d: settings(d)["timeout"] == 12),
-    ("--ssl-keyfile", "key.pem", REFUSED, None),
-    ("--ssl-certfile", "cert.pem", REFUSED, None),
-    ("--ssl-keyfile-password", "secret", REFUSED, None),
-    ("--ssl-version", "17", REFUSED, None),
-    ("--ssl-cert-reqs", "2", REFUSED, None),
-    ("--ssl-ca-certs", "ca.pem", REFUSED, None),
-    ("--ssl-ciphers", "TLSv1.2", REFUSED, None),
+    ("--ssl-keyfile", "key.pem", WORKS, lambda d: settings(d)["keyfile"] == "key.pem"),
+    ("--ssl-certfile", "cert.pem", WORKS, lambda d: settings(d)["certfile"] == "cert.pem"),
+    ("--ssl-keyfile-password", "secret", WORKS,
+     lambda d: settings(d)["keyfile_password"] == "secret"),
+    ("--ssl-version", "17", WORKS, None),  # Uvicorn's default: TLS, whatever its version
+    ("--ssl-cert-reqs", "2", WORKS, lambda d: settings(d)["cert_reqs"] == 2),
+    ("--ssl-ca-certs", "ca.pem", WORKS, lambda d: settings(d)["ca_certs"] == "ca.pem"),
+    ("--ssl-ciphers", "ECDHE+AESGCM", WORKS, lambda d: settings(d)["ciphers"] == "ECDHE+AESGCM"),
     ("--header", "X-Frame-Options:DENY", WORKS,
      lambda d: settings(d)["headers"] == ["X-Frame-Options: DENY"]),
     ("--version", None, WORKS, None),
@@ -143,13 +144,14 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--access-log", None, WORKS, lambda d: d["access_log"]["path"] == "-"),
     ("--no-access-log", None, WORKS, lambda d: d["access_log"]["path"] is None),
     ("--access-log-fmt", "%(addr)s", REFUSED, None),
-    ("--ssl-certificate", "cert.pem", REFUSED, None),
-    ("--ssl-keyfile", "key.pem", REFUSED, None),
-    ("--ssl-keyfile-password", "secret", REFUSED, None),
-    ("--ssl-protocol-min", "tls1.2", REFUSED, None),
-    ("--ssl-ca", "ca.pem", REFUSED, None),
+    ("--ssl-certificate", "cert.pem", WORKS, lambda d: settings(d)["certfile"] == "cert.pem"),
+    ("--ssl-keyfile", "key.pem", WORKS, lambda d: settings(d)["keyfile"] == "key.pem"),
+    ("--ssl-keyfile-password", "secret", WORKS,
+     lambda d: settings(d)["keyfile_password"] == "secret"),
+    ("--ssl-protocol-min", "tls1.3", WORKS, lambda d: settings(d)["tls_min_version"] == "1.3"),
+    ("--ssl-ca", "ca.pem", WORKS, lambda d: settings(d)["ca_certs"] == "ca.pem"),
     ("--ssl-crl", "crl.pem", REFUSED, None),
-    ("--ssl-client-verify", None, REFUSED, None),
+    ("--ssl-client-verify", None, WORKS, lambda d: settings(d)["cert_reqs"] == 2),
     ("--no-ssl-client-verify", None, WORKS, None),
     ("--url-path-prefix", "/api", WORKS, lambda d: app(d)["prefix"] == "/api"),
     ("--respawn-failed-workers", None, WORKS, None),  # what corral always does
@@ -341,7 +343,7 @@ def test_the_help_shows_corrals_flags_and_hides_the_others(capsys):
     for shown in ("--host", "--port", "--uds", "--root-path", "--header", "--no-date-header",
                   "--env-file", "--log-config", "--use-colors", "--reload-dir"):  # fmt: skip
         assert shown in out, shown
-    for hidden in ("--ssl-keyfile", "--timeout-keep-alive", "--blocking-threads", "--app-dir"):
+    for hidden in ("--reload-delay", "--timeout-keep-alive", "--blocking-threads", "--app-dir"):
         assert hidden not in out, hidden
 
 
@@ -455,14 +457,12 @@ def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch
          'such as "1h30m", got "soon"'),
         (["--http1-header-read-timeout", "2.5"], "--http1-header-read-timeout: expected "
          'milliseconds (an int), got "2.5"'),
-        (["--ssl-certfile", "c.pem"], "--ssl-certfile: Uvicorn's option is not supported: TLS "
-         "is not supported yet (planned: issue 33); terminate TLS in a proxy"),
+        (["--ssl-certfile", "/nonexistent/c.pem"], "certfile /nonexistent/c.pem: No such file "
+         "or directory"),
         (["--limit-concurrency", "10"], "--limit-concurrency: Uvicorn's option is not "
          "supported: limits on connections and requests at once are not supported yet "
          "(planned: issue 34); until then an ASGI worker serves every connection it accepts"),
         # a flag Gunicorn has too: named after every server that has it
-        (["--ssl-version", "2"], "--ssl-version: Gunicorn's and Uvicorn's option is not "
-         "supported: TLS is not supported yet"),
         (["--http2-max-frame-size", "1"], "--http2-max-frame-size: Gunicorn's and Granian's "
          "option is not supported: HTTP/2 is not supported yet"),
         (["--env-file", "/nonexistent/.env"], "--env-file: /nonexistent/.env: no such file"),
@@ -472,8 +472,8 @@ def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch
         (["--log-config", "/nonexistent.json"], '--log-config: "/nonexistent.json": no such '
          "file"),
         # the first refused flag in the order given, whoever's it is
-        (["--http2", "--certfile", "c.pem"], "--http2: "),
-        (["--certfile", "c.pem", "--http2"], "--certfile: "),
+        (["--http2", "--ssl-crl", "crl.pem"], "--http2: "),
+        (["--ssl-crl", "crl.pem", "--http2"], "--ssl-crl: "),
     ],
 )  # fmt: skip
 def test_refusals_are_one_line_saying_what_instead(capsys, args, line):

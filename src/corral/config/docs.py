@@ -246,7 +246,7 @@ of Gunicorn's names and flags (Gunicorn 23 to 27) below sets the corral setting 
 no counterpart: then a file that sets it to anything but Gunicorn's default gets one warning
 line saying what corral does instead (`corral: warning: gunicorn.conf.py: spew: ...`), and the
 flag stops corral with one line and exit code 2, except the flags marked *accepted* (one
-warning: nothing is lost without them). TLS is refused in a file too. `corral --check-config`
+warning: nothing is lost without them). `corral --check-config`
 prints what the file resolved to.
 
 Without `-c` (on the command line or in `GUNICORN_CMD_ARGS`), `./gunicorn.conf.py` is read when

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from corral.config.peers import HTTP2, LIMITS, TLS, Name, Unsupported, entry
+from corral.config.peers import HTTP2, LIMITS, Name, Unsupported, entry
 from corral.config.settings import Invalid
 from corral.config.uvicorn import SHARED
 
@@ -138,15 +138,16 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     SHARED["--no-access-log"],
     _flag("--access-log-fmt", instead="Granian's access log atoms are not corral's: write the "
           "format with --access-logformat (Gunicorn's %(x)s atoms or NGINX Unit's $variables)"),
-    _flag("--ssl-certificate", instead=TLS),
+    _flag("--ssl-certificate", "certfile"),
     SHARED["--ssl-keyfile"],
     SHARED["--ssl-keyfile-password"],
-    _flag("--ssl-protocol-min", instead=TLS),
-    _flag("--ssl-ca", instead=TLS),
-    _flag("--ssl-crl", instead=TLS),
-    _flag("--ssl-client-verify", instead=TLS, value=False),
-    _flag("--no-ssl-client-verify", instead="accepted: no TLS", value=False, constant=False,
-          same=(False,)),
+    _flag("--ssl-protocol-min", "tls_min_version"),
+    _flag("--ssl-ca", "ca_certs"),
+    _flag("--ssl-crl", instead="certificate revocation lists are not read yet: a client "
+          "certificate is checked against --ssl-ca alone"),
+    _flag("--ssl-client-verify", "cert_reqs", value=False, constant=2),
+    _flag("--no-ssl-client-verify", instead="accepted: a client certificate is not asked for",
+          value=False, constant=False, same=(False,)),
     _flag("--url-path-prefix", "prefix"),
     _flag("--respawn-failed-workers", instead="accepted: what corral always does",
           value=False, same=(True,)),

@@ -24,8 +24,7 @@ And the readers built on it, each giving `Mapped` values (type-checked by the ca
   ``FORWARDED_ALLOW_IPS``).
 
 A name corral cannot honour is one warning line in a file, and one ``ConfigError`` on the
-command line (a flag asks for it now; a file is often copied whole). TLS is an error in both:
-serving plain HTTP where a certificate was configured would mislead the clients.
+command line (a flag asks for it now; a file is often copied whole).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from corral.config.document import ConfigError
-from corral.config.peers import HTTP2, TLS, Mapped, Name, Reading, Unsupported, same
+from corral.config.peers import HTTP2, Mapped, Name, Reading, Unsupported, same
 from corral.config.settings import BY_NAME, Invalid, Scope, show
 
 __all__ = [
@@ -134,7 +133,11 @@ def _header_map(value: Any) -> Any:
 
 # -- the table ---------------------------------------------------------------------------------
 
-_TLS, _HTTP2 = TLS, HTTP2
+_HTTP2 = HTTP2
+_SSL_VERSION = (
+    "ignored, as Gunicorn 21 and later ignore it: TLS 1.2 and 1.3 are offered "
+    "(tls_min_version raises the floor)"
+)
 _SYSLOG = (
     "syslog is not supported: corral logs to standard error (for journald or the supervisor) "
     "or to --error-logfile"
@@ -311,19 +314,23 @@ NAMES: dict[str, Name] = {n.name: n for n in (
     _hook("post_fork"), _hook("post_worker_init"), _hook("worker_int"),
     _hook("worker_abort"), _hook("pre_exec"), _hook("pre_request"), _hook("post_request"),
     _hook("child_exit"), _hook("worker_exit"), _hook("nworkers_changed"), _hook("on_exit"),
-    _hook("ssl_context", _TLS),
+    _hook("ssl_context", "not run: corral makes the TLS context from certfile, keyfile, "
+          "ca_certs, cert_reqs and ciphers, in the master (docs/tls.md)"),
     _hook("on_dirty_starting", _DIRTY), _hook("dirty_post_fork", _DIRTY),
     _hook("dirty_worker_init", _DIRTY), _hook("dirty_worker_exit", _DIRTY),
     # SSL
-    _no("keyfile", _TLS, "--keyfile", same=(None,), refuse=True),
-    _no("certfile", _TLS, "--certfile", same=(None,), refuse=True),
-    _no("ssl_version", _TLS, "--ssl-version"),
-    _no("cert_reqs", _TLS, "--cert-reqs", same=(0,)),
-    _no("ca_certs", _TLS, "--ca-certs", same=(None,)),
-    _no("suppress_ragged_eofs", _TLS, "--suppress-ragged-eofs", value=False, same=(True,)),
-    _no("do_handshake_on_connect", _TLS, "--do-handshake-on-connect", value=False,
-        same=(False,)),
-    _no("ciphers", _TLS, "--ciphers", same=(None,)),
+    _to("keyfile", "keyfile", "--keyfile"),
+    _to("certfile", "certfile", "--certfile"),
+    # 2 is Gunicorn's old default (PROTOCOL_TLS), 17 Uvicorn's (PROTOCOL_TLS_SERVER)
+    _no("ssl_version", _SSL_VERSION, "--ssl-version", same=(2, 17), accept=True),
+    _to("cert_reqs", "cert_reqs", "--cert-reqs"),
+    _to("ca_certs", "ca_certs", "--ca-certs"),
+    _no("suppress_ragged_eofs", "accepted: a client that closes without TLS's close_notify "
+        "ends its connection quietly", "--suppress-ragged-eofs", value=False, same=(True,),
+        accept=True),
+    _no("do_handshake_on_connect", "accepted: the handshake is always made as the connection "
+        "opens", "--do-handshake-on-connect", value=False, same=(False,), accept=True),
+    _to("ciphers", "ciphers", "--ciphers"),
     # HTTP/2
     _no("http_protocols", _HTTP2, "--http-protocols", same=("h1",)),
     _no("http2_max_concurrent_streams", _HTTP2, "--http2-max-concurrent-streams", same=(100,)),
@@ -389,7 +396,7 @@ def is_python_config(path: str) -> bool:
 def read_file(path: str) -> Reading:
     """Run a Gunicorn config file (``FILE.py``, ``file:FILE``, ``python:MODULE``) and map its
     settings; its hook functions make it the `hooks` setting. `ConfigError` when it cannot
-    run, when a hook does not take Gunicorn's arguments, or for TLS."""
+    run, or when a hook does not take Gunicorn's arguments."""
     from corral import hooks
 
     target = path.removeprefix("python:") if path.startswith("python:") else None

@@ -33,7 +33,6 @@ from corral.config.settings import Invalid
 __all__ = [
     "HTTP2",
     "LIMITS",
-    "TLS",
     "Mapped",
     "Name",
     "Reading",
@@ -45,7 +44,6 @@ __all__ = [
 ]
 
 # What corral does instead, in the words every table uses.
-TLS = "TLS is not supported yet (planned: issue 33); terminate TLS in a proxy"
 HTTP2 = "HTTP/2 is not supported yet (corral speaks HTTP/1.1); terminate HTTP/2 in a proxy"
 LIMITS = (
     "limits on connections and requests at once are not supported yet (planned: issue 34); "

@@ -561,6 +561,17 @@ def proxy_mode(value: ProxyMode | bool) -> ProxyMode:
     return ProxyMode(value)
 
 
+def tls_version(value: str) -> str:
+    """`tls_min_version`: "1.2" or "1.3", also as OpenSSL and the peers write them
+    ("TLSv1.2", Granian's "tls1.3")."""
+    text = str(value).strip().lower().replace("_", ".")
+    for prefix in ("tlsv", "tls"):
+        text = text.removeprefix(prefix)
+    if text not in ("1.2", "1.3"):
+        raise Invalid(message=f'expected "1.2" or "1.3", got {value!r}')
+    return text
+
+
 def address_list(value: list[str] | str) -> list[str]:
     """`proxy_allow_from`: a list, or Gunicorn's comma-separated string; each an address, a
     CIDR network or Unit's address pattern, ``*`` for any, checked as the listener's is."""
@@ -867,6 +878,12 @@ _SCOPE_ROOTS = {
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("Application", "What to run and how many processes and threads run it."),
     ("Listening", "Where to accept connections."),
+    (
+        "TLS",
+        "HTTPS on every HTTP listener of the command line and file (docs/tls.md): the "
+        "certificate and key are read by the master, which the workers' user never needs to "
+        "read; HUP reads them again.",
+    ),
     ("Timeouts", "All durations are in seconds and may be fractional."),
     ("Request limits", "Checked while the request is read, before memory is spent on it."),
     ("WebSocket", "WebSocket connections of ASGI applications (RFC 6455)."),
@@ -895,6 +912,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 (
     _APPLICATION,
     _LISTENING,
+    _TLS,
     _TIMEOUTS,
     _LIMITS,
     _WEBSOCKET,
@@ -1224,6 +1242,60 @@ SETTINGS: tuple[Setting, ...] = (
         "taken as is (TOML: `0o660`).",
         flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=parse_mode,
         expect='an octal mode such as "0660"', default_text='"0600"',
+    ),
+    # -- TLS --------------------------------------------------------------------------------------
+    Setting(
+        "certfile", _TLS, _S, _NAME | None, None,
+        "The certificate (PEM: the server's first, then its chain) of HTTPS on every HTTP "
+        "listener; it may hold the private key too. Gunicorn's `--certfile`, Uvicorn's "
+        "`--ssl-certfile`, Granian's `--ssl-certificate`.",
+        flags=("--certfile",), metavar="FILE",
+    ),
+    Setting(
+        "keyfile", _TLS, _S, _NAME | None, None,
+        "The private key of `certfile` (PEM), when the certificate file does not hold it. "
+        "Gunicorn's `--keyfile`, Uvicorn's `--ssl-keyfile`, Granian's `--ssl-keyfile`.",
+        flags=("--keyfile",), metavar="FILE",
+    ),
+    Setting(
+        "keyfile_password", _TLS, _S, _NAME | None, None,
+        "The password of an encrypted `keyfile` (Uvicorn's and Granian's "
+        "`--ssl-keyfile-password`).",
+        flags=("--keyfile-password",), metavar="PASSWORD",
+    ),
+    Setting(
+        "ca_certs", _TLS, _S, _NAME | None, None,
+        "Certificates of the authorities (PEM) a client certificate is checked against, "
+        "with `cert_reqs` 1 or 2. Gunicorn's `--ca-certs`, Uvicorn's `--ssl-ca-certs`, "
+        "Granian's `--ssl-ca`.",
+        flags=("--ca-certs",), metavar="FILE",
+    ),
+    Setting(
+        "cert_reqs", _TLS, _S, Annotated[int, Meta(ge=0, le=2)], 0,
+        "Client certificates, as Python's `ssl.VerifyMode` numbers them (Gunicorn's "
+        "`--cert-reqs`, Uvicorn's `--ssl-cert-reqs`): 0 none asked for, 1 asked for and "
+        "checked when given, 2 required (Granian's `--ssl-client-verify`).",
+        flags=("--cert-reqs",), metavar="INT",
+    ),
+    Setting(
+        "ciphers", _TLS, _S, _NAME | None, None,
+        "The TLS 1.2 cipher suites, in OpenSSL's cipher list format (Gunicorn's "
+        "`--ciphers`, Uvicorn's `--ssl-ciphers`); unset: OpenSSL's defaults, with Python's. "
+        "TLS 1.3's suites are OpenSSL's.",
+        flags=("--ciphers",), metavar="CIPHERS",
+    ),
+    Setting(
+        "tls_min_version", _TLS, _S, Literal["1.2", "1.3"], "1.2",
+        "The oldest TLS version a client may use (Granian's `--ssl-protocol-min`): 1.2 or "
+        "1.3. TLS 1.0 and 1.1 are never offered.",
+        flags=("--tls-min-version",), metavar="VERSION", accepts=str, resolve=tls_version,
+        expect='"1.2" or "1.3"',
+    ),
+    Setting(
+        "tls_handshake_timeout", _TLS, _S, Annotated[float, Meta(gt=0, le=86400)], 10.0,
+        "A client that has not finished its TLS handshake this long after it connected is "
+        "closed (it has sent no request to answer).",
+        flags=("--tls-handshake-timeout",), metavar="SECONDS",
     ),
     # -- Timeouts -------------------------------------------------------------------------------
     Setting(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from corral.config.peers import HTTP2, LIMITS, TLS, Name, entry
+from corral.config.peers import HTTP2, LIMITS, Name, entry
 
 __all__ = ["FLAGS", "SHARED", "VERSION"]
 
@@ -84,13 +84,15 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--timeout-worker-healthcheck", "timeout",
           "a worker whose event loop is silent this long is killed and replaced; corral's "
           "default is 30 s"),
-    _both("--ssl-keyfile", instead=TLS),
-    _flag("--ssl-certfile", instead=TLS),
-    _both("--ssl-keyfile-password", instead=TLS),
-    _flag("--ssl-version", instead=TLS),
-    _flag("--ssl-cert-reqs", instead=TLS),
-    _flag("--ssl-ca-certs", instead=TLS),
-    _flag("--ssl-ciphers", instead=TLS),
+    _both("--ssl-keyfile", "keyfile"),
+    _flag("--ssl-certfile", "certfile"),
+    _both("--ssl-keyfile-password", "keyfile_password"),
+    _flag("--ssl-version", instead="TLS 1.2 and 1.3 are offered, whatever protocol number it "
+          "gives (tls_min_version raises the floor)", same=(2, 17), accept=True),
+    _flag("--ssl-cert-reqs", "cert_reqs"),
+    _flag("--ssl-ca-certs", "ca_certs"),
+    _flag("--ssl-ciphers", "ciphers", same=("TLSv1",),
+          instead="Uvicorn's default, TLSv1, is OpenSSL's own list: corral leaves it unset"),
     _flag("--header", "headers"),
     _both("--version", "version", value=False),
     _flag("--app-dir", "pythonpath", "put in front of the Python path, as Uvicorn does",

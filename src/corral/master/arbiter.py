@@ -52,7 +52,7 @@ from corral.config import Document
 from corral.hooks import Hooks
 from corral.master import child, exits, lifecycle, scaling, stopping, systemd, timeouts
 from corral.master.events import Events
-from corral.master.generation import ApplyFailed, Generation, Origin, Pool, protocol_of
+from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
 from corral.master.listeners import (
     close_all,
     describe,
@@ -172,8 +172,8 @@ class Arbiter:
             self.log.info("%s", self.origin.config_note)
         for address, sock in gen.sockets.items():
             origin = f"from {self.handed}" if self.from_systemd else address
-            protocol = protocol_of(gen.doc, address)
-            self.log.info("listening on %s (%s)", describe(sock, protocol), origin)
+            scheme = scheme_of(gen.doc, address)
+            self.log.info("listening on %s (%s)", describe(sock, scheme), origin)
         loop = self.loop
         assert loop is not None
         if self.control is not None:

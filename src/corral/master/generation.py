@@ -24,6 +24,7 @@ from corral.config import Application, Document
 from corral.master.identity import Identity
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
+from corral.tls.context import TlsError, listener_context
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
 
@@ -88,6 +89,7 @@ class Pool:
         # several threaded workers spread their connections by what each holds (acceptor.py)
         most = max(app.workers, app.dynamic.max if app.dynamic else 1)
         self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
+        self.tls: Any = None  # the TLS context of its HTTP listeners (corral.tls.context)
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -111,13 +113,15 @@ class Pool:
         for address, sock in self.sockets.items():
             listener = self.doc.listeners[address]
             forwarded = listener.forwarded
+            protocol = protocol_of(self.doc, address)
             found.append(
                 ListenerSpec(
                     sock,
                     listener.pass_,
                     None if forwarded is msgspec.UNSET else forwarded,
                     proxy_choice(listener, self.settings),
-                    protocol_of(self.doc, address),
+                    protocol,
+                    self.tls if protocol == "http" else None,
                 )
             )
         return found
@@ -136,11 +140,35 @@ class Pool:
         )
 
 
+def _check_tls(doc: Document, pools: dict[str, Pool]) -> None:
+    """What TLS does not do yet (issue 33): refused in one line rather than served wrong."""
+    from corral.server.proxied import proxy_choice
+
+    if len(pools) > 1 and uses_routes(doc):
+        raise TlsError(
+            "certfile: TLS on listeners whose routes pass to several applications is not "
+            "supported yet (a hand-off cannot carry a TLS session); give each application "
+            "a listener of its own"
+        )
+    for address, listener in doc.listeners.items():
+        if protocol_of(doc, address) == "http" and proxy_choice(listener, doc.settings):
+            raise TlsError(
+                f"certfile: the PROXY protocol on a TLS listener ({address}) is not supported yet"
+            )
+
+
 def protocol_of(doc: Document, address: str) -> str:
     """A listener's wire protocol: corral's `protocol` key, HTTP when absent."""
     listener = doc.listeners.get(address)
     protocol = listener.protocol if listener is not None else msgspec.UNSET
     return "http" if protocol is msgspec.UNSET else protocol
+
+
+def scheme_of(doc: Document, address: str) -> str:
+    """How a listener is reached, as its log line says it: ``https`` for an HTTP listener with
+    the TLS settings, else its wire protocol."""
+    protocol = protocol_of(doc, address)
+    return "https" if protocol == "http" and doc.settings.certfile is not None else protocol
 
 
 def uses_routes(doc: Document) -> bool:
@@ -184,9 +212,14 @@ class Generation:
     def attach(
         self, sockets: dict[str, socket.socket], handoffs: dict[str, tuple[str, socket.socket]]
     ) -> None:
-        """Lay the listeners (and, with routes, the hand-off sockets) out on the pools."""
+        """Lay the listeners (and, with routes, the hand-off sockets) out on the pools, with
+        the TLS context of their HTTP listeners (`TlsError`, a ValueError, when the TLS
+        settings cannot be served)."""
         self.sockets = sockets
         doc = self.doc
+        tls = listener_context(doc.settings)
+        if tls is not None:
+            _check_tls(doc, self.pools)
         router = None
         if uses_routes(doc):
             from corral.config.document import route_targets
@@ -196,6 +229,7 @@ class Generation:
             router = compile_routes(routes, applications=route_targets(doc.applications))
         for pool in self.pools.values():
             pool.sockets = {}
+            pool.tls = tls
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():

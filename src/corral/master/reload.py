@@ -31,7 +31,7 @@ from corral.apps.loader import (
 from corral.config import Document
 from corral.config.unserved import unserved
 from corral.master import systemd
-from corral.master.generation import ApplyFailed, Generation, Pool, protocol_of, uses_routes
+from corral.master.generation import ApplyFailed, Generation, Pool, scheme_of, uses_routes
 from corral.master.listeners import (
     ListenError,
     bind_all,
@@ -230,9 +230,7 @@ class Reloads:
             sockets[address] = bound.get(address) or self.sockets[address]
         self.sockets.update(bound)
         for address, sock in bound.items():
-            self.log.info(
-                "listening on %s (%s)", describe(sock, protocol_of(doc, address)), address
-            )
+            self.log.info("listening on %s (%s)", describe(sock, scheme_of(doc, address)), address)
         try:
             handoffs = self.bind_handoffs(doc)
             gen = Generation(self.number + 1, doc, sockets, handoffs)

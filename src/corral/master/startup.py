@@ -32,6 +32,7 @@ from corral.master.listeners import ListenError, bind_all, close_all
 from corral.master.pidfile import PidFile
 from corral.observe.errorlog import setup_logging
 from corral.server.worker import EXIT_APP_LOAD
+from corral.tls.context import TlsError
 
 
 def serve(
@@ -186,6 +187,9 @@ def _serve(
         except ListenError as exc:
             sys.stderr.write(f"corral: error: {exc}\n")
             return EXIT_LISTEN
+        except TlsError as exc:  # a certificate file changed since the arbiter read it
+            sys.stderr.write(f"corral: error: {exc}\n")
+            return EXIT_CONFIG
         try:
             for pool in arbiter.current.pools.values():
                 app = pool.application

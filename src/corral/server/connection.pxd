@@ -46,6 +46,7 @@ cdef class HttpConnection(RequestSink):
     cdef public Py_ssize_t steps_least
     cdef public object sockname
     cdef public object transport
+    cdef public bint encrypted
     cdef public object route
     cdef public Parser parser
     cdef public object reader

@@ -135,6 +135,7 @@ class HttpConnection(RequestSink):
         "adapter_state",
         "closed",
         "deadline",
+        "encrypted",
         "loop",
         "on_writable",
         "parser",
@@ -167,6 +168,7 @@ class HttpConnection(RequestSink):
         # an answer their rules exclude by its length pays one comparison
         self.steps_least = 0 if steps is None else steps.least
         self.transport: Any = None
+        self.encrypted = plan.tls is not None  # TLS: the transport encrypts (no sendfile)
         # routes (routed.RouteState, listeners with them only): the connection's routing, which
         # stands between the parser and the connection (the parser's sink: it routes each
         # head, and it alone tells the parser to report where each request begins)
@@ -265,8 +267,9 @@ class HttpConnection(RequestSink):
     def eof_received(self) -> bool | None:
         # A half-closed client still gets the answers to what it sent in full; a
         # request whose head or body will now never be complete is dropped.
+        # (over TLS the transport closes whatever this says: then it says nothing)
         if self._abandon_receiving(400):
-            return True
+            return None if self.encrypted else True
         if self.active is None and not self.pipeline:
             self.close()
         else:
@@ -275,7 +278,7 @@ class HttpConnection(RequestSink):
             server.adapter.client_gone(self)
             if server.on_client_gone is not None:
                 server.on_client_gone(self)
-        return True
+        return None if self.encrypted else True
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -335,6 +338,8 @@ class HttpConnection(RequestSink):
     def on_request(self, head: RequestHead) -> None:
         """A request's head: the one path of every request, routed or not."""
         exchange = Exchange(head, self.server.empty_body)
+        if self.encrypted:
+            exchange.copies_files = True
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
         if self.route is not None and not self.route.route(exchange):

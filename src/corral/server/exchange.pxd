@@ -25,6 +25,7 @@ cdef class Exchange:
     cdef public bint ended
     cdef public object remaining
     cdef public object encoder
+    cdef public bint copies_files
 
     cpdef bytes frame(self, bytes data)
     cpdef bytes _framed(self, bytes data)

@@ -66,6 +66,9 @@ class Exchange:
         self.ended = False  # the last chunk went: only trailer fields may follow
         self.remaining: int | None = None  # body bytes the Content-Length still allows
         self.encoder: Any = None  # a body step's (compression), set by its begin
+        # its connection is encrypted (TLS): a file goes through the transport, never by
+        # sendfile, which would send it around the encryption
+        self.copies_files = False
 
     def where(self) -> str:
         """The request, for a log line: ``GET /path``."""
@@ -143,5 +146,6 @@ class Exchange:
 
     @property
     def sends_files(self) -> bool:
-        """A file range may go by sendfile: no encoding stands between it and the wire."""
-        return self.encoder is None and not self.discard
+        """A file range may go by sendfile: no encoding (a body step's, or TLS) stands between
+        it and the wire."""
+        return self.encoder is None and not self.discard and not self.copies_files

@@ -33,6 +33,7 @@ class ListenerSpec:
     forwarded: Any = None  # the listener's `forwarded` (config Forwarded), None without one
     proxy: Any = None  # the PROXY protocol (proxied.proxy_choice: mode, peers), None: off
     protocol: str = "http"  # or "uwsgi" (http/uwsgi.py)
+    tls: Any = None  # the ssl.SSLContext of an HTTPS listener (corral.tls.context), None: plain
 
 
 class ListenerPlan:
@@ -41,9 +42,19 @@ class ListenerPlan:
     ``routing`` (routed.Routing) is set (with ``pass_target``) only on a listener whose pass is
     not the worker's own application, and also on the plan of a connection adopted from a
     hand-off; ``forwarding`` (forwarded.Forwarding) only with ``forwarded``; ``proxy``
-    (proxied.ProxyPlan) only with the PROXY protocol."""
+    (proxied.ProxyPlan) only with the PROXY protocol; ``tls`` (an ssl.SSLContext) only on an
+    HTTPS listener, whose connections' transports decrypt what the connection reads."""
 
-    __slots__ = ("forwarding", "parser", "pass_target", "proxy", "routing", "sockname", "steps")
+    __slots__ = (
+        "forwarding",
+        "parser",
+        "pass_target",
+        "proxy",
+        "routing",
+        "sockname",
+        "steps",
+        "tls",
+    )
 
     def __init__(
         self,
@@ -55,6 +66,7 @@ class ListenerPlan:
         routing: Any = None,
         pass_target: str | None = None,
         steps: Any = None,
+        tls: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -65,6 +77,7 @@ class ListenerPlan:
         # what stands between an answer's fields and body and the wire (compression: a
         # `corral.server.steps.Compress`), None without any: see HttpConnection.begin
         self.steps = steps
+        self.tls = tls
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
@@ -111,7 +124,9 @@ class Plans:
             return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy, steps=self.steps)
         forwarding = self.forwardings.get(sockname)
         if listener.pass_target in (None, self.own_pass):
-            return ListenerPlan(sockname, forwarding=forwarding, proxy=proxy, steps=self.steps)
+            return ListenerPlan(
+                sockname, forwarding=forwarding, proxy=proxy, steps=self.steps, tls=listener.tls
+            )
         assert self.routing is not None
         return ListenerPlan(
             sockname,
@@ -120,6 +135,7 @@ class Plans:
             routing=self.routing,
             pass_target=listener.pass_target,
             steps=self.steps,
+            tls=listener.tls,
         )
 
     def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:

@@ -379,8 +379,14 @@ class Worker:
             sock = listener.socket
             plan = plans.for_listener(listener)
             factory = partial(HttpConnection, state, plan)  # one class: the plan says the rest
+            tls = {}  # an HTTPS listener's: its transports make the handshake, then decrypt
+            if plan.tls is not None:
+                tls = {
+                    "ssl": plan.tls,
+                    "ssl_handshake_timeout": spec.settings.tls_handshake_timeout,
+                }
             if gate is not None:
-                acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log)
+                acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log, tls)
                 acceptor.start()
                 self.servers.append(acceptor)
             else:
@@ -389,6 +395,7 @@ class Worker:
                     factory,  # type: ignore[arg-type]
                     sock=sock,
                     backlog=backlog,
+                    **tls,
                 )
                 self.servers.append(server)
         if spec.handoff_socket is not None:

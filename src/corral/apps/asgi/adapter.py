@@ -80,7 +80,8 @@ class AsgiAdapter(Adapter):
             exchange.body = AsgiBody(done=True)
         base = conn.adapter_state
         if base is None:
-            base = conn.adapter_state = connection_scope(conn.sockname, conn.peer)
+            scheme = "http" if conn.plan.tls is None else "https"
+            base = conn.adapter_state = connection_scope(conn.sockname, conn.peer, scheme)
         app, root_path = self.targets[exchange.target]
         head = exchange.head
         scope = request_scope(base, head, root_path, self.state, exchange.forwarded)

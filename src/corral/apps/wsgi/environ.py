@@ -83,9 +83,12 @@ def connection_environ(
     file_wrapper: Any,
     errors: Any,
     http: bool,
+    scheme: str = "http",
 ) -> dict[str, Any]:
     """The part of every environ on one connection that does not change (``http``: of HTTP
-    requests, which `request_environ` makes; a uwsgi packet's vars are another shape)."""
+    requests, which `request_environ` makes; a uwsgi packet's vars are another shape).
+    ``scheme``: "https" on a TLS listener, which also sets ``HTTPS`` to "on" as uWSGI and
+    mod_wsgi do (Django and Flask read ``wsgi.url_scheme``; older code reads ``HTTPS``)."""
     if isinstance(server, tuple):
         server_name, server_port = str(server[0]), str(server[1])
     else:
@@ -96,7 +99,7 @@ def connection_environ(
         "SCRIPT_NAME": "",
         "SERVER_SOFTWARE": "corral",
         "wsgi.version": (1, 0),
-        "wsgi.url_scheme": "http",
+        "wsgi.url_scheme": scheme,
         "wsgi.errors": errors if errors is not None else sys.stderr,
         "wsgi.multithread": multithread,
         "wsgi.multiprocess": multiprocess,
@@ -104,6 +107,8 @@ def connection_environ(
         "wsgi.input_terminated": True,
         "wsgi.file_wrapper": file_wrapper,
     }
+    if scheme == "https":
+        environ["HTTPS"] = "on"
     if isinstance(peer, tuple):
         environ["REMOTE_ADDR"] = str(peer[0])
         environ["REMOTE_PORT"] = str(peer[1])

@@ -339,6 +339,7 @@ class WsgiAdapter(Adapter):
                 file_wrapper=FileWrapper,
                 errors=self.errors,
                 http=not uwsgi,
+                scheme="http" if conn.plan.tls is None else "https",
             )
         environ = base.copy()
         peer = conn.peer

@@ -1,0 +1,1 @@
+"""TLS: the server contexts of HTTPS listeners (`corral.tls.context`), made in the master."""

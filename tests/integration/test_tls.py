@@ -1,0 +1,270 @@
+"""HTTPS on the listeners of the command line (issue 33): Gunicorn's, Uvicorn's and Granian's
+TLS flags through real corral processes, real certificates (made by trustme at test time) and
+Python's own TLS client.
+
+The application sees https (``wsgi.url_scheme``, ``HTTPS``, the ASGI scheme); only TLS 1.2 and
+1.3 are offered, with ``http/1.1`` by ALPN; a client that sends plain HTTP, garbage, or nothing
+is closed and the worker serves on; client certificates are asked for with ``cert_reqs``; a
+file goes through the encryption (never sendfile); HUP reads the certificate again, and a
+broken new one keeps the old serving.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import ssl
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.integration.server import Server, read_response, run_cli, wait_for
+
+NAMES = ("localhost", "127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+def issue(ca: trustme.CA, directory: Path, stem: str = "server") -> tuple[Path, Path]:
+    """A certificate of ``ca`` for localhost, as a chain file and a key file."""
+    cert = ca.issue_cert(*NAMES)
+    chain, key = directory / f"{stem}.pem", directory / f"{stem}.key"
+    cert.private_key_pem.write_to_path(str(key))
+    with chain.open("wb") as out:
+        for blob in cert.cert_chain_pems:
+            out.write(blob.bytes())
+    return chain, key
+
+
+def client(ca: trustme.CA, **kwargs) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    context.set_alpn_protocols(["http/1.1"])
+    for name, value in kwargs.items():
+        setattr(context, name, value)
+    return context
+
+
+def https_get(server: Server, context: ssl.SSLContext, path: str = "/"):
+    """GET ``path`` over a new TLS connection: (status, fields, body, the TLS socket's facts)."""
+    with (
+        socket.create_connection((server.host, server.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+        status, fields, body = read_response(tls)
+        facts = {
+            "version": tls.version(),
+            "alpn": tls.selected_alpn_protocol(),
+            "serial": tls.getpeercert()["serialNumber"],
+        }
+        return status, fields, body, facts
+
+
+def closed_unanswered(server: Server, data: bytes, timeout: float = 10.0) -> bytes:
+    """What the server sends back to ``data`` on a plain connection before it closes."""
+    with server.connect(timeout) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        return received
+
+
+@pytest.fixture
+def certificate(ca: trustme.CA, tmp_path: Path) -> tuple[Path, Path]:
+    return issue(ca, tmp_path)
+
+
+def test_gunicorns_flags_serve_https_to_a_wsgi_application(ca, certificate) -> None:
+    chain, key = certificate
+    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+        assert f"listening on https://127.0.0.1:{server.port}" in server.stderr
+        status, _, body, facts = https_get(server, client(ca))
+        assert status == 200
+        assert json.loads(body) == {"scheme": "https", "HTTPS": "on"}
+        assert facts["version"] in ("TLSv1.2", "TLSv1.3")
+        assert facts["alpn"] == "http/1.1"
+
+
+def test_uvicorns_flags_serve_https_to_an_asgi_application(ca, certificate) -> None:
+    chain, key = certificate
+    with Server("tls_apps:asgi", "--ssl-certfile", str(chain), "--ssl-keyfile", str(key)) as server:
+        status, _, body, _ = https_get(server, client(ca))
+        assert (status, json.loads(body)) == (200, {"scheme": "https"})
+
+
+def test_granians_flags_and_tls_1_3_only(ca, certificate) -> None:
+    chain, key = certificate
+    with Server(
+        "tls_apps:wsgi",
+        "--ssl-certificate",
+        str(chain),
+        "--ssl-keyfile",
+        str(key),
+        "--ssl-protocol-min",
+        "tls1.3",
+    ) as server:
+        assert https_get(server, client(ca))[3]["version"] == "TLSv1.3"
+        with pytest.raises(ssl.SSLError):
+            https_get(server, client(ca, maximum_version=ssl.TLSVersion.TLSv1_2))
+        assert https_get(server, client(ca))[0] == 200  # and it serves on
+
+
+def test_tls_1_1_is_refused_and_the_worker_serves_on(ca, certificate) -> None:
+    chain, key = certificate
+    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+        old = client(ca)
+        with warnings.catch_warnings():  # the client must offer them to be refused
+            warnings.simplefilter("ignore", DeprecationWarning)
+            old.minimum_version = ssl.TLSVersion.TLSv1
+            old.maximum_version = ssl.TLSVersion.TLSv1_1
+        old.set_ciphers("DEFAULT:@SECLEVEL=0")  # this OpenSSL's own floor is 1.2 otherwise
+        with pytest.raises(ssl.SSLError) as refused:
+            https_get(server, old)
+        # the server's: its alert, or its close (uvloop's transport does not flush the
+        # alert); the client would have said NO_PROTOCOLS_AVAILABLE before connecting
+        assert refused.value.reason in (
+            "TLSV1_ALERT_PROTOCOL_VERSION",
+            "UNEXPECTED_EOF_WHILE_READING",
+        )
+        assert https_get(server, client(ca))[0] == 200
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",  # plain HTTP to the TLS port
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc" + b"\x00" * 40,  # a truncated ClientHello
+        bytes(range(256)) * 4,  # garbage
+    ],
+    ids=["plain-http", "truncated-hello", "garbage"],
+)
+def test_what_is_not_a_handshake_is_closed_and_the_worker_serves_on(
+    ca, certificate, data: bytes
+) -> None:
+    chain, key = certificate
+    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+        answer = closed_unanswered(server, data)
+        assert b"200" not in answer  # never an application's answer
+        assert https_get(server, client(ca))[0] == 200
+
+
+def test_a_client_that_never_finishes_its_handshake_is_closed(ca, certificate) -> None:
+    chain, key = certificate
+    with Server(
+        "tls_apps:wsgi",
+        "--certfile",
+        str(chain),
+        "--keyfile",
+        str(key),
+        "--tls-handshake-timeout",
+        "0.5",
+    ) as server:
+        with server.connect(timeout=10) as sock:
+            started = time.monotonic()
+            assert sock.recv(100) == b""  # closed, nothing written
+            took = time.monotonic() - started
+        assert 0.4 <= took < 5, took
+        assert https_get(server, client(ca))[0] == 200
+
+
+def test_client_certificates_are_required_with_cert_reqs_2(ca, certificate) -> None:
+    chain, key = certificate
+    ca_file = chain.parent / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    with Server(
+        "tls_apps:wsgi",
+        "--certfile",
+        str(chain),
+        "--keyfile",
+        str(key),
+        "--ca-certs",
+        str(ca_file),
+        "--cert-reqs",
+        "2",
+    ) as server:
+        # TLS 1.3: the client's handshake ends before the server checks it, which then
+        # closes the connection: the request is never answered
+        with pytest.raises((ssl.SSLError, ConnectionError, AssertionError)):
+            https_get(server, client(ca))
+        holder = client(ca)
+        ca.issue_cert("client@example.com").configure_cert(holder)
+        assert https_get(server, holder)[0] == 200
+
+
+def test_a_file_goes_through_the_encryption(ca, certificate, tmp_path: Path) -> None:
+    chain, key = certificate
+    site = tmp_path / "site"
+    site.mkdir()
+    big = bytes(range(256)) * 4096  # 1 MiB: sent from the file, not memory
+    (site / "big.bin").write_bytes(big)
+    with Server(
+        "tls_apps:wsgi",
+        "--certfile",
+        str(chain),
+        "--keyfile",
+        str(key),
+        "--static",
+        f"/static={site}",
+    ) as server:
+        status, fields, body, _ = https_get(server, client(ca), "/static/big.bin")
+        assert (status, fields["content-length"], body) == (200, str(len(big)), big)
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (["--certfile", "{dir}/none.pem"], "certfile {dir}/none.pem: No such file or directory"),
+        (["--certfile", "{chain}"], "certfile {chain}: no private key in it"),
+        (["--certfile", "{key}", "--keyfile", "{key}"], "certfile {key}: no certificate in it"),
+        (
+            ["--certfile", "{chain}", "--keyfile", "{other}"],
+            "keyfile {other}: the private key is not the certificate's ({chain})",
+        ),
+        (["--keyfile", "{key}"], "keyfile is set without certfile"),
+        (
+            ["--certfile", "{chain}", "--keyfile", "{key}", "--cert-reqs", "2"],
+            "cert_reqs 2 asks for client certificates: give ca_certs",
+        ),
+        (
+            ["--certfile", "{chain}", "--keyfile", "{key}", "--ciphers", "NOPE"],
+            "ciphers 'NOPE': OpenSSL knows no such cipher",
+        ),
+    ],
+)
+def test_what_cannot_be_served_is_one_line(ca, certificate, tmp_path, flags, line) -> None:
+    chain, key = certificate
+    _, other = issue(ca, tmp_path, "other")
+    names = {"dir": tmp_path, "chain": chain, "key": key, "other": other}
+    result = run_cli("tls_apps:wsgi", "-b", "127.0.0.1:0", *(f.format(**names) for f in flags))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"corral: error: {line.format(**names)}\n" or (
+        result.stderr.startswith(f"corral: error: {line.format(**names)}")
+        and result.stderr.count("\n") == 1
+    )
+
+
+def test_hup_reads_a_renewed_certificate_and_a_broken_one_keeps_the_old(
+    ca, certificate, tmp_path: Path
+) -> None:
+    chain, key = certificate
+    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+        first = https_get(server, client(ca))[3]["serial"]
+        renewed_chain, renewed_key = issue(ca, tmp_path, "renewed")
+        chain.write_bytes(renewed_chain.read_bytes())
+        key.write_bytes(renewed_key.read_bytes())
+        server.send(signal.SIGHUP)
+        wait_for(lambda: https_get(server, client(ca))[3]["serial"] != first, timeout=20)
+        renewed = https_get(server, client(ca))[3]["serial"]
+        key.write_bytes(b"not a key\n")  # a renewal gone wrong
+        server.send(signal.SIGHUP)
+        server.wait_log(r"reload failed: .*keyfile .*; the running workers keep serving")
+        assert https_get(server, client(ca))[3]["serial"] == renewed
