@@ -37,6 +37,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from corral import __version__
+from corral.config.listener_tls import Tls
 from corral.config.settings import (
     SETTINGS,
     Invalid,
@@ -49,6 +50,7 @@ from corral.config.settings import (
     parse_mode,
     show,
 )
+from corral.config.suggest import did_you_mean
 from corral.jsonpath import member
 
 if TYPE_CHECKING:
@@ -274,6 +276,7 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # "uwsgi" (nginx's uwsgi_pass, http/uwsgi.py); a uwsgi listener passes straight to one
     # application, without `forwarded` (the packet carries the client's address and scheme)
     protocol: Literal["http", "uwsgi"] | UnsetType = UNSET
+    tls: Tls | UnsetType = UNSET  # its certificates are the store's (corral/tls/store.py)
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]
@@ -295,7 +298,7 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
 # NGINX Unit's keys corral does not implement, by object: refused with their own words.
 _UNIT_ONLY: dict[type, tuple[str, ...]] = {
     Document: ("upstreams", "certificates", "js_modules"),
-    Listener: ("tls", "client_ip", "backlog"),
+    Listener: ("client_ip", "backlog"),
     Application: ("isolation",),
     Settings: ("js_module", "telemetry"),
     Http: ("log_route", "chunked_transform"),
@@ -355,6 +358,7 @@ _EXPECTS: dict[type, dict[str, str]] = {
         ".pass": '"applications/NAME", "routes" or "routes/NAME"',
         ".forwarded.source": 'address, CIDR block or "unix", or a list of them',
         ".protocol": '"http" or "uwsgi"',
+        ".tls.certificate": "a certificate's name or a list of names",
     },
     AccessLog: _expects(AccessLog),
     Target: _expects(Target),
@@ -711,35 +715,3 @@ def _lookup(value: Any, path: str) -> Any:
         else:
             return ...
     return value
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean "x"?)`` for the closest choice of the same shape, or ``""``.
-
-    Names are compared by their words (split at ``-``, ``_`` and ``.``, leading dashes
-    dropped): a choice is offered only when it has as many words and is close letter by
-    letter, word by word, or is the same letters otherwise split (``logfile``, ``log-file``).
-    So a shared ``--`` or ``file`` makes no suggestion: ``--daemon`` is not ``--env``,
-    ``--certfile`` not ``--error-logfile``, ``--worker-class`` not ``--workers``.
-    """
-    import difflib
-
-    typed = _words(word)
-    same_shape: dict[str, str] = {}
-    for choice in choices:
-        parts = _words(choice)
-        if "".join(parts) == "".join(typed) and parts != typed:
-            return f" (did you mean {show(choice)}?)"
-        if len(parts) == len(typed) and all(
-            difflib.SequenceMatcher(None, a, b).ratio() >= 0.5
-            for a, b in zip(parts, typed, strict=True)
-        ):
-            key = "-".join(parts)
-            if key not in same_shape or "_" in same_shape[key]:  # the dashed flag first
-                same_shape[key] = choice
-    close = difflib.get_close_matches("-".join(typed), list(same_shape), n=1, cutoff=0.6)
-    return f" (did you mean {show(same_shape[close[0]])}?)" if close else ""
-
-
-def _words(name: str) -> list[str]:
-    return [part for part in re.split(r"[-_.]+", name.lstrip("-").lower()) if part]
