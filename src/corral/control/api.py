@@ -12,7 +12,9 @@ No socket here (`server.py` speaks HTTP); the arbiter is the only state. Endpoin
 - ``/control/applications/NAME/workers/more`` and ``/fewer``: GET; TTIN and TTOU for NAME.
 - ``/control/applications/NAME/stacks``: GET; every worker's thread stacks and, in an ASGI
   worker, its pending tasks' awaits, within a second (``control/stacks.py``).
-- ``/``: GET; ``{"config": ..., "status": ...}``.
+- ``/certificates`` and ``/certificates/NAME[/PATH]``: GET, PUT (a PEM bundle), DELETE;
+  NGINX Unit's certificate store (``control/certificates.py``).
+- ``/``: GET; ``{"certificates": ..., "config": ..., "status": ...}``.
 
 Answers are Unit's: ``{"success": "Reconfiguration done."}``, or
 ``{"error": TITLE, "detail": ..., "path": ...}`` with 400, 404, 405 (and ``Allow``) or 500.
@@ -26,7 +28,7 @@ from functools import partial
 from typing import Any
 
 from corral.config import ConfigError, Document, document_builtins, validate_document
-from corral.control import stacks, tree
+from corral.control import certificates, stacks, tree
 from corral.master.arbiter import Arbiter
 from corral.master.generation import ROUTES_POOL, ApplyFailed
 from corral.master.process import WorkerProcess
@@ -88,10 +90,19 @@ async def handle(arbiter: Arbiter, method: str, target: str, body: bytes) -> Rep
             return Reply(200, metrics(arbiter), [], "text/plain; version=0.0.4; charset=utf-8")
         if path.startswith("/control/"):
             return await _control(arbiter, method, path, tree.split(path[8:]))
+        if path == certificates.PREFIX or path.startswith(certificates.PREFIX + "/"):
+            return _certificates(arbiter, method, path, body)
         if path == "/":
             if method != "GET":
                 return not_allowed(method, path, _READ_ONLY)
-            return Reply(200, {"config": _tree(arbiter.current.doc), "status": status(arbiter)})
+            return Reply(
+                200,
+                {
+                    "certificates": arbiter.control.certificates.all_info(),
+                    "config": _tree(arbiter.current.doc),
+                    "status": status(arbiter),
+                },
+            )
         raise tree.NotFound(f"{path} does not exist", path)
     except tree.InvalidJson as exc:
         location = {"offset": exc.offset, "line": exc.line, "column": exc.column}
@@ -132,10 +143,26 @@ async def _config(
         return not_allowed(method, path, _CONFIG_METHODS)
 
     def change(doc: Document) -> Document:
-        return validate_document(operation(_tree(doc)))
+        changed = validate_document(operation(_tree(doc)))
+        certificates.check_listeners(arbiter.control.certificates, changed)
+        return changed
 
     await arbiter.reloads.apply(change, f"{method} {path}")
     return Reply(200, {"success": DONE})
+
+
+def _certificates(arbiter: Arbiter, method: str, path: str, body: bytes) -> Reply:
+    pending = arbiter.pending
+    documents = [arbiter.current.doc] + ([pending.doc] if pending is not None else [])
+    try:
+        return Reply(
+            200, certificates.handle(arbiter.control.certificates, documents, method, path, body)
+        )
+    except certificates.Refused as exc:
+        reply = error(exc.status, exc.title, exc.detail)
+        if exc.status == 405:
+            reply.headers.append(("Allow", ", ".join(certificates.ALLOWED)))
+        return reply
 
 
 async def _control(arbiter: Arbiter, method: str, path: str, segments: list[str]) -> Reply:

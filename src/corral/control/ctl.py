@@ -1,7 +1,8 @@
 """``corral ctl``: the control API from the command line (stdlib only).
 
 Commands: ``get PATH``, ``put PATH FILE|-|JSON``, ``post PATH FILE|-|JSON``, ``delete PATH``,
-``status [PATH]``, ``restart APP``, ``stacks [APP] [--json]``, ``top [--once] [--interval S]``;
+``status [PATH]``, ``restart APP``, ``stacks [APP] [--json]``, ``top [--once] [--interval S]``,
+``upload NAME CERT [CHAIN...] [--key KEY]`` (a PEM bundle to ``/certificates/NAME``);
 options ``--socket ADDRESS`` (``unix:PATH``, a path, or ``HOST:PORT``; default
 ``$CORRAL_CONTROL``, else the default state directory's socket), ``--token TOKEN`` (default
 ``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
@@ -94,6 +95,16 @@ def _parser() -> _Parser:
     delete.add_argument("path", metavar="PATH")
     status = commands.add_parser("status", help="the processes and requests of each application")
     status.add_argument("path", metavar="PATH", nargs="?", default="")
+    upload = commands.add_parser(
+        "upload",
+        help="store a certificate bundle as NAME: the certificate, its chain, the key "
+        "(PUT /certificates/NAME)",
+    )
+    upload.add_argument("name", metavar="NAME")
+    upload.add_argument(
+        "files", metavar="CERT [CHAIN...]", nargs="+", help="PEM files, the leaf first"
+    )
+    upload.add_argument("--key", metavar="KEY", help="the private key's PEM file, if not in CERT")
     restart = commands.add_parser("restart", help="new workers for application APP, gracefully")
     restart.add_argument("app", metavar="APP")
     stacks = commands.add_parser(
@@ -131,11 +142,14 @@ class Client:
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         _connection(address, timeout)  # a UsageError for an address that is none
 
-    def call(self, method: str, path: str, body: bytes | None = None) -> object:
-        """The JSON answer; `ApiError` for an error answer or an API out of reach."""
+    def call(
+        self, method: str, path: str, body: bytes | None = None, kind: str = "application/json"
+    ) -> object:
+        """The JSON answer; `ApiError` for an error answer or an API out of reach. ``kind``:
+        the body's Content-Type."""
         headers = dict(self.headers)
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = kind
         connection = _connection(self.address, self.timeout)
         try:
             connection.request(method, path, body=body, headers=headers)
@@ -228,8 +242,14 @@ def stacks_text(answer: dict[str, Any]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _request(args: argparse.Namespace) -> tuple[str, str, bytes | None]:
+def _request(
+    args: argparse.Namespace,
+) -> tuple[str, str, bytes | None] | tuple[str, str, bytes, str]:
     command = args.command
+    if command == "upload":
+        files = [*args.files, *([args.key] if args.key else [])]
+        path = "/certificates/" + quote(args.name, safe="")
+        return "PUT", path, b"".join(_pem(name) for name in files), "application/x-pem-file"
     if command == "get":
         return "GET", _path(args.path), None
     if command == "delete":
@@ -248,6 +268,16 @@ def _path(text: str) -> str:
     if not text.startswith("/"):
         text = "/" + text
     return quote(text, safe="/%:@!$&'()*+,;=[]~")
+
+
+def _pem(path: str) -> bytes:
+    """A PEM file's text, ending with a line end (files are joined into one bundle)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return data if data.endswith(b"\n") else data + b"\n"
 
 
 def _value(text: str) -> bytes:

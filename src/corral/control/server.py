@@ -37,6 +37,7 @@ from corral.http.fields import server_fields
 from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.response import server_head
 from corral.master.listeners import bind, describe
+from corral.tls.store import CertificateStore
 
 MAX_BODY = 8 << 20
 MAX_CONNECTIONS = 64
@@ -57,6 +58,8 @@ class ControlServer:
         self.tasks: set[asyncio.Task[None]] = set()
         self.limits = Limits(body=MAX_BODY)
         self.token = options.token.encode() if options.token else None
+        # NGINX Unit's /certificates, kept in the state directory; restored by bind()
+        self.certificates = CertificateStore(options.state_dir, log)
 
     def prefix(self) -> str:
         """``Date`` and ``Server``, as the workers' answers carry them (the running document's
@@ -72,7 +75,9 @@ class ControlServer:
 
     def bind(self, inherited: socket.socket | None = None) -> None:
         """Create the socket (or take the one an old master passed on). Raises `ListenError`
-        or `ConfigError` (the state directory could not be created)."""
+        or `ConfigError` (the state directory could not be created). Restores the
+        certificate store first: the document's listeners may name its bundles."""
+        self.certificates.load()
         if inherited is not None:
             self.socket = inherited
             return
