@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import logging
 import os
@@ -76,6 +77,18 @@ def test_the_key_may_come_first_and_the_names_fall_back_on_the_common_name():
     assert bundle.names == ("only-cn.test",)
     assert bundle.info["chain"][0]["subject"] == {"common_name": "only-cn.test"}
     assert "alt_names" not in bundle.info["chain"][0]["subject"]
+
+
+def test_openssls_trusted_certificate_is_read_without_its_trust_data():
+    issued = leaf("ec")
+    der = issued.certificate.public_bytes(serialization.Encoding.DER)
+    aux = bytes.fromhex("3000")  # an empty X509_CERT_AUX: a DER SEQUENCE after the certificate
+    body = base64.encodebytes(der + aux)
+    trusted = (
+        b"-----BEGIN TRUSTED CERTIFICATE-----\n" + body + b"-----END TRUSTED CERTIFICATE-----\n"
+    )
+    bundle = parse_bundle(trusted + issued.chain_pem + issued.key_pem)
+    assert bundle.chain_pem == issued.certificate_pem + issued.chain_pem
 
 
 def _pkcs8_encrypted(issued):

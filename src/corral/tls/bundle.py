@@ -70,6 +70,15 @@ class Bundle:
 
 def parse_bundle(data: bytes) -> Bundle:
     """The bundle ``data`` holds, checked. Raises `BundleError`."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+
+    try:
+        return _parse(data)
+    except UnsupportedAlgorithm as exc:  # a key or signature this OpenSSL cannot use
+        raise BundleError(f"unsupported algorithm: {exc}") from None
+
+
+def _parse(data: bytes) -> Bundle:
     from cryptography.hazmat.primitives import serialization
 
     key, chain = _read_blocks(data)
@@ -188,16 +197,14 @@ def _names(leaf: x509.Certificate) -> tuple[str, ...]:
 
 
 def _key_text(key: PrivateKeyTypes) -> str:
-    """Unit's words for the key: ``RSA (2048 bits)``, ``ECDH`` (sic: any EC key),
-    ``DH (2048 bits)``, else ``unknown``."""
-    from cryptography.hazmat.primitives.asymmetric import dh, ec, rsa
+    """Unit's words for the key: ``RSA (2048 bits)``, ``ECDH`` (sic: any EC key), else
+    ``unknown`` (Unit's ``DH (BITS bits)`` is left out: no certificate's key is one)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
     if isinstance(key, rsa.RSAPrivateKey):
         return f"RSA ({key.key_size} bits)"
     if isinstance(key, ec.EllipticCurvePrivateKey):
         return "ECDH"
-    if isinstance(key, dh.DHPrivateKey):
-        return f"DH ({key.key_size} bits)"
     return "unknown"
 
 
