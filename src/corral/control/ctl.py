@@ -242,9 +242,11 @@ def stacks_text(answer: dict[str, Any]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _request(
-    args: argparse.Namespace,
-) -> tuple[str, str, bytes | None] | tuple[str, str, bytes, str]:
+# method, path, body, and the body's Content-Type when it is not JSON
+Request = tuple[str, str, bytes | None] | tuple[str, str, bytes, str]
+
+
+def _request(args: argparse.Namespace) -> Request:
     command = args.command
     if command == "upload":
         files = [*args.files, *([args.key] if args.key else [])]
