@@ -25,7 +25,7 @@ from tests.integration.server import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTROL_AT = re.compile(r"control API on (unix:\S+|http://\S+)")
-LISTENING_ON = re.compile(r"listening on http://([\d.]+):(\d+) \((\S+)\)")
+LISTENING_ON = re.compile(r"listening on https?://([\d.]+):(\d+) \((\S+)\)")
 
 
 @dataclass

@@ -268,3 +268,63 @@ def test_hup_reads_a_renewed_certificate_and_a_broken_one_keeps_the_old(
         server.send(signal.SIGHUP)
         server.wait_log(r"reload failed: .*keyfile .*; the running workers keep serving")
         assert https_get(server, client(ca))[3]["serial"] == renewed
+
+
+# -- NGINX Unit's listeners: "tls" naming certificates of the store -------------------------
+
+
+def test_a_listener_serves_the_stores_certificates_chosen_by_sni() -> None:
+    from tests.certificates import authority, leaf
+    from tests.integration.control import Control, listening_port, short_dir
+
+    root, _ = authority()
+    wide, own = leaf("rsa"), leaf("ec", dns=("ec.test",))  # example.test and *.example.test
+    trusting = ssl.create_default_context(cadata=root.certificate_pem.decode())
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            assert control.put("/certificates/wide", wide.bundle()).status == 200
+            assert control.put("/certificates/own", own.bundle()).status == 200
+            document = {
+                "listeners": {
+                    "127.0.0.1:0": {
+                        "pass": "applications/tls",
+                        "tls": {"certificate": ["wide", "own"]},
+                    }
+                },
+                "applications": {"tls": {"module": "tls_apps", "callable": "wsgi"}},
+            }
+            assert control.put("/config", document).status == 200
+            port = listening_port(server, "127.0.0.1:0")
+            assert f"listening on https://127.0.0.1:{port}" in server.stderr
+
+            def served(name: str, context: ssl.SSLContext = trusting) -> tuple[str, dict]:
+                with (
+                    socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                    context.wrap_socket(raw, server_hostname=name) as tls,
+                ):
+                    tls.sendall(f"GET / HTTP/1.1\r\nHost: {name}\r\n\r\n".encode())
+                    status, _, body = read_response(tls)
+                    assert status == 200
+                    subject = dict(item[0] for item in tls.getpeercert()["subject"])
+                    return subject["commonName"], json.loads(body)
+
+            assert served("ec.test") == ("ec.test", {"scheme": "https", "HTTPS": "on"})
+            assert served("a.example.test")[0] == "example.test"  # the wildcard
+            assert served("example.test")[0] == "example.test"
+            unnamed = ssl.create_default_context(cadata=root.certificate_pem.decode())
+            unnamed.check_hostname = False
+            assert served("other.test", unnamed)[0] == "example.test"  # the first: default
+            # a certificate a listener serves is not deleted; one it does not name is
+            assert control.delete("/certificates/own").status == 400
+            document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "wide"
+            assert control.put("/config", document).status == 200
+            assert control.delete("/certificates/own").status == 200
+            # and a document naming one the store lacks is refused, the running one serving
+            document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "none"
+            refused = control.put("/config", document)
+            assert refused.status == 400 and 'Certificate "none" is not found.' in str(refused.json)
+            port = listening_port(server, "127.0.0.1:0")
+            assert served("a.example.test")[0] == "example.test"

@@ -24,7 +24,7 @@ from corral.config import Application, Document
 from corral.master.identity import Identity
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
-from corral.tls.context import TlsError, listener_context
+from corral.tls.context import TlsError, forget_others, listener_context, store_context
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
 
@@ -89,7 +89,10 @@ class Pool:
         # several threaded workers spread their connections by what each holds (acceptor.py)
         most = max(app.workers, app.dynamic.max if app.dynamic else 1)
         self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
-        self.tls: Any = None  # the TLS context of its HTTP listeners (corral.tls.context)
+        # the TLS context of its HTTP listeners (corral.tls.context): the settings', and those
+        # of the listeners whose `tls` names certificates of the store, by address
+        self.tls: Any = None
+        self.tls_by_address: dict[str, Any] = {}
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -114,6 +117,7 @@ class Pool:
             listener = self.doc.listeners[address]
             forwarded = listener.forwarded
             protocol = protocol_of(self.doc, address)
+            tls = self.tls_by_address.get(address) or (self.tls if protocol == "http" else None)
             found.append(
                 ListenerSpec(
                     sock,
@@ -121,7 +125,7 @@ class Pool:
                     None if forwarded is msgspec.UNSET else forwarded,
                     proxy_choice(listener, self.settings),
                     protocol,
-                    self.tls if protocol == "http" else None,
+                    tls,
                 )
             )
         return found
@@ -140,20 +144,46 @@ class Pool:
         )
 
 
-def _check_tls(doc: Document, pools: dict[str, Pool]) -> None:
-    """What TLS does not do yet (issue 33): refused in one line rather than served wrong."""
+def _store_context(doc: Document, address: str, certificates: Any) -> Any:
+    """The context of the listener at ``address``, whose `tls` names certificates of the
+    store (`TlsError` naming the first one it lacks, in NGINX Unit's words)."""
+    tls = doc.listeners[address].tls
+    assert not isinstance(tls, msgspec.UnsetType)  # (the caller's test)
+    bundles = []
+    for name in tls.names:
+        bundle = None if certificates is None else certificates.get(name)
+        if bundle is None:
+            where = "" if certificates is not None else " (the store is the control API's)"
+            raise TlsError(
+                f'$.listeners["{address}"].tls.certificate: Certificate "{name}" is not '
+                f"found.{where}"
+            )
+        bundles.append(bundle)
+    return store_context(tls, bundles, doc.settings)
+
+
+def _check_tls(
+    doc: Document, pools: dict[str, Pool], every: bool, by_address: dict[str, Any]
+) -> None:
+    """What TLS does not do yet (issue 33): refused in one line rather than served wrong.
+    ``every``: the settings' TLS is on every HTTP listener; else the listeners of
+    ``by_address`` have their own."""
     from corral.server.proxied import proxy_choice
 
-    if len(pools) > 1 and uses_routes(doc):
-        raise TlsError(
-            "certfile: TLS on listeners whose routes pass to several applications is not "
-            "supported yet (a hand-off cannot carry a TLS session); give each application "
-            "a listener of its own"
-        )
+    direct = {f"applications/{name}" for name in doc.applications}
     for address, listener in doc.listeners.items():
-        if protocol_of(doc, address) == "http" and proxy_choice(listener, doc.settings):
+        if protocol_of(doc, address) != "http" or not (every or address in by_address):
+            continue
+        where = "certfile" if address not in by_address else f'$.listeners["{address}"].tls'
+        if len(pools) > 1 and listener.pass_ not in direct:
             raise TlsError(
-                f"certfile: the PROXY protocol on a TLS listener ({address}) is not supported yet"
+                f"{where}: TLS on a listener whose routes pass to several applications "
+                f"({address}) is not supported yet (a hand-off cannot carry a TLS session); "
+                "give each application a listener of its own"
+            )
+        if proxy_choice(listener, doc.settings):
+            raise TlsError(
+                f"{where}: the PROXY protocol on a TLS listener ({address}) is not supported yet"
             )
 
 
@@ -168,7 +198,10 @@ def scheme_of(doc: Document, address: str) -> str:
     """How a listener is reached, as its log line says it: ``https`` for an HTTP listener with
     the TLS settings, else its wire protocol."""
     protocol = protocol_of(doc, address)
-    return "https" if protocol == "http" and doc.settings.certfile is not None else protocol
+    listener = doc.listeners.get(address)
+    own = listener is not None and listener.tls is not msgspec.UNSET
+    tls = own or doc.settings.certfile is not None
+    return "https" if protocol == "http" and tls else protocol
 
 
 def uses_routes(doc: Document) -> bool:
@@ -196,6 +229,7 @@ class Generation:
         doc: Document,
         sockets: dict[str, socket.socket],
         handoffs: dict[str, tuple[str, socket.socket]] | None = None,
+        certificates: Any = None,
     ) -> None:
         self.number = number
         self.doc = doc
@@ -207,19 +241,31 @@ class Generation:
         # set while it is the pending generation: the reason it was rolled back, or None
         self.settled: asyncio.Future[str | None] | None = None
         self.sockets: dict[str, socket.socket] = {}
-        self.attach(sockets, handoffs or {})
+        self.attach(sockets, handoffs or {}, certificates)
 
     def attach(
-        self, sockets: dict[str, socket.socket], handoffs: dict[str, tuple[str, socket.socket]]
+        self,
+        sockets: dict[str, socket.socket],
+        handoffs: dict[str, tuple[str, socket.socket]],
+        certificates: Any = None,
     ) -> None:
         """Lay the listeners (and, with routes, the hand-off sockets) out on the pools, with
-        the TLS context of their HTTP listeners (`TlsError`, a ValueError, when the TLS
-        settings cannot be served)."""
+        the TLS contexts of their HTTPS listeners: the settings' files, or the certificates a
+        listener's `tls` names in ``certificates`` (the control API's store,
+        `corral.tls.store.CertificateStore`). `TlsError` (a ValueError) for what cannot be
+        served."""
         self.sockets = sockets
         doc = self.doc
         tls = listener_context(doc.settings)
-        if tls is not None:
-            _check_tls(doc, self.pools)
+        by_address = {
+            address: _store_context(doc, address, certificates)
+            for address in sockets
+            if doc.listeners[address].tls is not msgspec.UNSET
+        }
+        if sockets:  # (not the first generation's construction, before its sockets)
+            forget_others(list(by_address.values()))
+        if tls is not None or by_address:
+            _check_tls(doc, self.pools, tls is not None, by_address)
         router = None
         if uses_routes(doc):
             from corral.config.document import route_targets
@@ -230,6 +276,7 @@ class Generation:
         for pool in self.pools.values():
             pool.sockets = {}
             pool.tls = tls
+            pool.tls_by_address = by_address
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():

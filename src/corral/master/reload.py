@@ -233,7 +233,7 @@ class Reloads:
             self.log.info("listening on %s (%s)", describe(sock, scheme_of(doc, address)), address)
         try:
             handoffs = self.bind_handoffs(doc)
-            gen = Generation(self.number + 1, doc, sockets, handoffs)
+            gen = Generation(self.number + 1, doc, sockets, handoffs, self.certificates())
             for name, pool in gen.pools.items():
                 old = current.pools.get(name)
                 if pool.application.preload:
@@ -247,6 +247,11 @@ class Reloads:
             raise
         self.number = gen.number
         return gen
+
+    def certificates(self) -> Any:
+        """The control API's certificate store (`corral.tls.store`), None without the API."""
+        control = self.master.control
+        return None if control is None else control.certificates
 
     def bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
         """With routes, a hand-off socket per application of ``doc``; those of applications

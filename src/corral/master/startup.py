@@ -183,7 +183,9 @@ def _serve(
             return EXIT_LISTEN
         arbiter.reloads.sockets = dict(sockets)
         try:
-            arbiter.current.attach(sockets, arbiter.reloads.bind_handoffs(doc))
+            arbiter.current.attach(
+                sockets, arbiter.reloads.bind_handoffs(doc), arbiter.reloads.certificates()
+            )
         except ListenError as exc:
             sys.stderr.write(f"corral: error: {exc}\n")
             return EXIT_LISTEN

@@ -17,10 +17,14 @@ and asks the client for a certificate only with ``cert_reqs``.
 from __future__ import annotations
 
 import hashlib
+import os
 import ssl
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["TlsError", "listener_context"]
+import msgspec
+
+__all__ = ["TlsError", "listener_context", "store_context"]
 
 _MINIMUM = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 _VERIFY = {0: ssl.CERT_NONE, 1: ssl.CERT_OPTIONAL, 2: ssl.CERT_REQUIRED}
@@ -61,6 +65,105 @@ def listener_context(settings: Any) -> ssl.SSLContext | None:
     return context
 
 
+# the contexts of the listeners whose `tls` names certificates of the store, by what each was
+# made from; those the last generation did not use are forgotten (`forget_others`)
+_from_store: dict[tuple[Any, ...], ssl.SSLContext] = {}
+
+
+def store_context(tls: Any, bundles: Sequence[Any], settings: Any) -> ssl.SSLContext:
+    """The context of a listener whose ``tls`` (NGINX Unit's: a `corral.config.listener_tls.Tls`)
+    names ``bundles`` of the certificate store (`corral.tls.bundle.Bundle`, in its order): the
+    first one's, which SNI switches to another's when the name a client asks for is one of
+    the other's (wildcards included) and not the first's. Raises `TlsError`."""
+    session = tls.session
+    tickets = True if session is msgspec.UNSET else session.tickets
+    commands = {} if tls.conf_commands is msgspec.UNSET else dict(tls.conf_commands)
+    key = (
+        tuple(bundle.pem for bundle in bundles),
+        tickets is not False,
+        tuple(sorted(commands.items())),
+        settings.tls_min_version,
+        settings.ciphers,
+    )
+    context = _from_store.get(key)
+    if context is None:
+        contexts = [
+            _bundle_context(bundle, tickets is not False, commands, settings) for bundle in bundles
+        ]
+        context = _from_store[key] = contexts[0]
+        if len(contexts) > 1:
+            names = [bundle.names for bundle in bundles]
+            context.sni_callback = _sni(list(zip(names, contexts, strict=True)))
+    return context
+
+
+def forget_others(kept: Sequence[ssl.SSLContext]) -> None:
+    """Forget the store's contexts but ``kept`` (a new generation's): a certificate that no
+    listener names any more is not held in the master."""
+    for key, context in list(_from_store.items()):
+        if not any(context is other for other in kept):
+            del _from_store[key]
+
+
+def _bundle_context(
+    bundle: Any, tickets: bool, commands: dict[str, str], settings: Any
+) -> ssl.SSLContext:
+    minimum = settings.tls_min_version
+    ciphers = settings.ciphers
+    for name, value in commands.items():
+        if name == "MinProtocol" and value in ("TLSv1.2", "TLSv1.3"):
+            minimum = value.removeprefix("TLSv")
+        elif name == "CipherString":
+            ciphers = value
+        else:
+            raise TlsError(
+                f"conf_commands: {name} {value!r} is not supported by corral (MinProtocol "
+                "TLSv1.2 or TLSv1.3, and CipherString, are)"
+            )
+    context = _base(minimum, ciphers)
+    if not tickets:
+        context.options |= ssl.OP_NO_TICKET
+    # the store holds the bundle in memory: OpenSSL reads it from a file that is no file
+    fd = os.memfd_create("corral-certificate", os.MFD_CLOEXEC)
+    try:
+        with open(fd, "wb", closefd=False) as file:
+            file.write(bundle.chain_pem + b"\n" + bundle.key_pem)
+        context.load_cert_chain(f"/proc/self/fd/{fd}")
+    except ssl.SSLError as exc:
+        raise TlsError(f"certificate {bundle.names[0]!r}: cannot be used ({exc.reason})") from None
+    finally:
+        os.close(fd)
+    return context
+
+
+def _sni(choices: list[tuple[Sequence[str], ssl.SSLContext]]) -> Any:
+    """The SNI callback choosing among ``choices`` (each bundle's names with its context):
+    the first whose names match, the default (the listener's first) when none does."""
+
+    def pick(connection: Any, server_name: str | None, default: ssl.SSLContext) -> None:
+        if not server_name:
+            return None
+        asked = server_name.lower()
+        for names, context in choices:
+            if any(_matches(name, asked) for name in names):
+                if context is not default:
+                    connection.context = context
+                return None
+        return None
+
+    return pick
+
+
+def _matches(name: str, asked: str) -> bool:
+    """Whether certificate name ``name`` covers host ``asked``: equal, or a wildcard of its
+    first label only (``*.example.com`` covers ``a.example.com``, not ``example.com``)."""
+    name = name.lower()
+    if name.startswith("*."):
+        head, dot, rest = asked.partition(".")
+        return bool(head) and bool(dot) and rest == name[2:]
+    return name == asked
+
+
 def _fingerprint(name: str, path: str | None) -> tuple[str, str] | None:
     """A file named by setting ``name``: its path and a digest of its bytes."""
     if path is None:
@@ -72,17 +175,23 @@ def _fingerprint(name: str, path: str | None) -> tuple[str, str] | None:
         raise TlsError(f"{name} {path}: {exc.strerror or exc}") from None
 
 
-def _make(settings: Any) -> ssl.SSLContext:
+def _base(minimum: str, ciphers: str | None) -> ssl.SSLContext:
+    """A server context with what every one has, before its certificate."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = _MINIMUM[settings.tls_min_version]
+    context.minimum_version = _MINIMUM[minimum]
     context.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
     context.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
     context.set_alpn_protocols(_ALPN)
-    if settings.ciphers is not None:
+    if ciphers is not None:
         try:
-            context.set_ciphers(settings.ciphers)
+            context.set_ciphers(ciphers)
         except ssl.SSLError:
-            raise TlsError(f"ciphers {settings.ciphers!r}: OpenSSL knows no such cipher") from None
+            raise TlsError(f"ciphers {ciphers!r}: OpenSSL knows no such cipher") from None
+    return context
+
+
+def _make(settings: Any) -> ssl.SSLContext:
+    context = _base(settings.tls_min_version, settings.ciphers)
     try:
         context.load_cert_chain(
             settings.certfile, settings.keyfile, password=_password(settings.keyfile_password)
