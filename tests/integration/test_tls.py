@@ -89,16 +89,28 @@ def test_gunicorns_flags_serve_https_to_a_wsgi_application(ca, certificate) -> N
         assert f"listening on https://127.0.0.1:{server.port}" in server.stderr
         status, _, body, facts = https_get(server, client(ca))
         assert status == 200
-        assert json.loads(body) == {"scheme": "https", "HTTPS": "on"}
+        told = json.loads(body)
+        assert (told["scheme"], told["HTTPS"]) == ("https", "on")
         assert facts["version"] in ("TLSv1.2", "TLSv1.3")
         assert facts["alpn"] == "http/1.1"
+        # mod_ssl's keys, as uWSGI's and mod_wsgi's applications read them
+        assert told["SSL_PROTOCOL"] == facts["version"]
+        assert told["SSL_CIPHER"] and told["SSL_SESSION_RESUMED"] == "Initial"
+        assert told["SSL_CLIENT_VERIFY"] == "NONE" and "SSL_CLIENT_CERT" not in told
 
 
 def test_uvicorns_flags_serve_https_to_an_asgi_application(ca, certificate) -> None:
     chain, key = certificate
     with Server("tls_apps:asgi", "--ssl-certfile", str(chain), "--ssl-keyfile", str(key)) as server:
-        status, _, body, _ = https_get(server, client(ca))
-        assert (status, json.loads(body)) == (200, {"scheme": "https"})
+        status, _, body, facts = https_get(server, client(ca))
+        told = json.loads(body)
+        assert (status, told["scheme"]) == (200, "https")
+        # the ASGI tls extension: TLS 1.3 and its suite by number, no client certificate
+        tls = told["tls"]
+        assert tls["tls_version"] == {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}[facts["version"]]
+        assert tls["cipher_suite"] in (0x1301, 0x1302, 0x1303) or facts["version"] == "TLSv1.2"
+        assert tls["client_cert_chain"] == [] and tls["client_cert_name"] is None
+        assert tls["server_cert"] is None and tls["client_cert_error"] is None
 
 
 def test_granians_flags_and_tls_1_3_only(ca, certificate) -> None:
@@ -196,8 +208,15 @@ def test_client_certificates_are_required_with_cert_reqs_2(ca, certificate) -> N
         with pytest.raises((ssl.SSLError, ConnectionError, AssertionError)):
             https_get(server, client(ca))
         holder = client(ca)
-        ca.issue_cert("client@example.com").configure_cert(holder)
-        assert https_get(server, holder)[0] == 200
+        issued = ca.issue_cert("client@example.com", common_name="alice")
+        issued.configure_cert(holder)
+        status, _, body, _ = https_get(server, holder)
+        told = json.loads(body)
+        assert status == 200 and told["SSL_CLIENT_VERIFY"] == "SUCCESS"
+        assert told["SSL_CLIENT_S_DN"].startswith("CN=alice,")
+        assert "O=trustme" in told["SSL_CLIENT_I_DN"]
+        pem = issued.cert_chain_pems[0].bytes().decode()
+        assert told["SSL_CLIENT_CERT"].split() == pem.split()
 
 
 def test_a_file_goes_through_the_encryption(ca, certificate, tmp_path: Path) -> None:
@@ -311,7 +330,8 @@ def test_a_listener_serves_the_stores_certificates_chosen_by_sni() -> None:
                     subject = dict(item[0] for item in tls.getpeercert()["subject"])
                     return subject["commonName"], json.loads(body)
 
-            assert served("ec.test") == ("ec.test", {"scheme": "https", "HTTPS": "on"})
+            name, told = served("ec.test")
+            assert (name, told["scheme"], told["HTTPS"]) == ("ec.test", "https", "on")
             assert served("a.example.test")[0] == "example.test"  # the wildcard
             assert served("example.test")[0] == "example.test"
             unnamed = ssl.create_default_context(cadata=root.certificate_pem.decode())

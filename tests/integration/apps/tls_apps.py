@@ -4,16 +4,15 @@ import json
 
 
 def wsgi(environ, start_response):
-    body = json.dumps(
-        {"scheme": environ["wsgi.url_scheme"], "HTTPS": environ.get("HTTPS")}
-    ).encode()
+    told = {key: value for key, value in environ.items() if key.startswith("SSL_")}
+    told.update(scheme=environ["wsgi.url_scheme"], HTTPS=environ.get("HTTPS"))
     start_response("200 OK", [("Content-Type", "application/json")])
-    return [body]
+    return [json.dumps(told).encode()]
 
 
 async def asgi(scope, receive, send):
     if scope["type"] != "http":
         return
-    body = json.dumps({"scheme": scope["scheme"]}).encode()
+    told = {"scheme": scope["scheme"], "tls": scope["extensions"].get("tls")}
     await send({"type": "http.response.start", "status": 200, "headers": []})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": json.dumps(told).encode()})

@@ -25,6 +25,7 @@ from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.server.connection import Adapter, HttpConnection
 from corral.server.exchange import Exchange
+from corral.tls.facts import asgi_extension
 
 REQUEST_TASK = "corral-request"  # every request's task
 
@@ -82,6 +83,10 @@ class AsgiAdapter(Adapter):
         if base is None:
             scheme = "http" if conn.plan.tls is None else "https"
             base = conn.adapter_state = connection_scope(conn.sockname, conn.peer, scheme)
+            if conn.encrypted:  # the tls extension, once per connection
+                tls = conn.transport.get_extra_info("ssl_object")
+                if tls is not None:
+                    base["extensions"] = {"tls": asgi_extension(tls)}
         app, root_path = self.targets[exchange.target]
         head = exchange.head
         scope = request_scope(base, head, root_path, self.state, exchange.forwarded)

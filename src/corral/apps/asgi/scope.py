@@ -109,6 +109,9 @@ def request_scope(
     # typed locals where compiled (scope.pxd): their .copy() is PyDict_Copy, not a method call
     offered, versions = _EXTENSIONS, ASGI_VERSION
     extensions = offered.copy()
+    connection = base["extensions"]  # the connection's own (tls), None on most
+    if connection is not None:
+        extensions.update(connection)
     headers = []
     lowered = _LOWERED
     for name, value in head.headers:

@@ -45,5 +45,8 @@ def websocket_scope(scope: dict[str, Any]) -> dict[str, Any]:
         if name == b"sec-websocket-protocol":
             subprotocols += [p.strip() for p in value.decode("latin-1").split(",") if p.strip()]
     scope["subprotocols"] = subprotocols
+    tls = scope["extensions"].get("tls")
     scope["extensions"] = dict(_EXTENSIONS)
+    if tls is not None:
+        scope["extensions"]["tls"] = tls
     return scope

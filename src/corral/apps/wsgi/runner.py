@@ -342,6 +342,12 @@ class WsgiAdapter(Adapter):
                 scheme="http" if conn.plan.tls is None else "https",
             )
         environ = base.copy()
+        if conn.encrypted:  # mod_ssl's SSL_* keys, once per connection
+            from corral.tls.facts import wsgi_keys
+
+            tls = conn.transport.get_extra_info("ssl_object")
+            if tls is not None:
+                environ.update(wsgi_keys(tls))
         peer = conn.peer
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
