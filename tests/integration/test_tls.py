@@ -188,6 +188,35 @@ def test_a_client_that_never_finishes_its_handshake_is_closed(ca, certificate) -
         assert https_get(server, client(ca))[0] == 200
 
 
+def test_a_session_resumes_on_any_worker_of_the_pool(ca, certificate) -> None:
+    # the context is made in the master before the fork: every worker has its ticket keys
+    chain, key = certificate
+    with Server(
+        "tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key), workers=2
+    ) as server:
+        context = client(ca)
+
+        def get(session: ssl.SSLSession | None = None) -> tuple[ssl.SSLSession, bool, int]:
+            with (
+                socket.create_connection((server.host, server.port), timeout=10) as raw,
+                context.wrap_socket(raw, server_hostname="localhost", session=session) as tls,
+            ):
+                tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                _, _, body = read_response(tls)  # (TLS 1.3: the ticket came with the answer)
+                return tls.session, tls.session_reused, json.loads(body)["pid"]
+
+        session, reused, _ = get()
+        assert not reused
+        by_worker: dict[int, list[bool]] = {}
+        for _ in range(200):
+            _, reused, pid = get(session)
+            by_worker.setdefault(pid, []).append(reused)
+            if len(by_worker) == 2 and min(map(len, by_worker.values())) >= 3:
+                break
+        assert sorted(by_worker) == sorted(server.worker_pids())  # both workers served
+        assert all(all(resumed) for resumed in by_worker.values()), by_worker
+
+
 def test_client_certificates_are_required_with_cert_reqs_2(ca, certificate) -> None:
     chain, key = certificate
     ca_file = chain.parent / "ca.pem"

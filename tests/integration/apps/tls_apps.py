@@ -1,11 +1,12 @@
 """Applications that say what they were told of the connection's encryption (test_tls.py)."""
 
 import json
+import os
 
 
 def wsgi(environ, start_response):
     told = {key: value for key, value in environ.items() if key.startswith("SSL_")}
-    told.update(scheme=environ["wsgi.url_scheme"], HTTPS=environ.get("HTTPS"))
+    told.update(scheme=environ["wsgi.url_scheme"], HTTPS=environ.get("HTTPS"), pid=os.getpid())
     start_response("200 OK", [("Content-Type", "application/json")])
     return [json.dumps(told).encode()]
 
