@@ -377,3 +377,66 @@ def test_a_listener_serves_the_stores_certificates_chosen_by_sni() -> None:
             assert refused.status == 400 and 'Certificate "none" is not found.' in str(refused.json)
             port = listening_port(server, "127.0.0.1:0")
             assert served("a.example.test")[0] == "example.test"
+
+
+def test_pointing_a_listener_at_a_new_certificate_under_load_loses_no_request() -> None:
+    import threading
+
+    from tests.certificates import authority, leaf
+    from tests.integration.control import Control, listening_port, short_dir
+
+    root, _ = authority()
+    old, new = leaf("ec"), leaf("ec")  # example.test, one after the other
+    trusting = ssl.create_default_context(cadata=root.certificate_pem.decode())
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            assert control.put("/certificates/old", old.bundle()).status == 200
+            assert control.put("/certificates/new", new.bundle()).status == 200
+            document = {
+                "listeners": {
+                    "127.0.0.1:0": {"pass": "applications/tls", "tls": {"certificate": "old"}}
+                },
+                "applications": {"tls": {"module": "tls_apps", "callable": "wsgi", "processes": 2}},
+            }
+            assert control.put("/config", document).status == 200
+            port = listening_port(server, "127.0.0.1:0")
+            serials: list[int] = []
+            failures: list[str] = []
+            stop = threading.Event()
+
+            def load() -> None:
+                while not stop.is_set():
+                    try:
+                        with (
+                            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                            trusting.wrap_socket(raw, server_hostname="example.test") as tls,
+                        ):
+                            tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+                            status, _, _ = read_response(tls)
+                            if status != 200:
+                                failures.append(f"status {status}")
+                            serials.append(int(tls.getpeercert()["serialNumber"], 16))
+                    except (OSError, AssertionError) as exc:
+                        failures.append(repr(exc))
+
+            threads = [threading.Thread(target=load) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            try:
+                wait_for(lambda: len(serials) >= 50, timeout=30)
+                document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "new"
+                assert control.put("/config", document).status == 200
+                renewed = new.certificate.serial_number
+                wait_for(lambda: serials[-8:] == [renewed] * 8, timeout=30)
+                done = len(serials)
+                wait_for(lambda: len(serials) >= done + 50, timeout=30)
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(30)
+            assert failures == []
+            assert serials[0] == old.certificate.serial_number
+            assert serials[-1] == new.certificate.serial_number
