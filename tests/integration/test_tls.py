@@ -165,8 +165,58 @@ def test_what_is_not_a_handshake_is_closed_and_the_worker_serves_on(
     chain, key = certificate
     with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
         answer = closed_unanswered(server, data)
-        assert b"200" not in answer  # never an application's answer
+        if data.startswith(b"GET"):  # told, as nginx tells it, then closed
+            assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+            assert answer.endswith(b"this port speaks HTTPS, and the request came as plain HTTP.\n")
+        else:
+            assert answer == b""
         assert https_get(server, client(ca))[0] == 200
+
+
+def test_the_proxy_protocol_is_read_before_the_handshake(ca, certificate) -> None:
+    chain, key = certificate
+    flags = ["--certfile", str(chain), "--keyfile", str(key), "--proxy-protocol"]
+    for workers, threads in ((1, 1), (2, 2)):  # the loop's accept, and a balanced pool's
+        with Server("tls_apps:wsgi", *flags, "--threads", str(threads), workers=workers) as server:
+            with (
+                server.connect() as raw,
+                client(ca).wrap_socket(
+                    _after(raw, b"PROXY TCP4 203.0.113.7 127.0.0.1 4711 443\r\n"),
+                    server_hostname="localhost",
+                ) as tls,
+            ):
+                tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                status, _, body = read_response(tls)
+            assert status == 200 and json.loads(body)["client"] == ["203.0.113.7", "4711"]
+            # a header, then plain HTTP: the 400 of plain HTTP; no header: closed unanswered
+            answer = closed_unanswered(
+                server, b"PROXY TCP4 203.0.113.7 127.0.0.1 4711 443\r\nGET / HTTP/1.1\r\n\r\n"
+            )
+            assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+            assert closed_unanswered(server, b"GET / HTTP/1.1\r\n\r\n") == b""
+            server.wait_log("PROXY protocol: connection from 127.0.0.1:\\d+ closed: ")
+
+
+def test_a_peer_the_proxy_protocol_does_not_allow_is_closed(ca, certificate) -> None:
+    chain, key = certificate
+    with Server(
+        "tls_apps:wsgi",
+        "--certfile",
+        str(chain),
+        "--keyfile",
+        str(key),
+        "--proxy-protocol",
+        "--proxy-allow-from",
+        "192.0.2.1",
+    ) as server:
+        header = b"PROXY TCP4 203.0.113.7 127.0.0.1 4711 443\r\n"
+        assert closed_unanswered(server, header) == b""
+        server.wait_log("PROXY protocol: connection from 127.0.0.1:\\d+ refused")
+
+
+def _after(sock: socket.socket, header: bytes) -> socket.socket:
+    sock.sendall(header)  # what a balancer writes before its client's first byte
+    return sock
 
 
 def test_a_client_that_never_finishes_its_handshake_is_closed(ca, certificate) -> None:

@@ -168,8 +168,6 @@ def _check_tls(
     """What TLS does not do yet (issue 33): refused in one line rather than served wrong.
     ``every``: the settings' TLS is on every HTTP listener; else the listeners of
     ``by_address`` have their own."""
-    from corral.server.proxied import proxy_choice
-
     direct = {f"applications/{name}" for name in doc.applications}
     for address, listener in doc.listeners.items():
         if protocol_of(doc, address) != "http" or not (every or address in by_address):
@@ -180,10 +178,6 @@ def _check_tls(
                 f"{where}: TLS on a listener whose routes pass to several applications "
                 f"({address}) is not supported yet (a hand-off cannot carry a TLS session); "
                 "give each application a listener of its own"
-            )
-        if proxy_choice(listener, doc.settings):
-            raise TlsError(
-                f"{where}: the PROXY protocol on a TLS listener ({address}) is not supported yet"
             )
 
 

@@ -40,7 +40,7 @@ cdef class BalancedAcceptor:
     cdef object _factory
     cdef AcceptGate _gate
     cdef object _log
-    cdef dict _tls
+    cdef object _door
     cdef bint _reading
     cdef bint _closed
     cdef object _declined_at

@@ -206,15 +206,15 @@ class BalancedAcceptor:
         factory: Callable[[], Any],
         gate: AcceptGate,
         log: logging.Logger,
-        tls: dict[str, Any] | None = None,
+        door: Any = None,
     ) -> None:
         self._loop = loop
         self._sock = sock
         self._factory = factory
         self._gate = gate
         self._log = log
-        # an HTTPS listener's context and handshake timeout, for connect_accepted_socket
-        self._tls = tls or {}
+        # an HTTPS listener's door (corral/server/tlsdoor.py): what comes before the handshake
+        self._door = door
         self._reading = False
         self._closed = False
         self._declined_at: float | None = None  # when it began to decline, while it does
@@ -273,7 +273,10 @@ class BalancedAcceptor:
                 if self._nodelay and self._family != socket.AF_UNIX:
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 gate.pending += 1
-                self._step(self._loop.connect_accepted_socket(self._factory, conn, **self._tls))
+                if self._door is not None:
+                    self._door.admit(conn, self._step, gate._set_up)
+                else:
+                    self._step(self._loop.connect_accepted_socket(self._factory, conn))
         finally:
             gate.publish()
 

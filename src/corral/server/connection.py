@@ -136,6 +136,7 @@ class HttpConnection(RequestSink):
         "closed",
         "deadline",
         "encrypted",
+        "given_client",
         "loop",
         "on_writable",
         "parser",
@@ -169,6 +170,8 @@ class HttpConnection(RequestSink):
         self.steps_least = 0 if steps is None else steps.least
         self.transport: Any = None
         self.encrypted = plan.tls is not None  # TLS: the transport encrypts (no sendfile)
+        # the client a PROXY header named before the TLS handshake (corral/server/tlsdoor.py)
+        self.given_client: Any = None
         # routes (routed.RouteState, listeners with them only): the connection's routing, which
         # stands between the parser and the connection (the parser's sink: it routes each
         # head, and it alone tells the parser to report where each request begins)
@@ -219,6 +222,8 @@ class HttpConnection(RequestSink):
             self.trusted = plan.forwarding.trusts(self.peer)
         if plan.proxy is not None:
             self._expect_proxy_header(plan.proxy)
+        elif self.given_client is not None:
+            self.take_client(self.given_client)
         if self.route is not None:
             self.route.made(transport)
 

@@ -54,6 +54,7 @@ class ListenerPlan:
         "sockname",
         "steps",
         "tls",
+        "tls_proxy",
     )
 
     def __init__(
@@ -67,6 +68,7 @@ class ListenerPlan:
         pass_target: str | None = None,
         steps: Any = None,
         tls: Any = None,
+        tls_proxy: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -78,6 +80,9 @@ class ListenerPlan:
         # `corral.server.steps.Compress`), None without any: see HttpConnection.begin
         self.steps = steps
         self.tls = tls
+        # on an HTTPS listener the PROXY header comes before the handshake: read by the door
+        # (corral/server/tlsdoor.py), not by the connection (whose ``proxy`` is then None)
+        self.tls_proxy = tls_proxy
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
@@ -123,9 +128,17 @@ class Plans:
         if listener.protocol == "uwsgi":  # straight to this application (the document says so)
             return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy, steps=self.steps)
         forwarding = self.forwardings.get(sockname)
+        tls_proxy = None
+        if listener.tls is not None:
+            proxy, tls_proxy = None, proxy
         if listener.pass_target in (None, self.own_pass):
             return ListenerPlan(
-                sockname, forwarding=forwarding, proxy=proxy, steps=self.steps, tls=listener.tls
+                sockname,
+                forwarding=forwarding,
+                proxy=proxy,
+                steps=self.steps,
+                tls=listener.tls,
+                tls_proxy=tls_proxy,
             )
         assert self.routing is not None
         return ListenerPlan(
@@ -136,6 +149,7 @@ class Plans:
             pass_target=listener.pass_target,
             steps=self.steps,
             tls=listener.tls,
+            tls_proxy=tls_proxy,
         )
 
     def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:

@@ -83,6 +83,7 @@ from corral.server.plan import ListenerSpec, Plans
 from corral.server.routed import Routing, adopt_factory
 from corral.server.stacks import StackResponder
 from corral.server.steps import body_steps
+from corral.server.tlsdoor import TlsAcceptor, TlsDoor
 from corral.wire import (
     PULSE,
     Abort,
@@ -158,6 +159,7 @@ class Worker:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.state: ServerState | None = None
         self.servers: list[Any] = []
+        self.doors: list[TlsDoor] = []  # the HTTPS listeners' (tlsdoor.py), for the drain
         self.adapter: Any = None
         self.stopping = False
         self.lifespans: list[Lifespan] = []  # an ASGI application's, unless lifespan is off
@@ -379,23 +381,25 @@ class Worker:
             sock = listener.socket
             plan = plans.for_listener(listener)
             factory = partial(HttpConnection, state, plan)  # one class: the plan says the rest
-            tls = {}  # an HTTPS listener's: its transports make the handshake, then decrypt
+            door = None  # an HTTPS listener's: what comes before the handshake (tlsdoor.py)
             if plan.tls is not None:
-                tls = {
-                    "ssl": plan.tls,
-                    "ssl_handshake_timeout": spec.settings.tls_handshake_timeout,
-                }
+                timeout = spec.settings.tls_handshake_timeout
+                door = TlsDoor(loop, plan, factory, timeout, self.log)
+                self.doors.append(door)
             if gate is not None:
-                acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log, tls)
+                acceptor = BalancedAcceptor(loop, sock, factory, gate, self.log, door)
                 acceptor.start()
                 self.servers.append(acceptor)
+            elif door is not None:
+                tls_acceptor = TlsAcceptor(loop, sock, door)
+                tls_acceptor.start()
+                self.servers.append(tls_acceptor)
             else:
                 # a protocol by its methods: a compiled class cannot subclass asyncio.Protocol
                 server = await loop.create_server(
                     factory,  # type: ignore[arg-type]
                     sock=sock,
                     backlog=backlog,
-                    **tls,
                 )
                 self.servers.append(server)
         if spec.handoff_socket is not None:
@@ -622,10 +626,11 @@ class Worker:
         self.loop.call_later(0.02, self._drain_poll)
 
     def _serving(self) -> bool:
-        """Connections are open, or on their way in by hand-off (greeted, or being adopted)."""
+        """Connections are open, or on their way in: by hand-off (greeted, or being adopted),
+        or through an HTTPS listener's door (in their handshake)."""
         state = self.state
         assert state is not None
-        if state.connections:
+        if state.connections or any(door.arriving for door in self.doors):
             return True
         routing = self.routing
         return bool(

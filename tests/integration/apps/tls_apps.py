@@ -6,7 +6,12 @@ import os
 
 def wsgi(environ, start_response):
     told = {key: value for key, value in environ.items() if key.startswith("SSL_")}
-    told.update(scheme=environ["wsgi.url_scheme"], HTTPS=environ.get("HTTPS"), pid=os.getpid())
+    told.update(
+        scheme=environ["wsgi.url_scheme"],
+        HTTPS=environ.get("HTTPS"),
+        pid=os.getpid(),
+        client=[environ["REMOTE_ADDR"], environ.get("REMOTE_PORT")],
+    )
     start_response("200 OK", [("Content-Type", "application/json")])
     return [json.dumps(told).encode()]
 

@@ -1,0 +1,308 @@
+"""What comes before the TLS handshake on an HTTPS listener: the PROXY header, and a client
+that speaks plain HTTP to the HTTPS port.
+
+The loop's TLS transport takes the first byte it reads for the handshake's, so the
+connections of an HTTPS listener are accepted here and looked at first (`TlsDoor.admit`),
+without reading what belongs to the handshake: the socket's first bytes are peeked at
+(``MSG_PEEK``) when they arrive.
+
+- On a listener with the PROXY protocol the header is read from the socket, exactly its bytes
+  and no more (the peer checked against ``proxy_allow_from`` first, as on a plain listener:
+  `corral.server.proxied`); the client it names becomes the connection's peer
+  (`HttpConnection.given_client`).
+- A TLS record (0x16, a handshake's first byte) hands the socket to the loop's TLS transport
+  (``connect_accepted_socket`` with the listener's context), which makes the handshake within
+  ``tls_handshake_timeout`` and then makes the connection (`HttpConnection`) as any other.
+- An upper-case letter, the start of a request line, gets a 400 saying that plain HTTP was
+  sent to an HTTPS port (nginx answers so too), and the connection is closed; anything else
+  is closed without a word.
+- Whatever a client sends, it must have said that much within ``tls_handshake_timeout`` of its
+  accept, or it is closed. Nothing waits on a client: the door is a reader callback and a
+  timer per connection.
+
+`TlsAcceptor` is the accept loop of an HTTPS listener in a pool whose workers accept for
+themselves; a balanced pool's `corral.server.acceptor.BalancedAcceptor` admits its
+connections through the door too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from corral.http.proxyheader import ProxyHeaderError, ProxyHeaderParser
+from corral.server.connection import describe_peer
+
+__all__ = ["PLAIN_HTTP_ANSWER", "TlsAcceptor", "TlsDoor"]
+
+_HANDSHAKE = 0x16  # the content type of a TLS handshake record: every ClientHello starts so
+_PEEK = 16 + 65535  # at most a PROXY v2 header (its length field's most)
+_BODY = b"400 Bad Request: this port speaks HTTPS, and the request came as plain HTTP.\n"
+PLAIN_HTTP_ANSWER = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: "
+    + str(len(_BODY)).encode()
+    + b"\r\nConnection: close\r\n\r\n"
+    + _BODY
+)
+_BATCH = 16  # connections accepted per readiness of the listener
+
+
+class TlsDoor:
+    """One HTTPS listener's door, for one worker: its plan's context and PROXY protocol."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        plan: Any,
+        factory: Callable[[], Any],
+        handshake_timeout: float,
+        log: logging.Logger,
+    ) -> None:
+        self.loop = loop
+        self.context = plan.tls
+        self.proxy = plan.tls_proxy  # the PROXY protocol's `ProxyPlan`, None without it
+        self.factory = factory
+        self.timeout = handshake_timeout
+        self.log = log
+        # connections at the door or in their handshake: not yet the worker's connections, but
+        # a drain waits for them too (a client in its handshake must not meet the exit)
+        self.arriving = 0
+
+    def admit(
+        self,
+        sock: socket.socket,
+        connect: Callable[[Coroutine[Any, Any, Any]], None],
+        failed: Callable[[], None],
+    ) -> None:
+        """Look at what ``sock`` (accepted, non-blocking) sends first; on a handshake, pass
+        ``connect`` the coroutine that makes its TLS connection, else close it and call
+        ``failed``."""
+        self.arriving += 1
+        _Arrival(self, sock, connect, failed).start()
+
+    async def _opened(self, making: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            return await making
+        finally:
+            self.arriving -= 1
+
+
+class _Arrival:
+    """One connection at the door."""
+
+    __slots__ = ("client", "connect", "consumed", "door", "failed", "sock", "timer")
+
+    def __init__(
+        self,
+        door: TlsDoor,
+        sock: socket.socket,
+        connect: Callable[[Coroutine[Any, Any, Any]], None],
+        failed: Callable[[], None],
+    ) -> None:
+        self.door = door
+        self.sock = sock
+        self.connect = connect
+        self.failed = failed
+        self.client: tuple[str, int] | None = None
+        # the PROXY header's bytes read so far (None: no header expected, or read already)
+        self.consumed: bytes | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        door = self.door
+        self.sock.setblocking(False)
+        if door.proxy is not None:
+            try:
+                peer = self.sock.getpeername()
+            except OSError:
+                self._close()
+                return
+            if not door.proxy.allows(peer):
+                door.log.warning(
+                    "PROXY protocol: connection from %s refused: not in proxy_allow_from",
+                    describe_peer(peer),
+                )
+                self._close()
+                return
+            self.consumed = b""
+        self.timer = door.loop.call_later(door.timeout, self._late)
+        door.loop.add_reader(self.sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            seen = self.sock.recv(_PEEK, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._close()
+            return
+        if not seen:  # the client left
+            self._close()
+            return
+        if self.consumed is not None:
+            seen = self._proxy_header(seen)
+            if not seen:
+                return  # the header is not whole yet, or nothing follows it yet
+        first = seen[0]
+        if first == _HANDSHAKE:
+            self._hand_over()
+        elif 0x41 <= first <= 0x5A:  # "A" to "Z": a request line's method
+            self._stop()
+            with contextlib.suppress(OSError):  # a small answer to an empty buffer
+                self.sock.send(PLAIN_HTTP_ANSWER)
+                self.sock.shutdown(socket.SHUT_WR)
+            self._close()
+        else:
+            self._close()
+
+    def _proxy_header(self, seen: bytes) -> bytes:
+        """Read the PROXY header's bytes among ``seen`` (peeked) from the socket, no more; what
+        follows it (still in the socket), b"" while there is nothing yet."""
+        door = self.door
+        consumed = self.consumed
+        assert consumed is not None and door.proxy is not None
+        parser = ProxyHeaderParser(door.proxy.v1, door.proxy.v2)
+        try:
+            rest = parser.feed(consumed + seen)
+            # every byte seen is the header's until it is whole
+            take = len(seen) if rest is None else len(seen) - len(rest)
+            if take:
+                self.sock.recv(take)
+        except ProxyHeaderError as exc:
+            door.log.warning(
+                "PROXY protocol: connection from %s closed: %s",
+                describe_peer(self._peer()),
+                exc,
+            )
+            self._close()
+            return b""
+        except OSError:
+            self._close()
+            return b""
+        if rest is None:
+            self.consumed = consumed + seen
+            return b""
+        self.consumed = None
+        self.client = parser.client
+        return rest
+
+    def _hand_over(self) -> None:
+        self._stop()
+        door = self.door
+        client = self.client
+        factory = door.factory
+        if client is not None:
+            made = factory
+
+            def factory() -> Any:  # the header's client is the connection's peer
+                conn = made()
+                conn.given_client = client
+                return conn
+
+        self.connect(
+            door._opened(
+                door.loop.connect_accepted_socket(
+                    factory,
+                    self.sock,
+                    ssl=door.context,
+                    ssl_handshake_timeout=door.timeout,
+                )
+            )
+        )
+
+    def _late(self) -> None:
+        self.timer = None
+        self._close()
+
+    def _stop(self) -> None:
+        """Stop watching the socket (it is answered, closed or handed over)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        with contextlib.suppress(OSError, ValueError):  # (a socket closed already)
+            self.door.loop.remove_reader(self.sock.fileno())
+
+    def _close(self) -> None:
+        self._stop()
+        # what the client sent and nobody read would make the close a reset (RST), which may
+        # discard an answer on its way: it is read and dropped first
+        with contextlib.suppress(OSError):
+            while self.sock.recv(65536):
+                pass
+        self.sock.close()
+        self.door.arriving -= 1
+        self.failed()
+
+    def _peer(self) -> Any:
+        try:
+            return self.sock.getpeername()
+        except OSError:
+            return None
+
+
+class TlsAcceptor:
+    """The accept loop of an HTTPS listener in a pool whose workers accept for themselves
+    (a balanced pool's acceptor admits through the door itself): each connection goes to the
+    door, each handshake's connection is made in a task of its own."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, door: TlsDoor):
+        self._loop = loop
+        self._sock = sock
+        self._door = door
+        self._reading = False
+        self._closed = False
+        self._making: set[asyncio.Task[Any]] = set()
+
+    def start(self) -> None:
+        if not self._reading and not self._closed:
+            self._reading = True
+            self._sock.setblocking(False)
+            self._loop.add_reader(self._sock.fileno(), self._ready)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._sock.fileno())
+        # this process's copy of the listener goes too (as the loop's own server closes it)
+        self._sock.close()
+
+    def _ready(self) -> None:
+        for _ in range(_BATCH):
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: back off, keep serving
+                self._door.log.error("accept failed: %s", exc)
+                self.close_for_a_while()
+                return
+            conn.setblocking(False)
+            if conn.family != socket.AF_UNIX:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._door.admit(conn, self._connect, _nothing)
+
+    def close_for_a_while(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._sock.fileno())
+            self._loop.call_later(0.1, self.start)
+
+    def _connect(self, making: Coroutine[Any, Any, Any]) -> None:
+        task = self._loop.create_task(making)
+        self._making.add(task)
+        task.add_done_callback(self._made)
+
+    def _made(self, task: asyncio.Task[Any]) -> None:
+        self._making.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # a failed handshake: the client's (a bad certificate, a timeout); it is closed
+            self._door.log.debug("TLS handshake failed: %s", task.exception())
+
+
+def _nothing() -> None:
+    return None
