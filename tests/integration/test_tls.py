@@ -490,3 +490,48 @@ def test_pointing_a_listener_at_a_new_certificate_under_load_loses_no_request() 
             assert failures == []
             assert serials[0] == old.certificate.serial_number
             assert serials[-1] == new.certificate.serial_number
+
+
+@pytest.mark.wallclock
+@pytest.mark.timeout(120)
+def test_stalled_handshakes_and_idle_tls_connections_do_not_delay_requests(ca, certificate) -> None:
+    # 1,000 clients that connect and never send their ClientHello, 1,000 that finished their
+    # handshake and sit idle: a normal client's requests are answered as fast as ever
+    chain, key = certificate
+    with Server(
+        "tls_apps:wsgi",
+        "--certfile",
+        str(chain),
+        "--keyfile",
+        str(key),
+        "--tls-handshake-timeout",
+        "60",
+        "--keep-alive",
+        "60",
+    ) as server:
+        context = client(ca)
+        stalled = [server.connect() for _ in range(1000)]
+        idle = []
+        for _ in range(1000):
+            tls = context.wrap_socket(server.connect(), server_hostname="localhost")
+            idle.append(tls)
+        try:
+            took = []
+            with (
+                socket.create_connection((server.host, server.port), timeout=10) as raw,
+                context.wrap_socket(raw, server_hostname="localhost") as tls,
+            ):
+                for _ in range(200):
+                    started = time.perf_counter()
+                    tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    assert read_response(tls)[0] == 200
+                    took.append(time.perf_counter() - started)
+            took.sort()
+            assert took[int(len(took) * 0.99)] < 0.1, took[-5:]
+            # and every idle one is still served
+            for tls in idle[:20]:
+                tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                assert read_response(tls)[0] == 200
+        finally:
+            for sock in stalled + idle:
+                sock.close()
