@@ -1,4 +1,7 @@
-"""The TLS server context of the listeners: one `ssl.SSLContext`, made in the master.
+"""The TLS server contexts of the listeners (`ssl.SSLContext`), made in the master: from the
+settings' files for every HTTP listener (`listener_context`), or from the certificate store's
+bundles for a listener whose ``tls`` names them (`store_context`: one context per
+certificate, SNI choosing among them).
 
 The master reads the certificate and key (as the user it started as: the workers' user never
 needs to read the key) and makes the context before it forks the workers, which inherit it
