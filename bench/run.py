@@ -8,6 +8,7 @@ Python server runs on the same interpreter:
     bench/.venv/bin/python bench/run.py --only corral,granian
     bench/.venv/bin/python bench/run.py --render              # re-render from results.json
     bench/.venv/bin/python bench/run.py --scenarios S,Z,J     # files, compression (issue 32)
+    bench/.venv/bin/python bench/run.py --scenarios T         # hello over TLS (issue 33)
 
 Each (server, configuration) is started once per round, measured at all its
 loads (connection counts, keep-alive or `Connection: close`), measured for RSS
@@ -16,7 +17,7 @@ every server, ...). The server runs under `taskset -c 0` and wrk under
 `taskset -c 1` unless a configuration says it runs unpinned. A server that
 fails to start, or answers wrongly, is recorded as failed and the run goes on.
 
-Standard library only.
+Standard library only (scenario T also uses the `openssl` and `ab` commands: tls_load.py).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import tls_load
+
 BENCH = Path(__file__).resolve().parent
 APPS = BENCH / "apps"
 OUT = BENCH / "out"
@@ -59,6 +62,7 @@ SITE = OUT / "site"
 FILES = SITE / "static"
 SMALL_FILE, LARGE_FILE = "1k.css", "1m.bin"
 PAGE_FILE, JSON_FILE = "page-100k.html", "list-20k.json"  # bench/compressors.py's bodies
+CERTS = OUT / "tls"  # scenario T's certificates, made anew by each run (tls_load.py)
 EXPIRES_S = 86400  # every server's Cache-Control max-age for the files: Granian's default
 PY = sys.executable
 VENV_BIN = Path(PY).parent
@@ -104,6 +108,11 @@ class App:
     check: Callable[[bytes], str | None]
     static: bool = False
     gzip: bool = False
+    certificate: str = ""  # served over TLS with CERTS' certificate of this kind (tls_load)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.certificate else "http"
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,12 @@ class Load:
     body: str = ""
     revalidate: bool = False
     metric: str = "rps"  # or "bytes"
+    client: str = "wrk"  # or "ab": a new connection and a full TLS handshake per request
+    certificate: str = ""  # only on servers whose app has this certificate kind ("": every one)
+    resumed: bool = False  # checked first that the server resumes a TLS session
+
+    def applies(self, app: App) -> bool:
+        return not self.certificate or self.certificate == app.certificate
 
     @property
     def key(self) -> str:
@@ -169,6 +184,8 @@ class Config:
     @property
     def id(self) -> str:
         grouped = f"-w{self.workers}" + (f"-t{self.threads}" if self.threads > 1 else "")
+        if self.app.certificate:  # scenario T's groups are the certificate kinds
+            return f"{self.server}-{self.app.certificate}"
         return self.server + (grouped if self.group else "")
 
     @property
@@ -250,6 +267,15 @@ STATIC_GZIP_APP = App(
 # a Starlette app answering the 20 KiB JSON list: corral compresses it itself, Uvicorn runs
 # it behind Starlette's GZipMiddleware (json_gzip:gzipped)
 JSON_GZIP_APP = App("json-gzip", "json_gzip:app", APPS, "/json", check_file(JSON_FILE), gzip=True)
+# hello and ASGI hello over TLS (scenario T), with each kind of certificate
+TLS_APPS = {
+    kind: App(f"hello-tls-{kind}", "hello:application", APPS, "/", check_hello, certificate=kind)
+    for kind in tls_load.CERTIFICATES
+}
+TLS_ASGI_APPS = {
+    kind: App(f"hello-asgi-tls-{kind}", "hello_asgi:app", APPS, "/", check_hello, certificate=kind)
+    for kind in tls_load.CERTIFICATES
+}
 
 
 # --------------------------------------------------------------------------- servers
@@ -269,7 +295,19 @@ def corral(app: App, workers: int, threads: int, port: int) -> list[str]:
     # JSON (among other types), gzip at level 1
     static = ["--static", f"/static={FILES}", "--static-expires", str(EXPIRES_S)]
     gzip = ["--compression", "gzip:1"]
-    return cmd(Path(PY), flags) + (static if app.static else []) + (gzip if app.gzip else [])
+    cert, key = tls_files(app)
+    tls = cmd("--certfile", cert, "--keyfile", key)
+    return (
+        cmd(Path(PY), flags)
+        + (static if app.static else [])
+        + (gzip if app.gzip else [])
+        + (tls if app.certificate else [])
+    )
+
+
+def tls_files(app: App) -> tuple[Path, Path]:
+    """The certificate and key files of an app served over TLS."""
+    return tls_load.certificate_files(CERTS, app.certificate or "ecdsa")
 
 
 def corral_python(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -318,12 +356,18 @@ def granian(app: App, workers: int, threads: int, port: int, interface: str = "w
         "--static-path-route /static --static-path-mount", FILES,
         f"--static-path-expires {EXPIRES_S}",
     ) if app.static else []  # fmt: skip
+    # its TLS flags; its minimum version made corral's (1.2: its default is 1.3, which every
+    # client here negotiates anyway)
+    cert, key = tls_files(app)
+    tls = cmd(
+        "--ssl-certificate", cert, "--ssl-keyfile", key, "--ssl-protocol-min tls1.2"
+    ) if app.certificate else []  # fmt: skip
     return cmd(
         VENV_BIN / "granian",
         f"--interface {interface} --http 1 --host {HOST} --port {port}",
         f"--workers {workers} {pool}--runtime-threads 1",
         "--no-access-log --log-level warning --working-dir", app.directory,
-    ) + static + [app.target]  # fmt: skip
+    ) + static + tls + [app.target]  # fmt: skip
 
 
 def granian_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -333,7 +377,9 @@ def granian_asgi(app: App, workers: int, threads: int, port: int) -> list[str]:
 def uvicorn(app: App, workers: int, threads: int, port: int) -> list[str]:
     # its fastest stack: httptools and uvloop, as corral's
     flags = f"--host {HOST} --port {port} --workers {workers} --http httptools --loop uvloop"
-    return cmd(VENV_BIN / "uvicorn", flags, "--no-access-log --log-level warning", app.target)
+    cert, key = tls_files(app)
+    tls = cmd("--ssl-certfile", cert, "--ssl-keyfile", key) if app.certificate else []
+    return cmd(VENV_BIN / "uvicorn", flags, "--no-access-log --log-level warning", *tls, app.target)
 
 
 def uvicorn_gzip(app: App, workers: int, threads: int, port: int) -> list[str]:
@@ -364,12 +410,20 @@ def waitress(app: App, workers: int, threads: int, port: int) -> list[str]:
 def nginx(app: App, workers: int, threads: int, port: int) -> list[str]:
     """nginx.conf (return 200) or, for an app with static files, nginx-files.conf with its
     root at SITE, and its gzip on when the app compresses."""
-    name = "nginx-files" if app.static else "nginx"
+    name = "nginx-files" if app.static else "nginx-tls" if app.certificate else "nginx"
     # a directory per configuration: RESULTS.md's command names the file that ran
     prefix = OUT / ("nginx-gzip" if app.static and app.gzip else name)
+    if app.certificate:
+        prefix = OUT / f"{name}-{app.certificate}"
     (prefix / "tmp").mkdir(parents=True, exist_ok=True)
     text = (BENCH / f"{name}.conf").read_text()
-    text = re.sub(r"listen\s+[\d.]+:\d+;", f"listen {HOST}:{port};", text)
+    text = re.sub(r"listen\s+[\d.]+:\d+(\s+ssl)?;", rf"listen {HOST}:{port}\1;", text)
+    if app.certificate:
+        cert, key = tls_files(app)
+        text = re.sub(r"(?m)^(\s*)ssl_certificate\s+[^;]+;", rf"\g<1>ssl_certificate {cert};", text)
+        text = re.sub(
+            r"(?m)^(\s*)ssl_certificate_key\s+[^;]+;", rf"\g<1>ssl_certificate_key {key};", text
+        )
     if app.static:
         text = re.sub(r"(?m)^(\s*)root\s+[^;]+;", rf"\g<1>root {SITE};", text)
         text = re.sub(r"(?m)^(\s*)gzip\s+off;", rf"\g<1>gzip {'on' if app.gzip else 'off'};", text)
@@ -399,6 +453,7 @@ def bare_asgi_task(app: App, workers: int, threads: int, port: int) -> list[str]
 
 SERVERS: dict[str, Server] = {
     "corral": Server("corral", "corral", corral),
+    "corral-asgi": Server("corral", "corral ASGI", corral, asgi=True, everywhere=False),
     "corral-python": Server("corral", "corral, Python core", corral_python),
     "gunicorn-sync": Server("gunicorn", "gunicorn sync", gunicorn_sync),
     "gunicorn-gthread": Server("gunicorn", "gunicorn gthread", gunicorn_gthread),
@@ -541,7 +596,7 @@ def scenarios() -> list[Scenario]:
         [Load(c) for c in (1, 100)],
     )
     g.configs = [Config(name, FASTAPI_APP) for name in asgi_servers]
-    return [a, b, c, d, e, f, g, *file_scenarios()]
+    return [a, b, c, d, e, f, g, *file_scenarios(), tls_scenario()]
 
 
 def file_scenarios() -> list[Scenario]:
@@ -614,6 +669,48 @@ def file_scenarios() -> list[Scenario]:
     )
     j.configs = [Config("corral", JSON_GZIP_APP), Config("uvicorn-gzip", JSON_GZIP_APP)]
     return [s, z, j]
+
+
+def tls_scenario() -> Scenario:
+    """Issue 33's hello over TLS: keep-alive, new connections with full handshakes (ECDSA and
+    RSA certificates) and with resumed sessions."""
+    ecdsa, rsa = tls_load.CERTIFICATES
+    t = Scenario(
+        "T",
+        "hello over TLS, 1 worker",
+        "The hello app (WSGI; ASGI for Uvicorn and for corral beside it) over TLS, one worker "
+        "pinned to core 0, the client on core 1, with a self-signed ECDSA P-256 or RSA 2048 "
+        "certificate made by the run (`openssl req -x509`, bench/tls_load.py). corral: "
+        "`--certfile/--keyfile`; Granian: `--ssl-certificate/--ssl-keyfile` (and "
+        "`--ssl-protocol-min tls1.2`, corral's default); Uvicorn (httptools, uvloop): "
+        "`--ssl-certfile/--ssl-keyfile`; nginx `return 200` over TLS (bench/nginx-tls.conf: "
+        "`ssl_session_cache shared:SSL:10m`, `ssl_session_tickets on`) the reference. Every "
+        "client negotiates TLS 1.3 (TLS_AES_256_GCM_SHA384, X25519). Loads: wrk keep-alive at "
+        "100 connections; a new connection per request with a **full handshake**: "
+        "`ab -r -t D -n 100000000 -c 100 https://...` (HTTP/1.0; ab never offers a session); a "
+        "new connection per request **resumed**: wrk with `Connection: close` at 100 "
+        "connections (wrk offers each connection's last session when it reconnects; before "
+        "that load the runner checks that the server resumes a session, else n/a). The RSA "
+        "rows measure the full handshake only: after it, the certificate plays no part. "
+        "Issue 33's targets (point 7): keep-alive at least 1.25x Granian and 1.25x Uvicorn; the "
+        "new-connection loads at least 1.0x the best Python peer, nginx the reference.",
+        [
+            Load(100, certificate=ecdsa),
+            Load(100, keepalive=False, name="full handshake", client="ab", certificate=ecdsa),
+            Load(100, keepalive=False, name="resumed", resumed=True, certificate=ecdsa),
+            Load(100, keepalive=False, name="full handshake RSA", client="ab", certificate=rsa),
+        ],
+    )
+    for kind, label in tls_load.CERTIFICATES.items():
+        wsgi, asgi = TLS_APPS[kind], TLS_ASGI_APPS[kind]
+        t.configs += [
+            Config("corral", wsgi, group=label),
+            Config("corral-asgi", asgi, group=label),
+            Config("granian", wsgi, group=label),
+            Config("uvicorn", asgi, group=label),
+            Config("nginx", wsgi, group=label),
+        ]
+    return t
 
 
 # --------------------------------------------------------------------------- processes
@@ -748,8 +845,12 @@ def _alive(pid: int) -> bool:
     return state[state.rindex(")") + 2] != "Z"
 
 
-def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+def http_get(port: int, path: str, timeout: float = 2.0, tls: bool = False) -> tuple[int, bytes]:
+    conn = (
+        http.client.HTTPSConnection(HOST, port, timeout=timeout, context=tls_load.client_context())
+        if tls
+        else http.client.HTTPConnection(HOST, port, timeout=timeout)
+    )
     try:
         conn.request("GET", path, headers={"Host": f"{HOST}:{port}"})
         resp = conn.getresponse()
@@ -758,12 +859,12 @@ def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
         conn.close()
 
 
-def ignores_close(port: int, path: str) -> bool:
+def ignores_close(port: int, path: str, tls: bool = False) -> bool:
     """Whether the server keeps a connection open after answering a request that asked for
     ``Connection: close`` (RFC 9112 9.6: it must close): wrk then goes on using it, and a
     close-per-request load measures keep-alive."""
     request = f"GET {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\nConnection: close\r\n\r\n"
-    with socket.create_connection((HOST, port), timeout=2.0) as sock:
+    with tls_load.connect(HOST, port, 2.0, tls) as sock:
         sock.sendall(request.encode())
         sock.settimeout(1.5)
         try:
@@ -782,7 +883,7 @@ def wait_ready(server: ServerProcess, port: int, app: App, deadline_s: float) ->
         if server.proc.poll() is not None:
             return f"exited with status {server.proc.returncode} before answering"
         try:
-            status, body = http_get(port, app.path)
+            status, body = http_get(port, app.path, tls=bool(app.certificate))
         except (OSError, http.client.HTTPException) as exc:
             last = f"{type(exc).__name__}: {exc}"
             time.sleep(0.1)
@@ -804,12 +905,14 @@ class Reply:
     size: int
 
 
-def exchange(port: int, path: str, fields: list[str], timeout: float = 5.0) -> Reply:
+def exchange(
+    port: int, path: str, fields: list[str], timeout: float = 5.0, tls: bool = False
+) -> Reply:
     """GET path as wrk asks for it (HTTP/1.1, Host, the load's fields, keep-alive) and read
     one answer, framed by Content-Length, chunked, or bodiless (1xx, 204, 304)."""
     head = f"GET {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\n"
     request = head + "".join(f"{field}\r\n" for field in fields) + "\r\n"
-    with socket.create_connection((HOST, port), timeout=timeout) as sock:
+    with tls_load.connect(HOST, port, timeout, tls) as sock:
         sock.sendall(request.encode("latin-1"))
         stream = sock.makefile("rb")
         line = stream.readline()
@@ -846,20 +949,24 @@ class LoadProblem(Exception):
         self.unsupported = unsupported
 
 
-def prepare_load(port: int, path: str, load: Load) -> tuple[list[str], dict[str, Any]]:
+def prepare_load(
+    port: int, path: str, load: Load, tls: bool = False
+) -> tuple[list[str], dict[str, Any]]:
     """The fields wrk sends for this load on this server (If-None-Match: the ETag this server
     gives the file), and what one answer to them was: status, encoding, sizes. LoadProblem
     when that answer is not the one the load measures."""
     fields = list(load.headers)
     try:
         if load.revalidate:
-            first = exchange(port, path, fields)
+            first = exchange(port, path, fields, tls=tls)
             if first.status != 200 or "etag" not in first.fields:
                 ok = first.status == 200
                 reason = "without an ETag" if ok else f"{first.status}, not 200"
                 raise LoadProblem(f"GET {path} answered {reason}", unsupported=ok)
             fields.append(f"If-None-Match: {first.fields['etag']}")
-        reply = exchange(port, path, fields)
+        reply = exchange(port, path, fields, tls=tls)
+        if load.resumed and (why := tls_load.resumes(HOST, port, path)):
+            raise LoadProblem(f"no TLS resumption: {why}", unsupported=True)
     except (OSError, ValueError, IndexError) as exc:
         raise LoadProblem(f"GET {path}: {type(exc).__name__}: {exc}") from None
     want = 304 if load.revalidate else 200
@@ -907,15 +1014,24 @@ def size_mismatch(result: dict[str, Any], facts: dict[str, Any], load: Load) -> 
 
 
 def wrk_argv(
-    load: Load, port: int, path: str, duration: float, fields: Sequence[str] = ()
+    load: Load,
+    port: int,
+    path: str,
+    duration: float,
+    fields: Sequence[str] = (),
+    scheme: str = "http",
 ) -> list[str]:
+    if load.client == "ab":
+        return tls_load.ab_argv(
+            CLIENT_CPU, load.connections, f"{scheme}://{HOST}:{port}{path}", duration
+        )
     flags = f"wrk -t1 -c{load.connections} -d{duration:g}s --timeout 5s --latency"
     argv = cmd("taskset -c", CLIENT_CPU, flags)
     if not load.keepalive:
         argv += ["-H", "Connection: close"]
     for line in fields:
         argv += ["-H", line]
-    return [*argv, f"http://{HOST}:{port}{path}"]
+    return [*argv, f"{scheme}://{HOST}:{port}{path}"]
 
 
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
@@ -1012,10 +1128,12 @@ def run_wrk(
     duration: float,
     server_pid: int | None = None,
     fields: Sequence[str] = (),
+    scheme: str = "http",
 ) -> dict[str, Any]:
-    """One wrk run. With server_pid, also the CPU that neither the server tree nor wrk
-    used meanwhile (other_cpu_pct, in % of one core): noise from the rest of the machine."""
-    argv = wrk_argv(load, port, path, duration, fields)
+    """One wrk (or ab) run. With server_pid, also the server tree's CPU seconds and the CPU
+    that neither the server tree nor the client used meanwhile (other_cpu_pct, in % of one
+    core): noise from the rest of the machine."""
+    argv = wrk_argv(load, port, path, duration, fields, scheme)
     pids = [p["pid"] for p in proc_tree(server_pid)] if server_pid else []
     (busy, irq), server, children = cpu_seconds_busy(), cpu_seconds_of(pids), _children_cpu()
     start = time.monotonic()
@@ -1024,15 +1142,18 @@ def run_wrk(
     except subprocess.TimeoutExpired:
         return {"rps": None, "error": "wrk did not finish"}
     elapsed = time.monotonic() - start
-    result = parse_wrk(done.stdout)
+    result = tls_load.parse_ab(done.stdout) if load.client == "ab" else parse_wrk(done.stdout)
     if result["rps"] is None:
-        result["error"] = f"wrk failed ({done.returncode}): {(done.stderr or done.stdout)[-300:]}"
+        result["error"] = (
+            f"{load.client} failed ({done.returncode}): {(done.stderr or done.stdout)[-300:]}"
+        )
     if server_pid:
         busy_now, irq_now = cpu_seconds_busy()
         busy, irq = busy_now - busy, irq_now - irq
         server = cpu_seconds_of(pids) - server
         wrk = _children_cpu() - children
         result["server_cpu_pct"] = round(100 * server / elapsed, 1)
+        result["server_cpu_s"] = round(server, 3)
         result["wrk_cpu_pct"] = round(100 * wrk / elapsed, 1)
         result["irq_cpu_pct"] = round(100 * irq / elapsed, 1)
         result["other_cpu_pct"] = round(max(0.0, 100 * (busy - server - wrk) / elapsed), 1)
@@ -1097,9 +1218,11 @@ def run_config(
             # the first answer comes from the first worker that loaded the app; a burst of
             # keep-alive connections opened before the others serve stays with that one
             time.sleep(args.settle)
-        closing = [load for load in scenario.loads if not load.keepalive]
-        kept_alive = bool(closing) and ignores_close(port, config.app.path)
-        for load in scenario.loads:
+        tls = bool(config.app.certificate)
+        loads = [load for load in scenario.loads if load.applies(config.app)]
+        closing = [load for load in loads if not load.keepalive and load.client == "wrk"]
+        kept_alive = bool(closing) and ignores_close(port, config.app.path, tls)
+        for load in loads:
             if args.wait_quiet > 0:
                 waited = wait_quiet(args.wait_quiet)
                 if waited > 1:
@@ -1107,20 +1230,23 @@ def run_config(
             path, fields, facts = load.path or config.app.path, [], None
             if load.name:
                 try:
-                    fields, facts = prepare_load(port, path, load)
+                    fields, facts = prepare_load(port, path, load, tls)
                 except LoadProblem as exc:
                     why = "unsupported" if exc.unsupported else "error"
                     record["loads"][load.key] = {"rps": None, why: str(exc)}
                     print(f"    {load.label:<18}     {why}: {exc}")
                     continue
+            scheme = config.app.scheme
             if args.warmup > 0:
-                run_wrk(load, port, path, args.warmup, fields=fields)
-            result = run_wrk(load, port, path, args.duration, server.proc.pid, fields)
+                run_wrk(load, port, path, args.warmup, fields=fields, scheme=scheme)
+            result = run_wrk(load, port, path, args.duration, server.proc.pid, fields, scheme)
             if kept_alive and not load.keepalive:
                 result["kept_alive"] = True  # not a close-per-request figure: see render
             if facts is not None:
                 result["answer"] = facts
-                if mismatch := size_mismatch(result, facts, load):
+                # a close load's answers say `Connection: close` (ab's HTTP/1.0 ones may differ
+                # more): the checked keep-alive answer's size is not theirs
+                if load.keepalive and (mismatch := size_mismatch(result, facts, load)):
                     result["size_mismatch"] = mismatch
             record["loads"][load.key] = result
             errs = error_count(result)
@@ -1144,6 +1270,17 @@ def run_config(
         record["processes"] = proc_tree(server.proc.pid)
         total = sum(p["rss_kib"] for p in record["processes"])
         print(f"    RSS {total / 1024:.1f} MiB in {len(record['processes'])} processes")
+        if tls and server.proc.poll() is None:
+            pid = server.proc.pid
+            idle = tls_load.idle_connections(
+                HOST, port, lambda: sum(p["rss_kib"] for p in proc_tree(pid))
+            )
+            record["idle_tls"] = idle
+            per = idle["kib_per_connection"]
+            print(
+                f"    {idle['open_when_measured']} idle TLS connections: "
+                + (f"{per:.1f} KiB each" if per is not None else "none held open")
+            )
     finally:
         if server is not None:
             server.stop()
@@ -1239,6 +1376,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         subprocess.run([PY, str(APPS / "make_drf.py"), "--dest", str(DRF_DIR)], check=True)
     if any(c.app.static or c.app.gzip for s in chosen for c in s.configs):
         write_site()
+    if any(c.app.certificate for s in chosen for c in s.configs):
+        tls_load.make_certificates(CERTS)
     results: dict[str, Any] = {
         "meta": machine_info()
         | {
@@ -1272,6 +1411,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "workers": c.workers,
                     "threads": c.threads,
                     "app": c.app.name,
+                    "certificate": c.app.certificate,
                     "path": c.app.path,
                     "command": command_line(c, c.pin and not args.no_pin),
                 }
@@ -1279,9 +1419,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ],
             "runs": [],
         }
-    per_config = sum(len(s.loads) for s in chosen for _ in s.configs) * (
-        args.duration + args.warmup
-    )
+    per_config = sum(
+        len([ld for ld in s.loads if ld.applies(c.app)]) for s in chosen for c in s.configs
+    ) * (args.duration + args.warmup)
     print(f"estimated time: {per_config * args.rounds / 60:.1f} min plus start-ups")
     save(results, args)
     ports = Ports()
@@ -1447,6 +1587,9 @@ def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
     for c in configs:
         cells = []
         for load in loads:
+            if not _applies(load, c):
+                cells.append("")
+                continue
             metric = load.get("metric", "rps")
             med, n, errored, kept_alive = _cell_stats(runs, c["id"], load["key"], metric)
             # a keep-alive figure under a close load compares with nothing there
@@ -1479,8 +1622,75 @@ def _render_scenario(key: str, sc: dict[str, Any]) -> list[str]:
     out += _render_noise(configs, loads, runs)
     out += _render_ratios(configs, loads, medians)
     out += _render_sizes(configs, loads, runs)
+    out += _render_cpu_per_request(configs, loads, runs)
     out += _render_rss(configs, runs)
+    out += _render_idle_tls(configs, runs)
     return out
+
+
+def _applies(load: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Whether a load runs on a configuration (Load.applies, from the raw results)."""
+    return not load.get("certificate") or load["certificate"] == config.get("certificate")
+
+
+def _render_cpu_per_request(
+    configs: list[dict[str, Any]], loads: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> list[str]:
+    """The server's CPU time per request (its process tree's, from /proc), median over the
+    rounds: per handshake under the new-connection loads. Only for the TLS scenario."""
+    if not any(c.get("certificate") for c in configs):
+        return []
+    out = [
+        "Server CPU per request (µs: the server tree's user + system CPU seconds over the "
+        "measurement / requests answered, median over the rounds; a new-connection load's "
+        "figure is per handshake):",
+        "",
+        "| server | " + " | ".join(load["label"] for load in loads) + " |",
+        "|" + " --- |" * (len(loads) + 1),
+    ]
+    for c in configs:
+        cells = []
+        for load in loads:
+            values = [
+                1e6 * m["server_cpu_s"] / m["requests"]
+                for r in runs
+                if r["config"] == c["id"]
+                and (m := r.get("loads", {}).get(load["key"]))
+                and m.get("server_cpu_s") is not None
+                and m.get("requests")
+            ]
+            cells.append(f"{statistics.median(values):,.0f}" if values else "")
+        out.append(f"| {c['label']} | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
+def _render_idle_tls(configs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[str]:
+    """Memory per idle TLS connection (tls_load.idle_connections), median over the rounds."""
+    rows = []
+    for c in configs:
+        probes = [r["idle_tls"] for r in runs if r["config"] == c["id"] and r.get("idle_tls")]
+        per = [p["kib_per_connection"] for p in probes if p["kib_per_connection"] is not None]
+        if not probes:
+            continue
+        held = min(p["open_when_measured"] for p in probes)
+        asked = probes[0]["asked"]
+        cell = f"{statistics.median(per):.1f}" if per else "—"
+        before = statistics.median(p["rss_before_kib"] for p in probes) / 1024
+        during = statistics.median(p["rss_with_kib"] for p in probes) / 1024
+        rows.append(f"| {c['label']} | {cell} | {before:.1f} | {during:.1f} | {held} of {asked} |")
+    if not rows:
+        return []
+    return [
+        "Idle TLS connections: the server tree's RSS before and while the runner holds "
+        "idle TLS connections open (handshake made, no request; opened after the loads, "
+        "50 handshakes at a time), median over the rounds:",
+        "",
+        "| server | KiB per connection | RSS before (MiB) | RSS with them (MiB) "
+        "| open when measured (fewest) |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ]
 
 
 def log_hint(tail: str) -> str:
