@@ -535,3 +535,17 @@ def test_stalled_handshakes_and_idle_tls_connections_do_not_delay_requests(ca, c
         finally:
             for sock in stalled + idle:
                 sock.close()
+
+
+def test_renewed_files_are_served_without_a_hup(ca, certificate, tmp_path: Path) -> None:
+    # certbot and other ACME clients write new files: the master sees them change
+    chain, key = certificate
+    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+        server.wait_log(rf"TLS: certfile {chain} \(localhost\) valid until .* UTC \(\d+ days\)")
+        first = https_get(server, client(ca))[3]["serial"]
+        renewed_chain, renewed_key = issue(ca, tmp_path, "renewed")
+        key.write_bytes(renewed_key.read_bytes())  # the key first: a moment of mismatch
+        chain.write_bytes(renewed_chain.read_bytes())
+        wait_for(lambda: https_get(server, client(ca))[3]["serial"] != first, timeout=30)
+        server.wait_log(r"reloading \(.* was touched\)")
+        server.wait_log(r"TLS: certfile .* valid until", count=2)

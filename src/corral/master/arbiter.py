@@ -63,6 +63,7 @@ from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycl
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
+from corral.tls.context import watched_files
 from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
@@ -96,7 +97,7 @@ class Arbiter:
         self.from_systemd = False  # the listeners came from socket activation (or --fd)
         self.handed = "systemd"  # which of the two, as the log says it
         self.started: Callable[[], None] | None = None  # called once start-up is complete
-        self.touched = TouchedFiles(doc.settings.touch_reload)
+        self.touched = TouchedFiles([*doc.settings.touch_reload, *watched_files(doc.settings)])
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
@@ -561,7 +562,7 @@ class Arbiter:
                 setup_logging(gen.settings)
             except ValueError as exc:
                 self.log.error("--log-config: %s; the error log is corral's own", exc)
-        self.touched = TouchedFiles(gen.settings.touch_reload)
+        self.touched = TouchedFiles([*gen.settings.touch_reload, *watched_files(gen.settings)])
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:
             self.title_name = title

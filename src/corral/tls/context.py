@@ -19,7 +19,9 @@ and asks the client for a certificate only with ``cert_reqs``.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import logging
 import os
 import ssl
 from collections.abc import Sequence
@@ -27,7 +29,9 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TlsError", "listener_context", "store_context"]
+from corral.observe.errorlog import LOGGER_NAME
+
+__all__ = ["TlsError", "listener_context", "store_context", "watched_files"]
 
 _MINIMUM = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 _VERIFY = {0: ssl.CERT_NONE, 1: ssl.CERT_OPTIONAL, 2: ssl.CERT_REQUIRED}
@@ -41,6 +45,12 @@ class TlsError(ValueError):
 # the master's last context and what it was made from: a reload that changes nothing of it
 # keeps it (the same object, so that the pools' listeners compare equal and carry over)
 _made: tuple[tuple[Any, ...], ssl.SSLContext] | None = None
+
+
+def watched_files(settings: Any) -> list[str]:
+    """The TLS settings' files: the master watches them as touch-reload files, so that a
+    certificate an ACME client renews (certbot writes new files) is served without a HUP."""
+    return [path for path in (settings.certfile, settings.keyfile, settings.ca_certs) if path]
 
 
 def listener_context(settings: Any) -> ssl.SSLContext | None:
@@ -65,7 +75,29 @@ def listener_context(settings: Any) -> ssl.SSLContext | None:
         return _made[1]
     context = _make(settings)
     _made = (key, context)
+    logging.getLogger(LOGGER_NAME).info("TLS: %s", _validity(settings.certfile))
     return context
+
+
+def _validity(certfile: str) -> str:
+    """The served certificate (the file's first), as one log line: its names and expiry."""
+    from cryptography import x509  # the master's only: a worker never reads a certificate
+
+    try:
+        with open(certfile, "rb") as file:
+            leaf = x509.load_pem_x509_certificate(file.read())
+    except (OSError, ValueError) as exc:
+        return f"certfile {certfile}: its expiry could not be read ({exc})"
+    until = leaf.not_valid_after_utc
+    left = (until - datetime.datetime.now(datetime.UTC)).days
+    try:
+        names = leaf.extensions.get_extension_for_class(
+            x509.SubjectAlternativeName
+        ).value.get_values_for_type(x509.DNSName)
+    except x509.ExtensionNotFound:
+        names = []
+    named = ", ".join(names) or leaf.subject.rfc4514_string()
+    return f"certfile {certfile} ({named}) valid until {until:%Y-%m-%d %H:%M} UTC ({left} days)"
 
 
 # the contexts of the listeners whose `tls` names certificates of the store, by what each was
