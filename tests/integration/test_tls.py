@@ -549,3 +549,14 @@ def test_renewed_files_are_served_without_a_hup(ca, certificate, tmp_path: Path)
         wait_for(lambda: https_get(server, client(ca))[3]["serial"] != first, timeout=30)
         server.wait_log(r"reloading \(.* was touched\)")
         server.wait_log(r"TLS: certfile .* valid until", count=2)
+
+
+def test_a_uwsgi_ini_with_https_serves_https(ca, certificate, tmp_path: Path) -> None:
+    chain, key = certificate
+    ini = tmp_path / "site.ini"
+    ini.write_text(
+        f"[uwsgi]\nmodule = tls_apps\ncallable = wsgi\nhttps = 127.0.0.1:0,{chain},{key}\n"
+    )
+    with Server(f"--ini={ini}", bind=None) as server:
+        status, _, body, _ = https_get(server, client(ca))
+        assert (status, json.loads(body)["scheme"]) == (200, "https")

@@ -448,3 +448,42 @@ def test_emperor_is_kept_for_emperor_mode_and_not_beside_an_application(tmp_path
         "an emperor's file serves its vassals, not an application of its own: move the "
         "application to a vassal file"
     )
+
+
+# -- https (issue 33) -----------------------------------------------------------------------
+
+
+def test_https_is_an_https_listener_with_the_tls_settings(tmp_path):
+    path = write(
+        tmp_path,
+        "[uwsgi]\nmodule = app\nhttps = 127.0.0.1:8443,site.pem,site.key,ECDHE+AESGCM,!ca.pem\n",
+    )
+    doc = doc_of(path)
+    assert list(doc.listeners) == ["127.0.0.1:8443"]
+    settings = doc.settings
+    assert (settings.certfile, settings.keyfile) == ("site.pem", "site.key")
+    assert (settings.ciphers, settings.ca_certs, settings.cert_reqs) == (
+        "ECDHE+AESGCM",
+        "ca.pem",
+        1,
+    )
+    path = write(tmp_path, "[uwsgi]\nmodule = app\nhttps-socket = :8443,c.pem,k.pem,,ca.pem\n")
+    doc = doc_of(path)
+    assert (doc.settings.ca_certs, doc.settings.cert_reqs, doc.settings.ciphers) == (
+        "ca.pem",
+        2,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("https = :8443,c.pem\n", "expected ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]]"),
+        ("https = :8443,c.pem,k.pem\nhttp = :8080\n", "https beside plain HTTP listeners is "
+         "not supported yet"),
+    ],
+)  # fmt: skip
+def test_https_mistakes_are_one_line(tmp_path, lines, message):
+    path = write(tmp_path, "[uwsgi]\nmodule = app\n" + lines)
+    assert message in error_of(path)

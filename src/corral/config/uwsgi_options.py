@@ -96,6 +96,27 @@ def _listen(name: str) -> Callable[..., None]:
     )
 
 
+def _https(mapper: Mapper, value: str | None, where: str) -> None:
+    """uWSGI's ``https`` and ``https-socket``, ``ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]]``: an
+    HTTPS listener, with the TLS settings (a CLIENT_CA starting with ``!`` makes the client's
+    certificate optional, as in uWSGI)."""
+    parts = [part.strip() for part in _text(value, where).split(",")]
+    if len(parts) < 3 or len(parts) > 5 or not all(parts[:3]):
+        raise ConfigError(
+            f"{where}: expected ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]], got {show(value)}"
+        )
+    mapper.append("bind", uwsgi_address(parts[0], where), where)
+    mapper.https.append(where)
+    mapper.set("certfile", parts[1], where)
+    mapper.set("keyfile", parts[2], where)
+    if len(parts) > 3 and parts[3]:
+        mapper.set("ciphers", parts[3], where)
+    if len(parts) > 4 and parts[4]:
+        optional = parts[4].startswith("!")
+        mapper.set("ca_certs", parts[4].removeprefix("!"), where)
+        mapper.set("cert_reqs", 1 if optional else 2, where)
+
+
 def _socket(mapper: Mapper, value: str | None, where: str) -> None:
     mapper.sockets.append((uwsgi_address(_text(value, where), where), where))
 
@@ -211,6 +232,12 @@ MAPPED: dict[str, _Rule] = {
     "http": _Rule(_listen("bind"), _HTTP + ", without uWSGI's separate router process"),
     "http-socket": _Rule(_listen("bind"), _HTTP),
     "http11-socket": _Rule(_listen("bind"), _HTTP + " (HTTP/1.1 keep-alive is corral's default)"),
+    "https": _Rule(
+        _https,
+        "an HTTPS listener (`bind`) with `certfile`, `keyfile` and, when given, `ciphers` and "
+        "`ca_certs` (docs/tls.md); without uWSGI's separate router process",
+    ),
+    "https-socket": _Rule(_https, "the same as `https`"),
     "socket": _Rule(
         _socket,
         "a uwsgi-protocol listener (`uwsgi_socket`), for nginx's `uwsgi_pass`; an HTTP one "
