@@ -25,6 +25,8 @@ import trustme
 from tests.integration.server import Server, read_response, run_cli, wait_for
 
 NAMES = ("localhost", "127.0.0.1")
+# the connection's part (files by copy, the door's client, the facts) is the request core's
+pytestmark = pytest.mark.usefixtures("each_core")
 
 
 @pytest.fixture(scope="module")
@@ -560,3 +562,33 @@ def test_a_uwsgi_ini_with_https_serves_https(ca, certificate, tmp_path: Path) ->
     with Server(f"--ini={ini}", bind=None) as server:
         status, _, body, _ = https_get(server, client(ca))
         assert (status, json.loads(body)["scheme"]) == (200, "https")
+
+
+def test_routes_see_the_https_scheme() -> None:
+    from tests.certificates import authority, leaf
+    from tests.integration.control import Control, listening_port, short_dir
+
+    root, _ = authority()
+    site = leaf("ec")
+    trusting = ssl.create_default_context(cadata=root.certificate_pem.decode())
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            assert control.put("/certificates/site", site.bundle()).status == 200
+            document = {
+                "listeners": {"127.0.0.1:0": {"pass": "routes", "tls": {"certificate": "site"}}},
+                "routes": [
+                    {"match": {"scheme": "https"}, "action": {"return": 204}},
+                    {"action": {"return": 403}},
+                ],
+            }
+            assert control.put("/config", document).status == 200
+            port = listening_port(server, "127.0.0.1:0")
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                trusting.wrap_socket(raw, server_hostname="example.test") as tls,
+            ):
+                tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+                assert read_response(tls)[0] == 204

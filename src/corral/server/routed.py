@@ -251,7 +251,7 @@ class RouteState(RequestSink):
         conn = self.conn
         head = exchange.head
         peer = conn.peer
-        scheme = "http"
+        scheme = "https" if conn.encrypted else "http"
         forwarded = exchange.forwarded
         if forwarded is not None:
             # a trusted proxy's request is routed as from the client and scheme it names:
