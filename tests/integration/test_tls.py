@@ -418,6 +418,17 @@ def test_a_listener_serves_the_stores_certificates_chosen_by_sni() -> None:
             unnamed = ssl.create_default_context(cadata=root.certificate_pem.decode())
             unnamed.check_hostname = False
             assert served("other.test", unnamed)[0] == "example.test"  # the first: default
+            # the status and the metrics say when each served certificate ends
+            expiring = control.get("/status").json["certificates"]
+            assert sorted(expiring) == ["own", "wide"]
+            assert (
+                expiring["own"]["until"]
+                == f"{own.certificate.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+            )
+            assert expiring["own"]["days_left"] > 0
+            metrics = control.get("/metrics").raw.decode()
+            until = int(wide.certificate.not_valid_after_utc.timestamp())
+            assert f'corral_tls_certificate_expiry_seconds{{certificate="wide"}} {until}' in metrics
             # a certificate a listener serves is not deleted; one it does not name is
             assert control.delete("/certificates/own").status == 400
             document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "wide"
@@ -592,3 +603,22 @@ def test_routes_see_the_https_scheme() -> None:
             ):
                 tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
                 assert read_response(tls)[0] == 204
+
+
+def test_the_status_says_when_the_certificate_file_expires(ca, certificate) -> None:
+    from tests.integration.control import Control, short_dir
+
+    chain, key = certificate
+    with (
+        short_dir() as directory,
+        Server(
+            "tls_apps:wsgi",
+            "--certfile",
+            str(chain),
+            "--keyfile",
+            str(key),
+            f"--state-dir={directory / 'state'}",
+        ) as server,
+    ):
+        served = Control.of(server).get("/status").json["certificates"]
+        assert list(served) == [str(chain)] and served[str(chain)]["days_left"] > 300

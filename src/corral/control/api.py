@@ -22,6 +22,7 @@ Answers are Unit's: ``{"success": "Reconfiguration done."}``, or
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,6 +34,7 @@ from corral.master.arbiter import Arbiter
 from corral.master.generation import ROUTES_POOL, ApplyFailed
 from corral.master.process import WorkerProcess
 from corral.observe import latency
+from corral.tls.context import expiries
 
 DONE = "Reconfiguration done."
 _CONFIG_METHODS = ("GET", "PUT", "POST", "DELETE")
@@ -269,11 +271,24 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
     counted = [arbiter.tally(name) for name in served_by]
     accepted = sum(tally.accepted for tally in counted)
     closed = sum(tally.closed for tally in counted)
-    return {
+    found = {
         "connections": {"accepted": accepted, "active": active, "idle": idle, "closed": closed},
         "requests": {"total": total},
         "applications": applications,
     }
+    served = _expiries(arbiter)
+    if served:  # corral's own: each served certificate's end, for the renewals' watchers
+        now = datetime.datetime.now(datetime.UTC)
+        found["certificates"] = {
+            name: {"until": f"{until:%Y-%m-%dT%H:%M:%SZ}", "days_left": (until - now).days}
+            for name, until in served.items()
+        }
+    return found
+
+
+def _expiries(arbiter: Arbiter) -> dict[str, datetime.datetime]:
+    store = None if arbiter.control is None else arbiter.control.certificates
+    return expiries(arbiter.current.doc, store)
 
 
 def _workers(arbiter: Arbiter, name: str) -> list[dict[str, Any]]:
@@ -355,6 +370,17 @@ def metrics(arbiter: Arbiter) -> str:
             for state, count in app["processes"].items()
         ],
     )
+    served = _expiries(arbiter)
+    if served:
+        family(
+            "corral_tls_certificate_expiry_seconds",
+            "gauge",
+            "When each served certificate expires (Unix time), by certificate.",
+            [
+                ('{certificate="' + _escape(name) + '"}', int(until.timestamp()))
+                for name, until in served.items()
+            ],
+        )
     histograms = _latency_by_application(arbiter)
     if histograms:
         name = "corral_request_duration_seconds"

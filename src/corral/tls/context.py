@@ -31,7 +31,7 @@ import msgspec
 
 from corral.observe.errorlog import LOGGER_NAME
 
-__all__ = ["TlsError", "listener_context", "store_context", "watched_files"]
+__all__ = ["TlsError", "expiries", "listener_context", "store_context", "watched_files"]
 
 _MINIMUM = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 _VERIFY = {0: ssl.CERT_NONE, 1: ssl.CERT_OPTIONAL, 2: ssl.CERT_REQUIRED}
@@ -45,6 +45,7 @@ class TlsError(ValueError):
 # the master's last context and what it was made from: a reload that changes nothing of it
 # keeps it (the same object, so that the pools' listeners compare equal and carry over)
 _made: tuple[tuple[Any, ...], ssl.SSLContext] | None = None
+_made_until: datetime.datetime | None = None  # the expiry of its certificate, when read
 
 
 def watched_files(settings: Any) -> list[str]:
@@ -79,16 +80,35 @@ def listener_context(settings: Any) -> ssl.SSLContext | None:
     return context
 
 
+def expiries(doc: Any, certificates: Any) -> dict[str, datetime.datetime]:
+    """When each certificate the document serves expires: the settings' ``certfile`` (by its
+    path) and the store's that listeners name (by their names; ``certificates`` is the store,
+    None without the control API)."""
+    found: dict[str, datetime.datetime] = {}
+    if doc.settings.certfile is not None and _made_until is not None:
+        found[doc.settings.certfile] = _made_until
+    for listener in doc.listeners.values():
+        if listener.tls is msgspec.UNSET or certificates is None:
+            continue
+        for name in listener.tls.names:
+            bundle = certificates.get(name)
+            if bundle is not None:
+                found[name] = bundle.not_after
+    return found
+
+
 def _validity(certfile: str) -> str:
     """The served certificate (the file's first), as one log line: its names and expiry."""
     from cryptography import x509  # the master's only: a worker never reads a certificate
 
+    global _made_until
+    _made_until = None
     try:
         with open(certfile, "rb") as file:
             leaf = x509.load_pem_x509_certificate(file.read())
     except (OSError, ValueError) as exc:
         return f"certfile {certfile}: its expiry could not be read ({exc})"
-    until = leaf.not_valid_after_utc
+    until = _made_until = leaf.not_valid_after_utc
     left = (until - datetime.datetime.now(datetime.UTC)).days
     try:
         names = leaf.extensions.get_extension_for_class(
