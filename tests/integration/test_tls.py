@@ -17,11 +17,16 @@ import socket
 import ssl
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
 
+from tests.certificates import authority, leaf
+from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.server import Server, read_response, run_cli, wait_for
 
 NAMES = ("localhost", "127.0.0.1")
@@ -52,6 +57,21 @@ def client(ca: trustme.CA, **kwargs) -> ssl.SSLContext:
     for name, value in kwargs.items():
         setattr(context, name, value)
     return context
+
+
+@contextmanager
+def store_server(**bundles: Any) -> Iterator[tuple[Server, Any]]:
+    """A server with a control API and nothing configured, its certificate store holding
+    ``bundles`` (tests.certificates' `Issued`, by name); (the server, its `Control`)."""
+
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            for name, issued in bundles.items():
+                assert control.put(f"/certificates/{name}", issued.bundle()).status == 200
+            yield server, control
 
 
 def https_get(server: Server, context: ssl.SSLContext, path: str = "/"):
@@ -374,135 +394,117 @@ def test_hup_reads_a_renewed_certificate_and_a_broken_one_keeps_the_old(
 
 
 def test_a_listener_serves_the_stores_certificates_chosen_by_sni() -> None:
-    from tests.certificates import authority, leaf
-    from tests.integration.control import Control, listening_port, short_dir
 
     root, _ = authority()
     wide, own = leaf("rsa"), leaf("ec", dns=("ec.test",))  # example.test and *.example.test
     trusting = ssl.create_default_context(cadata=root.certificate_pem.decode())
-    with short_dir() as directory:
-        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
-        with server:
-            server.wait_log("no application configured: waiting for the control API")
-            control = Control.of(server)
-            assert control.put("/certificates/wide", wide.bundle()).status == 200
-            assert control.put("/certificates/own", own.bundle()).status == 200
-            document = {
-                "listeners": {
-                    "127.0.0.1:0": {
-                        "pass": "applications/tls",
-                        "tls": {"certificate": ["wide", "own"]},
-                    }
-                },
-                "applications": {"tls": {"module": "tls_apps", "callable": "wsgi"}},
-            }
-            assert control.put("/config", document).status == 200
-            port = listening_port(server, "127.0.0.1:0")
-            assert f"listening on https://127.0.0.1:{port}" in server.stderr
+    with store_server(wide=wide, own=own) as (server, control):
+        document = {
+            "listeners": {
+                "127.0.0.1:0": {
+                    "pass": "applications/tls",
+                    "tls": {"certificate": ["wide", "own"]},
+                }
+            },
+            "applications": {"tls": {"module": "tls_apps", "callable": "wsgi"}},
+        }
+        assert control.put("/config", document).status == 200
+        port = listening_port(server, "127.0.0.1:0")
+        assert f"listening on https://127.0.0.1:{port}" in server.stderr
 
-            def served(name: str, context: ssl.SSLContext = trusting) -> tuple[str, dict]:
-                with (
-                    socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
-                    context.wrap_socket(raw, server_hostname=name) as tls,
-                ):
-                    tls.sendall(f"GET / HTTP/1.1\r\nHost: {name}\r\n\r\n".encode())
-                    status, _, body = read_response(tls)
-                    assert status == 200
-                    subject = dict(item[0] for item in tls.getpeercert()["subject"])
-                    return subject["commonName"], json.loads(body)
+        def served(name: str, context: ssl.SSLContext = trusting) -> tuple[str, dict]:
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                context.wrap_socket(raw, server_hostname=name) as tls,
+            ):
+                tls.sendall(f"GET / HTTP/1.1\r\nHost: {name}\r\n\r\n".encode())
+                status, _, body = read_response(tls)
+                assert status == 200
+                subject = dict(item[0] for item in tls.getpeercert()["subject"])
+                return subject["commonName"], json.loads(body)
 
-            name, told = served("ec.test")
-            assert (name, told["scheme"], told["HTTPS"]) == ("ec.test", "https", "on")
-            assert served("a.example.test")[0] == "example.test"  # the wildcard
-            assert served("example.test")[0] == "example.test"
-            unnamed = ssl.create_default_context(cadata=root.certificate_pem.decode())
-            unnamed.check_hostname = False
-            assert served("other.test", unnamed)[0] == "example.test"  # the first: default
-            # the status and the metrics say when each served certificate ends
-            expiring = control.get("/status").json["certificates"]
-            assert sorted(expiring) == ["own", "wide"]
-            assert (
-                expiring["own"]["until"]
-                == f"{own.certificate.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
-            )
-            assert expiring["own"]["days_left"] > 0
-            metrics = control.get("/metrics").raw.decode()
-            until = int(wide.certificate.not_valid_after_utc.timestamp())
-            assert f'corral_tls_certificate_expiry_seconds{{certificate="wide"}} {until}' in metrics
-            # a certificate a listener serves is not deleted; one it does not name is
-            assert control.delete("/certificates/own").status == 400
-            document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "wide"
-            assert control.put("/config", document).status == 200
-            assert control.delete("/certificates/own").status == 200
-            # and a document naming one the store lacks is refused, the running one serving
-            document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "none"
-            refused = control.put("/config", document)
-            assert refused.status == 400 and 'Certificate "none" is not found.' in str(refused.json)
-            port = listening_port(server, "127.0.0.1:0")
-            assert served("a.example.test")[0] == "example.test"
+        name, told = served("ec.test")
+        assert (name, told["scheme"], told["HTTPS"]) == ("ec.test", "https", "on")
+        assert served("a.example.test")[0] == "example.test"  # the wildcard
+        assert served("example.test")[0] == "example.test"
+        unnamed = ssl.create_default_context(cadata=root.certificate_pem.decode())
+        unnamed.check_hostname = False
+        assert served("other.test", unnamed)[0] == "example.test"  # the first: default
+        # the status and the metrics say when each served certificate ends
+        expiring = control.get("/status").json["certificates"]
+        assert sorted(expiring) == ["own", "wide"]
+        assert (
+            expiring["own"]["until"] == f"{own.certificate.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+        )
+        assert expiring["own"]["days_left"] > 0
+        metrics = control.get("/metrics").raw.decode()
+        until = int(wide.certificate.not_valid_after_utc.timestamp())
+        assert f'corral_tls_certificate_expiry_seconds{{certificate="wide"}} {until}' in metrics
+        # a certificate a listener serves is not deleted; one it does not name is
+        assert control.delete("/certificates/own").status == 400
+        document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "wide"
+        assert control.put("/config", document).status == 200
+        assert control.delete("/certificates/own").status == 200
+        # and a document naming one the store lacks is refused, the running one serving
+        document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "none"
+        refused = control.put("/config", document)
+        assert refused.status == 400 and 'Certificate "none" is not found.' in str(refused.json)
+        port = listening_port(server, "127.0.0.1:0")
+        assert served("a.example.test")[0] == "example.test"
 
 
 def test_pointing_a_listener_at_a_new_certificate_under_load_loses_no_request() -> None:
     import threading
 
-    from tests.certificates import authority, leaf
-    from tests.integration.control import Control, listening_port, short_dir
-
     root, _ = authority()
     old, new = leaf("ec"), leaf("ec")  # example.test, one after the other
     trusting = ssl.create_default_context(cadata=root.certificate_pem.decode())
-    with short_dir() as directory:
-        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
-        with server:
-            server.wait_log("no application configured: waiting for the control API")
-            control = Control.of(server)
-            assert control.put("/certificates/old", old.bundle()).status == 200
-            assert control.put("/certificates/new", new.bundle()).status == 200
-            document = {
-                "listeners": {
-                    "127.0.0.1:0": {"pass": "applications/tls", "tls": {"certificate": "old"}}
-                },
-                "applications": {"tls": {"module": "tls_apps", "callable": "wsgi", "processes": 2}},
-            }
+    with store_server(old=old, new=new) as (server, control):
+        document = {
+            "listeners": {
+                "127.0.0.1:0": {"pass": "applications/tls", "tls": {"certificate": "old"}}
+            },
+            "applications": {"tls": {"module": "tls_apps", "callable": "wsgi", "processes": 2}},
+        }
+        assert control.put("/config", document).status == 200
+        port = listening_port(server, "127.0.0.1:0")
+        serials: list[int] = []
+        failures: list[str] = []
+        stop = threading.Event()
+
+        def load() -> None:
+            while not stop.is_set():
+                try:
+                    with (
+                        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                        trusting.wrap_socket(raw, server_hostname="example.test") as tls,
+                    ):
+                        tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+                        status, _, _ = read_response(tls)
+                        if status != 200:
+                            failures.append(f"status {status}")
+                        serials.append(int(tls.getpeercert()["serialNumber"], 16))
+                except (OSError, AssertionError) as exc:
+                    failures.append(repr(exc))
+
+        threads = [threading.Thread(target=load) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        try:
+            wait_for(lambda: len(serials) >= 50, timeout=30)
+            document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "new"
             assert control.put("/config", document).status == 200
-            port = listening_port(server, "127.0.0.1:0")
-            serials: list[int] = []
-            failures: list[str] = []
-            stop = threading.Event()
-
-            def load() -> None:
-                while not stop.is_set():
-                    try:
-                        with (
-                            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
-                            trusting.wrap_socket(raw, server_hostname="example.test") as tls,
-                        ):
-                            tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
-                            status, _, _ = read_response(tls)
-                            if status != 200:
-                                failures.append(f"status {status}")
-                            serials.append(int(tls.getpeercert()["serialNumber"], 16))
-                    except (OSError, AssertionError) as exc:
-                        failures.append(repr(exc))
-
-            threads = [threading.Thread(target=load) for _ in range(4)]
+            renewed = new.certificate.serial_number
+            wait_for(lambda: serials[-8:] == [renewed] * 8, timeout=30)
+            done = len(serials)
+            wait_for(lambda: len(serials) >= done + 50, timeout=30)
+        finally:
+            stop.set()
             for thread in threads:
-                thread.start()
-            try:
-                wait_for(lambda: len(serials) >= 50, timeout=30)
-                document["listeners"]["127.0.0.1:0"]["tls"]["certificate"] = "new"
-                assert control.put("/config", document).status == 200
-                renewed = new.certificate.serial_number
-                wait_for(lambda: serials[-8:] == [renewed] * 8, timeout=30)
-                done = len(serials)
-                wait_for(lambda: len(serials) >= done + 50, timeout=30)
-            finally:
-                stop.set()
-                for thread in threads:
-                    thread.join(30)
-            assert failures == []
-            assert serials[0] == old.certificate.serial_number
-            assert serials[-1] == new.certificate.serial_number
+                thread.join(30)
+        assert failures == []
+        assert serials[0] == old.certificate.serial_number
+        assert serials[-1] == new.certificate.serial_number
 
 
 @pytest.mark.wallclock
@@ -576,37 +578,29 @@ def test_a_uwsgi_ini_with_https_serves_https(ca, certificate, tmp_path: Path) ->
 
 
 def test_routes_see_the_https_scheme() -> None:
-    from tests.certificates import authority, leaf
-    from tests.integration.control import Control, listening_port, short_dir
 
     root, _ = authority()
     site = leaf("ec")
     trusting = ssl.create_default_context(cadata=root.certificate_pem.decode())
-    with short_dir() as directory:
-        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
-        with server:
-            server.wait_log("no application configured: waiting for the control API")
-            control = Control.of(server)
-            assert control.put("/certificates/site", site.bundle()).status == 200
-            document = {
-                "listeners": {"127.0.0.1:0": {"pass": "routes", "tls": {"certificate": "site"}}},
-                "routes": [
-                    {"match": {"scheme": "https"}, "action": {"return": 204}},
-                    {"action": {"return": 403}},
-                ],
-            }
-            assert control.put("/config", document).status == 200
-            port = listening_port(server, "127.0.0.1:0")
-            with (
-                socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
-                trusting.wrap_socket(raw, server_hostname="example.test") as tls,
-            ):
-                tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
-                assert read_response(tls)[0] == 204
+    with store_server(site=site) as (server, control):
+        document = {
+            "listeners": {"127.0.0.1:0": {"pass": "routes", "tls": {"certificate": "site"}}},
+            "routes": [
+                {"match": {"scheme": "https"}, "action": {"return": 204}},
+                {"action": {"return": 403}},
+            ],
+        }
+        assert control.put("/config", document).status == 200
+        port = listening_port(server, "127.0.0.1:0")
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            trusting.wrap_socket(raw, server_hostname="example.test") as tls,
+        ):
+            tls.sendall(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+            assert read_response(tls)[0] == 204
 
 
 def test_the_status_says_when_the_certificate_file_expires(ca, certificate) -> None:
-    from tests.integration.control import Control, short_dir
 
     chain, key = certificate
     with (
