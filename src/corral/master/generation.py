@@ -14,17 +14,19 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from corral.config import Application, Document
+from corral.jsonpath import member
 from corral.master.identity import Identity
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
 from corral.tls.context import TlsError, forget_others, listener_context, store_context
+from corral.tls.store import missing_text
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
 
@@ -89,10 +91,8 @@ class Pool:
         # several threaded workers spread their connections by what each holds (acceptor.py)
         most = max(app.workers, app.dynamic.max if app.dynamic else 1)
         self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
-        # the TLS context of its HTTP listeners (corral.tls.context): the settings', and those
-        # of the listeners whose `tls` names certificates of the store, by address
-        self.tls: Any = None
-        self.tls_by_address: dict[str, Any] = {}
+        # the TLS context of each of its HTTPS listeners, by address (Generation.attach)
+        self.tls: dict[str, Any] = {}
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -116,16 +116,14 @@ class Pool:
         for address, sock in self.sockets.items():
             listener = self.doc.listeners[address]
             forwarded = listener.forwarded
-            protocol = protocol_of(self.doc, address)
-            tls = self.tls_by_address.get(address) or (self.tls if protocol == "http" else None)
             found.append(
                 ListenerSpec(
                     sock,
                     listener.pass_,
                     None if forwarded is msgspec.UNSET else forwarded,
                     proxy_choice(listener, self.settings),
-                    protocol,
-                    tls,
+                    protocol_of(self.doc, address),
+                    self.tls.get(address),
                 )
             )
         return found
@@ -144,35 +142,40 @@ class Pool:
         )
 
 
-def _store_context(doc: Document, address: str, certificates: Any) -> Any:
-    """The context of the listener at ``address``, whose `tls` names certificates of the
-    store (`TlsError` naming the first one it lacks, in NGINX Unit's words)."""
-    tls = doc.listeners[address].tls
-    assert not isinstance(tls, msgspec.UnsetType)  # (the caller's test)
-    bundles = []
-    for name in tls.names:
-        bundle = None if certificates is None else certificates.get(name)
-        if bundle is None:
-            where = "" if certificates is not None else " (the store is the control API's)"
-            raise TlsError(
-                f'$.listeners["{address}"].tls.certificate: Certificate "{name}" is not '
-                f"found.{where}"
-            )
-        bundles.append(bundle)
-    return store_context(tls, bundles, doc.settings)
-
-
-def _check_tls(
-    doc: Document, pools: dict[str, Pool], every: bool, by_address: dict[str, Any]
-) -> None:
-    """What TLS does not do yet (issue 33): refused in one line rather than served wrong.
-    ``every``: the settings' TLS is on every HTTP listener; else the listeners of
-    ``by_address`` have their own."""
-    direct = {f"applications/{name}" for name in doc.applications}
-    for address, listener in doc.listeners.items():
-        if protocol_of(doc, address) != "http" or not (every or address in by_address):
+def _tls_contexts(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[str, Any]:
+    """The TLS context of each HTTPS listener among ``addresses``: its own `tls`, made from
+    the store's certificates it names, or the settings' files for every other HTTP listener.
+    `TlsError` for what cannot be served (the settings' files are read even without
+    ``addresses``: the first generation's construction checks them)."""
+    shared = listener_context(doc.settings)
+    found: dict[str, Any] = {}
+    for address in addresses:
+        tls = doc.listeners[address].tls
+        if protocol_of(doc, address) != "http":
             continue
-        where = "certfile" if address not in by_address else f'$.listeners["{address}"].tls'
+        if isinstance(tls, msgspec.UnsetType):
+            if shared is not None:
+                found[address] = shared
+            continue
+        bundles = []
+        for name in tls.names:
+            bundle = None if certificates is None else certificates.get(name)
+            if bundle is None:
+                where = "" if certificates is not None else " (the store is the control API's)"
+                path = f"$.listeners{member(address)}.tls.certificate"
+                raise TlsError(f"{path}: {missing_text(name)}{where}")
+            bundles.append(bundle)
+        found[address] = store_context(tls, bundles, doc.settings)
+    return found
+
+
+def _check_tls(doc: Document, pools: dict[str, Pool], contexts: dict[str, Any]) -> None:
+    """What TLS does not do yet (issue 33): refused in one line rather than served wrong."""
+    direct = {f"applications/{name}" for name in doc.applications}
+    for address in contexts:
+        listener = doc.listeners[address]
+        own = listener.tls is not msgspec.UNSET
+        where = f"$.listeners{member(address)}.tls" if own else "certfile"
         if len(pools) > 1 and listener.pass_ not in direct:
             raise TlsError(
                 f"{where}: TLS on a listener whose routes pass to several applications "
@@ -250,16 +253,10 @@ class Generation:
         served."""
         self.sockets = sockets
         doc = self.doc
-        tls = listener_context(doc.settings)
-        by_address = {
-            address: _store_context(doc, address, certificates)
-            for address in sockets
-            if doc.listeners[address].tls is not msgspec.UNSET
-        }
+        contexts = _tls_contexts(doc, sockets, certificates)
         if sockets:  # (not the first generation's construction, before its sockets)
-            forget_others(list(by_address.values()))
-        if tls is not None or by_address:
-            _check_tls(doc, self.pools, tls is not None, by_address)
+            forget_others(list(contexts.values()))
+        _check_tls(doc, self.pools, contexts)
         router = None
         if uses_routes(doc):
             from corral.config.document import route_targets
@@ -269,8 +266,7 @@ class Generation:
             router = compile_routes(routes, applications=route_targets(doc.applications))
         for pool in self.pools.values():
             pool.sockets = {}
-            pool.tls = tls
-            pool.tls_by_address = by_address
+            pool.tls = contexts
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():

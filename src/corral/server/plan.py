@@ -131,22 +131,16 @@ class Plans:
         tls_proxy = None
         if listener.tls is not None:
             proxy, tls_proxy = None, proxy
-        if listener.pass_target in (None, self.own_pass):
-            return ListenerPlan(
-                sockname,
-                forwarding=forwarding,
-                proxy=proxy,
-                steps=self.steps,
-                tls=listener.tls,
-                tls_proxy=tls_proxy,
-            )
-        assert self.routing is not None
+        routing, pass_target = None, None  # straight to this worker's application
+        if listener.pass_target not in (None, self.own_pass):
+            assert self.routing is not None
+            routing, pass_target = self.routing, listener.pass_target
         return ListenerPlan(
             sockname,
             forwarding=forwarding,
             proxy=proxy,
-            routing=self.routing,
-            pass_target=listener.pass_target,
+            routing=routing,
+            pass_target=pass_target,
             steps=self.steps,
             tls=listener.tls,
             tls_proxy=tls_proxy,

@@ -42,10 +42,10 @@ class TlsError(ValueError):
     """A TLS setting that cannot be served, in one line (a configuration error)."""
 
 
-# the master's last context and what it was made from: a reload that changes nothing of it
-# keeps it (the same object, so that the pools' listeners compare equal and carry over)
-_made: tuple[tuple[Any, ...], ssl.SSLContext] | None = None
-_made_until: datetime.datetime | None = None  # the expiry of its certificate, when read
+# the master's last settings' context, what it was made from and when its certificate
+# expires (None: unread): a reload that changes nothing of it keeps it (the same object, so
+# that the pools' listeners compare equal and carry over)
+_made: tuple[tuple[Any, ...], ssl.SSLContext, datetime.datetime | None] | None = None
 
 
 def watched_files(settings: Any) -> list[str]:
@@ -75,8 +75,9 @@ def listener_context(settings: Any) -> ssl.SSLContext | None:
     if _made is not None and _made[0] == key:
         return _made[1]
     context = _make(settings)
-    _made = (key, context)
-    logging.getLogger(LOGGER_NAME).info("TLS: %s", _validity(settings.certfile))
+    line, until = _validity(settings.certfile)
+    _made = (key, context, until)
+    logging.getLogger(LOGGER_NAME).info("TLS: %s", line)
     return context
 
 
@@ -85,8 +86,8 @@ def expiries(doc: Any, certificates: Any) -> dict[str, datetime.datetime]:
     path) and the store's that listeners name (by their names; ``certificates`` is the store,
     None without the control API)."""
     found: dict[str, datetime.datetime] = {}
-    if doc.settings.certfile is not None and _made_until is not None:
-        found[doc.settings.certfile] = _made_until
+    if doc.settings.certfile is not None and _made is not None and _made[2] is not None:
+        found[doc.settings.certfile] = _made[2]
     for listener in doc.listeners.values():
         if listener.tls is msgspec.UNSET or certificates is None:
             continue
@@ -97,18 +98,17 @@ def expiries(doc: Any, certificates: Any) -> dict[str, datetime.datetime]:
     return found
 
 
-def _validity(certfile: str) -> str:
-    """The served certificate (the file's first), as one log line: its names and expiry."""
+def _validity(certfile: str) -> tuple[str, datetime.datetime | None]:
+    """The served certificate (the file's first): one log line with its names and expiry,
+    and that expiry (None when it cannot be read)."""
     from cryptography import x509  # the master's only: a worker never reads a certificate
 
-    global _made_until
-    _made_until = None
     try:
         with open(certfile, "rb") as file:
             leaf = x509.load_pem_x509_certificate(file.read())
     except (OSError, ValueError) as exc:
-        return f"certfile {certfile}: its expiry could not be read ({exc})"
-    until = _made_until = leaf.not_valid_after_utc
+        return f"certfile {certfile}: its expiry could not be read ({exc})", None
+    until = leaf.not_valid_after_utc
     left = (until - datetime.datetime.now(datetime.UTC)).days
     try:
         names = leaf.extensions.get_extension_for_class(
@@ -117,7 +117,8 @@ def _validity(certfile: str) -> str:
     except x509.ExtensionNotFound:
         names = []
     named = ", ".join(names) or leaf.subject.rfc4514_string()
-    return f"certfile {certfile} ({named}) valid until {until:%Y-%m-%d %H:%M} UTC ({left} days)"
+    line = f"certfile {certfile} ({named}) valid until {until:%Y-%m-%d %H:%M} UTC ({left} days)"
+    return line, until
 
 
 # the contexts of the listeners whose `tls` names certificates of the store, by what each was

@@ -81,7 +81,7 @@ class AsgiAdapter(Adapter):
             exchange.body = AsgiBody(done=True)
         base = conn.adapter_state
         if base is None:
-            scheme = "http" if conn.plan.tls is None else "https"
+            scheme = "https" if conn.encrypted else "http"
             base = conn.adapter_state = connection_scope(conn.sockname, conn.peer, scheme)
             if conn.encrypted:  # the tls extension, once per connection
                 tls = conn.transport.get_extra_info("ssl_object")

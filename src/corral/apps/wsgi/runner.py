@@ -339,7 +339,7 @@ class WsgiAdapter(Adapter):
                 file_wrapper=FileWrapper,
                 errors=self.errors,
                 http=not uwsgi,
-                scheme="http" if conn.plan.tls is None else "https",
+                scheme="https" if conn.encrypted else "http",
             )
         environ = base.copy()
         if conn.encrypted:  # mod_ssl's SSL_* keys, once per connection
