@@ -9,12 +9,17 @@ from __future__ import annotations
 import datetime
 import functools
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 from cryptography.x509.oid import NameOID
+
+if TYPE_CHECKING:
+    import trustme
 
 NOW = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 DAY = datetime.timedelta(days=1)
@@ -121,3 +126,15 @@ def leaf(
 
 def self_signed(kind: str = "ec", common: str = "self.test") -> Issued:
     return issue(name(common), make_key(kind))
+
+
+def issue_files(ca: trustme.CA, directory: Path, stem: str = "server") -> tuple[Path, Path]:
+    """A certificate of trustme's ``ca`` for localhost and 127.0.0.1, as a chain file and a
+    key file in ``directory`` (what ``--certfile`` and ``--keyfile`` name)."""
+    cert = ca.issue_cert("localhost", "127.0.0.1")
+    chain, key = directory / f"{stem}.pem", directory / f"{stem}.key"
+    cert.private_key_pem.write_to_path(str(key))
+    with chain.open("wb") as out:
+        for blob in cert.cert_chain_pems:
+            out.write(blob.bytes())
+    return chain, key

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
+from tests.certificates import issue_files
 from tests.cores import CORES, request_parser
 from tests.integration.server import APPS
 from tests.integration.venvs import BASE_PYTHON, Sandbox, make_sandbox
@@ -40,3 +42,15 @@ def each_core(request: pytest.FixtureRequest) -> Iterator[str]:
             request_parser("compiled")  # fails when it is not built
             patch.delenv("CORRAL_NO_EXTENSIONS", raising=False)
         yield request.param
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    """A test certificate authority (trustme) for the TLS tests' servers and clients."""
+    return trustme.CA()
+
+
+@pytest.fixture
+def certificate(ca: trustme.CA, tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate of `ca` for localhost: (its chain file, its key file)."""
+    return issue_files(ca, tmp_path)

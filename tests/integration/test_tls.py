@@ -25,29 +25,12 @@ from typing import Any
 import pytest
 import trustme
 
-from tests.certificates import authority, leaf
+from tests.certificates import authority, issue_files, leaf
 from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.server import Server, read_response, run_cli, wait_for
 
-NAMES = ("localhost", "127.0.0.1")
 # the connection's part (files by copy, the door's client, the facts) is the request core's
 pytestmark = pytest.mark.usefixtures("each_core")
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-def issue(ca: trustme.CA, directory: Path, stem: str = "server") -> tuple[Path, Path]:
-    """A certificate of ``ca`` for localhost, as a chain file and a key file."""
-    cert = ca.issue_cert(*NAMES)
-    chain, key = directory / f"{stem}.pem", directory / f"{stem}.key"
-    cert.private_key_pem.write_to_path(str(key))
-    with chain.open("wb") as out:
-        for blob in cert.cert_chain_pems:
-            out.write(blob.bytes())
-    return chain, key
 
 
 def client(ca: trustme.CA, **kwargs) -> ssl.SSLContext:
@@ -98,11 +81,6 @@ def closed_unanswered(server: Server, data: bytes, timeout: float = 10.0) -> byt
         while chunk := sock.recv(65536):
             received += chunk
         return received
-
-
-@pytest.fixture
-def certificate(ca: trustme.CA, tmp_path: Path) -> tuple[Path, Path]:
-    return issue(ca, tmp_path)
 
 
 def test_gunicorns_flags_serve_https_to_a_wsgi_application(ca, certificate) -> None:
@@ -362,7 +340,7 @@ def test_a_file_goes_through_the_encryption(ca, certificate, tmp_path: Path) -> 
 )
 def test_what_cannot_be_served_is_one_line(ca, certificate, tmp_path, flags, line) -> None:
     chain, key = certificate
-    _, other = issue(ca, tmp_path, "other")
+    _, other = issue_files(ca, tmp_path, "other")
     names = {"dir": tmp_path, "chain": chain, "key": key, "other": other}
     result = run_cli("tls_apps:wsgi", "-b", "127.0.0.1:0", *(f.format(**names) for f in flags))
     assert result.returncode == 2, result.stderr
@@ -378,7 +356,7 @@ def test_hup_reads_a_renewed_certificate_and_a_broken_one_keeps_the_old(
     chain, key = certificate
     with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
         first = https_get(server, client(ca))[3]["serial"]
-        renewed_chain, renewed_key = issue(ca, tmp_path, "renewed")
+        renewed_chain, renewed_key = issue_files(ca, tmp_path, "renewed")
         chain.write_bytes(renewed_chain.read_bytes())
         key.write_bytes(renewed_key.read_bytes())
         server.send(signal.SIGHUP)
@@ -558,7 +536,7 @@ def test_renewed_files_are_served_without_a_hup(ca, certificate, tmp_path: Path)
     with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
         server.wait_log(rf"TLS: certfile {chain} \(localhost\) valid until .* UTC \(\d+ days\)")
         first = https_get(server, client(ca))[3]["serial"]
-        renewed_chain, renewed_key = issue(ca, tmp_path, "renewed")
+        renewed_chain, renewed_key = issue_files(ca, tmp_path, "renewed")
         key.write_bytes(renewed_key.read_bytes())  # the key first: a moment of mismatch
         chain.write_bytes(renewed_chain.read_bytes())
         wait_for(lambda: https_get(server, client(ca))[3]["serial"] != first, timeout=30)

@@ -480,10 +480,37 @@ def test_https_is_an_https_listener_with_the_tls_settings(tmp_path):
     ("lines", "message"),
     [
         ("https = :8443,c.pem\n", "expected ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]]"),
-        ("https = :8443,c.pem,k.pem\nhttp = :8080\n", "https beside plain HTTP listeners is "
-         "not supported yet"),
+        ("https = :8443,c.pem,k.pem\nhttp = :8080\nhttp-to-https = :8081\n",
+         "site.ini:5: http-to-https: beside plain http listeners: corral's https_redirect "
+         "redirects every plain listener"),
+        ("http-to-https = :8081\n", "redirects to HTTPS: give certfile and keyfile"),
     ],
 )  # fmt: skip
 def test_https_mistakes_are_one_line(tmp_path, lines, message):
     path = write(tmp_path, "[uwsgi]\nmodule = app\n" + lines)
     assert message in error_of(path)
+
+
+def test_http_beside_https_is_plain_and_http_to_https_redirects(tmp_path):
+    path = write(
+        tmp_path,
+        "[uwsgi]\nmodule = app\nhttp = 127.0.0.1:8080\nhttps = 127.0.0.1:8443,c.pem,k.pem\n",
+    )
+    doc = doc_of(path)
+    assert {key: listener.tls for key, listener in doc.listeners.items()} == {
+        "127.0.0.1:8443": UNSET,  # the settings' certificate
+        "127.0.0.1:8080": False,
+    }
+    assert doc.listeners["127.0.0.1:8080"].pass_ == "applications/app"
+    path = write(
+        tmp_path,
+        "[uwsgi]\nmodule = app\nhttps = 127.0.0.1:8443,c.pem,k.pem\n"
+        "http-to-https = 127.0.0.1:8080\n",
+    )
+    doc = doc_of(path)
+    redirect = doc.listeners["127.0.0.1:8080"]
+    assert (redirect.tls, redirect.pass_) == (False, "routes/https_redirect")
+    first, rest = doc.routes["https_redirect"]
+    assert first["match"] == {"method": ["GET", "HEAD"]}
+    assert first["action"] == {"return": 301, "location": "https://$host:8443$request_uri"}
+    assert rest["action"] == {"return": 308, "location": "https://$host:8443$request_uri"}

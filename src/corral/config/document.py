@@ -276,7 +276,7 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # "uwsgi" (nginx's uwsgi_pass, http/uwsgi.py); a uwsgi listener passes straight to one
     # application, without `forwarded` (the packet carries the client's address and scheme)
     protocol: Literal["http", "uwsgi"] | UnsetType = UNSET
-    tls: Tls | UnsetType = UNSET  # its certificates are the store's (corral/tls/store.py)
+    tls: Tls | bool | UnsetType = UNSET  # the store's (tls/store.py), certfile's, or plain
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]

@@ -15,7 +15,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["Tls", "TlsSession"]
+__all__ = ["Tls", "TlsSession", "stored_names"]
 
 _CERTIFICATE = Annotated[str, Meta(min_length=1)]
 TICKET_KEY_SIZES = (48, 80)  # bytes: the two sizes of OpenSSL's session ticket keys
@@ -60,3 +60,9 @@ class Tls(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True)
 
 def _quoted(key: str) -> str:
     return msgspec.json.encode(key).decode()
+
+
+def stored_names(tls: Tls | bool | UnsetType) -> tuple[str, ...]:
+    """The store's certificates a listener's ``tls`` names: none for corral's ``true`` (the
+    ``certfile`` setting's certificate) and ``false`` (plain HTTP)."""
+    return tls.names if isinstance(tls, Tls) else ()

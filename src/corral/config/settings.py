@@ -481,8 +481,8 @@ def _workers(value: int | str | Processes) -> int | Processes:
     return _cpu_count() if value == "auto" else int(value)
 
 
-def _uwsgi_binds(value: list[str] | str) -> list[BindAddress]:
-    """`uwsgi_socket`: like `bind`, but none at all is the default."""
+def _optional_binds(value: list[str] | str) -> list[BindAddress]:
+    """`uwsgi_socket`, `insecure_bind`: like `bind`, but none at all is the default."""
     return _binds(value) if value else []
 
 
@@ -1179,7 +1179,26 @@ SETTINGS: tuple[Setting, ...] = (
         "answered as HTTP/1.x then closed, under the same limits and timeouts. Without "
         "`bind`, given alone, nothing listens for HTTP.",
         flags=("--uwsgi-socket",), metavar="ADDRESS", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_uwsgi_binds, expect=f"{_BIND_EXPECT} (a list in a file)",
+        accepts=list[str] | str, resolve=_optional_binds,
+        expect=f"{_BIND_EXPECT} (a list in a file)",
+    ),
+    Setting(
+        "insecure_bind", _LISTENING, _SRC, list[str], [],
+        "Address to listen on for plain HTTP beside the HTTPS `bind` addresses of `certfile` "
+        "(Hypercorn's `--insecure-bind`, uWSGI's `http` beside `https`), the same forms as "
+        "`bind`; repeat for several. Each becomes a listener with `\"tls\": false`.",
+        flags=("--insecure-bind",), metavar="ADDRESS", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_optional_binds,
+        expect=f"{_BIND_EXPECT} (a list in a file)",
+    ),
+    Setting(
+        "https_redirect", _LISTENING, _SRC, bool, False,
+        "The `insecure_bind` listeners answer every request with a redirect to the same host "
+        "and target over HTTPS, on the port of the first `bind` (uWSGI's `http-to-https`): "
+        "301 for GET and HEAD, 308 for the other methods (which keeps the method and the "
+        'body). The route it makes is the document\'s `"return"` and `"location": '
+        '"https://$host$request_uri"`, written for you.',
+        flags=("--https-redirect",), action=Action.FLAG,
     ),
     Setting(
         "backlog", _LISTENING, _S, _int(ge=1, le=65535), 2048,

@@ -418,6 +418,17 @@ def build_document(
         resolved["env"] = from_files | resolved.get("env", {})
     routes = _static_routes(module, resolved, given)
     listeners = {str(bind): _listener(module, bind, trusted, routes) for bind in binds}
+    redirect = _https_redirect(binds, resolved, given)
+    for address in resolved.pop("insecure_bind", None) or []:
+        if str(address) in listeners:
+            raise ConfigError(
+                f"{given['insecure_bind'].where}: {address} is also a bind address (HTTPS); "
+                "one address speaks one protocol"
+            )
+        listener = _listener(module, address, trusted, routes)
+        if redirect:
+            listener["pass"] = f"routes/{_REDIRECT}"
+        listeners[str(address)] = listener | {"tls": False}
     for address in uwsgi:
         if str(address) in listeners:
             raise ConfigError(
@@ -430,7 +441,12 @@ def build_document(
         "applications": {module: application},
         "settings": {},
     }
-    if routes:
+    if redirect:  # named routes: the application's (maybe none) and the redirect
+        for listener in listeners.values():
+            if listener["pass"] == "routes":
+                listener["pass"] = f"routes/{_SERVED}"
+        data["routes"] = ({_SERVED: routes} if routes else {}) | {_REDIRECT: redirect}
+    elif routes:
         data["routes"] = routes
     for name, value in resolved.items():
         setting = BY_NAME[name]
@@ -470,6 +486,38 @@ def _addresses(resolved: dict[str, Any], given: Mapping[str, Given]) -> list[Bin
         return [parse_bind(text)]
     except Invalid as exc:
         raise ConfigError(f"{first.where}: {exc}") from None
+
+
+_SERVED, _REDIRECT = "served", "https_redirect"  # the route names `https_redirect` makes
+
+
+def _https_redirect(
+    binds: list[BindAddress], resolved: dict[str, Any], given: Mapping[str, Given]
+) -> list[dict[str, Any]]:
+    """With `https_redirect` (taken out of `resolved`), the route of the `insecure_bind`
+    listeners: every request sent to the first bind address over HTTPS, its method kept."""
+    if not resolved.pop("https_redirect", False):
+        return []
+    where = given["https_redirect"].where
+    if not resolved.get("insecure_bind"):
+        raise ConfigError(
+            f"{where}: redirects the plain listeners of insecure_bind to HTTPS: give one "
+            "(--insecure-bind ADDRESS)"
+        )
+    if resolved.get("certfile") is None:
+        raise ConfigError(f"{where}: redirects to HTTPS: give certfile and keyfile for the binds")
+    tcp = next((bind for bind in binds if bind.kind == "tcp"), None)
+    if tcp is None or tcp.port == 0:
+        raise ConfigError(
+            f"{where}: redirects to the port of the first bind address, which needs one "
+            f"(a TCP address with a port other than 0), not {binds[0] if binds else 'none'}"
+        )
+    port = "" if tcp.port == 443 else f":{tcp.port}"
+    location = f"https://$host{port}$request_uri"
+    return [  # 308 keeps a POST a POST (RFC 9110 15.4.9); 301 is what every client knows
+        {"match": {"method": ["GET", "HEAD"]}, "action": {"return": 301, "location": location}},
+        {"action": {"return": 308, "location": location}},
+    ]
 
 
 def _source(name: str, resolved: dict[str, Any]) -> Any:

@@ -356,7 +356,8 @@ class Mapper:
         self.logto: str | None = None
         self.request_log = True  # uWSGI logs every request unless disable-logging
         self.sockets: list[tuple[str, str]] = []  # `socket` values: their protocol comes last
-        self.https: list[str] = []  # where `https` listeners were given (the rest are plain)
+        # the `https` listeners, with where: beside them, the `http` ones are plain
+        self.https: list[tuple[Any, str]] = []
         # check-static (0), static-map (1), static-map2 (2) as static_map mounts, with where:
         # uWSGI tries them in that order whatever the file's
         self.statics: list[tuple[int, str, str]] = []
@@ -421,12 +422,18 @@ class Mapper:
     def _finish(self) -> None:
         for address, where in self.sockets:
             self.append("bind" if self.protocol == "http" else "uwsgi_socket", address, where)
-        binds = self.lists.get("bind", ([], ""))[0]
-        if self.https and len(binds) > len(self.https):
-            raise ConfigError(
-                f"{self.https[0]}: https beside plain HTTP listeners is not supported yet: "
-                "corral's TLS settings make every HTTP listener HTTPS (docs/tls.md)"
-            )
+        if self.https:
+            plain, first = self.lists.pop("bind", ([], ""))
+            if plain and "https_redirect" in self.given:
+                raise ConfigError(
+                    f"{self.given['https_redirect'].where}: beside plain http listeners: "
+                    "corral's https_redirect redirects every plain listener (make them "
+                    "http-to-https too, or serve them without it)"
+                )
+            for address in plain:
+                self.append("insecure_bind", address, first)
+            for address, where in self.https:
+                self.append("bind", address, where)
         self._statics()
         for name, (items, where) in self.lists.items():
             self.given[name] = Given(items, where)

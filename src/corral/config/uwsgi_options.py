@@ -105,8 +105,7 @@ def _https(mapper: Mapper, value: str | None, where: str) -> None:
         raise ConfigError(
             f"{where}: expected ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]], got {show(value)}"
         )
-    mapper.append("bind", uwsgi_address(parts[0], where), where)
-    mapper.https.append(where)
+    mapper.https.append((uwsgi_address(parts[0], where), where))
     mapper.set("certfile", parts[1], where)
     mapper.set("keyfile", parts[2], where)
     if len(parts) > 3 and parts[3]:
@@ -115,6 +114,12 @@ def _https(mapper: Mapper, value: str | None, where: str) -> None:
         optional = parts[4].startswith("!")
         mapper.set("ca_certs", parts[4].removeprefix("!"), where)
         mapper.set("cert_reqs", 1 if optional else 2, where)
+
+
+def _http_to_https(mapper: Mapper, value: str | None, where: str) -> None:
+    """uWSGI's ``http-to-https = ADDRESS``: a plain listener that redirects to HTTPS."""
+    mapper.append("insecure_bind", uwsgi_address(_text(value, where), where), where)
+    mapper.set("https_redirect", True, where)
 
 
 def _socket(mapper: Mapper, value: str | None, where: str) -> None:
@@ -235,9 +240,15 @@ MAPPED: dict[str, _Rule] = {
     "https": _Rule(
         _https,
         "an HTTPS listener (`bind`) with `certfile`, `keyfile` and, when given, `ciphers` and "
-        "`ca_certs` (docs/tls.md); without uWSGI's separate router process",
+        "`ca_certs` (docs/tls.md), the `http` ones beside it plain (`insecure_bind`); "
+        "without uWSGI's separate router process",
     ),
     "https-socket": _Rule(_https, "the same as `https`"),
+    "http-to-https": _Rule(
+        _http_to_https,
+        "a plain HTTP listener (`insecure_bind`) answering every request with a redirect to "
+        "the first HTTPS listener (`https_redirect`)",
+    ),
     "socket": _Rule(
         _socket,
         "a uwsgi-protocol listener (`uwsgi_socket`), for nginx's `uwsgi_pass`; an HTTP one "

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from msgspec import UNSET
-
 from corral.config import ConfigError, Document
+from corral.config.listener_tls import stored_names
 from corral.control import tree
 from corral.jsonpath import member
 from corral.tls.store import BadName, BundleError, CertificateStore, Exists, missing_text
@@ -111,7 +110,7 @@ def users(documents: Iterable[Document], name: str) -> list[str]:
         f"$.listeners{member(key)}.tls.certificate"
         for doc in documents
         for key, listener in doc.listeners.items()
-        if listener.tls is not UNSET and name in listener.tls.names
+        if name in stored_names(listener.tls)
     ]
 
 
@@ -119,7 +118,5 @@ def check_listeners(store: CertificateStore, doc: Document) -> None:
     """Raise `ConfigError` (Unit's words, after the JSON path) when a listener of ``doc``
     names a certificate the store lacks."""
     for key, listener in doc.listeners.items():
-        if listener.tls is UNSET:
-            continue
-        for name in store.missing(listener.tls.names):
+        for name in store.missing(stored_names(listener.tls)):
             raise ConfigError(f"$.listeners{member(key)}.tls.certificate: {missing_text(name)}")

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from corral.config import Application, Document
+from corral.config.listener_tls import Tls
 from corral.jsonpath import member
 from corral.master.identity import Identity
 from corral.server.acceptor import LoadBoard
@@ -151,11 +152,16 @@ def _tls_contexts(doc: Document, addresses: Iterable[str], certificates: Any) ->
     found: dict[str, Any] = {}
     for address in addresses:
         tls = doc.listeners[address].tls
-        if protocol_of(doc, address) != "http":
+        if protocol_of(doc, address) != "http" or tls is False:
             continue
-        if isinstance(tls, msgspec.UnsetType):
+        if not isinstance(tls, Tls):
             if shared is not None:
                 found[address] = shared
+            elif tls is True:
+                raise TlsError(
+                    f"$.listeners{member(address)}.tls: true serves the certfile setting's "
+                    "certificate: set certfile (and keyfile), or name the store's certificate"
+                )
             continue
         bundles = []
         for name in tls.names:
@@ -174,7 +180,7 @@ def _check_tls(doc: Document, pools: dict[str, Pool], contexts: dict[str, Any]) 
     direct = {f"applications/{name}" for name in doc.applications}
     for address in contexts:
         listener = doc.listeners[address]
-        own = listener.tls is not msgspec.UNSET
+        own = isinstance(listener.tls, Tls)
         where = f"$.listeners{member(address)}.tls" if own else "certfile"
         if len(pools) > 1 and listener.pass_ not in direct:
             raise TlsError(
@@ -196,9 +202,10 @@ def scheme_of(doc: Document, address: str) -> str:
     the TLS settings, else its wire protocol."""
     protocol = protocol_of(doc, address)
     listener = doc.listeners.get(address)
-    own = listener is not None and listener.tls is not msgspec.UNSET
-    tls = own or doc.settings.certfile is not None
-    return "https" if protocol == "http" and tls else protocol
+    tls = msgspec.UNSET if listener is None else listener.tls
+    if isinstance(tls, msgspec.UnsetType):
+        tls = doc.settings.certfile is not None
+    return "https" if protocol == "http" and tls is not False else protocol
 
 
 def uses_routes(doc: Document) -> bool:

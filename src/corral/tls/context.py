@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from corral.config.listener_tls import stored_names
 from corral.observe.errorlog import LOGGER_NAME
 
 __all__ = ["TlsError", "expiries", "listener_context", "store_context", "watched_files"]
@@ -88,10 +89,8 @@ def expiries(doc: Any, certificates: Any) -> dict[str, datetime.datetime]:
     found: dict[str, datetime.datetime] = {}
     if doc.settings.certfile is not None and _made is not None and _made[2] is not None:
         found[doc.settings.certfile] = _made[2]
-    for listener in doc.listeners.values():
-        if listener.tls is msgspec.UNSET or certificates is None:
-            continue
-        for name in listener.tls.names:
+    for listener in doc.listeners.values() if certificates is not None else ():
+        for name in stored_names(listener.tls):
             bundle = certificates.get(name)
             if bundle is not None:
                 found[name] = bundle.not_after
