@@ -287,8 +287,9 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
 
 
 def _expiries(arbiter: Arbiter) -> dict[str, datetime.datetime]:
-    store = None if arbiter.control is None else arbiter.control.certificates
-    return expiries(arbiter.current.doc, store)
+    return expiries(
+        served for pool in arbiter.current.pools.values() for served in pool.served.values()
+    )
 
 
 def _workers(arbiter: Arbiter, name: str) -> list[dict[str, Any]]:

@@ -63,7 +63,7 @@ from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycl
 from corral.master.reload import Reloads
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
-from corral.tls.context import watched_files
+from corral.tls.served import watched_files
 from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2

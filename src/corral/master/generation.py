@@ -26,7 +26,8 @@ from corral.jsonpath import member
 from corral.master.identity import Identity
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
-from corral.tls.context import TlsError, forget_others, listener_context, store_context
+from corral.tls.context import forget_others, session_context
+from corral.tls.served import ListenerTls, TlsError, settings_tls, store_tls
 from corral.tls.store import missing_text
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
@@ -92,8 +93,10 @@ class Pool:
         # several threaded workers spread their connections by what each holds (acceptor.py)
         most = max(app.workers, app.dynamic.max if app.dynamic else 1)
         self.board = LoadBoard(max(most, BOARD_SLOTS)) if app.threads > 1 and most > 1 else None
-        # the TLS context of each of its HTTPS listeners, by address (Generation.attach)
+        # the TLS context of each of its HTTPS listeners, by address (Generation.attach), and
+        # what each serves (a renewal changes it: master/renewal.py)
         self.tls: dict[str, Any] = {}
+        self.served: dict[str, ListenerTls] = {}
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -143,13 +146,13 @@ class Pool:
         )
 
 
-def _tls_contexts(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[str, Any]:
-    """The TLS context of each HTTPS listener among ``addresses``: its own `tls`, made from
-    the store's certificates it names, or the settings' files for every other HTTP listener.
-    `TlsError` for what cannot be served (the settings' files are read even without
-    ``addresses``: the first generation's construction checks them)."""
-    shared = listener_context(doc.settings)
-    found: dict[str, Any] = {}
+def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[str, ListenerTls]:
+    """What each HTTPS listener among ``addresses`` serves: its own `tls`, the store's
+    certificates it names, or the settings' files for every other HTTP listener. `TlsError`
+    for what cannot be served (the settings' files are read even without ``addresses``: the
+    first generation's construction checks them)."""
+    shared = settings_tls(doc.settings)
+    found: dict[str, ListenerTls] = {}
     for address in addresses:
         tls = doc.listeners[address].tls
         if protocol_of(doc, address) != "http" or tls is False:
@@ -171,7 +174,9 @@ def _tls_contexts(doc: Document, addresses: Iterable[str], certificates: Any) ->
                 path = f"$.listeners{member(address)}.tls.certificate"
                 raise TlsError(f"{path}: {missing_text(name)}{where}")
             bundles.append(bundle)
-        found[address] = store_context(tls, bundles, doc.settings)
+        found[address] = store_tls(tls, bundles, doc.settings)
+    if shared is not None:
+        session_context(shared)  # made (and so checked) now, whether a listener serves it or not
     return found
 
 
@@ -260,7 +265,8 @@ class Generation:
         served."""
         self.sockets = sockets
         doc = self.doc
-        contexts = _tls_contexts(doc, sockets, certificates)
+        served = _served(doc, sockets, certificates)
+        contexts = {address: session_context(listener) for address, listener in served.items()}
         if sockets:  # (not the first generation's construction, before its sockets)
             forget_others(list(contexts.values()))
         _check_tls(doc, self.pools, contexts)
@@ -274,6 +280,7 @@ class Generation:
         for pool in self.pools.values():
             pool.sockets = {}
             pool.tls = contexts
+            pool.served = dict(served)
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():
