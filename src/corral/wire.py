@@ -41,6 +41,7 @@ measured it then; ``TARGET`` as the request line has it, spaces written ``%20``)
 ``lat SUM_US C0,C1,...,C18``               :class:`Latency`
 ``hb SERVED AT AGE METHOD TARGET``         :class:`Beat` (``hb SERVED AT 0`` when idle)
 ``retire SERVED``                          :class:`Retire`
+``renewed NUMBER``                         :class:`Renewed`
 ``failed CAUSE``                           :class:`Failed`
 ``abort AGE METHOD TARGET``                :class:`Abort` (``abort 0`` when idle)
 ``stuck AGE METHOD TARGET``                :class:`Stuck`
@@ -73,6 +74,7 @@ __all__ = [
     "Malformed",
     "Message",
     "Ready",
+    "Renewed",
     "Retire",
     "Stuck",
     "decode",
@@ -168,6 +170,14 @@ class Retire:
 
 
 @dataclass(frozen=True, slots=True)
+class Renewed:
+    """The master's renewal ``number`` (new certificates, master/renewal.py) was acted on: its
+    certificates serve the new handshakes (or the worker logged why they could not)."""
+
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
 class Failed:
     """The application could not be imported or started (one line: the exception and where
     it was raised); sent once, just before exit code 3."""
@@ -191,7 +201,17 @@ class Stuck:
 
 
 Message: TypeAlias = (
-    Ready | Closed | Alive | Connections | Latency | Beat | Retire | Failed | Abort | Stuck
+    Ready
+    | Closed
+    | Alive
+    | Connections
+    | Latency
+    | Beat
+    | Retire
+    | Renewed
+    | Failed
+    | Abort
+    | Stuck
 )
 
 
@@ -215,6 +235,8 @@ def encode(message: Message) -> bytes:
             text = "closed"
         case Retire(served):
             text = f"retire {served}"
+        case Renewed(number):
+            text = f"renewed {number}"
         case Failed(cause):
             text = f"failed {cause.translate(_BLANKED)[:CAUSE_MAX]}"
         case Abort(request):
@@ -319,6 +341,11 @@ def _retire(rest: str | None) -> Retire:
     return Retire(_count(served))
 
 
+def _renewed(rest: str | None) -> Renewed:
+    (number,) = _fields(rest, 1)
+    return Renewed(_count(number))
+
+
 def _failed(rest: str | None) -> Failed:
     if rest is None:
         raise Malformed("no cause")
@@ -343,6 +370,7 @@ _PARSERS: dict[bytes, Callable[[str | None], Message]] = {
     b"ready": _bare(Ready()),
     b"closed": _bare(Closed()),
     b"retire": _retire,
+    b"renewed": _renewed,
     b"failed": _failed,
     b"abort": _abort,
     b"stuck": _stuck,

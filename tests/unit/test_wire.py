@@ -25,6 +25,7 @@ from corral.wire import (
     LineDecoder,
     Malformed,
     Ready,
+    Renewed,
     Retire,
     Stuck,
     decode,
@@ -41,6 +42,7 @@ EVERY_KIND = [
     Beat(41, 8123.75, None),
     Beat(41, 8123.75, REQUEST),
     Retire(1000),
+    Renewed(3),
     Failed("RuntimeError: boom at import (app.py:3)"),
     Failed(""),
     Abort(None),
@@ -77,6 +79,7 @@ def test_every_kind_round_trips(message):
         (Beat(41, 8123.75, None), b"hb 41 8123.75 0\n"),
         (Beat(41, 8123.75, REQUEST), b"hb 41 8123.75 12.5 GET /a%20b?x=1\n"),
         (Retire(1000), b"retire 1000\n"),
+        (Renewed(3), b"renewed 3\n"),
         (Failed("boom"), b"failed boom\n"),
         (Abort(None), b"abort 0\n"),
         (Stuck(InProgress(0.3, "POST", "/upload")), b"stuck 0.3 POST /upload\n"),
@@ -112,6 +115,7 @@ _messages = st.one_of(
     st.builds(Alive, _time),
     st.builds(Beat, _count, _time, st.none() | _requests),
     st.builds(Retire, _count),
+    st.builds(Renewed, _count),
     st.builds(Failed, _cause),
     st.builds(Abort, st.none() | _requests),
     st.builds(Stuck, _requests),
@@ -315,11 +319,12 @@ def test_the_master_keeps_what_a_worker_reports(logged):
             Beat(9, base, InProgress(3.5, "GET", "/slow")),
             Ready(),
             Failed("boom"),
+            Renewed(2),
         )
     )
     last = f"conn x\nhb 1 {base + 1!r} 0".encode()
     kept = [worker.record(message) for message in worker.feed(data + last)]
-    assert kept == [True, True, True, False, True]
+    assert kept == [True, True, True, False, True, True]
     assert worker.connections == (5, 3, 2, 0, 1)
     assert worker.latency == (2_000_000, list(counts))
     # the request's start on the shared clock: the line's time less its age
@@ -327,6 +332,7 @@ def test_the_master_keeps_what_a_worker_reports(logged):
     assert worker.request is not None and worker.request[1] == "GET /slow"
     assert worker.alive_at == base
     assert worker.failure == "boom"
+    assert worker.renewed == 2
     # the malformed conn line changed nothing; the hb line waits for its newline
     assert [worker.record(m) for m in worker.feed(b"\n")] == [True]
     assert (worker.served, worker.request, worker.connections[0]) == (1, None, 5)

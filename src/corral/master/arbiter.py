@@ -53,14 +53,12 @@ from corral.hooks import Hooks
 from corral.master import child, exits, lifecycle, scaling, stopping, systemd, timeouts
 from corral.master.events import Events
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
-from corral.master.listeners import (
-    close_all,
-    describe,
-)
+from corral.master.listeners import close_all, describe
 from corral.master.pidfile import PidFile
 from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
+from corral.master.renewal import orders_pair
 from corral.master.watch import SourceWatcher, TouchedFiles
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 from corral.tls.served import watched_files
@@ -254,6 +252,7 @@ class Arbiter:
             return None
         read_fd, write_fd = os.pipe()
         stacks, worker_stacks = socket.socketpair()
+        orders, worker_orders = orders_pair()  # master/renewal.py
         max_requests = draw_max_requests(pool.application)
         self.hooks.call("pre_fork", self.hooks.new_worker(pool))
         sys.stdout.flush()
@@ -273,8 +272,8 @@ class Arbiter:
             if frozen:
                 gc.unfreeze()
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            stacks.close()
-            worker_stacks.close()
+            for end in (stacks, worker_stacks, orders, worker_orders):
+                end.close()
             raise
         if pid == 0:  # the worker: child.run never returns
             try:
@@ -284,6 +283,7 @@ class Arbiter:
                         slot=slot,
                         beat_fd=write_fd,
                         stacks=worker_stacks,
+                        orders=worker_orders,
                         max_requests=max_requests,
                         hooks=self.hooks,
                         latency_histogram=self.latency_histogram(pool.settings),
@@ -292,7 +292,8 @@ class Arbiter:
                     close=[read_fd, *(other.beat_fd for other in self.workers.values())],
                     close_sockets=[
                         stacks,
-                        *(other.stacks for other in self.workers.values() if other.stacks),
+                        orders,
+                        *(s for w in self.workers.values() for s in (w.stacks, w.orders) if s),
                         # a listener its pool does not serve must not stay open; nor another
                         # pool's hand-off socket, else a hand-off to an application whose workers
                         # are all gone would wait for the timeout instead of finding no listener
@@ -313,9 +314,10 @@ class Arbiter:
             gc.unfreeze()  # the master's own collections go on as before
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
-        worker_stacks.close()
+        for end in (worker_stacks, worker_orders):
+            end.close()
         stacks.setblocking(False)
-        worker = WorkerProcess(pid, slot, gen, pool, read_fd, stacks)
+        worker = WorkerProcess(pid, slot, gen, pool, read_fd, stacks, orders)
         worker.max_lifetime = draw_max_lifetime(pool.application)
         worker.replaces = replaces
         self.workers[pid] = worker
@@ -481,7 +483,7 @@ class Arbiter:
                     self._scale(pool, now)
             touched = self.touched.changed()
             if touched is not None:
-                self.reloads.reload(f"{touched} was touched")
+                self.reloads.touched(touched)
             if self.emperor is not None:
                 self._look_at_vassals()
 
@@ -587,7 +589,7 @@ class Arbiter:
         self.begin_stop(graceful=False)
 
     def _reload(self, name: str) -> None:
-        self.reloads.reload(name)
+        self.reloads.reload(name, "allowed")
 
     def _only_application(self, name: str) -> str | None:
         """The application TTIN and TTOU change the workers of: the only one there is."""

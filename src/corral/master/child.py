@@ -36,6 +36,7 @@ class Fork:
     slot: int
     beat_fd: int  # the write end of its heartbeat pipe
     stacks: socket.socket  # its end of the socket the master asks for its stacks on
+    orders: socket.socket  # its end of the socket the master sends renewals on (renewal.py)
     max_requests: int
     hooks: Any  # the master's `corral.hooks.Hooks`
     latency_histogram: bool
@@ -126,6 +127,10 @@ def worker_main(fork: Fork) -> int:
         handoff_addresses=pool.handoff_addresses,
         heartbeat_fd=beat_fd,
         stacks_socket=fork.stacks,
+        orders_socket=fork.orders,
+        tls_contexts={
+            address: pool.tls[address] for address in pool.sockets if address in pool.tls
+        },
         loaded_app=pool.loaded_app,
         # other processes may serve it too (a dynamic pool may grow to max)
         multiprocess=max(app.workers, app.dynamic.max if app.dynamic else 1) > 1,

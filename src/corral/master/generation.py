@@ -15,7 +15,7 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -135,14 +135,24 @@ class Pool:
     def same_workers(self, other: Pool) -> bool:
         """Whether ``other``'s workers would start exactly as this pool's did."""
         return (
+            self.same_but_tls(other)
+            and self.listeners == other.listeners  # the same socket objects, the same keys
+            and (not self.application.preload or self.loaded_app is other.loaded_app)
+        )
+
+    def same_but_tls(self, other: Pool) -> bool:
+        """Whether ``other``'s workers would start as this pool's did but for their
+        listeners' TLS contexts (and a preloaded application, not loaded yet): the
+        question of a renewal (master/renewal.py)."""
+        return (
             self.application == other.application
             and self.settings == other.settings
             and self.access_log == other.access_log
-            and self.listeners == other.listeners  # the same socket objects, the same keys
+            and [replace(spec, tls=None) for spec in self.listeners]
+            == [replace(spec, tls=None) for spec in other.listeners]
             and self.routes == other.routes
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
-            and (not self.application.preload or self.loaded_app is other.loaded_app)
         )
 
 

@@ -18,6 +18,7 @@ from corral.wire import (
     Latency,
     LineDecoder,
     Message,
+    Renewed,
 )
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -39,6 +40,7 @@ class WorkerProcess:
         pool: Any,
         beat_fd: int,
         stacks: socket.socket | None = None,
+        orders: socket.socket | None = None,
     ) -> None:
         self.pid = pid
         self.slot = slot
@@ -70,6 +72,8 @@ class WorkerProcess:
         self.connections = (0, 0, 0, 0, 0)  # its last Connections message, as a tuple
         self.latency: tuple[int, list[int]] | None = None  # its last Latency: (sum µs, counts)
         self.failure: str | None = None  # its "failed" line: why the application did not load
+        self.renewed = 0  # the last renewal (master/renewal.py) it acted on, by number
+        self.orders = orders  # the master's end of its orders socket (master/renewal.py)
         # how busy it was (see master/scaling.py), from its "lat" and "conn" lines
         self.busy_share = 0.0
         self.idle_since: float | None = self.started  # idle until its heartbeats say busy
@@ -109,8 +113,9 @@ class WorkerProcess:
         if self.timeout_timer is not None:
             self.timeout_timer.cancel()
         os.close(self.beat_fd)
-        if self.stacks is not None:
-            self.stacks.close()
+        for end in (self.stacks, self.orders):
+            if end is not None:
+                end.close()
 
     def feed(self, data: bytes) -> list[Message]:
         """The heartbeat messages ``data`` completes (a line may span reads; one that is not
@@ -134,6 +139,8 @@ class WorkerProcess:
                 self._measure_busy(sum_us)
             case Failed(cause):
                 self.failure = cause
+            case Renewed(number):
+                self.renewed = max(self.renewed, number)
             case _:
                 return False
         return True

@@ -20,7 +20,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.apps.loader import (
     application_traceback,
@@ -30,7 +30,7 @@ from corral.apps.loader import (
 )
 from corral.config import Document
 from corral.config.unserved import unserved
-from corral.master import systemd
+from corral.master import renewal, systemd
 from corral.master.generation import ApplyFailed, Generation, Pool, scheme_of, uses_routes
 from corral.master.listeners import (
     ListenError,
@@ -40,6 +40,9 @@ from corral.master.listeners import (
     describe,
     handoff_address,
 )
+from corral.tls.served import watched_files
+
+Renew = Literal["never", "allowed", "only"]  # see Reloads.reload
 
 if TYPE_CHECKING:
     from corral.config.document import EntryPoint
@@ -75,20 +78,35 @@ class Reloads:
         self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
         # with routes, each application's hand-off socket and its address, by name
         self.handoffs: dict[str, tuple[str, socket.socket]] = {}
-        self.queued: str | None = None  # a reload asked for while a change is under way
+        # a reload asked for while a change is under way (its why and renew)
+        self.queued: tuple[str, Renew] | None = None
+        # a renewal checked for the pending generation, served at its commit (renewal.py),
+        # and the last renewal's number and the workers it was sent to
+        self.renewing: list[renewal.Prepared] = []
+        self.renewals = 0
+        self.told: list[Any] = []
         self._lock = asyncio.Lock()
         # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
         self.accepting_changed = asyncio.Event()
 
-    def reload(self, why: str) -> None:
-        """Start a new generation from the configuration as it is now; see the module doc."""
+    def reload(self, why: str, renew: Renew = "never") -> None:
+        """Start a new generation from the configuration as it is now; see the module doc.
+        ``renew``: whether new certificates and nothing else are served by the running
+        workers instead (master/renewal.py): ``never`` (a touched ``touch_reload`` file,
+        ``--reload``: new workers, for new code), ``allowed`` (HUP), ``only`` (a touched
+        certificate file: nothing at all changed is nothing to do)."""
         if self.master.stopping:
             return
         if self.pending is not None:
-            self.queued = why  # after the one under way, so the latest change counts
+            self.queued = (why, renew)  # after the one under way, so the latest change counts
             return
         with contextlib.suppress(ApplyFailed):  # logged
-            self._start(self._reread, "reloading", why, restart=None)
+            self._start(self._reread, "reloading", why, restart=None, renew=renew)
+
+    def touched(self, path: str) -> None:
+        """A watched file changed: a certificate's renews, a ``touch_reload`` one reloads."""
+        tls = path in watched_files(self.current.settings)
+        self.reload(f"{path} was touched", "only" if tls else "never")
 
     def _reread(self) -> Document:
         """The document a reload starts from: the command line and file read again, or the
@@ -137,6 +155,7 @@ class Reloads:
             if failure is not None:
                 raise ApplyFailed(failure)
             await self._retired_stop_accepting()
+            await renewal.acted_on(self.master, self.told, self.renewals)
             if self.master.persist is not None:
                 try:
                     self.master.persist(doc)
@@ -169,6 +188,7 @@ class Reloads:
         doing: str,
         why: str,
         restart: Collection[str] | None,
+        renew: Renew = "never",
     ) -> Generation:
         """Bind, resolve and spawn the generation ``make_doc()`` describes; it becomes
         ``pending`` (or current at once, when it has no new worker to wait for). A pool that
@@ -180,7 +200,7 @@ class Reloads:
         self.log.info("%s (%s)", doing, why)
         failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
         try:
-            gen = self._next(make_doc(), restart)
+            gen = self._next(make_doc(), restart, renew)
         except PreloadFailed as exc:  # before ValueError: the application may raise one
             loading = exc.__cause__
             assert loading is not None
@@ -204,6 +224,10 @@ class Reloads:
             )
             self.master.notify_ready()
             raise ApplyFailed(f"{type(exc).__name__}: {exc}") from None
+        if gen is None:  # a certificate file touched, its bytes the same
+            self.log.info("the same certificates: nothing to do")
+            self.master.notify_ready()
+            return self.current
         assert self.master.loop is not None
         gen.settled = self.master.loop.create_future()
         self.pending = gen
@@ -216,7 +240,9 @@ class Reloads:
             self.commit()
         return gen
 
-    def _next(self, doc: Document, restart: Collection[str] | None) -> Generation:
+    def _next(
+        self, doc: Document, restart: Collection[str] | None, renew: Renew
+    ) -> Generation | None:
         current = self.current
         sockets: dict[str, socket.socket] = {}
         new = [address for address in doc.listeners if address not in self.sockets]
@@ -234,8 +260,17 @@ class Reloads:
         try:
             handoffs = self.bind_handoffs(doc)
             gen = Generation(self.number + 1, doc, sockets, handoffs, self.certificates())
+            carried, unchanged = renewal.carried(current, gen, restart, renew != "never")
+            if unchanged and renew == "only":
+                self.close_unused(set(current.sockets))
+                return None
+            prepared = renewal.prepare(current, carried)  # TlsError: nothing changed yet
             for name, pool in gen.pools.items():
                 old = current.pools.get(name)
+                if name in carried:  # its workers serve on, with new certificates if any
+                    gen.pools[name] = current.pools[name]
+                    gen.fresh.discard(name)
+                    continue
                 if pool.application.preload:
                     pool.loaded_app = self._preload(pool, old)
                 kept = restart is not None and name not in restart
@@ -246,6 +281,7 @@ class Reloads:
             self.close_unused(set(current.sockets))
             raise
         self.number = gen.number
+        self.renewing = prepared
         return gen
 
     def certificates(self) -> Any:
@@ -285,6 +321,12 @@ class Reloads:
         self.pending = None
         self.current = gen
         self.master.committed(old, gen)
+        if self.renewing:
+            self.renewals += 1
+            self.told = renewal.deliver(
+                self.renewing, self.renewals, self.master.workers.values(), self.log
+            )
+            self.renewing = []
         self.close_unused(set(gen.sockets))
         carried = sorted(set(gen.pools) - gen.fresh)
         self.log.info(
@@ -302,6 +344,7 @@ class Reloads:
         gen = self.pending
         assert gen is not None
         self.pending = None
+        self.renewing = []
         for worker in list(self.master.workers.values()):
             if worker.generation is gen:
                 self.master.retire(worker)
@@ -316,7 +359,7 @@ class Reloads:
     def _after(self) -> None:
         queued, self.queued = self.queued, None
         if queued is not None:
-            self.reload(queued)
+            self.reload(*queued)
         else:
             self.master.notify_ready()
 

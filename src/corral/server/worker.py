@@ -80,6 +80,7 @@ from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, Watc
 from corral.server.connection import HttpConnection, ServerState, sweep
 from corral.server.handoff import HandoffServer
 from corral.server.plan import ListenerSpec, Plans
+from corral.server.renewal import Renewals
 from corral.server.routed import Routing, adopt_factory
 from corral.server.stacks import StackResponder
 from corral.server.steps import body_steps
@@ -115,6 +116,8 @@ class WorkerSpec:
     listeners: list[ListenerSpec]
     heartbeat_fd: int
     stacks_socket: socket.socket | None = None  # see server/stacks.py
+    orders_socket: socket.socket | None = None  # renewals from the master (server/renewal.py)
+    tls_contexts: dict[str, Any] = field(default_factory=dict)  # HTTPS listeners', by address
     loaded_app: Any = None  # set when the master preloaded the application
     multiprocess: bool = True
     access_log: Any = None
@@ -377,6 +380,8 @@ class Worker:
             state.connections = WatchedConnections()
             state.on_client_gone = state.connections.client_gone
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
+        if spec.orders_socket is not None:  # renewals that came meanwhile first
+            Renewals(spec.orders_socket, spec.tls_contexts, self._send, self.log).start(loop)
         for listener in spec.listeners:
             sock = listener.socket
             plan = plans.for_listener(listener)

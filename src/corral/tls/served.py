@@ -26,6 +26,7 @@ __all__ = [
     "Certificate",
     "ListenerTls",
     "Recipe",
+    "Renewal",
     "TlsError",
     "settings_tls",
     "store_tls",
@@ -84,6 +85,24 @@ class ListenerTls:
 
     recipe: Recipe
     certificates: tuple[Certificate, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    """New certificates for a running worker (master/renewal.py, server/renewal.py): the
+    master's count of renewals (what the worker's ``renewed N`` acknowledges) and what each
+    renewed listener of the worker's pool serves from now on, by address."""
+
+    number: int
+    listeners: dict[str, ListenerTls]
+
+    def encode(self) -> bytes:
+        return msgspec.msgpack.encode(self)
+
+    @staticmethod
+    def decode(data: bytes) -> Renewal:
+        """(msgspec.ValidationError, a ValueError, for what is not a renewal.)"""
+        return msgspec.msgpack.decode(data, type=Renewal)
 
 
 def watched_files(settings: Any) -> list[str]:
