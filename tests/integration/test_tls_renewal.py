@@ -46,23 +46,32 @@ def serial(issued: Issued) -> int:
 
 
 def get(
-    port: int, context: ssl.SSLContext, session: ssl.SSLSession | None = None
+    port: int,
+    context: ssl.SSLContext,
+    session: ssl.SSLSession | None = None,
+    *,
+    clean: bool = False,
 ) -> dict[str, Any]:
     """One request on a new TLS connection: its status, the certificate's serial, the pid
-    that served it, whether the session was resumed, and the session."""
+    that served it, whether the session was resumed, and the session. ``clean``: the client
+    says close_notify before it closes, as browsers do (OpenSSL forgets a session from its
+    cache when a connection ends without it)."""
     with (
         socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
         context.wrap_socket(raw, server_hostname=NAME, session=session) as tls,
     ):
         tls.sendall(f"GET / HTTP/1.1\r\nHost: {NAME}\r\n\r\n".encode())
         status, _, body = read_response(tls)  # (TLS 1.3: the ticket came with the answer)
-        return {
+        answer = {
             "status": status,
             "serial": int(tls.getpeercert()["serialNumber"], 16),
             "pid": json.loads(body)["pid"],
             "resumed": tls.session_reused,
             "session": tls.session,
         }
+        if clean:
+            tls.unwrap()
+        return answer
 
 
 class Load:

@@ -23,8 +23,8 @@ TICKET_KEY_SIZES = (48, 80)  # bytes: the two sizes of OpenSSL's session ticket 
 
 class TlsSession(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """Unit's ``session``: the size of the session cache (0: none), how long a session may
-    be resumed (seconds), and tickets (true, false, or the ticket keys in base64, the first
-    one encrypting)."""
+    be resumed (seconds), and tickets (true, false, or the ticket keys in base64, the last
+    one encrypting as in Unit; applied by `corral.tls.session`)."""
 
     cache_size: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
     timeout: Annotated[int, Meta(gt=0)] | UnsetType = UNSET

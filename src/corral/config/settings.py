@@ -1316,6 +1316,14 @@ SETTINGS: tuple[Setting, ...] = (
         "closed (it has sent no request to answer).",
         flags=("--tls-handshake-timeout",), metavar="SECONDS",
     ),
+    Setting(
+        "tls_ticket_rotation", _TLS, _S, Annotated[float, Meta(gt=0, le=7 * 86400)], 43200.0,
+        "Seconds between two session ticket keys: the master makes a new key this often, "
+        "shared by every worker, and the previous one still decrypts, so a client resumes "
+        "its session for one to two of these periods (at most the session's timeout). 12 "
+        "hours by default, as Caddy's.",
+        flags=("--tls-ticket-rotation",), metavar="SECONDS",
+    ),
     # -- Timeouts -------------------------------------------------------------------------------
     Setting(
         "timeout", _TIMEOUTS, _S, _SECONDS, 30.0,

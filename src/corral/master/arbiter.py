@@ -59,9 +59,10 @@ from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
 from corral.master.renewal import orders_pair
-from corral.master.watch import SourceWatcher, TouchedFiles
+from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 from corral.tls.served import watched_files
+from corral.tls.session import rotate_due
 from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
@@ -184,7 +185,7 @@ class Arbiter:
         elif not gen.pools:
             self.log.info("no application configured: waiting for the control API")
         if self.settings.reload:
-            self._start_source_watcher()
+            self.watcher = watch_sources(self)
         self.hooks.call("when_ready")
         # one worker per application first: one that cannot import its application stops
         # the start-up before the others are forked (see _on_ready)
@@ -224,24 +225,6 @@ class Arbiter:
             return "STATUS=no application configured"
         serving = ", ".join(f"{name} with {n} worker(s)" for name, n in self.counts.items())
         return f"STATUS=serving {serving}"
-
-    def _start_source_watcher(self) -> None:
-        pythonpath = [
-            path for pool in self.current.pools.values() for path in pool.application.pythonpath
-        ]
-        directories = self.current.settings.reload_dirs or [os.getcwd(), *dict.fromkeys(pythonpath)]
-        files = [self.origin.config_file] if self.origin and self.origin.config_file else []
-        loop = self.loop
-        assert loop is not None
-
-        def changed(path: str) -> None:
-            loop.call_soon_threadsafe(self.reloads.reload, f"{path} changed")
-
-        settings = self.current.settings
-        include, exclude = settings.reload_include, settings.reload_exclude
-        self.watcher = SourceWatcher(directories, files, changed, include, exclude)
-        self.watcher.start()
-        self.log.info("reload: watching %s for changes", ", ".join(directories + files))
 
     # -- workers ----------------------------------------------------------------------
 
@@ -481,6 +464,7 @@ class Arbiter:
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
                     self._scale(pool, now)
+            rotate_due(now)  # session ticket keys (tls/session.py)
             touched = self.touched.changed()
             if touched is not None:
                 self.reloads.touched(touched)

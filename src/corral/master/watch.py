@@ -98,3 +98,26 @@ class SourceWatcher:
             raise_interrupt=False,
         ):
             self._on_change(min(path for _change, path in changes))
+
+
+def watch_sources(master: Any) -> SourceWatcher:
+    """--reload: a started `SourceWatcher` of the master's (an `Arbiter`'s) source directories
+    (``reload_dirs``, else the working directory and the applications' ``pythonpath``) and
+    config file, each change a reload."""
+    current = master.current
+    pythonpath = [path for pool in current.pools.values() for path in pool.application.pythonpath]
+    directories = current.settings.reload_dirs or [os.getcwd(), *dict.fromkeys(pythonpath)]
+    origin = master.origin
+    files = [origin.config_file] if origin and origin.config_file else []
+    loop = master.loop
+    assert loop is not None
+
+    def changed(path: str) -> None:
+        loop.call_soon_threadsafe(master.reloads.reload, f"{path} changed")
+
+    settings = current.settings
+    include, exclude = settings.reload_include, settings.reload_exclude
+    watcher = SourceWatcher(directories, files, changed, include, exclude)
+    watcher.start()
+    master.log.info("reload: watching %s for changes", ", ".join(directories + files))
+    return watcher

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from corral.observe.errorlog import LOGGER_NAME
+from corral.tls import session
 from corral.tls.served import Certificate, ListenerTls, Recipe, TlsError
 
 __all__ = [
@@ -62,8 +63,7 @@ def session_context(served: ListenerTls) -> ssl.SSLContext:
         return context
     contexts = certificate_contexts(served)
     context = contexts[0]
-    if not served.recipe.tickets:
-        context.options |= ssl.OP_NO_TICKET
+    session.apply(context, served.recipe)
     if len(contexts) > 1:
         context.sni_callback = _sni(served.certificates, contexts)
     _made[served] = context

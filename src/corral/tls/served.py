@@ -74,6 +74,7 @@ class Recipe:
     tickets: bool | tuple[bytes, ...] = field(default=True, repr=False)
     timeout: int | None = None  # seconds a session may be resumed (None: OpenSSL's)
     cache_size: int | None = None  # sessions in the server's cache (0: none; None: OpenSSL's)
+    ticket_rotation: float = 43200.0  # seconds between two ticket keys (tls/session.py)
     verify: int = 0  # client certificates: 0 not asked for, 1 optional, 2 required
     client_ca: bytes | None = None  # PEM: the authorities client certificates are checked by
     client_ca_label: str | None = None  # where it came from, for its errors
@@ -136,6 +137,7 @@ def settings_tls(settings: Any) -> ListenerTls | None:
     recipe = Recipe(
         settings.tls_min_version,
         settings.ciphers,
+        ticket_rotation=settings.tls_ticket_rotation,
         verify=settings.cert_reqs,
         client_ca=client_ca,
         client_ca_label=None if client_ca is None else f"ca_certs {settings.ca_certs}",
@@ -168,6 +170,7 @@ def store_tls(tls: Any, bundles: list[Any], settings: Any) -> ListenerTls:
         tickets=ticket_keys(tickets),
         timeout=None if session is unset or session.timeout is unset else session.timeout,
         cache_size=None if session is unset or session.cache_size is unset else session.cache_size,
+        ticket_rotation=settings.tls_ticket_rotation,
     )
     certificates = tuple(
         Certificate(name, b.names, b.chain_pem, b.key_pem, until=b.not_after, stored=True)
