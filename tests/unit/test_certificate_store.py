@@ -19,7 +19,7 @@ from corral.config import ConfigError, validate_document
 from corral.control import certificates
 from corral.tls.bundle import BundleError, parse_bundle, unit_time
 from corral.tls.store import CertificateStore
-from tests.certificates import DAY, NOW, leaf, self_signed
+from tests.certificates import DAY, NOW, authority, leaf, self_signed
 
 # -- one bundle --------------------------------------------------------------------------------
 
@@ -112,7 +112,6 @@ def _refusals():
          "(CN=example.test): order the chain from the leaf to the root"),
         ("another ca's chain", good.certificate_pem + self_signed().certificate_pem
          + good.key_pem, "certificate 2 (CN=self.test) did not issue certificate 1"),
-        ("no key", good.certificate_pem + good.chain_pem, "no private key found"),
         ("no certificate", good.key_pem, "no certificate found"),
         ("two keys", good.bundle() + other.key_pem,
          "PEM block 5 (EC PRIVATE KEY): a second private key: a bundle has one"),
@@ -125,8 +124,23 @@ def _refusals():
          "PEM block 1 (CERTIFICATE): not base64"),
         ("not a certificate", b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
          "PEM block 1 (CERTIFICATE): not a certificate"),
-        ("empty", b"", "no private key found"),
+        ("empty", b"", "no certificate found"),
     ]  # fmt: skip
+
+
+def test_certificates_without_a_key_are_a_ca_bundle_in_any_order():
+    # corral's own (Unit refuses them): the authorities of client certificates
+    root, intermediate = authority()
+    bundle = parse_bundle(root.certificate_pem + b"text between\n" + intermediate.certificate_pem)
+    assert bundle.authorities and bundle.key_pem == b""
+    assert "key" not in bundle.info
+    assert [c["subject"]["common_name"] for c in bundle.info["chain"]] == [
+        "Test Root CA",
+        "Test Intermediate CA",
+    ]
+    assert not parse_bundle(leaf("ec").bundle()).authorities
+    expired = parse_bundle(leaf("ec", not_after=NOW - DAY).certificate_pem)
+    assert expired.validity_warning().startswith("certificate 1 (CN=example.test) expired on ")
 
 
 def _swap(chain_pem: bytes) -> bytes:
@@ -190,7 +204,7 @@ def test_the_store_keeps_each_bundle_private_and_restores_it(tmp_path, caplog):
     assert again.info("rsa") == store.info("rsa")
     assert again.get("ec").names == ("other.test",)  # type: ignore[union-attr]
     assert "certificate 'broken': not restored from" in caplog.text
-    assert "no private key found" in caplog.text
+    assert "no certificate found" in caplog.text
     assert again.remove("rsa") is True
     assert again.remove("rsa") is False
     assert sorted(os.listdir(certs)) == [".new-abc", "broken", "ec"]

@@ -82,6 +82,9 @@ def test_a_document_listener_says_true_false_or_names_the_store() -> None:
     doc = validate_document({"listeners": listeners, "applications": {"app": {"module": "m"}}})
     stored = {key: stored_names(listener.tls) for key, listener in doc.listeners.items()}
     assert stored == {"127.0.0.1:80": (), "127.0.0.1:443": (), "127.0.0.1:8443": ("site",)}
-    expected = r"\.tls: expected object \{certificate, session, conf_commands\} or true or false"
+    expected = (
+        r"\.tls: expected object \{certificate, session, conf_commands, client_certificate\} "
+        "or true or false"
+    )
     with pytest.raises(ConfigError, match=expected):
         validate_document({"listeners": {"127.0.0.1:80": {"pass": "routes", "tls": "site"}}})

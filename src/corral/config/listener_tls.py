@@ -1,5 +1,6 @@
 """A listener's ``tls`` object, NGINX Unit's shape: which certificates of the store it serves,
-its session cache and tickets, and OpenSSL configuration commands.
+its session cache and tickets, and OpenSSL configuration commands; and corral's own
+``client_certificate``: the store's CA bundles a client's certificate is checked against.
 
 The shape alone is checked here (every failure a msgspec validation error, which
 `corral.config.document` words as one line); whether each certificate is in the store is the
@@ -15,7 +16,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["Tls", "TlsSession", "stored_names"]
+__all__ = ["ClientCertificate", "Tls", "TlsSession", "stored_names"]
 
 _CERTIFICATE = Annotated[str, Meta(min_length=1)]
 TICKET_KEY_SIZES = (48, 80)  # bytes: the two sizes of OpenSSL's session ticket keys
@@ -43,19 +44,44 @@ class TlsSession(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
                 raise ValueError(f"tickets: {_quoted(key)} is {size} bytes: a key is 48 or 80")
 
 
+class ClientCertificate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """corral's own (Unit has no client certificates): the CA bundles of the store (bundles
+    without a key) a client's certificate is checked against, and whether a client must
+    give one (``required``, the default) or may (``false``: one given is checked)."""
+
+    ca: _CERTIFICATE | Annotated[list[_CERTIFICATE], Meta(min_length=1)]
+    required: bool = True
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The CA bundles' names, in the order given."""
+        return _names(self.ca)
+
+
 class Tls(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """Unit's listener ``tls``: the names of certificate bundles in the store, the first one
-    the default when SNI names none of them."""
+    the default when SNI names none of them; corral's ``client_certificate``."""
 
     certificate: _CERTIFICATE | Annotated[list[_CERTIFICATE], Meta(min_length=1)]
     session: TlsSession | UnsetType = UNSET
     conf_commands: dict[str, str] | UnsetType = UNSET
+    client_certificate: ClientCertificate | UnsetType = UNSET
 
     @property
     def names(self) -> tuple[str, ...]:
         """The certificates' names, in the order given."""
-        given = self.certificate
-        return (given,) if isinstance(given, str) else tuple(given)
+        return _names(self.certificate)
+
+    @property
+    def authorities(self) -> tuple[str, ...]:
+        """The names of the CA bundles client certificates are checked against (none
+        without ``client_certificate``)."""
+        given = self.client_certificate
+        return () if isinstance(given, UnsetType) else given.names
+
+
+def _names(given: str | list[str]) -> tuple[str, ...]:
+    return (given,) if isinstance(given, str) else tuple(given)
 
 
 def _quoted(key: str) -> str:

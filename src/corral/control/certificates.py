@@ -18,10 +18,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from corral.config import ConfigError, Document
-from corral.config.listener_tls import stored_names
+from corral.config.listener_tls import Tls
 from corral.control import tree
 from corral.jsonpath import member
-from corral.tls.store import BadName, BundleError, CertificateStore, Exists, missing_text
+from corral.tls.store import (
+    BadName,
+    BundleError,
+    CertificateStore,
+    Exists,
+    Unserved,
+    listener_bundles,
+)
 
 __all__ = ["ALLOWED", "Refused", "check_listeners", "handle", "users"]
 
@@ -98,6 +105,8 @@ def _put(store: CertificateStore, name: str, body: bytes) -> Any:
     except OSError as exc:
         raise Refused(500, "Failed to store certificate.", str(exc)) from None
     answer: dict[str, Any] = {"success": UPLOADED}
+    if bundle.authorities:  # corral's own: a bundle without a key
+        answer["note"] = "no private key: a CA bundle, for a listener's client_certificate.ca"
     warning = bundle.validity_warning()
     if warning:
         answer["warning"] = warning
@@ -105,18 +114,28 @@ def _put(store: CertificateStore, name: str, body: bytes) -> Any:
 
 
 def users(documents: Iterable[Document], name: str) -> list[str]:
-    """The JSON paths of the listeners' ``tls.certificate`` that name ``name``."""
+    """The JSON paths of the listeners' ``tls.certificate`` and ``tls.client_certificate.ca``
+    that name ``name``."""
     return [
-        f"$.listeners{member(key)}.tls.certificate"
+        f"$.listeners{member(key)}.tls.{where}"
         for doc in documents
         for key, listener in doc.listeners.items()
-        if name in stored_names(listener.tls)
+        if isinstance(listener.tls, Tls)
+        for where, names in (
+            ("certificate", listener.tls.names),
+            ("client_certificate.ca", listener.tls.authorities),
+        )
+        if name in names
     ]
 
 
 def check_listeners(store: CertificateStore, doc: Document) -> None:
     """Raise `ConfigError` (Unit's words, after the JSON path) when a listener of ``doc``
-    names a certificate the store lacks."""
+    names a bundle the store lacks, or one it cannot use there (`listener_bundles`)."""
     for key, listener in doc.listeners.items():
-        for name in store.missing(stored_names(listener.tls)):
-            raise ConfigError(f"$.listeners{member(key)}.tls.certificate: {missing_text(name)}")
+        if not isinstance(listener.tls, Tls):
+            continue
+        try:
+            listener_bundles(listener.tls, store.get)
+        except Unserved as exc:
+            raise ConfigError(f"$.listeners{member(key)}.tls.{exc.where}: {exc.text}") from None

@@ -28,7 +28,7 @@ from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
 from corral.tls.context import forget_others, session_context
 from corral.tls.served import ListenerTls, TlsError, settings_tls, store_tls
-from corral.tls.store import missing_text
+from corral.tls.store import Unserved, listener_bundles
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
 
@@ -176,15 +176,14 @@ def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[
                     "certificate: set certfile (and keyfile), or name the store's certificate"
                 )
             continue
-        bundles = []
-        for name in tls.names:
-            bundle = None if certificates is None else certificates.get(name)
-            if bundle is None:
-                where = "" if certificates is not None else " (the store is the control API's)"
-                path = f"$.listeners{member(address)}.tls.certificate"
-                raise TlsError(f"{path}: {missing_text(name)}{where}")
-            bundles.append(bundle)
-        found[address] = store_tls(tls, bundles, doc.settings)
+        try:
+            get = certificates.get if certificates is not None else dict[str, Any]().get
+            bundles, authorities = listener_bundles(tls, get)
+        except Unserved as exc:
+            store = "" if certificates is not None else " (the store is the control API's)"
+            path = f"$.listeners{member(address)}.tls.{exc.where}"
+            raise TlsError(f"{path}: {exc.text}{store}") from None
+        found[address] = store_tls(tls, bundles, authorities, doc.settings)
     if shared is not None:
         session_context(shared)  # made (and so checked) now, whether a listener serves it or not
     return found

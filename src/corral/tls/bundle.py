@@ -5,7 +5,10 @@ What a bundle may hold is what Unit reads: PEM blocks in any order, text between
 the certificates (``CERTIFICATE``, ``X509 CERTIFICATE``, ``TRUSTED CERTIFICATE``) form the
 chain in the order given, the leaf first; exactly one unencrypted private key (``PRIVATE KEY``,
 or ``RSA PRIVATE KEY``, ``EC PRIVATE KEY``...). An encrypted key, another kind of block, a
-second key, no key or no certificate: the bundle is refused (`BundleError`, one line).
+second key or no certificate: the bundle is refused (`BundleError`, one line). corral's own
+(Unit refuses it): a bundle of certificates without a key is a *CA bundle*, the authorities a
+listener checks client certificates against (its ``tls.client_certificate.ca``), never a
+listener's certificate; its certificates are a set, in no order.
 
 Checks Unit leaves to OpenSSL when a listener first uses the bundle, made here at upload so
 that a bundle in the store is one a listener can serve: the key is the leaf's, and each
@@ -46,7 +49,7 @@ class Bundle:
     """A parsed, checked bundle. The key is in no repr: a bundle may be logged."""
 
     pem: bytes = field(repr=False)  # as uploaded: what the store keeps on disk
-    key_pem: bytes = field(repr=False)  # the private key, PKCS#8 PEM, unencrypted
+    key_pem: bytes = field(repr=False)  # the private key, PKCS#8 PEM, unencrypted; b"": none
     chain_pem: bytes = field(repr=False)  # the leaf, then each issuer, PEM
     names: tuple[str, ...]  # the leaf's DNS names (subjectAltName), else its common name
     not_before: datetime  # the leaf's validity, in UTC
@@ -55,12 +58,19 @@ class Bundle:
     validity: tuple[tuple[str, datetime, datetime], ...]
     info: dict[str, Any] = field(repr=False)  # Unit's JSON: {"key": ..., "chain": [...]}
 
+    @property
+    def authorities(self) -> bool:
+        """A CA bundle: certificates without a key (see the module doc)."""
+        return not self.key_pem
+
     def validity_warning(self, now: datetime | None = None) -> str | None:
         """Why a certificate of the chain cannot be trusted ``now`` (expired or not yet
         valid), or None."""
         moment = now or datetime.now(UTC)
         for place, (subject, since, until) in enumerate(self.validity):
-            which = "the leaf" if place == 0 else f"chain certificate {place + 1}"
+            which = f"chain certificate {place + 1}"
+            if place == 0:
+                which = "certificate 1" if self.authorities else "the leaf"
             if moment > until:
                 return f"{which} ({subject}) expired on {unit_time(until)}"
             if moment < since:
@@ -82,25 +92,28 @@ def _parse(data: bytes) -> Bundle:
     from cryptography.hazmat.primitives import serialization
 
     key, chain = _read_blocks(data)
-    if key is None:
-        raise BundleError("no private key found")
     if not chain:
         raise BundleError("no certificate found")
-    _check_key(key, chain[0])
-    _check_order(chain)
+    if key is not None:
+        _check_key(key, chain[0])
+        _check_order(chain)
     leaf = chain[0]
     pem = serialization.Encoding.PEM
+    info: dict[str, Any] = {} if key is None else {"key": _key_text(key)}
+    info["chain"] = [_certificate_info(c) for c in chain]
+    key_pem = b""
+    if key is not None:
+        unencrypted = serialization.NoEncryption()
+        key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, unencrypted)
     return Bundle(
         pem=data,
-        key_pem=key.private_bytes(
-            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
+        key_pem=key_pem,
         chain_pem=b"".join(certificate.public_bytes(pem) for certificate in chain),
         names=_names(leaf),
         not_before=leaf.not_valid_before_utc,
         not_after=leaf.not_valid_after_utc,
         validity=tuple((_subject(c), c.not_valid_before_utc, c.not_valid_after_utc) for c in chain),
-        info={"key": _key_text(key), "chain": [_certificate_info(c) for c in chain]},
+        info=info,
     )
 
 

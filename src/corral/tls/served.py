@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -145,10 +145,10 @@ def settings_tls(settings: Any) -> ListenerTls | None:
     return ListenerTls(recipe, (certificate,))
 
 
-def store_tls(tls: Any, bundles: list[Any], settings: Any) -> ListenerTls:
+def store_tls(tls: Any, bundles: list[Any], authorities: list[Any], settings: Any) -> ListenerTls:
     """What a listener whose ``tls`` (NGINX Unit's: a `corral.config.listener_tls.Tls`) names
-    ``bundles`` of the certificate store (`corral.tls.bundle.Bundle`, in its order) serves.
-    Raises `TlsError`."""
+    ``bundles`` of the certificate store (`corral.tls.bundle.Bundle`, in its order) serves,
+    client certificates checked against the CA bundles ``authorities``. Raises `TlsError`."""
     minimum, ciphers = settings.tls_min_version, settings.ciphers
     commands = {} if tls.conf_commands is msgspec.UNSET else dict(tls.conf_commands)
     for name, value in commands.items():
@@ -172,6 +172,14 @@ def store_tls(tls: Any, bundles: list[Any], settings: Any) -> ListenerTls:
         cache_size=None if session is unset or session.cache_size is unset else session.cache_size,
         ticket_rotation=settings.tls_ticket_rotation,
     )
+    if authorities:
+        clients = tls.client_certificate
+        recipe = replace(
+            recipe,
+            verify=2 if clients.required else 1,
+            client_ca=b"".join(bundle.chain_pem for bundle in authorities),
+            client_ca_label="client_certificate.ca " + ", ".join(map(repr, clients.names)),
+        )
     certificates = tuple(
         Certificate(name, b.names, b.chain_pem, b.key_pem, until=b.not_after, stored=True)
         for name, b in zip(tls.names, bundles, strict=True)

@@ -23,13 +23,21 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 from corral.tls.bundle import Bundle, BundleError, parse_bundle
 
-__all__ = ["BadName", "BundleError", "CertificateStore", "Exists", "missing_text"]
+__all__ = [
+    "BadName",
+    "BundleError",
+    "CertificateStore",
+    "Exists",
+    "Unserved",
+    "listener_bundles",
+    "missing_text",
+]
 
 CERTS_DIR = "certs"  # under the state directory, as Unit's
 MAX_NAME_BYTES = 255
@@ -46,6 +54,50 @@ class Exists(ValueError):
 def missing_text(name: str) -> str:
     """Unit's words for a listener naming a certificate the store lacks."""
     return f'Certificate "{name}" is not found.'
+
+
+class Unserved(ValueError):
+    """A bundle a listener's ``tls`` names that it cannot serve: ``where`` in the ``tls``
+    (``certificate``, ``client_certificate.ca``), ``text`` why (Unit's words where Unit has
+    them)."""
+
+    def __init__(self, where: str, text: str) -> None:
+        super().__init__(f"{where}: {text}")
+        self.where = where
+        self.text = text
+
+
+def listener_bundles(
+    tls: Any, get: Callable[[str], Bundle | None]
+) -> tuple[list[Bundle], list[Bundle]]:
+    """The bundles a listener's ``tls`` names (`corral.config.listener_tls.Tls`), by ``get``
+    (a store's): its certificates, then its CA bundles. Raises `Unserved`: a name the store
+    lacks, a certificate without a key, a CA bundle with one."""
+    found: tuple[list[Bundle], list[Bundle]] = ([], [])
+    for where, names, authorities in (
+        ("certificate", tls.names, False),
+        ("client_certificate.ca", tls.authorities, True),
+    ):
+        for name in names:
+            bundle = get(name)
+            if bundle is None:
+                raise Unserved(where, missing_text(name))
+            if bundle.authorities != authorities:
+                raise Unserved(where, _misplaced_text(name, bundle.authorities))
+            found[authorities].append(bundle)
+    return found
+
+
+def _misplaced_text(name: str, authorities: bool) -> str:
+    if authorities:
+        return (
+            f'Certificate "{name}" has no private key: a CA bundle checks client '
+            "certificates (client_certificate.ca)"
+        )
+    return (
+        f'Certificate "{name}" has a private key: client_certificate.ca names CA bundles '
+        "(certificates only)"
+    )
 
 
 class CertificateStore:
