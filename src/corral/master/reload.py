@@ -9,6 +9,8 @@ serves on; nothing retries a failed reload by itself. One change is under way at
 reload asked for meanwhile runs after it (the latest one counts), an apply waits for it
 (`Reloads.apply` holds one lock). The master (`corral.master.arbiter.Arbiter`) spawns and
 retires; this module decides what, and keeps the generations and the sockets they share.
+A change that finds new TLS certificates and nothing else is a renewal instead: the pools
+are carried and their running workers serve the new certificates (master/renewal.py).
 """
 
 from __future__ import annotations
