@@ -35,6 +35,7 @@ TWINS = [
     "corral.apps.asgi.runner",
     "corral.apps.asgi.adapter",
     "corral.filters.forwarded",
+    "corral.filters.ratelimit",
     "corral.static.answer",
     "corral.static.files",
     "corral.actions.share",

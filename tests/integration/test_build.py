@@ -37,6 +37,7 @@ COMPILED = [
     "corral/apps/wsgi/response",
     "corral/apps/wsgi/runner",
     "corral/filters/forwarded",
+    "corral/filters/ratelimit",
     "corral/http/_parser",
     "corral/http/chunked",
     "corral/http/head",

@@ -32,6 +32,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_static_safety.py",
     "tests/unit/test_share_action.py",
     "tests/unit/test_routing.py",
+    "tests/unit/test_ratelimit.py",
 )
 
 

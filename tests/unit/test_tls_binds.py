@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from corral.config import ConfigError, load, validate_document
-from corral.config.listener_tls import stored_names
+from corral.config.listener_tls import Tls
 
 TLS = ["--certfile", "site.pem", "--keyfile", "site.key"]
 
@@ -80,8 +80,9 @@ def test_a_document_listener_says_true_false_or_names_the_store() -> None:
         "127.0.0.1:8443": {"pass": "applications/app", "tls": {"certificate": "site"}},
     }
     doc = validate_document({"listeners": listeners, "applications": {"app": {"module": "m"}}})
-    stored = {key: stored_names(listener.tls) for key, listener in doc.listeners.items()}
-    assert stored == {"127.0.0.1:80": (), "127.0.0.1:443": (), "127.0.0.1:8443": ("site",)}
+    tls = {key: listener.tls for key, listener in doc.listeners.items()}
+    assert tls["127.0.0.1:80"] is False and tls["127.0.0.1:443"] is True
+    assert isinstance(tls["127.0.0.1:8443"], Tls) and tls["127.0.0.1:8443"].names == ("site",)
     expected = (
         r"\.tls: expected object \{certificate, session, conf_commands, client_certificate\} "
         "or true or false"

@@ -35,11 +35,12 @@ DISCARD = Discard()
 class Reply:
     """The answerer of a request routing answers itself (``exchange.action``)."""
 
-    __slots__ = ("location", "status")
+    __slots__ = ("fields", "location", "status")
 
-    def __init__(self, status: int, location: str | None = None) -> None:
+    def __init__(self, status: int, location: str | None = None, fields: str = "") -> None:
         self.status = status
         self.location = location
+        self.fields = fields  # more head lines, each ending in CRLF (a rate limit's Retry-After)
 
     def take_body(self, conn: HttpConnection, exchange: Exchange) -> Discard:
         answer_unread(exchange)
@@ -49,7 +50,7 @@ class Reply:
         server = conn.server
         head = exchange.head
         keep_alive = head.keep_alive and exchange.complete and not server.draining
-        data = reply(self.status, self.location, head, keep_alive, server.prefix)
+        data = reply(self.status, self.location, head, keep_alive, server.prefix, self.fields)
         exchange.status = self.status
         exchange.response_bytes = len(data)
         conn.finish(exchange, keep_alive, data)
@@ -76,10 +77,15 @@ def error_page(status: int) -> bytes:
 
 
 def reply(
-    status: int, location: str | None, head: RequestHead, keep_alive: bool, prefix: str
+    status: int,
+    location: str | None,
+    head: RequestHead,
+    keep_alive: bool,
+    prefix: str,
+    more: str = "",
 ) -> bytes:
-    """The bytes of Unit's answer to a ``return`` action."""
-    fields = []
+    """The bytes of Unit's answer to a ``return`` action (with ``more`` head lines)."""
+    fields = [more]
     if 400 <= status <= 599:
         body = error_page(status)
         fields.append("Content-Type: text/html\r\n")

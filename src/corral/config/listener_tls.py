@@ -16,7 +16,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["ClientCertificate", "Tls", "TlsSession", "stored_names"]
+__all__ = ["ClientCertificate", "Tls", "TlsSession"]
 
 _CERTIFICATE = Annotated[str, Meta(min_length=1)]
 TICKET_KEY_SIZES = (48, 80)  # bytes: the two sizes of OpenSSL's session ticket keys
@@ -86,9 +86,3 @@ def _names(given: str | list[str]) -> tuple[str, ...]:
 
 def _quoted(key: str) -> str:
     return msgspec.json.encode(key).decode()
-
-
-def stored_names(tls: Tls | bool | UnsetType) -> tuple[str, ...]:
-    """The store's certificates a listener's ``tls`` names: none for corral's ``true`` (the
-    ``certfile`` setting's certificate) and ``false`` (plain HTTP)."""
-    return tls.names if isinstance(tls, Tls) else ()

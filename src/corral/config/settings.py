@@ -886,6 +886,12 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ),
     ("Timeouts", "All durations are in seconds and may be fractional."),
     ("Request limits", "Checked while the request is read, before memory is spent on it."),
+    (
+        "Rate limits",
+        "Requests per client, nginx's `limit_req`, counted once for all the workers of a pool "
+        "(docs/limits.md): on every listener of the command line (a document's listener "
+        "says it with its own `rate_limit`).",
+    ),
     ("WebSocket", "WebSocket connections of ASGI applications (RFC 6455)."),
     (
         "Worker recycling",
@@ -915,6 +921,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     _TLS,
     _TIMEOUTS,
     _LIMITS,
+    _RATES,
     _WEBSOCKET,
     _RECYCLING,
     _RESPONSES,
@@ -1441,6 +1448,50 @@ SETTINGS: tuple[Setting, ...] = (
         "memory.",
         flags=("--body-buffer-size",), metavar="BYTES",
     ),
+    # -- Rate limits ----------------------------------------------------------------------------
+    Setting(
+        "limit_rate", _RATES, _SRC, _NAME | None, None,
+        "Requests per second or minute each client may send, as nginx writes a rate "
+        "(`10r/s`, `600r/m`): one count for the client whichever worker it reaches. Over it "
+        "(and its `limit_burst`), `limit_status` with `Retry-After`. Unset: no limit.",
+        flags=("--limit-rate",), metavar="RATE",
+    ),
+    Setting(
+        "limit_burst", _RATES, _SRC, _int(ge=0), 0,
+        "Requests a client may send ahead of `limit_rate` (nginx's `burst`): they wait their "
+        "turn (see `limit_delay`) rather than being refused.",
+        flags=("--limit-burst",), metavar="INT",
+    ),
+    Setting(
+        "limit_delay", _RATES, _SRC, _int(ge=0) | None, None,
+        "How many of the burst's requests are served at once, the rest waiting their turn "
+        "(nginx's `delay`); unset: none (nginx's default), unless `limit_nodelay`.",
+        flags=("--limit-delay",), metavar="INT",
+    ),
+    Setting(
+        "limit_nodelay", _RATES, _SRC, bool, False,
+        "Serve the whole burst at once (nginx's `nodelay`).",
+        flags=("--limit-nodelay",), action=Action.FLAG,
+    ),
+    Setting(
+        "limit_key", _RATES, _SRC, str, "$remote_addr",
+        "What a client is, as a Unit variable template: its address (after `forwarded` and "
+        "the PROXY protocol, the default), or `$header_x_api_key`, `$host`... A request whose "
+        "key is empty is not counted.",
+        flags=("--limit-key",), metavar="TEMPLATE",
+    ),
+    Setting(
+        "limit_status", _RATES, _SRC, _int(ge=400, le=599), 429,
+        "The status of a request over the rate (nginx's `limit_req_status`; 429 Too Many "
+        "Requests, RFC 6585), sent with `Retry-After`.",
+        flags=("--limit-status",), metavar="STATUS",
+    ),
+    Setting(
+        "limit_table_size", _RATES, _SRC, _int(ge=4096), 1 << 20,
+        "Bytes of shared memory for the clients' counts, 16 per client (a MiB holds 65,536; "
+        "nginx keeps about 16,000): when it is full the most refilled count is forgotten.",
+        flags=("--limit-table-size",), metavar="BYTES",
+    ),
     # -- WebSocket ------------------------------------------------------------------------------
     Setting(
         "ws", _WEBSOCKET, _S, Literal["auto", "websockets", "none"], "auto",
@@ -1660,7 +1711,8 @@ SETTINGS: tuple[Setting, ...] = (
         "Access log line, in Gunicorn's `%(x)s` atom syntax, or NGINX Unit's `$variable` "
         "syntax when it has a `$` (`$remote_addr`, `$time_local`, `$request_line`, `$status`, "
         "`$body_bytes_sent`, `$header_NAME`, `$request_time`, `$method`, `$request_uri`, "
-        "`$uri`, `$host`); the default is Apache's combined format.",
+        "`$uri`, `$host`, and corral's `$refusal`, `%({refusal}u)s` in atoms: why the server "
+        "answered itself, `rate_limit` or `-`); the default is Apache's combined format.",
         flags=("--access-logformat",), metavar="FORMAT", resolve=_access_format,
         key="access_log.format", view=_our_access_format,
     ),

@@ -46,6 +46,7 @@ from corral.config.document import (
     validate_document,
 )
 from corral.config.given import Given
+from corral.config.listener_limits import RateLimit
 from corral.config.parser import (
     flag_of,
     format_help,
@@ -441,6 +442,9 @@ def build_document(
         "applications": {module: application},
         "settings": {},
     }
+    limit = _rate_limit(resolved, given)
+    for listener in listeners.values() if limit else ():
+        listener["rate_limit"] = limit
     if redirect:  # named routes: the application's (maybe none) and the redirect
         for listener in listeners.values():
             if listener["pass"] == "routes":
@@ -486,6 +490,37 @@ def _addresses(resolved: dict[str, Any], given: Mapping[str, Given]) -> list[Bin
         return [parse_bind(text)]
     except Invalid as exc:
         raise ConfigError(f"{first.where}: {exc}") from None
+
+
+_RATE_LIMIT = {  # the settings of a listener's `rate_limit`, by its key
+    "rate": "limit_rate",
+    "burst": "limit_burst",
+    "delay": "limit_delay",
+    "nodelay": "limit_nodelay",
+    "key": "limit_key",
+    "status": "limit_status",
+    "table_size": "limit_table_size",
+}
+
+
+def _rate_limit(resolved: dict[str, Any], given: Mapping[str, Given]) -> dict[str, Any]:
+    """The listeners' `rate_limit` of the `limit_*` settings (taken out of `resolved`); none
+    without `limit_rate` (a setting that needs it is an error)."""
+    values = {key: resolved.pop(name, None) for key, name in _RATE_LIMIT.items()}
+    if values["rate"] is None:
+        needless = [name for name in _RATE_LIMIT.values() if name in given]
+        if needless:
+            raise ConfigError(f"{given[needless[0]].where}: applies to a rate: give limit_rate")
+        return {}
+    limit = {key: value for key, value in values.items() if value is not None}
+    try:
+        RateLimit(**limit)
+    except ValueError as exc:  # said of the flag or file key, not the listener it makes
+        words = str(exc)
+        key = words.partition(":")[0]
+        where = given[_RATE_LIMIT[key]].where if _RATE_LIMIT.get(key) in given else "limit_rate"
+        raise ConfigError(f"{where}{words.removeprefix(key)}") from None
+    return limit
 
 
 _SERVED, _REDIRECT = "served", "https_redirect"  # the route names `https_redirect` makes

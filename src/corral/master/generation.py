@@ -24,6 +24,7 @@ from corral.config import Application, Document
 from corral.config.listener_tls import Tls
 from corral.jsonpath import member
 from corral.master.identity import Identity
+from corral.master.ratelimits import limiters
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
 from corral.tls.context import forget_others, session_context
@@ -97,6 +98,7 @@ class Pool:
         # what each serves (a renewal changes it: master/renewal.py)
         self.tls: dict[str, Any] = {}
         self.served: dict[str, ListenerTls] = {}
+        self.limiters: dict[str, Any] = {}  # the rate limit of each that has one
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -128,6 +130,7 @@ class Pool:
                     proxy_choice(listener, self.settings),
                     protocol_of(self.doc, address),
                     self.tls.get(address),
+                    self.limiters.get(address),
                 )
             )
         return found
@@ -286,10 +289,12 @@ class Generation:
 
             routes = None if doc.routes is msgspec.UNSET else doc.routes
             router = compile_routes(routes, applications=route_targets(doc.applications))
+        limits = limiters(doc, sockets) if sockets else {}  # (tables once there are sockets)
         for pool in self.pools.values():
             pool.sockets = {}
             pool.tls = contexts
             pool.served = dict(served)
+            pool.limiters = limits
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():

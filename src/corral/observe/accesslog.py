@@ -127,6 +127,8 @@ _UNIT_ONLY: dict[str, Callable[[Any, Any, float], str]] = {
     "request_uri": _request_uri,
     "uri": _uri,
     "host": _host,
+    # why the server answered a request itself without the application: "rate_limit"; "-"
+    "refusal": lambda c, e, d: e.refusal or "-",
 }
 
 
@@ -148,6 +150,7 @@ _UNIT_VARIABLES = {
     "request_uri": "%({request_uri}u)s",
     "uri": "%({uri}u)s",
     "host": "%({host}u)s",
+    "refusal": "%({refusal}u)s",
     "dollar": "$",
 }
 _UNIT_VARIABLE = re.compile(r"\$(?:\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]*))")

@@ -5,6 +5,7 @@ cimport cython
 from corral.http.head cimport Parser, RequestHead, RequestSink
 from corral.http.response cimport ResponseHead, build_head
 from corral.server cimport clock
+from corral.filters.ratelimit cimport Limiter
 from corral.server.exchange cimport Exchange
 
 cdef class HttpConnection
@@ -52,6 +53,7 @@ cdef class HttpConnection(RequestSink):
     cdef public Parser parser
     cdef public object reader
     cdef public bint trusted
+    cdef public Limiter limiter
     cdef public list pipeline
     cdef public Exchange active
     cdef public Exchange receiving
@@ -72,6 +74,8 @@ cdef class HttpConnection(RequestSink):
     cpdef Exchange _enqueue(self, Exchange exchange)
     @cython.locals(exchange=Exchange, server=ServerState)
     cpdef _dispatch(self)
+    @cython.locals(due=double, now=double)
+    cpdef bint _due(self, Exchange exchange)
     @cython.locals(exchange=Exchange)
     cpdef on_request(self, RequestHead head)
     cpdef on_body(self, chunk)

@@ -40,7 +40,6 @@ from typing import Any, Protocol
 
 from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead, RequestSink
-from corral.http.proxyheader import ProxyHeaderError
 from corral.http.response import build_head
 from corral.server import clock
 from corral.server.exchange import Exchange
@@ -137,6 +136,7 @@ class HttpConnection(RequestSink):
         "deadline",
         "encrypted",
         "given_client",
+        "limiter",
         "loop",
         "on_writable",
         "parser",
@@ -185,6 +185,7 @@ class HttpConnection(RequestSink):
         self.reader: Any = None
         # whether the peer is a proxy whose `forwarded` headers count (listeners with it only)
         self.trusted = False
+        self.limiter = plan.limiter  # its `rate_limit` (filters/ratelimit.py), None: none
         # a list, not a deque: it holds one exchange but for pipelined requests, and compiled
         # its append, first item and removal are C calls, not method calls
         self.pipeline: list[Exchange] = []
@@ -221,7 +222,7 @@ class HttpConnection(RequestSink):
         if plan.forwarding is not None:
             self.trusted = plan.forwarding.trusts(self.peer)
         if plan.proxy is not None:
-            self._expect_proxy_header(plan.proxy)
+            plan.proxy.greet(self)
         elif self.given_client is not None:
             self.take_client(self.given_client)
         if self.route is not None:
@@ -251,7 +252,7 @@ class HttpConnection(RequestSink):
 
     def data_received(self, data: bytes) -> None:
         if self.reader is not None:  # the PROXY header is this worker's, never handed off
-            data = self._proxy_header(data)
+            data = self.plan.proxy.read(self, data)
             if not data:
                 return
         if self.route is not None and self.route.received(data):
@@ -296,39 +297,6 @@ class HttpConnection(RequestSink):
             callback, self.on_writable = self.on_writable, None
             callback()
 
-    # -- the PROXY protocol (corral/server/proxied.py) ------------------------------------
-
-    def _expect_proxy_header(self, proxy: Any) -> None:
-        if self.closed:
-            return
-        if not proxy.allows(self.peer):
-            proxy.log.warning(
-                "PROXY protocol: connection from %s refused: not in proxy_allow_from",
-                describe_peer(self.peer),
-            )
-            self.close()
-            return
-        self.reader = proxy.parser()
-
-    def _proxy_header(self, data: bytes) -> bytes:
-        """Feed the PROXY header's parser; what follows the header (b"": nothing yet)."""
-        reader = self.reader
-        try:
-            rest = reader.feed(data)
-        except ProxyHeaderError as exc:
-            self.plan.proxy.log.warning(
-                "PROXY protocol: connection from %s closed: %s", describe_peer(self.peer), exc
-            )
-            self.reader = None
-            self.close()
-            return b""
-        if rest is None:
-            return b""
-        self.reader = None
-        if reader.client is not None:
-            self.take_client(reader.client)
-        return rest
-
     def take_client(self, client: tuple[str, int]) -> None:
         """The PROXY header named the client: it is the peer from now on."""
         self.peer = client
@@ -347,6 +315,9 @@ class HttpConnection(RequestSink):
             exchange.copies_files = True
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
+        if self.limiter is not None and self.limiter.refuses(self, exchange):
+            self._enqueue(exchange)  # answered in its turn by the limit's refusal
+            return
         if self.route is not None and not self.route.route(exchange):
             return  # the route's action took it elsewhere (a hand-off)
         self._enqueue(exchange)
@@ -408,6 +379,8 @@ class HttpConnection(RequestSink):
                 exchange = self.pipeline[0]
                 if not (exchange.complete or exchange.streaming):
                     return
+                if exchange.not_before != 0.0 and not self._due(exchange):
+                    return
                 self.active = exchange
                 exchange.started = True
                 if exchange.action is None:
@@ -421,6 +394,19 @@ class HttpConnection(RequestSink):
                     self.close()
         finally:
             self._dispatching = False
+
+    def _due(self, exchange: Exchange) -> bool:
+        """Whether a request a rate limit let in over its rate may start: not before its
+        time, which one timer comes back for (a negative ``not_before``: it is set)."""
+        due = abs(exchange.not_before)
+        now = clock.now()
+        if now + 0.002 >= due:  # (the loop's timers are coarser: one may come a little early)
+            exchange.not_before = 0.0
+            return True
+        if exchange.not_before > 0:
+            exchange.not_before = -due
+            self.loop.call_later(due - now, self._dispatch)
+        return False
 
     def resume_body(self) -> None:
         """The application drained the body buffer: read the socket again."""
@@ -686,10 +672,6 @@ def _redirection(status: Any) -> bool:
         return False
     text = status  # typed str when compiled: its first character read in place
     return len(text) > 0 and text[0] == "3"
-
-
-def describe_peer(peer: Any) -> str:
-    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a unix socket"
 
 
 def sweep(connections: set[HttpConnection], now: float) -> None:

@@ -26,6 +26,8 @@ cdef class Exchange:
     cdef public object remaining
     cdef public object encoder
     cdef public bint copies_files
+    cdef public double not_before
+    cdef public object refusal
 
     cpdef bytes frame(self, bytes data)
     cpdef bytes _framed(self, bytes data)

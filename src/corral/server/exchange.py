@@ -69,6 +69,10 @@ class Exchange:
         # its connection is encrypted (TLS): a file goes through the transport, never by
         # sendfile, which would send it around the encryption
         self.copies_files = False
+        # a rate limit let it in over the rate: started no sooner (clock seconds); 0: now
+        self.not_before = 0.0
+        # why the server refused it itself ("rate_limit"), for the access log; None: it did not
+        self.refusal: str | None = None
 
     def where(self) -> str:
         """The request, for a log line: ``GET /path``."""

@@ -25,7 +25,8 @@ which accepts on it from its loop. A worker whose request routes to application 
    address as the sender's connection knew it (for the environ), and how many hand-offs the
    connection has had (bounds a loop between workers whose configurations disagree); and
    ``"peer": [ADDRESS, PORT]`` when a PROXY protocol header named the client (the socket's
-   own peer is the proxy).
+   own peer is the proxy); ``"counted": true`` when the listener's rate limit counted the
+   request already (the receiver does not count it again).
    payload: the raw bytes received on the connection from the first byte of the request
    being handed off (leading CRLFs at most before it) up to the last byte read, whatever
    they hold (the rest of its body, pipelined requests);

@@ -34,6 +34,7 @@ class ListenerSpec:
     proxy: Any = None  # the PROXY protocol (proxied.proxy_choice: mode, peers), None: off
     protocol: str = "http"  # or "uwsgi" (http/uwsgi.py)
     tls: Any = None  # the ssl.SSLContext of an HTTPS listener (corral.tls.context), None: plain
+    limiter: Any = None  # its `rate_limit` (filters/ratelimit.Limiter, the master's), None: none
 
 
 class ListenerPlan:
@@ -47,6 +48,7 @@ class ListenerPlan:
 
     __slots__ = (
         "forwarding",
+        "limiter",
         "parser",
         "pass_target",
         "proxy",
@@ -69,6 +71,7 @@ class ListenerPlan:
         steps: Any = None,
         tls: Any = None,
         tls_proxy: Any = None,
+        limiter: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -83,6 +86,8 @@ class ListenerPlan:
         # on an HTTPS listener the PROXY header comes before the handshake: read by the door
         # (corral/server/tlsdoor.py), not by the connection (whose ``proxy`` is then None)
         self.tls_proxy = tls_proxy
+        # its `rate_limit` (filters/ratelimit.Limiter), None without one: counted before routing
+        self.limiter = limiter
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
@@ -116,6 +121,12 @@ class Plans:
             for listener in listeners
             if listener.forwarded is not None
         }
+        # ... and the rate limit of each that has one: a connection handed off is counted on
+        self.limiters = {
+            listener.socket.getsockname(): listener.limiter
+            for listener in listeners
+            if listener.limiter is not None
+        }
 
     def for_listener(self, listener: ListenerSpec) -> ListenerPlan:
         """What one listener's connections do, decided once: a plain one never pays for
@@ -126,7 +137,10 @@ class Plans:
             mode, peers = listener.proxy
             proxy = ProxyPlan(mode, peers, self.log)
         if listener.protocol == "uwsgi":  # straight to this application (the document says so)
-            return ListenerPlan(sockname, parser=UwsgiParser, proxy=proxy, steps=self.steps)
+            limiter = listener.limiter
+            return ListenerPlan(
+                sockname, parser=UwsgiParser, proxy=proxy, steps=self.steps, limiter=limiter
+            )
         forwarding = self.forwardings.get(sockname)
         tls_proxy = None
         if listener.tls is not None:
@@ -144,17 +158,19 @@ class Plans:
             steps=self.steps,
             tls=listener.tls,
             tls_proxy=tls_proxy,
+            limiter=listener.limiter,
         )
 
     def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:
         """The plan of a connection handed here from the listener at ``sockname``: routed by
         ``pass_target``, with that listener's `forwarded` (its PROXY header was read by the
         worker that accepted it)."""
-        forwarding = self.forwardings.get(sockname) if isinstance(sockname, (tuple, str)) else None
+        known = isinstance(sockname, (tuple, str))
         return ListenerPlan(
             sockname,
-            forwarding=forwarding,
+            forwarding=self.forwardings.get(sockname) if known else None,
             routing=self.routing,
             pass_target=pass_target,
             steps=self.steps,
+            limiter=self.limiters.get(sockname) if known else None,
         )

@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 
 from corral.config.settings import ProxyMode, address_list, proxy_mode
-from corral.http.proxyheader import ProxyHeaderParser
+from corral.http.proxyheader import ProxyHeaderError, ProxyHeaderParser
 from corral.net.addresses import address_matcher, socket_address
 
 
@@ -78,5 +78,44 @@ class ProxyPlan:
     def parser(self) -> ProxyHeaderParser:
         return ProxyHeaderParser(self.v1, self.v2)
 
+    def greet(self, conn: Any) -> None:
+        """A new connection (`HttpConnection`): its first bytes are a PROXY header, which
+        only an allowed peer may send (another is closed)."""
+        if conn.closed:
+            return
+        if not self.allows(conn.peer):
+            self.log.warning(
+                "PROXY protocol: connection from %s refused: not in proxy_allow_from",
+                describe_peer(conn.peer),
+            )
+            conn.close()
+            return
+        conn.reader = self.parser()
 
-__all__ = ["ProxyPlan", "proxy_choice"]
+    def read(self, conn: Any, data: bytes) -> bytes:
+        """Feed ``conn``'s PROXY header parser: what follows the header (b"": nothing yet);
+        the client it names is the connection's from then on."""
+        reader = conn.reader
+        try:
+            rest = reader.feed(data)
+        except ProxyHeaderError as exc:
+            self.log.warning(
+                "PROXY protocol: connection from %s closed: %s", describe_peer(conn.peer), exc
+            )
+            conn.reader = None
+            conn.close()
+            return b""
+        if rest is None:
+            return b""
+        conn.reader = None
+        if reader.client is not None:
+            conn.take_client(reader.client)
+        return rest
+
+
+def describe_peer(peer: Any) -> str:
+    """A peer for a log line: ``ADDRESS:PORT``, or a unix socket's."""
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "a unix socket"
+
+
+__all__ = ["ProxyPlan", "describe_peer", "proxy_choice"]

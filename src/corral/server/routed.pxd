@@ -15,6 +15,7 @@ cdef class RouteState(RequestSink):
     cdef public StaticFiles files
     cdef public str pass_target
     cdef public object given_peer
+    cdef public bint counted_ahead
     cdef public bytes initial
     cdef public Py_ssize_t hops
     cdef public object local

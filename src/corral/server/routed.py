@@ -135,6 +135,7 @@ class RouteState(RequestSink):
     __slots__ = (
         "begun",
         "conn",
+        "counted_ahead",
         "fallbacks",
         "files",
         "given_peer",
@@ -165,6 +166,8 @@ class RouteState(RequestSink):
         self.given_peer: tuple[str, int] | None = None
         self.initial = b""  # bytes a hand-off brought, parsed before the socket's
         self.hops = 0  # hand-offs the connection's first request has had
+        # its first request was counted by the rate limit of the worker that handed it here
+        self.counted_ahead = False
         self.local: Any = None
         self.raw: bytes | bytearray = b""
         self.raw_first: int | None = 0
@@ -306,6 +309,8 @@ class RouteState(RequestSink):
         header = {"pass": conn.plan.pass_target, "sockname": conn.sockname, "hops": self.hops + 1}
         if self.given_peer is not None:
             header["peer"] = self.given_peer
+        if conn.limiter is not None:
+            header["counted"] = True  # the receiver does not count it again
         payload = bytes(self.raw[start:])
         handoff.frame = encode_frame(header, payload)
         handoff.carried = len(payload)
@@ -410,6 +415,7 @@ def adopt_factory(
             route.initial = payload
             route.hops = int(header.get("hops", 1))
             route.given_peer = given
+            route.counted_ahead = header.get("counted") is True
             return conn
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))  # type: ignore[type-var]

@@ -35,7 +35,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from corral.http.proxyheader import ProxyHeaderError, ProxyHeaderParser
-from corral.server.connection import describe_peer
+from corral.server.proxied import describe_peer
 
 __all__ = ["PLAIN_HTTP_ANSWER", "TlsAcceptor", "TlsDoor"]
 

@@ -1,0 +1,50 @@
+# The compiled core's atomic.py: GCC's __atomic builtins on the shared words, no lock (a
+# compare-and-swap leaves every word whole whichever process dies when).
+
+cimport cython
+from libc.stdint cimport uint64_t
+
+cdef extern from *:
+    """
+    static inline uint64_t corral_load64(uint64_t *word) {
+        return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    }
+    static inline void corral_store64(uint64_t *word, uint64_t value) {
+        __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    }
+    static inline int corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) {
+        return __atomic_compare_exchange_n(
+            word, &old, new_, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    """
+    uint64_t corral_load64(uint64_t *word) nogil
+    void corral_store64(uint64_t *word, uint64_t value) nogil
+    bint corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) nogil
+
+
+
+cdef inline void lock(int fd) noexcept:
+    pass
+
+
+cdef inline void unlock(int fd) noexcept:
+    pass
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline uint64_t load(uint64_t[::1] words, Py_ssize_t index) noexcept:
+    return corral_load64(&words[index])
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline void store(uint64_t[::1] words, Py_ssize_t index, uint64_t value) noexcept:
+    corral_store64(&words[index], value)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline bint swap(uint64_t[::1] words, Py_ssize_t index, uint64_t old,
+                       uint64_t new) noexcept:
+    return corral_swap64(&words[index], old, new)

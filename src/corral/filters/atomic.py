@@ -1,0 +1,33 @@
+"""Word operations on memory shared by a pool's processes (`corral.filters.ratelimit`): here
+under a lock of the memory's file (``fcntl``: the kernel releases it when its holder dies);
+in the compiled core, atomic instructions without a lock (``atomic.pxd``)."""
+
+from __future__ import annotations
+
+import fcntl
+
+__all__ = ["load", "lock", "store", "swap", "unlock"]
+
+
+def lock(fd: int) -> None:
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+
+
+def unlock(fd: int) -> None:
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+
+
+def load(words: memoryview, index: int) -> int:
+    return words[index]
+
+
+def store(words: memoryview, index: int, value: int) -> None:
+    words[index] = value
+
+
+def swap(words: memoryview, index: int, old: int, new: int) -> bool:
+    """Set the word to ``new`` if it is ``old``: whether it was."""
+    if words[index] != old:
+        return False
+    words[index] = new
+    return True
