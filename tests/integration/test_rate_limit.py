@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from tests.integration.server import Server, read_response, run_cli
+from tests.integration.control import Control, short_dir
+from tests.integration.server import Server, read_response, run_cli, wait_for
 
 pytestmark = pytest.mark.usefixtures("each_core")
 
@@ -164,3 +165,26 @@ def test_an_unknown_key_is_one_line() -> None:
     result = run_cli("basic:application", "--limit-rate", "10r/s", "--limit-key", "$nothing")
     assert result.returncode == 2
     assert result.stderr.strip().startswith("corral: error: --limit-key: unknown variable $nothing")
+
+
+def test_refusals_are_counted_in_metrics_and_named_in_the_access_log(tmp_path) -> None:
+    log = tmp_path / "access.log"
+    argv = [
+        "--limit-rate",
+        "1r/m",
+        f"--access-logfile={log}",
+        "--access-logformat=$status $refusal",
+    ]
+    with short_dir() as directory:
+        argv.append(f"--state-dir={directory / 'state'}")
+        with Server("basic:application", *argv, workers=2) as server:
+            assert [get(server)[0] for _ in range(5)] == [200] + [429] * 4
+            metrics = Control.of(server).get("/metrics").raw.decode()
+            listener = "127.0.0.1:0"  # as the document names it
+            assert (
+                f'corral_requests_refused_total{{reason="rate_limit",listener="{listener}"}} 4'
+                in (metrics)
+            )
+            wait_for(lambda: log.read_text().count("\n") == 5)
+            lines = sorted(log.read_text().splitlines())  # (two workers write it)
+            assert lines == ["200 -"] + ["429 rate_limit"] * 4

@@ -23,6 +23,7 @@ def test_burst_and_delay_as_nginx_counts_them() -> None:
     # nodelay (delay = burst): the burst at once; another client has its own bucket
     taken = [table.take("b", now, INTERVAL, 2 * INTERVAL, 2 * INTERVAL) for _ in range(4)]
     assert taken == [ADMITTED, ADMITTED, ADMITTED, -INTERVAL]
+    assert table.counts() == (2, 2)  # refused, delayed: every process's
     # a second later the bucket is full again
     assert table.take("a", now + 1.0, INTERVAL, 2 * INTERVAL, 0) == ADMITTED
 
@@ -37,11 +38,11 @@ def test_a_client_at_twice_its_rate_gets_its_rate() -> None:
 
 def test_the_table_never_grows_and_forgets_the_most_refilled() -> None:
     table = RateTable(4096)  # 256 slots
-    assert table.slots == 256 and os.fstat(table.fd).st_size == 4096
+    assert table.slots == 256 and os.fstat(table.fd).st_size == 4096 + 16  # and the counts
     now = 100.0
     for i in range(10_000):  # each a new client: a full bucket
         assert table.take(f"10.0.{i >> 8}.{i & 255}", now, INTERVAL, 0, 0) == ADMITTED
-    assert os.fstat(table.fd).st_size == 4096
+    assert os.fstat(table.fd).st_size == 4096 + 16
     # a client still inside its interval is refused: it kept its slot while the others, each
     # as refilled as it, took theirs
     assert table.take("203.0.113.9", now, INTERVAL, 0, 0) == ADMITTED
@@ -71,7 +72,7 @@ def test_forked_processes_share_one_count() -> None:
 def test_a_process_killed_mid_update_leaves_the_table_usable() -> None:
     table = RateTable(1 << 16)
     mark = (hash("e") & ((1 << 64) - 1)) or 1
-    slot = (mark & table.mask) * 2
+    slot = (mark & table.mask) * 2 + 2
     pid = os.fork()
     if pid == 0:  # (nothing here returns to pytest)
         # what a worker leaves when it dies between the two words of a slot: the key claimed

@@ -382,6 +382,26 @@ def metrics(arbiter: Arbiter) -> str:
                 for name, until in served.items()
             ],
         )
+    limited = _rate_limits(arbiter)
+    if limited:
+        family(
+            "corral_requests_refused_total",
+            "counter",
+            "Requests the server answered itself instead of serving, by reason and listener.",
+            [
+                ('{reason="rate_limit",listener="' + _escape(address) + '"}', refused)
+                for address, (refused, _) in limited.items()
+            ],
+        )
+        family(
+            "corral_requests_delayed_total",
+            "counter",
+            "Requests let in over their rate limit, started later, by listener.",
+            [
+                ('{listener="' + _escape(address) + '"}', delayed)
+                for address, (_, delayed) in limited.items()
+            ],
+        )
     histograms = _latency_by_application(arbiter)
     if histograms:
         name = "corral_request_duration_seconds"
@@ -397,6 +417,15 @@ def metrics(arbiter: Arbiter) -> str:
             lines.append(f"{name}_sum{_labels(app_name)} {sum_us / 1e6:.6f}")
             lines.append(f"{name}_count{_labels(app_name)} {running}")
     return "\n".join(lines) + "\n"
+
+
+def _rate_limits(arbiter: Arbiter) -> dict[str, tuple[int, int]]:
+    """Each listener's rate limit counts (refused, delayed), read from the pool's table."""
+    return {
+        address: limiter.table.counts()
+        for pool in arbiter.current.pools.values()
+        for address, limiter in pool.limiters.items()
+    }
 
 
 def _latency_by_application(arbiter: Arbiter) -> dict[str, tuple[int, list[int]]]:

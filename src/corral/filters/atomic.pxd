@@ -12,6 +12,9 @@ cdef extern from *:
     static inline void corral_store64(uint64_t *word, uint64_t value) {
         __atomic_store_n(word, value, __ATOMIC_RELEASE);
     }
+    static inline void corral_add64(uint64_t *word, uint64_t value) {
+        __atomic_add_fetch(word, value, __ATOMIC_RELAXED);
+    }
     static inline int corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) {
         return __atomic_compare_exchange_n(
             word, &old, new_, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -20,6 +23,7 @@ cdef extern from *:
     uint64_t corral_load64(uint64_t *word) nogil
     void corral_store64(uint64_t *word, uint64_t value) nogil
     bint corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) nogil
+    void corral_add64(uint64_t *word, uint64_t value) nogil
 
 
 
@@ -48,3 +52,9 @@ cdef inline void store(uint64_t[::1] words, Py_ssize_t index, uint64_t value) no
 cdef inline bint swap(uint64_t[::1] words, Py_ssize_t index, uint64_t old,
                        uint64_t new) noexcept:
     return corral_swap64(&words[index], old, new)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline void add(uint64_t[::1] words, Py_ssize_t index, uint64_t value) noexcept:
+    corral_add64(&words[index], value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fcntl
 
-__all__ = ["load", "lock", "store", "swap", "unlock"]
+__all__ = ["add", "load", "lock", "store", "swap", "unlock"]
 
 
 def lock(fd: int) -> None:
@@ -31,3 +31,7 @@ def swap(words: memoryview, index: int, old: int, new: int) -> bool:
         return False
     words[index] = new
     return True
+
+
+def add(words: memoryview, index: int, value: int) -> None:
+    words[index] += value

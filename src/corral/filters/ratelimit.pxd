@@ -23,6 +23,7 @@ cdef class RateTable:
     @cython.locals(first=Py_ssize_t, probe=Py_ssize_t, slot=Py_ssize_t, refilled=Py_ssize_t,
                    refilled_tat=uint64_t, held=uint64_t, tat=uint64_t)
     cdef Py_ssize_t _slot(self, uint64_t mark) except -1
+    cpdef tuple counts(self)
 
 
 cdef class Limiter:

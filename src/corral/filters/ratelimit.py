@@ -37,6 +37,7 @@ __all__ = ["ADMITTED", "SLOT_BYTES", "Limiter", "RateTable"]
 SLOT_BYTES = 16  # the key's hash, the bucket's arrival time (ns): two 64-bit words
 PROBES = 8  # slots looked at from a key's hash: two cache lines
 ADMITTED = 0  # take(): served at once
+REFUSED, DELAYED = 0, 1  # the words of the counts, before the first slot
 _MASK64 = (1 << 64) - 1
 
 
@@ -48,9 +49,10 @@ class RateTable:
         slots = 1 << max(0, (max(size, SLOT_BYTES) // SLOT_BYTES).bit_length() - 1)
         self.slots = slots
         self.fd = os.memfd_create("corral-rate-limit")
-        # the memory is taken now, all of it: never a fault (or SIGBUS) in a worker later
-        os.posix_fallocate(self.fd, 0, slots * SLOT_BYTES)
-        self.memory = mmap.mmap(self.fd, slots * SLOT_BYTES)
+        # the memory is taken now, all of it: never a fault (or SIGBUS) in a worker later; a
+        # first slot more holds the counts of requests refused and delayed (`counts`)
+        os.posix_fallocate(self.fd, 0, (slots + 1) * SLOT_BYTES)
+        self.memory = mmap.mmap(self.fd, (slots + 1) * SLOT_BYTES)
         self.view = memoryview(self.memory).cast("Q")
         self.words: Any = self.view  # typed in ratelimit.pxd: the compiled core's word pointer
         self.mask = slots - 1
@@ -70,9 +72,13 @@ class RateTable:
                 tat = old if old > at else at
                 excess = tat - at
                 if excess > tolerance:
+                    atomic.add(self.words, REFUSED, 1)
                     return tolerance - excess  # refused: no update
                 if atomic.swap(self.words, slot + 1, old, tat + interval):
-                    return excess - delay if excess > delay else ADMITTED
+                    if excess > delay:
+                        atomic.add(self.words, DELAYED, 1)
+                        return excess - delay
+                    return ADMITTED
         finally:
             atomic.unlock(self.fd)
 
@@ -84,7 +90,7 @@ class RateTable:
             refilled = -1
             refilled_tat = 0
             for probe in range(PROBES):
-                slot = ((first + probe) & self.mask) * 2
+                slot = ((first + probe) & self.mask) * 2 + 2  # (after the counts)
                 held = atomic.load(words, slot)
                 if held == mark:
                     return slot
@@ -103,6 +109,10 @@ class RateTable:
             if atomic.swap(words, refilled, held, mark):
                 atomic.store(words, refilled + 1, 0)  # a full bucket for its new key
                 return refilled
+
+    def counts(self) -> tuple[int, int]:
+        """Requests refused and requests delayed since the table was made (every worker's)."""
+        return atomic.load(self.words, REFUSED), atomic.load(self.words, DELAYED)
 
     def close(self) -> None:
         self.words = None
