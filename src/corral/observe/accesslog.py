@@ -7,7 +7,8 @@ Format tokens (``%(NAME)s``): ``h`` remote address, ``l`` ``-``, ``u`` user (``-
 microseconds, ``M`` milliseconds, ``L`` seconds with decimals, ``p`` pid,
 ``{header}i`` a request header, ``{header}o`` a response header; corral adds
 ``{time_local}u``, ``{request_uri}u``, ``{uri}u`` and ``{host}u`` for NGINX Unit's variables
-that have no Gunicorn token. The default is Apache's combined format.
+that have no Gunicorn token, and ``{scheme}u`` (nginx's ``$scheme``: ``https`` for a request
+that came over TLS, relayed ones included). The default is Apache's combined format.
 
 NGINX Unit's format (``$remote_addr - - [$time_local] "$request_line" ...``, recognized by its
 ``$``) is translated to these tokens once, when the configuration is read
@@ -73,6 +74,14 @@ def _path(exchange: Any) -> str:
     return exchange.head.target.partition(b"?")[0].decode("latin-1")
 
 
+def _scheme(conn: Any, exchange: Any, duration: float) -> str:
+    """``https`` or ``http``: as the request came, or as a trusted proxy says it came."""
+    forwarded = exchange.forwarded
+    if forwarded is not None and forwarded.scheme is not None:
+        return str(forwarded.scheme)
+    return "https" if conn.encrypted else "http"
+
+
 def _now(conn: Any, exchange: Any, duration: float) -> str:
     return time.strftime("[%d/%b/%Y:%H:%M:%S %z]")
 
@@ -129,6 +138,7 @@ _UNIT_ONLY: dict[str, Callable[[Any, Any, float], str]] = {
     "host": _host,
     # why the server answered a request itself without the application: "rate_limit"; "-"
     "refusal": lambda c, e, d: e.refusal or "-",
+    "scheme": _scheme,
 }
 
 
