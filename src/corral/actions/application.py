@@ -29,13 +29,12 @@ class HandOff:
     """The answerer of a request handed to another application (``exchange.action``): the
     bytes from its start go with it."""
 
-    __slots__ = ("address", "application", "carried", "frame", "index")
+    __slots__ = ("address", "application", "carried", "index")
 
     def __init__(self, index: int, application: str, address: str) -> None:
         self.index = index  # among the requests begun on the connection
         self.application = application
         self.address = address
-        self.frame = b""  # what goes to the receiver, kept for a second try elsewhere
         self.carried = 0  # bytes read from its start that go with it (the frame's payload)
 
     def take_body(self, conn: HttpConnection, exchange: Exchange) -> Any:  # pragma: no cover

@@ -192,21 +192,6 @@ def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[
     return found
 
 
-def _check_tls(doc: Document, pools: dict[str, Pool], contexts: dict[str, Any]) -> None:
-    """What TLS does not do yet (issue 33): refused in one line rather than served wrong."""
-    direct = {f"applications/{name}" for name in doc.applications}
-    for address in contexts:
-        listener = doc.listeners[address]
-        own = isinstance(listener.tls, Tls)
-        where = f"$.listeners{member(address)}.tls" if own else "certfile"
-        if len(pools) > 1 and listener.pass_ not in direct:
-            raise TlsError(
-                f"{where}: TLS on a listener whose routes pass to several applications "
-                f"({address}) is not supported yet (a hand-off cannot carry a TLS session); "
-                "give each application a listener of its own"
-            )
-
-
 def protocol_of(doc: Document, address: str) -> str:
     """A listener's wire protocol: corral's `protocol` key, HTTP when absent."""
     listener = doc.listeners.get(address)
@@ -281,7 +266,6 @@ class Generation:
         contexts = {address: session_context(listener) for address, listener in served.items()}
         if sockets:  # (not the first generation's construction, before its sockets)
             forget_others(list(contexts.values()))
-        _check_tls(doc, self.pools, contexts)
         router = None
         if uses_routes(doc):
             from corral.config.document import route_targets

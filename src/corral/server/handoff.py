@@ -29,7 +29,10 @@ which accepts on it from its loop. A worker whose request routes to application 
    request already (the receiver does not count it again).
    payload: the raw bytes received on the connection from the first byte of the request
    being handed off (leading CRLFs at most before it) up to the last byte read, whatever
-   they hold (the rest of its body, pipelined requests);
+   they hold (the rest of its body, pipelined requests).
+   A relayed connection (``relay.py``: the far end of a socketpair, its TLS session held by
+   the relaying worker) has a second descriptor after the first, the relay's *watch*: an end
+   of another pair, whose other end the relaying worker closes when it drains;
 4. once the first ``sendmsg`` has passed the descriptor, the connection belongs to B: the
    sender finishes the frame, then closes its own copies (no ``shutdown``, nothing written
    to the client) and forgets the connection.
@@ -146,6 +149,8 @@ class HandoffSender:
 
     ``done(result)`` is called exactly once, unless :meth:`cancel` came first: ``HANDED``
     once the descriptor is B's, else the status (502/503) the client must be answered.
+    ``frame()`` makes the frame when it is sent (after the greeting: it carries what was read
+    until then). ``watch_fd``: a relayed connection's watch, sent with it (-1: none).
     """
 
     def __init__(
@@ -153,14 +158,17 @@ class HandoffSender:
         loop: asyncio.AbstractEventLoop,
         address: str,
         client_fd: int,
-        frame: bytes,
+        frame: Callable[[], bytes],
         done: Callable[[int], None],
         timeout: float,
+        watch_fd: int = -1,
     ) -> None:
         self.loop = loop
         self.address = address
         self.fd = os.dup(client_fd)
-        self.frame = memoryview(frame)
+        self.watch = os.dup(watch_fd) if watch_fd >= 0 else -1
+        self.make_frame = frame
+        self.frame: memoryview | None = None
         self.done: Callable[[int], None] | None = done
         self.timeout = timeout
         self.sock: socket.socket | None = None
@@ -215,12 +223,15 @@ class HandoffSender:
     def _send(self) -> None:
         sock = self.sock
         assert sock is not None
+        if self.frame is None:
+            self.frame = memoryview(self.make_frame())
         try:
             while self.frame:
                 if self.committed:
                     sent = sock.send(self.frame)
                 else:
-                    rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [self.fd]))]
+                    fds = array.array("i", [self.fd] if self.watch < 0 else [self.fd, self.watch])
+                    rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
                     sent = sock.sendmsg([self.frame], rights)
                     self.committed = True
                 self.frame = self.frame[sent:]
@@ -252,6 +263,9 @@ class HandoffSender:
             self.sock.close()
         os.close(self.fd)
         self.fd = -1
+        if self.watch >= 0:
+            os.close(self.watch)
+            self.watch = -1
         done, self.done = self.done, None
         if done is not None:
             done(result)
@@ -259,13 +273,14 @@ class HandoffSender:
 
 class HandoffServer:
     """Accepts hand-offs on this application's hand-off socket; ``adopt(sock, header,
-    payload)`` takes each connection received (on the loop)."""
+    payload, watch)`` takes each connection received (on the loop); ``watch``: a relayed
+    connection's (relay.py), else None."""
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
         sock: socket.socket,
-        adopt: Callable[[socket.socket, dict[str, Any], bytes], None],
+        adopt: Callable[[socket.socket, dict[str, Any], bytes, socket.socket | None], None],
         log: logging.Logger,
         timeout: float,
     ) -> None:
@@ -363,19 +378,24 @@ class _Incoming:
             return
         if frame is None:
             return
-        if len(self.fds) != 1:
+        if len(self.fds) not in (1, 2):
             self._fail(f"{len(self.fds)} descriptors with the frame")
             return
         self._stop()
-        fd = self.fds.pop()
-        try:
-            client = socket.socket(fileno=fd)
-        except OSError as exc:
-            os.close(fd)
-            self.server.log.warning("hand-off: the descriptor is not a socket: %s", exc)
+        fds, self.fds = self.fds, []
+        sockets = []
+        for fd in fds:
+            try:
+                sockets.append(socket.socket(fileno=fd))
+            except OSError as exc:
+                os.close(fd)
+                self.server.log.warning("hand-off: the descriptor is not a socket: %s", exc)
+        if len(sockets) < len(fds):
+            for sock in sockets:
+                sock.close()
             return
         header, payload = frame
-        self.server.adopt(client, header, payload)
+        self.server.adopt(sockets[0], header, payload, sockets[1] if len(sockets) > 1 else None)
 
     def _stop(self) -> None:
         self.server.receiving.discard(self)

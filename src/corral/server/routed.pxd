@@ -16,9 +16,11 @@ cdef class RouteState(RequestSink):
     cdef public str pass_target
     cdef public object given_peer
     cdef public bint counted_ahead
+    cdef public object given_tls
     cdef public bytes initial
     cdef public Py_ssize_t hops
     cdef public object local
+    cdef public object pair
     cdef public object raw
     cdef public object raw_first
     cdef public Py_ssize_t begun
@@ -28,6 +30,8 @@ cdef class RouteState(RequestSink):
     cdef public object sender
     cdef public RouteRequest request
     cdef public Py_ssize_t fallbacks
+    cdef public object watch
+    cdef public bint relay_draining
 
     cpdef bint received(self, data) except -1
     cpdef on_message_begin(self)

@@ -24,6 +24,14 @@ from this worker, which serves on.
 On a listener with the PROXY protocol (``corral/server/proxied.py``) the client its header named is
 the connection's peer (``given_peer``), and a hand-off carries it in the frame (``peer``).
 
+On a TLS listener the session cannot leave this worker: the hand-off passes one end of a
+socketpair instead of the client's socket, and this worker relays between the session and the
+pair (``corral/server/relay.py``); the frame then carries the client's address, the local
+address and the TLS facts (``peer``, ``local``, ``tls``), and the receiver's connection is
+``encrypted`` with those facts (``given_tls``), which go on with any later hand-off of it, with
+the relay's ``watch`` (a second descriptor: once it reads EOF, the relaying worker drains and
+the connection's next request is its last, answered with ``Connection: close``).
+
 On a listener with ``forwarded`` (``forwarding``), a trusted proxy's request is routed as from
 the client and scheme its headers name (``source``, ``scheme`` and ``$remote_addr`` see them:
 Unit replaces the request's remote address before routing); a connection handed off is
@@ -73,7 +81,9 @@ from corral.server.handoff import (
     message_end,
 )
 from corral.server.plan import Plans
+from corral.server.relay import Relay
 from corral.static.files import StaticFiles
+from corral.tls.facts import relayed
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
 
@@ -105,6 +115,9 @@ class Routing:
         # connections received by hand-off and not yet made connections of this worker: a
         # drain waits for them as for its connections
         self.adopting: set[asyncio.Task[Any]] = set()
+        # TLS connections whose requests go to another worker through this one (relay.py):
+        # a drain waits for them too
+        self.relays: set[Relay] = set()
         self.files = (
             StaticFiles()
             if static is None
@@ -114,6 +127,11 @@ class Routing:
     def close(self) -> None:
         """The worker exits: forget what the file engine holds."""
         self.files.close()
+
+    def drain(self) -> None:
+        """The worker drains: each relayed connection's next request is its last (relay.py)."""
+        for relay in self.relays:
+            relay.drain()
 
     def attach(self, conn: HttpConnection) -> RouteState:
         """The routing of a new connection on a routed listener (``HttpConnection.__init__``):
@@ -139,18 +157,22 @@ class RouteState(RequestSink):
         "fallbacks",
         "files",
         "given_peer",
+        "given_tls",
         "handoff",
         "hops",
         "in_message",
         "initial",
         "local",
+        "pair",
         "pass_target",
         "raw",
         "raw_first",
+        "relay_draining",
         "request",
         "routed",
         "router",
         "sender",
+        "watch",
     )
 
     def __init__(self, conn: HttpConnection) -> None:
@@ -164,6 +186,9 @@ class RouteState(RequestSink):
         # the client a PROXY protocol header named (corral/server/proxied.py), here or in the worker
         # that handed the connection off: the peer, instead of the socket's
         self.given_peer: tuple[str, int] | None = None
+        # the TLS facts a relay's hand-off brought (corral/tls/facts.py): this connection is
+        # the far end of a socketpair, its client's session held by the relaying worker
+        self.given_tls: dict[str, Any] | None = None
         self.initial = b""  # bytes a hand-off brought, parsed before the socket's
         self.hops = 0  # hand-offs the connection's first request has had
         # its first request was counted by the rate limit of the worker that handed it here
@@ -176,6 +201,11 @@ class RouteState(RequestSink):
         self.in_message = False
         self.handoff: Exchange | None = None  # the request handed off, once one is
         self.sender: HandoffSender | None = None
+        # a relay's near ends (the connection's, the watch's) while their far ends are sent
+        self.pair: tuple[socket.socket, socket.socket] | None = None
+        # a relayed end's watch (relay.py), and whether it said the relaying worker drains
+        self.watch: socket.socket | None = None
+        self.relay_draining = False
         # the request being routed as routing sees it, for its action's handler (a share
         # serves it), and the fallbacks it took (corral.actions.share: a bound on them)
         self.request: RouteRequest | None = None
@@ -190,7 +220,10 @@ class RouteState(RequestSink):
             # counted as accepted by the worker that accepted it: the status counts each
             # client connection once, however many workers it went through
             conn.server.accepted -= 1
-        self.local = transport.get_extra_info("sockname")
+        if self.local is None:  # (a relayed end has none: its hand-off said the client's)
+            self.local = transport.get_extra_info("sockname")
+        if self.watch is not None:
+            conn.loop.add_reader(self.watch.fileno(), self._relay_drains)
         if self.given_peer is not None:
             conn.peer = self.given_peer
             if conn.plan.forwarding is not None:
@@ -204,8 +237,9 @@ class RouteState(RequestSink):
         they are parsed: kept for a hand-off. True: they go with the hand-off under way, not
         to the parser."""
         if self.handoff is not None:
-            # read before the pause took effect: it goes with the hand-off
+            # read before the pause took effect (see `_frame`): it goes with the hand-off
             self.raw = bytes(self.raw) + data
+            self.conn.transport.pause_reading()  # (now that the transport reads, it stops)
             return True
         if not self.in_message:
             self.raw = data  # between requests: a clean boundary
@@ -225,6 +259,17 @@ class RouteState(RequestSink):
         if self.sender is not None:
             self.sender.cancel()
             self.sender = None
+        self._drop_pair()
+        if self.watch is not None:
+            self.conn.loop.remove_reader(self.watch.fileno())
+            self.watch.close()
+            self.watch = None
+
+    def _relay_drains(self) -> None:
+        """The relaying worker closed its end of the watch: it drains (or is gone)."""
+        assert self.watch is not None
+        self.conn.loop.remove_reader(self.watch.fileno())
+        self.relay_draining = True
 
     # -- parser sink ------------------------------------------------------------
 
@@ -235,6 +280,8 @@ class RouteState(RequestSink):
     def on_request(self, head: RequestHead) -> None:
         if self.handoff is None:
             self.routed = self.begun
+            if self.relay_draining:
+                head.keep_alive = False  # the relaying worker drains: the last request
             self.conn.on_request(head)  # the one request path, which asks `route`
 
     def route(self, exchange: Exchange) -> bool:
@@ -305,35 +352,70 @@ class RouteState(RequestSink):
         assert exchange is not None and self.raw_first is not None
         handoff = exchange.action
         before = handoff.index - self.raw_first
-        start = message_end(self.raw, before) if before else 0
+        if before:
+            self.raw = self.raw[message_end(self.raw, before) :]
+        self.raw_first = handoff.index
+        self._send(handoff)
+
+    def _frame(self) -> bytes:
+        """The hand-off's frame, made when it is sent (after the greeting): everything read
+        from the handed request's start until then goes with it. (Bytes may come after the
+        pause: uvloop starts reading a socket once its ``connection_made`` returns, whatever
+        that asked, so an adopted connection handed on at once reads on for a while.)"""
+        conn = self.conn
+        exchange = self.handoff
+        assert exchange is not None
         header = {"pass": conn.plan.pass_target, "sockname": conn.sockname, "hops": self.hops + 1}
-        if self.given_peer is not None:
-            header["peer"] = self.given_peer
+        peer, tls = self.given_peer, self.given_tls
+        if conn.plan.tls is not None:  # the session is this worker's: it relays (relay.py)
+            peer, tls = conn.peer, relayed(conn.transport.get_extra_info("ssl_object"))
+        if isinstance(peer, tuple):
+            header["peer"] = peer[:2]
+        if tls is not None:  # the far end of a pair says nothing of the client by itself
+            header["tls"] = tls
+            header["local"] = self.local
         if conn.limiter is not None:
             header["counted"] = True  # the receiver does not count it again
-        payload = bytes(self.raw[start:])
-        handoff.frame = encode_frame(header, payload)
-        handoff.carried = len(payload)
-        self.raw = b""
-        self._send(handoff)
+        payload = bytes(self.raw)
+        exchange.action.carried = len(payload)
+        return encode_frame(header, payload)
 
     def _send(self, handoff: HandOff) -> None:
         conn = self.conn
-        fd = conn.transport.get_extra_info("socket").fileno()
+        fars: tuple[socket.socket, ...] = ()
+        if conn.plan.tls is None:
+            fd = conn.transport.get_extra_info("socket").fileno()
+            watch = -1 if self.watch is None else self.watch.fileno()  # a relayed end's
+        else:  # a TLS session does not move: the far end of a pair goes instead (relay.py)
+            self._drop_pair()
+            near, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            near_watch, far_watch = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.pair, fars = (near, near_watch), (far, far_watch)
+            fd, watch = far.fileno(), far_watch.fileno()
         self.sender = HandoffSender(
             conn.loop,
             handoff.address,
             fd,
-            handoff.frame,
+            self._frame,
             self._handed,
             conn.plan.routing.timeout,
+            watch,
         )
+        for end in fars:
+            end.close()  # the sender has its own copies
         self.sender.start()
+
+    def _drop_pair(self) -> None:
+        if self.pair is not None:
+            for end in self.pair:
+                end.close()
+            self.pair = None
 
     def _handed(self, result: int) -> None:
         self.sender = None
         conn = self.conn
         if conn.closed:
+            self._drop_pair()
             return
         exchange = self.handoff
         assert exchange is not None
@@ -351,8 +433,13 @@ class RouteState(RequestSink):
                     handoff.application,
                     handoff.carried,
                 )
-            self.forget()
+            self.raw = b""
+            pair, self.pair = self.pair, None
+            if pair is not None:
+                Relay(conn, *pair)
+            self.forget(relayed=pair is not None)
             return
+        self._drop_pair()
         own = routing.addresses.get(routing.application)
         if result == BAD_GATEWAY and own is not None and handoff.address != own:
             # Nothing listens there: a change removed the application and retired this
@@ -373,8 +460,9 @@ class RouteState(RequestSink):
         conn.transport.write(error_response(result, conn.server.prefix))
         conn.close()
 
-    def forget(self) -> None:
-        """The connection is another worker's now: close this copy, send nothing."""
+    def forget(self, relayed: bool = False) -> None:
+        """The connection is another worker's now: close this copy, send nothing (or, when
+        ``relayed``, leave the transport to its new protocol, the relay)."""
         conn = self.conn
         conn.closed = True
         conn.server.closed -= 1  # connection_lost will count it, but it moved: not closed
@@ -383,29 +471,41 @@ class RouteState(RequestSink):
             exchange.body.fail()
         conn.pipeline.clear()
         conn.active = None
-        conn.transport.close()  # a close, not a shutdown: the socket lives on in the receiver
+        if relayed:
+            conn.connection_lost(None)  # the transport never tells this connection again
+        else:
+            conn.transport.close()  # a close, not a shutdown: the socket lives on in the receiver
 
 
 def adopt_factory(
     server: ServerState, routing: Routing, plans: Plans
-) -> Callable[[socket.socket, dict[str, Any], bytes], None]:
+) -> Callable[[socket.socket, dict[str, Any], bytes, socket.socket | None], None]:
     """What the hand-off server calls with each connection it receives (its plan made by
     ``plans``, with the features of the listener it came from)."""
     loop = server.loop
     assert loop is not None
 
-    def adopt(client: socket.socket, header: dict[str, Any], payload: bytes) -> None:
+    def adopt(
+        client: socket.socket,
+        header: dict[str, Any],
+        payload: bytes,
+        watch: socket.socket | None,
+    ) -> None:
         sockname = header.get("sockname")
         if isinstance(sockname, list):
             sockname = tuple(sockname)
         pass_target = header.get("pass")
-        if not isinstance(pass_target, str):
-            routing.log.warning("hand-off without a pass target: connection dropped")
+        tls = header.get("tls")  # a relay's far end (relay.py): the client's TLS facts
+        if not isinstance(pass_target, str) or (watch is None) != (tls is None):
+            routing.log.warning("hand-off without a pass target or with a stray watch: dropped")
             client.close()
+            if watch is not None:
+                watch.close()
             return
 
         peer = header.get("peer")
         given = (str(peer[0]), int(peer[1])) if isinstance(peer, list) and len(peer) == 2 else None
+        local = header.get("local")
         plan = plans.for_handoff(sockname, pass_target)
 
         def factory() -> HttpConnection:
@@ -416,6 +516,11 @@ def adopt_factory(
             route.hops = int(header.get("hops", 1))
             route.given_peer = given
             route.counted_ahead = header.get("counted") is True
+            if tls is not None:
+                conn.encrypted = True
+                route.given_tls = tls
+                route.local = tuple(local) if isinstance(local, list) else local
+                route.watch = watch
             return conn
 
         task = loop.create_task(loop.connect_accepted_socket(factory, client))  # type: ignore[type-var]

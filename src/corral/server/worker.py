@@ -599,6 +599,8 @@ class Worker:
         state.draining = True
         for server in self.servers:
             server.close()
+        if self.routing is not None:
+            self.routing.drain()
         self.adapter.drain()
         # the master answers a control API change only once its retired workers said this:
         # a connection opened after the answer must not reach the old configuration
@@ -622,17 +624,18 @@ class Worker:
         state = self.state
         assert state is not None and self.loop is not None
         if not self._serving() or self.loop.time() >= self._drain_deadline:
-            if state.connections:
-                self.log.warning(
-                    "graceful timeout: closing %d busy connection(s)", len(state.connections)
-                )
+            routing = self.routing
+            busy = len(state.connections) + (len(routing.relays) if routing is not None else 0)
+            if busy:
+                self.log.warning("graceful timeout: closing %d busy connection(s)", busy)
             self._finish()
             return
         self.loop.call_later(0.02, self._drain_poll)
 
     def _serving(self) -> bool:
         """Connections are open, or on their way in: by hand-off (greeted, or being adopted),
-        or through an HTTPS listener's door (in their handshake)."""
+        or through an HTTPS listener's door (in their handshake); or relayed to another
+        application's worker (relay.py)."""
         state = self.state
         assert state is not None
         if state.connections or any(door.arriving for door in self.doors):
@@ -640,7 +643,7 @@ class Worker:
         routing = self.routing
         return bool(
             (self.handoffs is not None and self.handoffs.receiving)
-            or (routing is not None and routing.adopting)
+            or (routing is not None and (routing.adopting or routing.relays))
         )
 
     def _finish(self) -> None:

@@ -4,6 +4,11 @@
 "TLS extension"). Made once per connection, on its first request (the handshake is over by
 then), from the transport's `ssl.SSLObject`; nothing here runs for a plain connection.
 
+A connection relayed to another application's worker (corral/server/relay.py) reaches it as a
+plain socket: the worker that holds the session makes both sets of facts once (`relayed`), they
+travel in the hand-off's header, and the receiving worker's adapters find them on the
+connection's route (`wsgi_keys_of`, `asgi_extension_of`), as if its transport had them.
+
 A client certificate is only there when the listener asks for one (``cert_reqs``, or a
 listener's ``tls`` with client certificates); its names are written as RFC 4514 says
 (``CN=alice,O=Example``: the most specific first), as mod_ssl writes them by default.
@@ -14,7 +19,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-__all__ = ["asgi_extension", "wsgi_keys"]
+__all__ = ["asgi_extension", "asgi_extension_of", "relayed", "wsgi_keys", "wsgi_keys_of"]
 
 # the short names RFC 4514 (and OpenSSL) give the attributes Python's ssl spells out
 _SHORT = {
@@ -70,6 +75,35 @@ def asgi_extension(tls: ssl.SSLObject) -> dict[str, Any]:
         "tls_version": _VERSIONS.get(tls.version() or ""),
         "cipher_suite": _suite(cipher[0]) if cipher else None,
     }
+
+
+def relayed(tls: ssl.SSLObject) -> dict[str, Any]:
+    """Both sets of facts of the connection ``tls``, for a hand-off's header (JSON)."""
+    return {"wsgi": wsgi_keys(tls), "asgi": asgi_extension(tls)}
+
+
+def wsgi_keys_of(conn: Any) -> dict[str, str]:
+    """mod_ssl's environ keys of the TLS connection ``conn`` serves: its transport's, or those
+    a relay's hand-off brought (empty when neither has any)."""
+    tls = conn.transport.get_extra_info("ssl_object")
+    if tls is not None:
+        return wsgi_keys(tls)
+    given = _given(conn)
+    return dict(given["wsgi"]) if given is not None else {}
+
+
+def asgi_extension_of(conn: Any) -> dict[str, Any] | None:
+    """The ASGI ``tls`` extension of the TLS connection ``conn`` serves, as `wsgi_keys_of`."""
+    tls = conn.transport.get_extra_info("ssl_object")
+    if tls is not None:
+        return asgi_extension(tls)
+    given = _given(conn)
+    return dict(given["asgi"]) if given is not None else None
+
+
+def _given(conn: Any) -> Any:
+    route = conn.route
+    return route.given_tls if route is not None else None
 
 
 def distinguished_name(rdns: Any) -> str:

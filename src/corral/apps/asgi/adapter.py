@@ -25,7 +25,7 @@ from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.server.connection import Adapter, HttpConnection
 from corral.server.exchange import Exchange
-from corral.tls.facts import asgi_extension
+from corral.tls.facts import asgi_extension_of
 
 REQUEST_TASK = "corral-request"  # every request's task
 
@@ -83,10 +83,10 @@ class AsgiAdapter(Adapter):
         if base is None:
             scheme = "https" if conn.encrypted else "http"
             base = conn.adapter_state = connection_scope(conn.sockname, conn.peer, scheme)
-            if conn.encrypted:  # the tls extension, once per connection
-                tls = conn.transport.get_extra_info("ssl_object")
+            if conn.encrypted:  # the tls extension, once per connection (relayed ones too)
+                tls = asgi_extension_of(conn)
                 if tls is not None:
-                    base["extensions"] = {"tls": asgi_extension(tls)}
+                    base["extensions"] = {"tls": tls}
         app, root_path = self.targets[exchange.target]
         head = exchange.head
         scope = request_scope(base, head, root_path, self.state, exchange.forwarded)

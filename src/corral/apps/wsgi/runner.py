@@ -342,12 +342,10 @@ class WsgiAdapter(Adapter):
                 scheme="https" if conn.encrypted else "http",
             )
         environ = base.copy()
-        if conn.encrypted:  # mod_ssl's SSL_* keys, once per connection
-            from corral.tls.facts import wsgi_keys
+        if conn.encrypted:  # mod_ssl's SSL_* keys, once per connection (relayed ones too)
+            from corral.tls.facts import wsgi_keys_of
 
-            tls = conn.transport.get_extra_info("ssl_object")
-            if tls is not None:
-                environ.update(wsgi_keys(tls))
+            environ.update(wsgi_keys_of(conn))
         peer = conn.peer
         if isinstance(peer, tuple):
             environ["REMOTE_ADDR"] = peer[0]
