@@ -113,18 +113,16 @@ def stopped(pids: set[int]) -> Iterator[None]:
             os.kill(pid, signal.SIGCONT)
 
 
-def held_by(on: Relayed, app: str, path: str = "/told") -> tuple[ssl.SSLSocket, Reader]:
+def held_by(on: Relayed, app: str) -> tuple[ssl.SSLSocket, Reader]:
     """A TLS connection accepted by ``app``'s worker, which answered its first request
-    (``/APP{path}``) itself: the other workers are stopped until then."""
+    (``/APP/told``) itself: the other workers are stopped until then."""
     others = {pid for other in APPS if other != app for pid in on.pids(other, fresh=True)}
     with stopped(others):
         tls = on.tls()
         reader = Reader(tls)
-        tls.sendall(get(f"/{app}{path}"))
+        tls.sendall(get(f"/{app}/told"))
         answer = reader.response()
-    assert answer.status == 200, answer
-    if path == "/told":
-        assert json.loads(answer.body)["pid"] == on.pid(app)
+    assert told(answer)["pid"] == on.pid(app)
     return tls, reader
 
 
@@ -394,7 +392,8 @@ def test_the_relaying_worker_restarted_alone_ends_its_relays_at_a_request_s_end(
             started = time.monotonic()
             on.apply("PUT", "/config/applications/a/environment", {"RESTARTED": "1"})
             on.server.wait_log(r"worker \d+ of a ready \(pid \d+, generation 2\)")
-            time.sleep(0.2)  # (the watch's EOF reaches b's worker)
+            b_pid = on.pid("b")  # its worker read the watch's EOF:
+            on.server.wait_log(rf"\[{b_pid}\] \[DEBUG\] the worker relaying a connection drains")
             tls.sendall(get("/b/told?after"))
             answer = reader.response()
             assert told(answer)["app"] == "b" and answer.get("connection") == "close"
@@ -428,7 +427,7 @@ def tls_load(on: Relayed, stop: float, failures: list[str], served: list[int]) -
 
 def test_a_reload_and_a_stop_under_load_lose_no_relayed_request(ca) -> None:
     with short_dir() as directory:
-        on = Relayed(directory, tls_document(directory, ca), ca)
+        on = Relayed(directory, tls_document(directory, ca), ca, {"RELAY_MARKS": str(directory)})
         with on:
             failures: list[str] = []
             served: list[int] = []
@@ -452,7 +451,7 @@ def test_a_reload_and_a_stop_under_load_lose_no_relayed_request(ca) -> None:
             tls, reader = held_by(on, "a")
             with tls:
                 tls.sendall(get("/b/slow/1"))
-                time.sleep(0.3)
+                wait_for(lambda: (directory / f"slow-{on.pid('b')}").exists())
                 on.server.send(signal.SIGTERM)
                 assert told(reader.response())["app"] == "b"
                 reader.assert_closed()  # (after the drain's idle grace: clean, not a reset)

@@ -268,8 +268,12 @@ class RouteState(RequestSink):
     def _relay_drains(self) -> None:
         """The relaying worker closed its end of the watch: it drains (or is gone)."""
         assert self.watch is not None
-        self.conn.loop.remove_reader(self.watch.fileno())
+        conn = self.conn
+        conn.loop.remove_reader(self.watch.fileno())
         self.relay_draining = True
+        log = conn.plan.routing.log
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("the worker relaying a connection drains: its next request is its last")
 
     # -- parser sink ------------------------------------------------------------
 
