@@ -32,11 +32,12 @@ from typing import Any
 import pytest
 import trustme
 
+from tests.certificates import issue_files
 from tests.integration.control import short_dir
 from tests.integration.server import wait_for
 from tests.integration.test_http import Reader, Response, get
 from tests.integration.test_routed import Routed, chunked, request
-from tests.integration.test_tls import client, issue
+from tests.integration.test_tls import client
 from tests.integration.wsclient import TEXT, WebSocket, close_frame, frame, handshake_request
 
 pytestmark = pytest.mark.usefixtures("each_core")
@@ -57,16 +58,11 @@ def pattern(length: int) -> bytes:
     return (PATTERN * (length // len(PATTERN) + 1))[:length]
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
 def tls_document(
     directory: Path, ca: trustme.CA, settings: dict[str, Any] | None = None, **more: Any
 ) -> dict[str, Any]:
     """Three applications behind one TLS listener's routes, the certificate from ``ca``."""
-    chain, key = issue(ca, directory)
+    chain, key = issue_files(ca, directory)
     return {
         "listeners": {"127.0.0.1:0": {"pass": "routes"}},
         "routes": ROUTES,
