@@ -136,16 +136,21 @@ def test_a_worker_killed_under_load_leaves_the_count_usable() -> None:
         assert abs(paced(server, 40, 3.0).count(200) - 63) <= 6
 
 
-def test_a_handed_off_request_is_counted_once(tmp_path) -> None:
+LIMIT = {"rate": "600r/m", "burst": 5, "nodelay": True}
+
+
+@pytest.mark.parametrize("where", ["listener", "step"])
+def test_a_handed_off_request_is_counted_once(tmp_path, where: str) -> None:
+    listener: dict = {"pass": "routes"}
+    to_b: dict = {"pass": "applications/b"}
+    if where == "listener":
+        listener["rate_limit"] = LIMIT
+    else:
+        to_b["rate_limit"] = LIMIT
     document = {
-        "listeners": {
-            "127.0.0.1:0": {
-                "pass": "routes",
-                "rate_limit": {"rate": "600r/m", "burst": 5, "nodelay": True},
-            }
-        },
+        "listeners": {"127.0.0.1:0": listener},
         "routes": [
-            {"match": {"uri": "/b"}, "action": {"pass": "applications/b"}},
+            {"match": {"uri": "/b"}, "action": to_b},
             {"action": {"pass": "applications/a"}},
         ],
         "applications": {
@@ -159,6 +164,28 @@ def test_a_handed_off_request_is_counted_once(tmp_path) -> None:
         # the burst (5) and the first at once: 6, wherever each is served
         statuses = [get(server, "/b")[0] for _ in range(8)]
         assert statuses == [200] * 6 + [429] * 2
+        # a step's limit counts its step's requests only
+        assert get(server, "/")[0] == (429 if where == "listener" else 200)
+
+
+def test_a_steps_limit_on_a_return_and_a_share(tmp_path) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    once = {"rate": "1r/m", "status": 503}
+    document = {
+        "listeners": {"127.0.0.1:0": {"pass": "routes"}},
+        "routes": [
+            {"match": {"uri": "/r"}, "action": {"return": 204, "rate_limit": once}},
+            {"action": {"share": f"{tmp_path}$uri", "rate_limit": once}},
+        ],
+        "applications": {},
+    }
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(document))
+    with Server(f"--config={path}", bind=None) as server:
+        assert [get(server, "/r")[0] for _ in range(2)] == [204, 503]
+        assert get(server, "/a.txt")[0] == 200  # each step its own count
+        status, fields = get(server, "/a.txt")
+        assert (status, fields["retry-after"]) == (503, "60")
 
 
 def test_an_unknown_key_is_one_line() -> None:

@@ -7,8 +7,12 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from corral.filters import atomic
 from corral.filters.ratelimit import ADMITTED, RateTable
+from corral.routing import Limited, Respond, RouteError, compile_routes
+from corral.routing.request import RouteRequest
 
 SECOND = 1_000_000_000
 INTERVAL = SECOND // 10  # 10r/s
@@ -79,11 +83,28 @@ def test_a_process_killed_mid_update_leaves_the_table_usable() -> None:
         # (and, on the Python core, the table's lock held), the bucket not yet written
         try:
             atomic.lock(table.fd)
-            atomic.store(table.words, slot, mark)
+            atomic.store(table.view, slot, mark)
         finally:
             os.kill(os.getpid(), signal.SIGKILL)
     os.waitpid(pid, 0)
-    assert table.words[slot] == mark and table.words[slot + 1] == 0  # what it left
+    assert table.view[slot] == mark and table.view[slot + 1] == 0  # what it left
     assert table.take("e", 300.0, INTERVAL, 0, 0) == ADMITTED
     assert table.take("e", 300.0, INTERVAL, 0, 0) < 0
     assert table.take("f", 300.0, INTERVAL, 0, 0) == ADMITTED
+
+
+def test_a_steps_rate_limit_marks_its_action_and_mistakes_name_their_place() -> None:
+    limit = {"rate": "10r/s"}
+    router = compile_routes([{"action": {"return": 204, "rate_limit": limit}}])
+    request = RouteRequest("GET", b"/", [], ("127.0.0.1", 1), ("127.0.0.1", 80))
+    assert router.resolve("routes", request) == Limited(
+        Respond(204), "$.routes[0].action.rate_limit"
+    )
+    with pytest.raises(RouteError) as info:
+        compile_routes({"a": [{"action": {"pass": "routes/b", "rate_limit": limit}}], "b": []})
+    assert str(info.value) == (
+        "$.routes.a[0].action.rate_limit: on a pass to routes (or one built from variables): "
+        "put it on the steps it reaches"
+    )
+    with pytest.raises(RouteError, match=r"^\$\.routes\[0\]\.action\.rate_limit: "):
+        compile_routes([{"action": {"return": 204, "rate_limit": {"rate": "10/s"}}}])

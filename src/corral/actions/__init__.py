@@ -21,13 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.actions.application import to_application
+from corral.actions.limited import limited
 from corral.actions.respond import respond
 from corral.actions.share import share
-from corral.routing import Respond, Share, ToApplication
+from corral.routing import Limited, Respond, Share, ToApplication
 
 # (conn, exchange, action) -> True: the exchange joins the connection's pipeline
 HANDLERS: dict[type, Callable[[Any, Any, Any], bool]] = {
     ToApplication: to_application,
     Respond: respond,
     Share: share,
+    Limited: limited,
 }

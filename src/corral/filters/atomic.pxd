@@ -1,7 +1,7 @@
 # The compiled core's atomic.py: GCC's __atomic builtins on the shared words, no lock (a
 # compare-and-swap leaves every word whole whichever process dies when).
 
-cimport cython
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport uint64_t
 
 cdef extern from *:
@@ -22,9 +22,17 @@ cdef extern from *:
     """
     uint64_t corral_load64(uint64_t *word) nogil
     void corral_store64(uint64_t *word, uint64_t value) nogil
-    bint corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) nogil
     void corral_add64(uint64_t *word, uint64_t value) nogil
+    bint corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) nogil
 
+
+cdef inline uint64_t* words_of(object view) except NULL:
+    # the address of the words; the caller keeps `view` (its own export of the memory) alive
+    cdef Py_buffer buffer
+    PyObject_GetBuffer(view, &buffer, PyBUF_WRITABLE)
+    cdef uint64_t* words = <uint64_t*>buffer.buf
+    PyBuffer_Release(&buffer)
+    return words
 
 
 cdef inline void lock(int fd) noexcept:
@@ -35,26 +43,17 @@ cdef inline void unlock(int fd) noexcept:
     pass
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline uint64_t load(uint64_t[::1] words, Py_ssize_t index) noexcept:
-    return corral_load64(&words[index])
+cdef inline uint64_t load(uint64_t* words, Py_ssize_t index) noexcept:
+    return corral_load64(words + index)
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline void store(uint64_t[::1] words, Py_ssize_t index, uint64_t value) noexcept:
-    corral_store64(&words[index], value)
+cdef inline void store(uint64_t* words, Py_ssize_t index, uint64_t value) noexcept:
+    corral_store64(words + index, value)
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline bint swap(uint64_t[::1] words, Py_ssize_t index, uint64_t old,
-                       uint64_t new) noexcept:
-    return corral_swap64(&words[index], old, new)
+cdef inline void add(uint64_t* words, Py_ssize_t index, uint64_t value) noexcept:
+    corral_add64(words + index, value)
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline void add(uint64_t[::1] words, Py_ssize_t index, uint64_t value) noexcept:
-    corral_add64(&words[index], value)
+cdef inline bint swap(uint64_t* words, Py_ssize_t index, uint64_t old, uint64_t new) noexcept:
+    return corral_swap64(words + index, old, new)

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import fcntl
 
-__all__ = ["add", "load", "lock", "store", "swap", "unlock"]
+__all__ = ["add", "load", "lock", "store", "swap", "unlock", "words_of"]
+
+
+def words_of(view: memoryview) -> memoryview:
+    """What the operations below take: the shared memory's 64-bit words (compiled: their
+    address, valid while ``view`` is held)."""
+    return view
 
 
 def lock(fd: int) -> None:

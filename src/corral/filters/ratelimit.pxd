@@ -11,8 +11,8 @@ cdef class RateTable:
     cdef public Py_ssize_t slots
     cdef public int fd
     cdef object memory
-    cdef object view
-    cdef readonly uint64_t[::1] words
+    cdef readonly object view
+    cdef uint64_t* words
     cdef readonly Py_ssize_t mask
 
     @cython.locals(mark=uint64_t, at=cython.longlong, old=cython.longlong, tat=cython.longlong,

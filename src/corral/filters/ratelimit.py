@@ -54,7 +54,7 @@ class RateTable:
         os.posix_fallocate(self.fd, 0, (slots + 1) * SLOT_BYTES)
         self.memory = mmap.mmap(self.fd, (slots + 1) * SLOT_BYTES)
         self.view = memoryview(self.memory).cast("Q")
-        self.words: Any = self.view  # typed in ratelimit.pxd: the compiled core's word pointer
+        self.words: Any = atomic.words_of(self.view)  # compiled: a pointer to the first word
         self.mask = slots - 1
 
     def take(self, key: str, now: float, interval: int, tolerance: int, delay: int) -> int:
@@ -115,7 +115,6 @@ class RateTable:
         return atomic.load(self.words, REFUSED), atomic.load(self.words, DELAYED)
 
     def close(self) -> None:
-        self.words = None
         self.view.release()
         self.memory.close()
         os.close(self.fd)
@@ -143,9 +142,8 @@ class Limiter:
         """Count ``exchange``'s request: True when it is refused (its answer set: ``status``
         with ``Retry-After``); one let in over the rate waits (``exchange.not_before``)."""
         route = conn.route
-        if route is not None and route.counted_ahead:
-            route.counted_ahead = False  # the worker that handed the connection here counted it
-            return False
+        if route is not None and route.counted_ahead and route.begun == 1:
+            return False  # the worker that handed the connection here counted its first request
         if self.key is None:
             forwarded = exchange.forwarded
             if forwarded is not None and forwarded.address is not None:

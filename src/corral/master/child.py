@@ -141,6 +141,7 @@ def worker_main(fork: Fork) -> int:
         handoff_timeout=settings.handoff_timeout,
         board=pool.board,
         slot=slot,
+        route_limiters=pool.route_limiters,
     )
     return run_worker(spec)
 

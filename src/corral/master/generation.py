@@ -99,6 +99,7 @@ class Pool:
         self.tls: dict[str, Any] = {}
         self.served: dict[str, ListenerTls] = {}
         self.limiters: dict[str, Any] = {}  # the rate limit of each that has one
+        self.route_limiters: dict[str, Any] = {}  # ... and of each route step with one
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -273,12 +274,13 @@ class Generation:
 
             routes = None if doc.routes is msgspec.UNSET else doc.routes
             router = compile_routes(routes, applications=route_targets(doc.applications))
-        limits = limiters(doc, sockets) if sockets else {}  # (tables once there are sockets)
+        # (the tables once there are sockets: not for the first generation's check)
+        limits, step_limits = limiters(doc, sockets) if sockets else ({}, {})
         for pool in self.pools.values():
             pool.sockets = {}
             pool.tls = contexts
             pool.served = dict(served)
-            pool.limiters = limits
+            pool.limiters, pool.route_limiters = limits, step_limits
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():

@@ -24,6 +24,7 @@ __all__ = [
     "NOT_FOUND",
     "ROUTING_LOOP",
     "Action",
+    "Limited",
     "Respond",
     "Share",
     "ToApplication",
@@ -114,6 +115,17 @@ class Share(Action):
     def type_allowed(self, mime_type: str) -> bool:
         """Whether the ``types`` patterns admit ``mime_type`` (an unknown type is ``""``)."""
         return self.types is None or bool(self.types(mime_type))
+
+
+class Limited(Action):
+    """``action`` under the ``rate_limit`` of the step at ``path`` (corral's key): the worker
+    counts the request in that limit's table (its ``routing.limiters[path]``) first."""
+
+    __slots__ = ("action", "path")
+
+    def __init__(self, action: Action, path: str) -> None:
+        self.action = action
+        self.path = path
 
 
 NOT_FOUND = Respond(404)

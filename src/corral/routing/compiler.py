@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from corral.jsonpath import describe_value, member
-from corral.routing.actions import Respond, Share, ToApplication
+from corral.routing.actions import Limited, Respond, Share, ToApplication
 from corral.routing.conditions import compile_match
 from corral.routing.errors import RouteError, check_options, expect_object
 from corral.routing.patterns import MIME_TYPE_PATTERNS, as_bytes_str
@@ -203,6 +203,8 @@ class _Compiler:
 
     def action(self, action: Any, path: str) -> tuple[int, Any]:
         action = expect_object(action, path, "an action")
+        if "rate_limit" in action:
+            return self.limited_action(action, path)
         for option, why in _UNSUPPORTED_ACTION_OPTIONS.items():
             if option in action:
                 raise RouteError(f"{path}{member(option)}", why)
@@ -226,6 +228,33 @@ class _Compiler:
             return self.return_action(action, path)
         check_options(action, _SHARE_OPTIONS, path, "share action")
         return self.share_action(action, path)
+
+    def limited_action(self, action: dict[str, Any], path: str) -> tuple[int, Any]:
+        """An action with corral's ``rate_limit`` (nginx's ``limit_req`` in a ``location``):
+        the action itself, marked to be counted in the step's limit first."""
+        import msgspec  # (routing alone imports neither: the workers' routes never need them)
+
+        from corral.config.listener_limits import RateLimit
+
+        where = f"{path}.rate_limit"
+        try:
+            msgspec.convert(action["rate_limit"], RateLimit)
+        except msgspec.ValidationError as exc:
+            raise RouteError(where, str(exc)) from None
+        rest = {key: value for key, value in action.items() if key != "rate_limit"}
+        kind, payload = self.action(rest, path)
+        if kind == FINAL:
+            return FINAL, Limited(payload, where)
+        if kind == DYNAMIC and not isinstance(payload, DynamicPass):  # a share's paths
+
+            def limited(r: RouteRequest) -> Limited:
+                return Limited(payload(r), where)
+
+            return DYNAMIC, limited
+        raise RouteError(
+            where,
+            "on a pass to routes (or one built from variables): put it on the steps it reaches",
+        )
 
     def pass_action(self, value: Any, path: str) -> tuple[int, Any]:
         if not isinstance(value, str):

@@ -103,8 +103,11 @@ class Routing:
         timeout: float,
         log: logging.Logger,
         static: Any = None,
+        limiters: dict[str, Any] | None = None,
     ) -> None:
         self.router = router
+        # the rate limits of route steps (filters/ratelimit.Limiter), by the step's JSON path
+        self.limiters = limiters or {}
         self.application = application  # this worker's own application
         # the hand-off socket of every application, this worker's own too: a request a
         # retired worker routes to an application the same change removed goes there, to be
@@ -191,7 +194,7 @@ class RouteState(RequestSink):
         self.given_tls: dict[str, Any] | None = None
         self.initial = b""  # bytes a hand-off brought, parsed before the socket's
         self.hops = 0  # hand-offs the connection's first request has had
-        # its first request was counted by the rate limit of the worker that handed it here
+        # its first request was counted by the rate limits of the worker that handed it here
         self.counted_ahead = False
         self.local: Any = None
         self.raw: bytes | bytearray = b""
@@ -378,8 +381,9 @@ class RouteState(RequestSink):
         if tls is not None:  # the far end of a pair says nothing of the client by itself
             header["tls"] = tls
             header["local"] = self.local
-        if conn.limiter is not None:
-            header["counted"] = True  # the receiver does not count it again
+        if conn.limiter is not None or conn.plan.routing.limiters:
+            # its rate limits counted it here (the listener's, its step's): not again there
+            header["counted"] = True
         payload = bytes(self.raw)
         exchange.action.carried = len(payload)
         return encode_frame(header, payload)

@@ -140,6 +140,8 @@ class WorkerSpec:
     # this worker's place on it is its slot
     board: LoadBoard | None = None
     slot: int = 0
+    # the rate limits of the route steps that have one, by the step's JSON path (the master's)
+    route_limiters: dict[str, Any] = field(default_factory=dict)
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -455,6 +457,7 @@ class Worker:
             timeout=spec.handoff_timeout,
             log=self.log,
             static=spec.settings.static,
+            limiters=spec.route_limiters,
         )
 
     # -- once a second ------------------------------------------------------------
