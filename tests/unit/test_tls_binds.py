@@ -8,16 +8,9 @@ import pytest
 
 from corral.config import ConfigError, load, validate_document
 from corral.config.listener_tls import Tls
+from tests.unit.test_config import error_of
 
 TLS = ["--certfile", "site.pem", "--keyfile", "site.key"]
-
-
-def error_of(argv: list[str]) -> str:
-    with pytest.raises(ConfigError) as info:
-        load(argv)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 def test_insecure_binds_are_plain_listeners_beside_the_https_binds() -> None:
