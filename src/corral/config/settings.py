@@ -481,6 +481,11 @@ def _workers(value: int | str | Processes) -> int | Processes:
     return _cpu_count() if value == "auto" else int(value)
 
 
+def _string_list(value: list[str] | str) -> list[str]:
+    """A list in a file, or one string (on the command line, each flag's)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
 def _optional_binds(value: list[str] | str) -> list[BindAddress]:
     """`uwsgi_socket`, `insecure_bind`: like `bind`, but none at all is the default."""
     return _binds(value) if value else []
@@ -887,10 +892,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Timeouts", "All durations are in seconds and may be fractional."),
     ("Request limits", "Checked while the request is read, before memory is spent on it."),
     (
-        "Rate limits",
-        "Requests per client, nginx's `limit_req`, counted once for all the workers of a pool "
-        "(docs/limits.md): on every listener of the command line (a document's listener "
-        "says it with its own `rate_limit`).",
+        "Client limits",
+        "Which clients are served and how often, on every listener of the command line "
+        "(docs/limits.md): nginx's `limit_req`, counted once for all the workers of a pool "
+        "(a document's listener says it with its own `rate_limit`), and nginx's `allow` and "
+        "`deny` (a document says them with a route's `source`).",
     ),
     ("WebSocket", "WebSocket connections of ASGI applications (RFC 6455)."),
     (
@@ -1448,7 +1454,7 @@ SETTINGS: tuple[Setting, ...] = (
         "memory.",
         flags=("--body-buffer-size",), metavar="BYTES",
     ),
-    # -- Rate limits ----------------------------------------------------------------------------
+    # -- Client limits --------------------------------------------------------------------------
     Setting(
         "limit_rate", _RATES, _SRC, _NAME | None, None,
         "Requests per second or minute each client may send, as nginx writes a rate "
@@ -1491,6 +1497,26 @@ SETTINGS: tuple[Setting, ...] = (
         "Bytes of shared memory for the clients' counts, 16 per client (a MiB holds 65,536; "
         "nginx keeps about 16,000): when it is full the most refilled count is forgotten.",
         flags=("--limit-table-size",), metavar="BYTES",
+    ),
+    Setting(
+        "allow_from", _RATES, _SRC, list[str], [],
+        "Only clients of these addresses or networks (CIDR) are served, the others answered "
+        "`deny_status` (nginx's `allow ...; deny all;`); repeat for several. The client is "
+        "the address after `forwarded` and the PROXY protocol.",
+        flags=("--allow-from",), metavar="ADDRESS", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_string_list,
+    ),
+    Setting(
+        "deny_from", _RATES, _SRC, list[str], [],
+        "Clients of these addresses or networks are answered `deny_status` (nginx's "
+        "`deny`), whatever `allow_from` says; repeat for several.",
+        flags=("--deny-from",), metavar="ADDRESS", action=Action.APPEND,
+        accepts=list[str] | str, resolve=_string_list,
+    ),
+    Setting(
+        "deny_status", _RATES, _SRC, _int(ge=400, le=599), 403,
+        "The status a denied client gets (403 Forbidden, as nginx).",
+        flags=("--deny-status",), metavar="STATUS",
     ),
     # -- WebSocket ------------------------------------------------------------------------------
     Setting(

@@ -45,6 +45,7 @@ from corral.config.document import (
     member,
     validate_document,
 )
+from corral.config.gate_routes import REDIRECT, SERVED, client_gate, https_redirect
 from corral.config.given import Given
 from corral.config.listener_limits import RateLimit
 from corral.config.parser import (
@@ -418,8 +419,13 @@ def build_document(
     if from_files:  # under `env`
         resolved["env"] = from_files | resolved.get("env", {})
     routes = _static_routes(module, resolved, given)
+    gate = client_gate(resolved, given)
+    if gate:  # in front of the application (or of its static routes)
+        routes = gate + (routes or [{"action": {"pass": f"applications/{module}"}}])
     listeners = {str(bind): _listener(module, bind, trusted, routes) for bind in binds}
-    redirect = _https_redirect(binds, resolved, given)
+    redirect = https_redirect(binds, resolved, given)
+    if redirect and gate:
+        redirect = gate + redirect
     for address in resolved.pop("insecure_bind", None) or []:
         if str(address) in listeners:
             raise ConfigError(
@@ -428,7 +434,7 @@ def build_document(
             )
         listener = _listener(module, address, trusted, routes)
         if redirect:
-            listener["pass"] = f"routes/{_REDIRECT}"
+            listener["pass"] = f"routes/{REDIRECT}"
         listeners[str(address)] = listener | {"tls": False}
     for address in uwsgi:
         if str(address) in listeners:
@@ -448,8 +454,8 @@ def build_document(
     if redirect:  # named routes: the application's (maybe none) and the redirect
         for listener in listeners.values():
             if listener["pass"] == "routes":
-                listener["pass"] = f"routes/{_SERVED}"
-        data["routes"] = ({_SERVED: routes} if routes else {}) | {_REDIRECT: redirect}
+                listener["pass"] = f"routes/{SERVED}"
+        data["routes"] = ({SERVED: routes} if routes else {}) | {REDIRECT: redirect}
     elif routes:
         data["routes"] = routes
     for name, value in resolved.items():
@@ -521,38 +527,6 @@ def _rate_limit(resolved: dict[str, Any], given: Mapping[str, Given]) -> dict[st
         where = given[_RATE_LIMIT[key]].where if _RATE_LIMIT.get(key) in given else "limit_rate"
         raise ConfigError(f"{where}{words.removeprefix(key)}") from None
     return limit
-
-
-_SERVED, _REDIRECT = "served", "https_redirect"  # the route names `https_redirect` makes
-
-
-def _https_redirect(
-    binds: list[BindAddress], resolved: dict[str, Any], given: Mapping[str, Given]
-) -> list[dict[str, Any]]:
-    """With `https_redirect` (taken out of `resolved`), the route of the `insecure_bind`
-    listeners: every request sent to the first bind address over HTTPS, its method kept."""
-    if not resolved.pop("https_redirect", False):
-        return []
-    where = given["https_redirect"].where
-    if not resolved.get("insecure_bind"):
-        raise ConfigError(
-            f"{where}: redirects the plain listeners of insecure_bind to HTTPS: give one "
-            "(--insecure-bind ADDRESS)"
-        )
-    if resolved.get("certfile") is None:
-        raise ConfigError(f"{where}: redirects to HTTPS: give certfile and keyfile for the binds")
-    tcp = next((bind for bind in binds if bind.kind == "tcp"), None)
-    if tcp is None or tcp.port == 0:
-        raise ConfigError(
-            f"{where}: redirects to the port of the first bind address, which needs one "
-            f"(a TCP address with a port other than 0), not {binds[0] if binds else 'none'}"
-        )
-    port = "" if tcp.port == 443 else f":{tcp.port}"
-    location = f"https://$host{port}$request_uri"
-    return [  # 308 keeps a POST a POST (RFC 9110 15.4.9); 301 is what every client knows
-        {"match": {"method": ["GET", "HEAD"]}, "action": {"return": 301, "location": location}},
-        {"action": {"return": 308, "location": location}},
-    ]
 
 
 def _source(name: str, resolved: dict[str, Any]) -> Any:
