@@ -60,6 +60,7 @@ class FakeTransport:
         return 0
 
 
+LIMITER = None  # --rate-limit: a filters.ratelimit.Limiter
 PARSER = None  # the connection's default unless --llhttp
 STEPS = None  # the listener plan's body steps: --compression's (hello is below min_length)
 
@@ -281,6 +282,8 @@ def run(
         conn = routed_connection(state)
     elif forwarded:
         conn = HttpConnection(state, forwarded_plan())
+    elif LIMITER is not None:
+        conn = HttpConnection(state, ListenerPlan(("127.0.0.1", 8000), limiter=LIMITER))
     elif PARSER is not None:
         conn = HttpConnection(state, ListenerPlan(parser=PARSER))
     elif STEPS is not None:
@@ -340,6 +343,11 @@ def main() -> None:
         help="a listener with gzip and br configured (hello: below their min_length)",
     )
     parser.add_argument(
+        "--rate-limit",
+        action="store_true",
+        help="a listener with a rate limit the client stays inside (--limit-rate's)",
+    )
+    parser.add_argument(
         "--llhttp",
         action="store_true",
         help="parse with the llhttp parser corral had before its own (tests/llhttp_oracle.py)",
@@ -355,6 +363,12 @@ def main() -> None:
             types=["text/*"], compressors=[Compressor(encoding="gzip"), Compressor(encoding="br")]
         )
         STEPS = Compress(build_rules(setting))
+    if args.rate_limit:
+        global LIMITER
+        from corral.filters.ratelimit import Limiter, RateTable
+
+        # a request a nanosecond, a burst of a million: every request counted, none refused
+        LIMITER = Limiter(RateTable(1 << 20), 1, 1_000_000, 1_000_000, 429, None)
     if args.llhttp:
         global PARSER
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

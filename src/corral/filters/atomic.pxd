@@ -35,6 +35,15 @@ cdef inline uint64_t* words_of(object view) except NULL:
     return words
 
 
+cdef inline uint64_t mark_of(str key) except? 0:
+    cdef uint64_t mark = <uint64_t>hash(key)
+    return mark if mark != 0 else 1
+
+
+cdef inline long long nanoseconds(double seconds) noexcept:
+    return <long long>(seconds * 1e9)
+
+
 cdef inline void lock(int fd) noexcept:
     pass
 

@@ -6,13 +6,23 @@ from __future__ import annotations
 
 import fcntl
 
-__all__ = ["add", "load", "lock", "store", "swap", "unlock", "words_of"]
+__all__ = ["add", "load", "lock", "mark_of", "nanoseconds", "store", "swap", "unlock", "words_of"]
 
 
 def words_of(view: memoryview) -> memoryview:
     """What the operations below take: the shared memory's 64-bit words (compiled: their
     address, valid while ``view`` is held)."""
     return view
+
+
+def mark_of(key: str) -> int:
+    """A key's word in the table: its keyed hash (the same in every process forked from the
+    master), never 0, which marks a free slot."""
+    return (hash(key) & 0xFFFF_FFFF_FFFF_FFFF) or 1
+
+
+def nanoseconds(seconds: float) -> int:
+    return int(seconds * 1e9)
 
 
 def lock(fd: int) -> None:

@@ -5,6 +5,8 @@ cimport cython
 from libc.stdint cimport uint64_t
 
 from corral.filters cimport atomic
+from corral.server cimport clock
+from corral.server.exchange cimport Exchange
 
 
 cdef class RateTable:
@@ -35,5 +37,5 @@ cdef class Limiter:
     cdef public object key
 
     @cython.locals(now=double, wait=cython.longlong, retry=cython.longlong, route=object)
-    cpdef bint refuses(self, object conn, object exchange) except -1
-    cpdef str _templated(self, object conn, object exchange)
+    cpdef bint refuses(self, object conn, Exchange exchange) except -1
+    cpdef str _templated(self, object conn, Exchange exchange)

@@ -38,7 +38,6 @@ SLOT_BYTES = 16  # the key's hash, the bucket's arrival time (ns): two 64-bit wo
 PROBES = 8  # slots looked at from a key's hash: two cache lines
 ADMITTED = 0  # take(): served at once
 REFUSED, DELAYED = 0, 1  # the words of the counts, before the first slot
-_MASK64 = (1 << 64) - 1
 
 
 class RateTable:
@@ -62,8 +61,8 @@ class RateTable:
         request per ``interval`` ns with ``tolerance`` ns of burst, served at once while less
         than ``delay`` ns ahead: nanoseconds it waits (``ADMITTED``: none), or, refused, minus
         the nanoseconds until it would be admitted."""
-        mark = (hash(key) & _MASK64) or 1
-        at = int(now * 1e9)
+        mark = atomic.mark_of(key)
+        at = atomic.nanoseconds(now)
         atomic.lock(self.fd)
         try:
             slot = self._slot(mark)
