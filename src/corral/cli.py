@@ -22,7 +22,7 @@ import sys
 from functools import partial
 
 from corral import __version__, core
-from corral.config import ConfigError, Document, dump_document, format_help, parse_command_line
+from corral.config import ConfigError, Document, document_builtins, format_help, parse_command_line
 from corral.config.sources import CommandLine
 from corral.observe.errorlog import LOGGER_NAME
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     if command.check_config:
         if command.config_note is not None:
             print(f"corral: {command.config_note}", file=sys.stderr)
-        _output(dump_document(doc) + "\n")
+        _output(_shown(doc) + "\n")
         return 0
     from corral.master import daemon
     from corral.master.generation import Origin
@@ -122,3 +122,13 @@ def _emperor_base(command: CommandLine, directory: str) -> Document:
         where = "--emperor" if command.emperor is not None else f"{command.config_path}: emperor"
         raise ConfigError(f"{where}: {directory}: not a directory")
     return command.emperor_document()
+
+
+def _shown(doc: Document) -> str:
+    """The document as --check-config prints it: indented JSON, secrets masked."""
+    import msgspec
+
+    from corral.config.settings import masked
+
+    text = msgspec.json.encode(masked(document_builtins(doc)))
+    return msgspec.json.format(text, indent=2).decode()

@@ -149,3 +149,35 @@ def test_ctl_uploads_a_bundle_from_its_files():
             assert deleted.returncode == 0 and "Certificate deleted." in deleted.stdout
             assert Control.of(server).get("/certificates").json == {}
             assert server.stop() == 0
+
+
+def test_a_keys_password_is_masked_in_answers_and_kept_when_sent_back(ca, certificate) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    from tests.integration.server import run_cli
+    from tests.integration.test_tls import client, https_get
+
+    chain, key = certificate
+    private = serialization.load_pem_private_key(key.read_bytes(), None)
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"s3cret-pw"),
+        )
+    )
+    flags = ["--certfile", str(chain), "--keyfile", str(key), "--keyfile-password", "s3cret-pw"]
+    shown = run_cli("tls_apps:wsgi", *flags, "--check-config")
+    assert '"keyfile_password": "********"' in shown.stdout and "s3cret-pw" not in shown.stdout
+    with short_dir() as directory:
+        server = Server("tls_apps:wsgi", *flags, f"--state-dir={directory / 'state'}")
+        with server:
+            control = Control.of(server)
+            document = control.get("/config").json
+            assert document["settings"]["keyfile_password"] == "********"
+            # sent back as shown: the same document (the mask as a password would not load
+            # the key, and the change would fail), still serving
+            assert control.put("/config", document).status == 200
+            assert control.get("/config").json["settings"]["keyfile_password"] == "********"
+            assert https_get(server, client(ca))[0] == 200
+            assert "s3cret-pw" not in server.stderr

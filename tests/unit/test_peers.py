@@ -83,7 +83,7 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--ssl-keyfile", "key.pem", WORKS, lambda d: settings(d)["keyfile"] == "key.pem"),
     ("--ssl-certfile", "cert.pem", WORKS, lambda d: settings(d)["certfile"] == "cert.pem"),
     ("--ssl-keyfile-password", "secret", WORKS,
-     lambda d: settings(d)["keyfile_password"] == "secret"),
+     lambda d: settings(d)["keyfile_password"] == "********"),  # set, and shown masked
     ("--ssl-version", "17", WORKS, None),  # Uvicorn's default: TLS, whatever its version
     ("--ssl-cert-reqs", "2", WORKS, lambda d: settings(d)["cert_reqs"] == 2),
     ("--ssl-ca-certs", "ca.pem", WORKS, lambda d: settings(d)["ca_certs"] == "ca.pem"),
@@ -147,7 +147,7 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--ssl-certificate", "cert.pem", WORKS, lambda d: settings(d)["certfile"] == "cert.pem"),
     ("--ssl-keyfile", "key.pem", WORKS, lambda d: settings(d)["keyfile"] == "key.pem"),
     ("--ssl-keyfile-password", "secret", WORKS,
-     lambda d: settings(d)["keyfile_password"] == "secret"),
+     lambda d: settings(d)["keyfile_password"] == "********"),  # set, and shown masked
     ("--ssl-protocol-min", "tls1.3", WORKS, lambda d: settings(d)["tls_min_version"] == "1.3"),
     ("--ssl-ca", "ca.pem", WORKS, lambda d: settings(d)["ca_certs"] == "ca.pem"),
     ("--ssl-crl", "crl.pem", REFUSED, None),

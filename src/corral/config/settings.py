@@ -481,6 +481,31 @@ def _workers(value: int | str | Processes) -> int | Processes:
     return _cpu_count() if value == "auto" else int(value)
 
 
+# settings whose values are secrets: shown as MASK (--check-config, GET /config); a document
+# sent back with MASK keeps the value it had (control/api.py)
+SECRETS = ("keyfile_password",)
+MASK = "********"
+
+
+def masked(data: dict[str, Any]) -> dict[str, Any]:
+    """A document's builtins (``document_builtins``) with each secret set shown as MASK."""
+    settings = data.get("settings") or {}
+    for name in SECRETS:
+        if settings.get(name) is not None:
+            settings[name] = MASK
+    return data
+
+
+def unmasked(data: Any, before: dict[str, Any]) -> Any:
+    """A document's builtins as sent back: a secret still MASK keeps ``before``'s value."""
+    settings = data.get("settings") if isinstance(data, dict) else None
+    if isinstance(settings, dict):
+        for name in SECRETS:
+            if settings.get(name) == MASK:
+                settings[name] = (before.get("settings") or {}).get(name)
+    return data
+
+
 def _string_list(value: list[str] | str) -> list[str]:
     """A list in a file, or one string (on the command line, each flag's)."""
     return [value] if isinstance(value, str) else list(value)

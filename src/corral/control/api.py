@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from corral.config import ConfigError, Document, document_builtins, validate_document
+from corral.config.settings import masked, unmasked
 from corral.control import certificates, stacks, tree
 from corral.master.arbiter import Arbiter
 from corral.master.generation import ROUTES_POOL, ApplyFailed
@@ -131,7 +132,7 @@ async def _config(
     arbiter: Arbiter, method: str, path: str, segments: list[str], body: bytes
 ) -> Reply:
     if method == "GET":
-        return Reply(200, tree.get(_tree(arbiter.current.doc), segments))
+        return Reply(200, tree.get(masked(_tree(arbiter.current.doc)), segments))
     operation: Callable[[Any], Any]
     if method == "PUT":
         operation = partial(tree.put, segments=segments, value=tree.decode(body))
@@ -145,7 +146,8 @@ async def _config(
         return not_allowed(method, path, _CONFIG_METHODS)
 
     def change(doc: Document) -> Document:
-        changed = validate_document(operation(_tree(doc)))
+        before = _tree(doc)
+        changed = validate_document(unmasked(operation(_tree(doc)), before))
         certificates.check_listeners(arbiter.control.certificates, changed)
         return changed
 
