@@ -73,7 +73,7 @@ UVICORN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--forwarded-allow-ips", "*", WORKS,
      lambda d: listener(d)["forwarded"]["source"] == ANY_ADDRESS),
     ("--root-path", "/api/", WORKS, lambda d: app(d)["root_path"] == "/api"),
-    ("--limit-concurrency", "100", REFUSED, None),
+    ("--limit-concurrency", "100", WORKS, lambda d: settings(d)["limit_concurrency"] == 100),
     ("--backlog", "64", WORKS, lambda d: settings(d)["backlog"] == 64),
     ("--limit-max-requests", "100", WORKS, lambda d: app(d)["limits"]["requests"] == 100),
     ("--limit-max-requests-jitter", "10", WORKS, lambda d: app(d)["max_requests_jitter"] == 10),
@@ -118,7 +118,7 @@ GRANIAN_FLAGS: list[tuple[str, str | None, str, Check | None]] = [
     ("--loop", "asyncio", WORKS, lambda d: settings(d)["loop"] == "asyncio"),
     ("--task-impl", "rust", ACCEPTED, None),
     ("--backlog", "256", WORKS, lambda d: settings(d)["backlog"] == 256),
-    ("--backpressure", "100", REFUSED, None),
+    ("--backpressure", "100", WORKS, lambda d: settings(d)["limit_concurrency"] == 100),
     ("--http1-buffer-size", "65536", WORKS, lambda d: settings(d)["limit_request_head"] == 65536),
     ("--http1-header-read-timeout", "2500", WORKS,
      lambda d: settings(d)["http"]["header_read_timeout"] == 2.5),
@@ -459,9 +459,6 @@ def test_bind_and_host_from_one_source_are_refused(capsys, tmp_path, monkeypatch
          'milliseconds (an int), got "2.5"'),
         (["--ssl-certfile", "/nonexistent/c.pem"], "certfile /nonexistent/c.pem: No such file "
          "or directory"),
-        (["--limit-concurrency", "10"], "--limit-concurrency: Uvicorn's option is not "
-         "supported: limits on connections and requests at once are not supported yet "
-         "(planned: issue 34); until then an ASGI worker serves every connection it accepts"),
         # a flag Gunicorn has too: named after every server that has it
         (["--http2-max-frame-size", "1"], "--http2-max-frame-size: Gunicorn's and Granian's "
          "option is not supported: HTTP/2 is not supported yet"),

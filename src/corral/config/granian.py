@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from corral.config.peers import HTTP2, LIMITS, Name, Unsupported, entry
+from corral.config.peers import HTTP2, Name, Unsupported, entry
 from corral.config.settings import Invalid
 from corral.config.uvicorn import SHARED
 
@@ -104,7 +104,8 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--task-impl", instead="corral runs ASGI requests as asyncio tasks",
           same=("asyncio",), accept=True),
     SHARED["--backlog"],
-    _flag("--backpressure", instead=LIMITS),
+    _flag("--backpressure", "limit_concurrency",
+          "a worker's open connections before it sheds a request (503, Retry-After)"),
     _flag("--http1-buffer-size", "limit_request_head",
           "the largest request head (its line and fields together); a larger one gets 431"),
     _flag("--http1-header-read-timeout", "header_timeout", convert=_milliseconds),

@@ -32,7 +32,6 @@ from corral.config.settings import Invalid
 
 __all__ = [
     "HTTP2",
-    "LIMITS",
     "Mapped",
     "Name",
     "Reading",
@@ -45,12 +44,6 @@ __all__ = [
 
 # What corral does instead, in the words every table uses.
 HTTP2 = "HTTP/2 is not supported yet (corral speaks HTTP/1.1); terminate HTTP/2 in a proxy"
-LIMITS = (
-    "limits on connections and requests at once are not supported yet (planned: issue 34); "
-    "until then an ASGI worker serves every connection it accepts, one request at a time on "
-    "each, and a WSGI worker runs --threads requests at once and reads no more meanwhile "
-    "(--workers sets how many workers share the load)"
-)
 
 
 class Unsupported(Exception):

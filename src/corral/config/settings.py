@@ -1524,6 +1524,13 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--limit-table-size",), metavar="BYTES",
     ),
     Setting(
+        "limit_concurrency", _RATES, _S, _int(ge=0), 0,
+        "A worker holding more open connections than this sheds the request: 503 with "
+        "`Retry-After: 1`, the connection closed after it, rather than a queue that grows "
+        "(Uvicorn's `--limit-concurrency`, Granian's `--backpressure`). 0: no limit.",
+        flags=("--limit-concurrency",), metavar="INT",
+    ),
+    Setting(
         "allow_from", _RATES, _SRC, list[str], [],
         "Only clients of these addresses or networks (CIDR) are served, the others answered "
         "`deny_status` (nginx's `allow ...; deny all;`); repeat for several. The client is "
@@ -1763,7 +1770,8 @@ SETTINGS: tuple[Setting, ...] = (
         "syntax when it has a `$` (`$remote_addr`, `$time_local`, `$request_line`, `$status`, "
         "`$body_bytes_sent`, `$header_NAME`, `$request_time`, `$method`, `$request_uri`, "
         "`$uri`, `$host`, and corral's `$refusal`, `%({refusal}u)s` in atoms: why the server "
-        "answered itself, `rate_limit` or `-`); the default is Apache's combined format.",
+        "answered itself, `rate_limit`, `overload` or `-`); the default is Apache's combined "
+        "format.",
         flags=("--access-logformat",), metavar="FORMAT", resolve=_access_format,
         key="access_log.format", view=_our_access_format,
     ),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from corral.config.peers import HTTP2, LIMITS, Name, entry
+from corral.config.peers import HTTP2, Name, entry
 
 __all__ = ["FLAGS", "SHARED", "VERSION"]
 
@@ -74,7 +74,7 @@ FLAGS: dict[str, Name] = {n.name: n for n in (
     _flag("--no-date-header", "date_header", value=False, constant=False),
     _flag("--forwarded-allow-ips", "forwarded_allow_ips"),
     _flag("--root-path", "root_path"),
-    _flag("--limit-concurrency", instead=LIMITS),
+    _both("--limit-concurrency", "limit_concurrency"),
     _both("--backlog", "backlog"),
     _flag("--limit-max-requests", "max_requests"),
     _flag("--limit-max-requests-jitter", "max_requests_jitter"),

@@ -32,6 +32,7 @@ cdef class ServerState:
     cdef public Py_ssize_t accepted
     cdef public Py_ssize_t closed
     cdef public Py_ssize_t retire_after
+    cdef public Py_ssize_t max_connections
     cdef public object on_retire
     cdef public object on_client_gone
     cdef public object loop

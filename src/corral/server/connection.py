@@ -43,6 +43,7 @@ from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.response import build_head
 from corral.server import clock
 from corral.server.exchange import Exchange
+from corral.server.overload import shed
 from corral.server.plan import PLAIN, ListenerPlan
 from corral.server.sendfile import SendfileJob
 
@@ -114,6 +115,9 @@ class ServerState:
         self.accepted = 0  # connections, counted once each for the control API's status
         self.closed = 0
         self.retire_after = 0  # tell the adapter's owner when `served` reaches it; 0: never
+        # Uvicorn's --limit-concurrency: more open connections than this, a request is shed
+        # (503, Retry-After, closed: server/overload.py); 0: no limit
+        self.max_connections = 0
         self.on_retire: Callable[[], None] | None = None
         # told when a client closes its side of a connection that stays open for the answers
         # still due (a balanced pool's `connections`: it then no longer counts as held)
@@ -315,8 +319,10 @@ class HttpConnection(RequestSink):
             exchange.copies_files = True
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
-        if self.limiter is not None and self.limiter.refuses(self, exchange):
-            self._enqueue(exchange)  # answered in its turn by the limit's refusal
+        if (self.limiter is not None and self.limiter.refuses(self, exchange)) or (
+            self.server.max_connections and shed(self, exchange)
+        ):
+            self._enqueue(exchange)  # answered in its turn by the refusal
             return
         if self.route is not None and not self.route.route(exchange):
             return  # the route's action took it elsewhere (a hand-off)

@@ -275,6 +275,7 @@ class Worker:
             send_timeout=settings.send_timeout,
             on_finish=self._on_finish(),
         )
+        state.max_connections = settings.limit_concurrency
         if spec.max_requests:
             state.retire_after = spec.max_requests
             state.on_retire = self._retire
