@@ -28,6 +28,7 @@ TWINS = [
     "corral.server.connection",
     "corral.server.routed",
     "corral.server.acceptor",
+    "corral.server.tlstransport",
     "corral.apps.wsgi.environ",
     "corral.apps.wsgi.response",
     "corral.apps.wsgi.runner",

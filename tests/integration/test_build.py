@@ -52,6 +52,7 @@ COMPILED = [
     "corral/server/connection",
     "corral/server/exchange",
     "corral/server/routed",
+    "corral/server/tlstransport",
     "corral/static/answer",
     "corral/static/files",
 ]

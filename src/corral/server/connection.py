@@ -275,11 +275,11 @@ class HttpConnection(RequestSink):
             self._dispatch()
 
     def eof_received(self) -> bool | None:
-        # A half-closed client still gets the answers to what it sent in full; a
-        # request whose head or body will now never be complete is dropped.
-        # (over TLS the transport closes whatever this says: then it says nothing)
+        # A half-closed client still gets the answers to what it sent in full (over TLS
+        # too: corral's TLS transport keeps its side open on True); a request whose head or
+        # body will now never be complete is dropped.
         if self._abandon_receiving(400):
-            return None if self.encrypted else True
+            return True
         if self.active is None and not self.pipeline:
             self.close()
         else:
@@ -288,7 +288,7 @@ class HttpConnection(RequestSink):
             server.adapter.client_gone(self)
             if server.on_client_gone is not None:
                 server.on_client_gone(self)
-        return None if self.encrypted else True
+        return True
 
     def pause_writing(self) -> None:
         self.write_paused = True

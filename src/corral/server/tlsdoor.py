@@ -32,10 +32,12 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any
 
 from corral.http.proxyheader import ProxyHeaderError, ProxyHeaderParser
 from corral.server.proxied import describe_peer
+from corral.server.tlstransport import TlsTransport
 
 __all__ = ["PLAIN_HTTP_ANSWER", "TlsAcceptor", "TlsDoor"]
 
@@ -85,10 +87,13 @@ class TlsDoor:
         _Arrival(self, sock, connect, failed).start()
 
     async def _opened(self, making: Coroutine[Any, Any, Any]) -> Any:
+        """The socket's plain transport made (its handshake then begins), or not: then the
+        connection no longer arrives (a made one does until its handshake ends)."""
         try:
             return await making
-        finally:
+        except BaseException:
             self.arriving -= 1
+            raise
 
 
 class _Arrival:
@@ -203,16 +208,19 @@ class _Arrival:
                 conn.given_client = client
                 return conn
 
-        self.connect(
-            door._opened(
-                door.loop.connect_accepted_socket(
-                    factory,
-                    self.sock,
-                    ssl=door.context,
-                    ssl_handshake_timeout=door.timeout,
-                )
-            )
-        )
+        def transport() -> TlsTransport:
+            return TlsTransport(door.loop, door.context, factory, door.timeout, self._finished)
+
+        self.connect(door._opened(door.loop.connect_accepted_socket(transport, self.sock)))
+
+    def _finished(self, ok: bool, exc: BaseException | None) -> None:
+        """The handshake ended: the connection is made (``ok``), or the client is gone."""
+        door = self.door
+        door.arriving -= 1
+        if not ok:
+            # the client's doing (a bad certificate, a timeout, a protocol it may not use)
+            door.log.debug("TLS handshake failed: %s", exc)
+            self.failed()
 
     def _late(self) -> None:
         self.timer = None
@@ -255,7 +263,6 @@ class TlsAcceptor:
         self._door = door
         self._reading = False
         self._closed = False
-        self._making: set[asyncio.Task[Any]] = set()
 
     def start(self) -> None:
         if not self._reading and not self._closed:
@@ -292,16 +299,18 @@ class TlsAcceptor:
             self._loop.remove_reader(self._sock.fileno())
             self._loop.call_later(0.1, self.start)
 
-    def _connect(self, making: Coroutine[Any, Any, Any]) -> None:
-        task = self._loop.create_task(making)
-        self._making.add(task)
-        task.add_done_callback(self._made)
-
-    def _made(self, task: asyncio.Task[Any]) -> None:
-        self._making.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # a failed handshake: the client's (a bad certificate, a timeout); it is closed
-            self._door.log.debug("TLS handshake failed: %s", task.exception())
+    def _connect(self, making: Coroutine[Any, Any, Any], _: Any = None) -> None:
+        """Drive ``connect_accepted_socket`` without a task (as
+        `corral.server.acceptor.BalancedAcceptor._step` does): it only waits for its
+        transport's first callback."""
+        try:
+            waiting = making.send(None)
+        except StopIteration:
+            return  # the socket's transport is made: the handshake goes on there
+        except Exception as exc:  # the client went away before its transport was set up
+            self._door.log.debug("accepted connection failed: %s", exc)
+            return
+        waiting.add_done_callback(partial(self._connect, making))
 
 
 def _nothing() -> None:
