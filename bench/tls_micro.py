@@ -82,6 +82,9 @@ def serve(args: argparse.Namespace) -> None:
         tls_min_version="1.2",
     )
     context = listener_context(settings)
+    tickets = os.environ.get("TLS_MICRO_TICKETS")
+    if tickets:  # TLS 1.3 session tickets sent after each full handshake (OpenSSL's default: 2)
+        context.num_tickets = int(tickets)
     adapter = WsgiAdapter(
         application, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log
     )
@@ -109,7 +112,13 @@ def serve(args: argparse.Namespace) -> None:
     state.on_retire = loop.stop
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     Path(args.port_file).write_text(str(sock.getsockname()[1]))
-    loop.run_forever()
+    profile = os.environ.get("TLS_MICRO_PROFILE")  # a file: cProfile's statistics of the run
+    if profile:
+        import cProfile
+
+        cProfile.runctx("loop.run_forever()", globals(), {"loop": loop}, profile)
+    else:
+        loop.run_forever()
     print(json.dumps({"served": state.served}), flush=True)
     os._exit(0)  # no teardown: callgrind counts the requests, not the exit
 
@@ -117,7 +126,13 @@ def serve(args: argparse.Namespace) -> None:
 def loop_transport() -> None:
     """Hand the door's connections to the loop's own TLS transport, as corral did before its
     own (``connect_accepted_socket(ssl=...)``; the connection then cannot half-close)."""
+    import logging
+
     from corral.server import tlsdoor
+
+    # corral's connection keeps its side open after the client's EOF (True from eof_received),
+    # which the loop's TLS transports cannot do: they warn once per connection, not counted
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
     def hand_over(arrival: tlsdoor._Arrival) -> None:
         arrival._stop()
@@ -207,9 +222,9 @@ def instructions(transport: str, load: str, cert: tuple[str, str], requests: int
     raise SystemExit(f"no callgrind count: {err[-2000:]}")
 
 
-def cpu_ticks(pid: int) -> int:
+def cpu_ticks(pid: int) -> tuple[int, int]:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime, clock ticks
+    return int(fields[11]), int(fields[12])  # utime, stime: clock ticks
 
 
 def measure_cpu(
@@ -233,13 +248,34 @@ def measure_cpu(
     else:
         requests = int(text.split(" requests in ")[0].split()[-1])
         rps = float(text.split("Requests/sec:")[1].split()[0])
-    seconds = (after - before) / os.sysconf("SC_CLK_TCK")
-    return {"rps": rps, "us_per_request": seconds / requests * 1e6}
+    tick = os.sysconf("SC_CLK_TCK")
+    user = (after[0] - before[0]) / tick / requests * 1e6
+    system = (after[1] - before[1]) / tick / requests * 1e6
+    return {"rps": rps, "us_per_request": user + system, "user_us": user, "system_us": system}
+
+
+def measure_idle(transport: str, cert: tuple[str, str]) -> dict[str, object]:
+    """The server's RSS with 1,000 idle TLS connections (tls_load.idle_connections)."""
+    import tls_load
+
+    proc, port, _ = start_server(transport, "idle", cert, 1 << 60, [])
+
+    def rss_kib() -> int:
+        for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    try:
+        return tls_load.idle_connections("127.0.0.1", port, rss_kib)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("count", "cpu", "serve"))
+    parser.add_argument("mode", choices=("count", "cpu", "idle", "serve"))
     parser.add_argument("--transport", default=",".join(TRANSPORTS))
     parser.add_argument("--load", default=",".join(LOADS))
     parser.add_argument("--kind", default="ecdsa", help="ecdsa or rsa (bench/out/tls/)")
@@ -263,6 +299,12 @@ def main() -> None:
     transports = args.transport.split(",")
     loads = args.load.split(",")
     results: dict[str, dict[str, object]] = {}
+    if args.mode == "idle":
+        for transport in transports:
+            idle = measure_idle(transport, cert)  # type: ignore[arg-type]
+            print(f"idle      {transport:8} {idle['kib_per_connection']} KiB per connection {idle}")
+            results.setdefault("idle", {})[transport] = idle
+        loads = []
     for load in loads:
         for transport in transports:
             if args.mode == "count":
@@ -282,10 +324,12 @@ def main() -> None:
             for transport, runs in rounds.items():
                 rps = statistics.median(r["rps"] for r in runs)
                 us = statistics.median(r["us_per_request"] for r in runs)
+                user = statistics.median(r["user_us"] for r in runs)
+                system = statistics.median(r["system_us"] for r in runs)
                 each = " / ".join(f"{r['rps']:,.0f}" for r in runs)
                 print(
                     f"{load:9} {transport:8} {rps:>9,.0f} req/s ({each}), "
-                    f"{us:6.1f} us CPU per request",
+                    f"{us:6.1f} us CPU per request (user {user:.1f}, system {system:.1f})",
                     flush=True,
                 )
                 results.setdefault(load, {})[transport] = {"rps": rps, "us": us, "rounds": runs}

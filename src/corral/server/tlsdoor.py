@@ -1,28 +1,25 @@
 """What comes before the TLS handshake on an HTTPS listener: the PROXY header, and a client
 that speaks plain HTTP to the HTTPS port.
 
-The loop's TLS transport takes the first byte it reads for the handshake's, so the
-connections of an HTTPS listener are accepted here and looked at first (`TlsDoor.admit`),
-without reading what belongs to the handshake: the socket's first bytes are peeked at
-(``MSG_PEEK``) when they arrive.
+The connections of an HTTPS listener are accepted here (`TlsAcceptor`, or a balanced pool's
+`corral.server.acceptor.BalancedAcceptor`) and admitted (`TlsDoor.admit`) to corral's TLS
+transport (`corral.server.tlstransport.TlsTransport`), which makes the handshake within
+``tls_handshake_timeout`` of the accept and then the connection (`HttpConnection`):
 
-- On a listener with the PROXY protocol the header is read from the socket, exactly its bytes
-  and no more (the peer checked against ``proxy_allow_from`` first, as on a plain listener:
-  `corral.server.proxied`); the client it names becomes the connection's peer
-  (`HttpConnection.given_client`).
-- A TLS record (0x16, a handshake's first byte) hands the socket to the loop's TLS transport
-  (``connect_accepted_socket`` with the listener's context), which makes the handshake within
-  ``tls_handshake_timeout`` and then makes the connection (`HttpConnection`) as any other.
-- An upper-case letter, the start of a request line, gets a 400 saying that plain HTTP was
-  sent to an HTTPS port (nginx answers so too), and the connection is closed; anything else
-  is closed without a word.
+- Without the PROXY protocol the socket goes to the transport at once; it looks at the first
+  byte it reads: a TLS record (0x16, a handshake's first byte) begins the handshake; an
+  upper-case letter, the start of a request line, gets a 400 saying that plain HTTP was sent
+  to an HTTPS port (nginx answers so too), and the connection is closed; anything else is
+  closed without a word.
+- With it, the header is read here from the socket, exactly its bytes and no more (the peer
+  checked against ``proxy_allow_from`` first, as on a plain listener:
+  `corral.server.proxied`), the socket's first bytes peeked at (``MSG_PEEK``) when they
+  arrive; the client the header names becomes the connection's peer
+  (`HttpConnection.given_client`). What follows it is looked at as above, then the socket
+  goes to the transport.
 - Whatever a client sends, it must have said that much within ``tls_handshake_timeout`` of its
   accept, or it is closed. Nothing waits on a client: the door is a reader callback and a
-  timer per connection.
-
-`TlsAcceptor` is the accept loop of an HTTPS listener in a pool whose workers accept for
-themselves; a balanced pool's `corral.server.acceptor.BalancedAcceptor` admits its
-connections through the door too.
+  timer per connection (with the PROXY protocol), the transport a timer.
 """
 
 from __future__ import annotations
@@ -36,20 +33,14 @@ from functools import partial
 from typing import Any
 
 from corral.http.proxyheader import ProxyHeaderError, ProxyHeaderParser
+from corral.server.acceptor import Accepted
 from corral.server.proxied import describe_peer
-from corral.server.tlstransport import TlsTransport
+from corral.server.tlstransport import PLAIN_HTTP_ANSWER, TlsTransport
 
 __all__ = ["PLAIN_HTTP_ANSWER", "TlsAcceptor", "TlsDoor"]
 
 _HANDSHAKE = 0x16  # the content type of a TLS handshake record: every ClientHello starts so
 _PEEK = 16 + 65535  # at most a PROXY v2 header (its length field's most)
-_BODY = b"400 Bad Request: this port speaks HTTPS, and the request came as plain HTTP.\n"
-PLAIN_HTTP_ANSWER = (
-    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: "
-    + str(len(_BODY)).encode()
-    + b"\r\nConnection: close\r\n\r\n"
-    + _BODY
-)
 _BATCH = 16  # connections accepted per readiness of the listener
 
 
@@ -84,7 +75,33 @@ class TlsDoor:
         ``connect`` the coroutine that makes its TLS connection, else close it and call
         ``failed``."""
         self.arriving += 1
-        _Arrival(self, sock, connect, failed).start()
+        if self.proxy is not None:
+            _Arrival(self, sock, connect, failed).start()
+            return
+        connect(
+            self._opened(self.loop.connect_accepted_socket(partial(self._direct, failed), sock))
+        )
+
+    def _direct(self, failed: Callable[[], None]) -> TlsTransport:
+        """The transport of a connection without a PROXY header: it looks at the first byte
+        itself."""
+        return TlsTransport(
+            self.loop,
+            self.context,
+            self.factory,
+            self.timeout,
+            partial(self._finished, failed),
+            True,
+        )
+
+    def _finished(self, failed: Callable[[], None], ok: bool, exc: BaseException | None) -> None:
+        """A connection's handshake ended: the connection is made (``ok``), or not (the
+        client's doing: a bad certificate, a timeout, a protocol it may not use, no TLS)."""
+        self.arriving -= 1
+        if not ok:
+            if exc is not None:
+                self.log.debug("TLS handshake failed: %s", exc)
+            failed()
 
     async def _opened(self, making: Coroutine[Any, Any, Any]) -> Any:
         """The socket's plain transport made (its handshake then begins), or not: then the
@@ -208,19 +225,12 @@ class _Arrival:
                 conn.given_client = client
                 return conn
 
+        finished = partial(door._finished, self.failed)
+
         def transport() -> TlsTransport:
-            return TlsTransport(door.loop, door.context, factory, door.timeout, self._finished)
+            return TlsTransport(door.loop, door.context, factory, door.timeout, finished)
 
         self.connect(door._opened(door.loop.connect_accepted_socket(transport, self.sock)))
-
-    def _finished(self, ok: bool, exc: BaseException | None) -> None:
-        """The handshake ended: the connection is made (``ok``), or the client is gone."""
-        door = self.door
-        door.arriving -= 1
-        if not ok:
-            # the client's doing (a bad certificate, a timeout, a protocol it may not use)
-            door.log.debug("TLS handshake failed: %s", exc)
-            self.failed()
 
     def _late(self) -> None:
         self.timer = None
@@ -263,6 +273,7 @@ class TlsAcceptor:
         self._door = door
         self._reading = False
         self._closed = False
+        self._family = int(sock.family)
 
     def start(self) -> None:
         if not self._reading and not self._closed:
@@ -281,15 +292,17 @@ class TlsAcceptor:
     def _ready(self) -> None:
         for _ in range(_BATCH):
             try:
-                conn, _ = self._sock.accept()
+                fd, _ = self._sock._accept()  # type: ignore[attr-defined]  # as acceptor.py
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: back off, keep serving
                 self._door.log.error("accept failed: %s", exc)
                 self.close_for_a_while()
                 return
-            conn.setblocking(False)
-            if conn.family != socket.AF_UNIX:
+            # a socket whose family and type are plain numbers (acceptor.Accepted: no enum
+            # conversions); the loop or the door makes it non-blocking
+            conn = Accepted(self._family, socket.SOCK_STREAM, 0, fd)
+            if self._family != socket.AF_UNIX:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._door.admit(conn, self._connect, _nothing)
 

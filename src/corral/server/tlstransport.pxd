@@ -2,7 +2,7 @@
 
 cimport cython
 
-cdef int HANDSHAKE, OPEN, CLOSING, CLOSED
+cdef int FIRST, REFUSED, HANDSHAKE, OPEN, CLOSING, CLOSED, _HANDSHAKE_RECORD
 cdef Py_ssize_t READ_SIZE, MOST
 cdef object _READ_BUFFER, _WantRead, _SSLError
 
@@ -23,7 +23,8 @@ cdef class TlsTransport:
     cdef public object timer
     cdef public object tls
 
-    cpdef _received(self)
+    cpdef _received(self, data)
+    cpdef _refuse(self, int first)
     cpdef _handshake(self)
     @cython.locals(available=Py_ssize_t)
     cpdef _decrypt(self)

@@ -33,10 +33,22 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+FIRST = -1  # nothing read yet: the first byte says whether a handshake comes (the door's)
+REFUSED = -2  # not a handshake: answered (or not), the client's bytes dropped until it leaves
 HANDSHAKE = 0  # the TLS handshake is being made
 OPEN = 1  # the connection is made: records pass both ways
 CLOSING = 2  # closed by this side: the close_notify is sent after what is buffered
 CLOSED = 3  # the socket is closed, or closes now
+
+_HANDSHAKE_RECORD = 0x16  # the content type of a TLS handshake record: every ClientHello's
+_BODY = b"400 Bad Request: this port speaks HTTPS, and the request came as plain HTTP.\n"
+# what a client that speaks plain HTTP to an HTTPS port is told (nginx answers so too)
+PLAIN_HTTP_ANSWER = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: "
+    + str(len(_BODY)).encode()
+    + b"\r\nConnection: close\r\n\r\n"
+    + _BODY
+)
 
 READ_SIZE = 65536  # bytes read from the socket at once
 MOST = 1 << 17  # plaintext asked of OpenSSL at once at most (a record holds 16 KiB)
@@ -79,7 +91,10 @@ class TlsTransport:
         factory: Callable[[], Any],
         timeout: float,
         finished: Callable[[bool, BaseException | None], None],
+        first: bool = False,
     ) -> None:
+        """``first``: nothing was read from the socket yet (a listener without the PROXY
+        protocol): its first byte is looked at here, as `corral.server.tlsdoor` does."""
         self.loop = loop
         self.context = context
         self.factory = factory
@@ -91,7 +106,7 @@ class TlsTransport:
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
         self.protocol: Any = None  # the connection, once the handshake is made
-        self.state = HANDSHAKE
+        self.state = FIRST if first else HANDSHAKE
         self.timer: Any = None
         self.paused = False  # the connection paused reading
         self.peer_done = False  # the client's close_notify or EOF came (not told yet if paused)
@@ -108,16 +123,22 @@ class TlsTransport:
         return _READ_BUFFER
 
     def buffer_updated(self, count: int) -> None:
-        self.incoming.write(_READ_BUFFER[:count])
-        self._received()
+        if self.state == OPEN:
+            self.incoming.write(_READ_BUFFER[:count])
+            self._decrypt()
+        else:
+            self._received(_READ_BUFFER[:count])
 
     def data_received(self, data: bytes) -> None:  # a loop without buffered protocols
-        self.incoming.write(data)
-        self._received()
+        if self.state == OPEN:
+            self.incoming.write(data)
+            self._decrypt()
+        else:
+            self._received(data)
 
     def eof_received(self) -> bool:
         """The client closed its side of the socket (without a close_notify, or after it)."""
-        if self.state == HANDSHAKE:
+        if self.state == FIRST or self.state == HANDSHAKE:
             self._fail(ConnectionResetError("the client closed during the TLS handshake"))
             return False
         if self.state != OPEN:
@@ -132,7 +153,7 @@ class TlsTransport:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        if state == HANDSHAKE:
+        if state in (HANDSHAKE, FIRST):
             self.finished(False, exc)
             return
         protocol = self.protocol
@@ -150,13 +171,30 @@ class TlsTransport:
 
     # -- TLS ----------------------------------------------------------------------------------
 
-    def _received(self) -> None:
+    def _received(self, data: Any) -> None:
+        """``data`` read before the connection is open (or after it closed)."""
         state = self.state
-        if state == OPEN:
-            self._decrypt()
-        elif state == HANDSHAKE:
+        if state == FIRST:
+            first = data[0]
+            if first != _HANDSHAKE_RECORD:
+                self._refuse(first)
+                return
+            self.state = state = HANDSHAKE
+        if state == HANDSHAKE:
+            self.incoming.write(data)
             self._handshake()
-        # closing or closed: what the client sends now is nobody's (it stays in the BIO)
+        # refused, closing or closed: what the client sends now is nobody's
+
+    def _refuse(self, first: int) -> None:
+        """The first byte is no handshake's: a request line's (an upper-case letter) is told
+        that this port speaks HTTPS; the side that writes closes, and what the client sends
+        is dropped until it closes too (or the timer ends it): a close with its bytes unread
+        would be a reset, which may discard the answer on its way."""
+        self.state = REFUSED
+        if 0x41 <= first <= 0x5A:
+            self.raw.write(PLAIN_HTTP_ANSWER)
+        self.finished(False, None)
+        self.raw.write_eof()
 
     def _handshake(self) -> None:
         try:
@@ -219,8 +257,12 @@ class TlsTransport:
 
     def _late(self) -> None:
         self.timer = None
-        if self.state == HANDSHAKE:
+        state = self.state
+        if state in (HANDSHAKE, FIRST):
             self._fail(TimeoutError(f"no TLS handshake within {self.timeout:g} s"))
+        elif state == REFUSED:
+            self.state = CLOSED
+            self.raw.abort()  # a client that neither reads its 400 nor leaves
 
     def _fail(self, exc: BaseException) -> None:
         """The handshake failed: the socket closes (after the alert, if one was written)."""
@@ -256,7 +298,7 @@ class TlsTransport:
                 pass
             self._send()
             self.raw.close()
-        elif state == HANDSHAKE:
+        elif state in (HANDSHAKE, FIRST):
             self.abort()
 
     def abort(self) -> None:
