@@ -274,6 +274,8 @@ class TlsAcceptor:
         self._reading = False
         self._closed = False
         self._family = int(sock.family)
+        uvloop = type(loop).__module__.startswith("uvloop")
+        self._nodelay = self._family != socket.AF_UNIX and not uvloop
 
     def start(self) -> None:
         if not self._reading and not self._closed:
@@ -302,7 +304,7 @@ class TlsAcceptor:
             # a socket whose family and type are plain numbers (acceptor.Accepted: no enum
             # conversions); the loop or the door makes it non-blocking
             conn = Accepted(self._family, socket.SOCK_STREAM, 0, fd)
-            if self._family != socket.AF_UNIX:
+            if self._nodelay:  # (uvloop sets TCP_NODELAY itself)
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._door.admit(conn, self._connect, _nothing)
 

@@ -3,13 +3,15 @@
 cimport cython
 
 cdef int FIRST, REFUSED, HANDSHAKE, OPEN, CLOSING, CLOSED, _HANDSHAKE_RECORD
-cdef Py_ssize_t READ_SIZE, MOST
+cdef Py_ssize_t READ_SIZE, MOST, HOLD_MOST
 cdef object _READ_BUFFER, _WantRead, _SSLError
 
 cdef class TlsTransport:
     cdef public object context
     cdef public object factory
     cdef public object finished
+    cdef public bint holding
+    cdef public Py_ssize_t held
     cdef public object incoming
     cdef public object loop
     cdef public object outgoing

@@ -51,6 +51,7 @@ PLAIN_HTTP_ANSWER = (
 )
 
 READ_SIZE = 65536  # bytes read from the socket at once
+HOLD_MOST = 65536  # bytes held while reading, past which they are written all the same
 MOST = 1 << 17  # plaintext asked of OpenSSL at once at most (a record holds 16 KiB)
 
 # every TLS connection of a worker is read into this one buffer: the loop reads into it and
@@ -70,6 +71,8 @@ class TlsTransport:
         "context",
         "factory",
         "finished",
+        "held",
+        "holding",
         "incoming",
         "loop",
         "outgoing",
@@ -109,6 +112,8 @@ class TlsTransport:
         self.state = FIRST if first else HANDSHAKE
         self.timer: Any = None
         self.paused = False  # the connection paused reading
+        self.holding = False  # reading: what the connection writes is written after the read
+        self.held = 0  # bytes written by the connection since the last write to the socket
         self.peer_done = False  # the client's close_notify or EOF came (not told yet if paused)
 
     # -- the socket's side: the protocol of its plain transport ------------------------------
@@ -206,7 +211,9 @@ class TlsTransport:
             self._send()  # the alert saying why
             self._fail(exc)
             return
-        self._send()  # the last flight (TLS 1.2) or the session tickets (TLS 1.3)
+        # the last flight (TLS 1.2) or the session tickets (TLS 1.3) wait in the outgoing BIO
+        # for the first answer (the request often came with the client's last flight): one
+        # write for both
         self.state = OPEN
         if self.timer is not None:
             self.timer.cancel()
@@ -215,31 +222,40 @@ class TlsTransport:
         self.finished(True, None)
         protocol.connection_made(self)
         if self.state == OPEN and self.incoming.pending:
-            self._decrypt()  # the first request came with the client's last flight
+            self._decrypt()
+        elif self.outgoing.pending and self.state != CLOSED:
+            self._send()
 
     def _decrypt(self) -> None:
         """Hand the connection what the incoming BIO holds, record by record, while it reads;
         then the client's close_notify or EOF, if it came."""
         sslobj = self.sslobj
         incoming = self.incoming
-        while not self.paused and self.state == OPEN:
-            available = incoming.pending + sslobj.pending()
-            if available == 0:
-                break
-            try:
-                # plaintext is never longer than its record: `available` is enough
-                data = sslobj.read(available if available < MOST else MOST)
-            except _WantRead:
-                break  # a record not whole yet, or one without data (a key update)
-            except (_SSLError, OSError):
-                self.abort()  # a record that is not the client's (bad MAC): nothing to say
-                return
-            if not data:  # the client's close_notify
-                self.peer_done = True
-                break
-            self.protocol.data_received(data)
+        # what the connection writes meanwhile is encrypted and held in the outgoing BIO, then
+        # written at once (the answers to pipelined requests, an answer and its close_notify,
+        # the session tickets and the first answer: one write each)
+        self.holding = True
+        try:
+            while not self.paused and self.state == OPEN:
+                available = incoming.pending + sslobj.pending()
+                if available == 0:
+                    break
+                try:
+                    # plaintext is never longer than its record: `available` is enough
+                    data = sslobj.read(available if available < MOST else MOST)
+                except _WantRead:
+                    break  # a record not whole yet, or one without data (a key update)
+                except (_SSLError, OSError):
+                    self.abort()  # a record that is not the client's (bad MAC): nothing to say
+                    return
+                if not data:  # the client's close_notify
+                    self.peer_done = True
+                    break
+                self.protocol.data_received(data)
+        finally:
+            self.holding = False
         if self.outgoing.pending and self.state != CLOSED:
-            self._send()  # what reading made OpenSSL say (an answer to a key update)
+            self._send()
         if self.peer_done and not self.paused and self.state == OPEN:
             self.peer_done = False
             self._client_done()
@@ -251,6 +267,7 @@ class TlsTransport:
             self.close()
 
     def _send(self) -> None:
+        self.held = 0
         data = self.outgoing.read()
         if data:
             self.raw.write(data)
@@ -279,7 +296,11 @@ class TlsTransport:
         if self.state != OPEN or not data:
             return  # closed (as a closed transport, it drops what comes after)
         self.sslobj.write(data)
-        self.raw.write(self.outgoing.read())
+        if self.holding:
+            self.held += len(data)
+            if self.held < HOLD_MOST:
+                return
+        self._send()
 
     def writelines(self, pieces: Any) -> None:
         self.write(b"".join(pieces))
@@ -330,7 +351,9 @@ class TlsTransport:
         return not self.paused and self.state == OPEN
 
     def get_write_buffer_size(self) -> int:
-        return self.raw.get_write_buffer_size() if self.raw is not None else 0
+        if self.raw is None:
+            return 0
+        return self.raw.get_write_buffer_size() + self.outgoing.pending
 
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         self.raw.set_write_buffer_limits(high, low)
