@@ -16,21 +16,12 @@ import trustme
 from websockets.sync.client import connect as ws_connect
 
 from tests.integration.server import Server, read_response
-from tests.integration.test_tls import client, issue
+from tests.integration.test_tls import client
 
+# the ca and certificate fixtures are conftest.py's
 pytestmark = pytest.mark.usefixtures("each_core")
 
 GET = b"GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n"
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-@pytest.fixture
-def certificate(ca: trustme.CA, tmp_path: Path) -> tuple[Path, Path]:
-    return issue(ca, tmp_path)
 
 
 def tls_server(certificate: tuple[Path, Path], app: str, *flags: str) -> Server:
