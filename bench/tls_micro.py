@@ -63,7 +63,8 @@ def serve(args: argparse.Namespace) -> None:
     from corral.server.connection import HttpConnection, ServerState
     from corral.server.plan import ListenerPlan
     from corral.server.tlsdoor import TlsAcceptor, TlsDoor
-    from corral.tls.context import listener_context
+    from corral.tls.context import session_context
+    from corral.tls.served import settings_tls
 
     if args.transport == "asyncio":
         loop = asyncio.new_event_loop()
@@ -81,8 +82,11 @@ def serve(args: argparse.Namespace) -> None:
         cert_reqs=0,
         ciphers=None,
         tls_min_version="1.2",
+        tls_ticket_rotation=43200.0,
     )
-    context = listener_context(settings)
+    served = settings_tls(settings)
+    assert served is not None
+    context = session_context(served)  # as the master makes it (ticket keys, sessions)
     tickets = os.environ.get("TLS_MICRO_TICKETS")
     if tickets:  # TLS 1.3 session tickets sent after each full handshake (OpenSSL's default: 2)
         context.num_tickets = int(tickets)
