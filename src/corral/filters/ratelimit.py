@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from corral.actions.respond import Reply
 from corral.filters import atomic
-from corral.routing.request import RouteRequest
 from corral.server import clock
 
 if TYPE_CHECKING:
@@ -167,13 +166,6 @@ class Limiter:
         return True
 
     def _templated(self, conn: HttpConnection, exchange: Exchange) -> str:
-        head = exchange.head
-        peer = conn.peer
-        forwarded = exchange.forwarded
-        if forwarded is not None and forwarded.address is not None:
-            peer = (forwarded.address, forwarded.port or 0)
-        scheme = "https" if conn.encrypted else "http"
-        request = RouteRequest(
-            head.method, head.target, head.headers, peer, conn.plan.sockname, scheme, head.absolute
-        )
-        return self.key(request)
+        from corral.server.routed import route_request  # (routed imports the connection)
+
+        return self.key(route_request(conn, exchange, conn.plan.sockname))

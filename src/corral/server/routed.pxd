@@ -37,9 +37,12 @@ cdef class RouteState(RequestSink):
     cpdef on_message_begin(self)
     cpdef bint route(self, Exchange exchange) except -1
     cpdef bint act(self, Exchange exchange, object action) except -1
-    @cython.locals(conn=HttpConnection, head=RequestHead, peer=object, scheme=str,
-                   request=RouteRequest)
+    @cython.locals(request=RouteRequest)
     cpdef object resolve(self, Exchange exchange)
     cpdef on_request(self, RequestHead head)
     cpdef on_body(self, chunk)
     cpdef on_request_end(self)
+
+
+@cython.locals(head=RequestHead, peer=object, scheme=str)
+cpdef RouteRequest route_request(HttpConnection conn, Exchange exchange, object local)

@@ -305,21 +305,7 @@ class RouteState(RequestSink):
     def resolve(self, exchange: Exchange) -> Any:
         """The action of the routes for ``exchange`` (corral.routing.actions); the request as
         routing read it stays as ``request`` for the action's handler."""
-        conn = self.conn
-        head = exchange.head
-        peer = conn.peer
-        scheme = "https" if conn.encrypted else "http"
-        forwarded = exchange.forwarded
-        if forwarded is not None:
-            # a trusted proxy's request is routed as from the client and scheme it names:
-            # Unit replaces the request's remote address before routing
-            if forwarded.address is not None:
-                peer = (forwarded.address, forwarded.port or 0)
-            if forwarded.scheme is not None:
-                scheme = forwarded.scheme
-        request = self.request = RouteRequest(
-            head.method, head.target, head.headers, peer, self.local, scheme, head.absolute
-        )
+        request = self.request = route_request(self.conn, exchange, self.local)
         return self.router.resolve(self.pass_target, request)
 
     def on_body(self, chunk: bytes) -> None:
@@ -485,6 +471,23 @@ class RouteState(RequestSink):
             conn.transport.close()  # a close, not a shutdown: the socket lives on in the receiver
 
 
+def route_request(conn: HttpConnection, exchange: Exchange, local: Any) -> RouteRequest:
+    """``exchange``'s request as routing reads it (its variables too: a rate limit's key),
+    on the connection whose listener is at ``local``."""
+    head = exchange.head
+    peer = conn.peer
+    scheme = "https" if conn.encrypted else "http"
+    forwarded = exchange.forwarded
+    if forwarded is not None:
+        # a trusted proxy's request is routed as from the client and scheme it names: Unit
+        # replaces the request's remote address before routing
+        if forwarded.address is not None:
+            peer = (forwarded.address, forwarded.port or 0)
+        if forwarded.scheme is not None:
+            scheme = forwarded.scheme
+    return RouteRequest(head.method, head.target, head.headers, peer, local, scheme, head.absolute)
+
+
 def adopt_factory(
     server: ServerState, routing: Routing, plans: Plans
 ) -> Callable[[socket.socket, dict[str, Any], bytes, socket.socket | None], None]:
@@ -549,4 +552,5 @@ __all__ = [
     "RouteState",
     "Routing",
     "adopt_factory",
+    "route_request",
 ]
