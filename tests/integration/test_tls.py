@@ -33,6 +33,12 @@ from tests.integration.server import Server, read_response, run_cli, wait_for
 pytestmark = pytest.mark.usefixtures("each_core")
 
 
+def files(certificate: tuple[Path, Path]) -> list[str]:
+    """The flags of a certificate fixture's files: --certfile CHAIN --keyfile KEY."""
+    chain, key = certificate
+    return ["--certfile", str(chain), "--keyfile", str(key)]
+
+
 def client(ca: trustme.CA, **kwargs) -> ssl.SSLContext:
     context = ssl.create_default_context()
     ca.configure_trust(context)
@@ -84,8 +90,7 @@ def closed_unanswered(server: Server, data: bytes, timeout: float = 10.0) -> byt
 
 
 def test_gunicorns_flags_serve_https_to_a_wsgi_application(ca, certificate) -> None:
-    chain, key = certificate
-    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+    with Server("tls_apps:wsgi", *files(certificate)) as server:
         assert f"listening on https://127.0.0.1:{server.port}" in server.stderr
         status, _, body, facts = https_get(server, client(ca))
         assert status == 200
@@ -131,8 +136,7 @@ def test_granians_flags_and_tls_1_3_only(ca, certificate) -> None:
 
 
 def test_tls_1_1_is_refused_and_the_worker_serves_on(ca, certificate) -> None:
-    chain, key = certificate
-    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+    with Server("tls_apps:wsgi", *files(certificate)) as server:
         old = client(ca)
         with warnings.catch_warnings():  # the client must offer them to be refused
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -201,13 +205,9 @@ def test_the_proxy_protocol_is_read_before_the_handshake(ca, certificate) -> Non
 
 
 def test_a_peer_the_proxy_protocol_does_not_allow_is_closed(ca, certificate) -> None:
-    chain, key = certificate
     with Server(
         "tls_apps:wsgi",
-        "--certfile",
-        str(chain),
-        "--keyfile",
-        str(key),
+        *files(certificate),
         "--proxy-protocol",
         "--proxy-allow-from",
         "192.0.2.1",
@@ -223,13 +223,9 @@ def _after(sock: socket.socket, header: bytes) -> socket.socket:
 
 
 def test_a_client_that_never_finishes_its_handshake_is_closed(ca, certificate) -> None:
-    chain, key = certificate
     with Server(
         "tls_apps:wsgi",
-        "--certfile",
-        str(chain),
-        "--keyfile",
-        str(key),
+        *files(certificate),
         "--tls-handshake-timeout",
         "0.5",
     ) as server:
@@ -271,15 +267,12 @@ def test_a_session_resumes_on_any_worker_of_the_pool(ca, certificate) -> None:
 
 
 def test_client_certificates_are_required_with_cert_reqs_2(ca, certificate) -> None:
-    chain, key = certificate
+    chain = certificate[0]
     ca_file = chain.parent / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     with Server(
         "tls_apps:wsgi",
-        "--certfile",
-        str(chain),
-        "--keyfile",
-        str(key),
+        *files(certificate),
         "--ca-certs",
         str(ca_file),
         "--cert-reqs",
@@ -302,17 +295,13 @@ def test_client_certificates_are_required_with_cert_reqs_2(ca, certificate) -> N
 
 
 def test_a_file_goes_through_the_encryption(ca, certificate, tmp_path: Path) -> None:
-    chain, key = certificate
     site = tmp_path / "site"
     site.mkdir()
     big = bytes(range(256)) * 4096  # 1 MiB: sent from the file, not memory
     (site / "big.bin").write_bytes(big)
     with Server(
         "tls_apps:wsgi",
-        "--certfile",
-        str(chain),
-        "--keyfile",
-        str(key),
+        *files(certificate),
         "--static",
         f"/static={site}",
     ) as server:
@@ -357,7 +346,7 @@ def test_hup_reads_a_renewed_certificate_and_a_broken_one_keeps_the_old(
     ca, certificate, tmp_path: Path
 ) -> None:
     chain, key = certificate
-    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+    with Server("tls_apps:wsgi", *files(certificate)) as server:
         first = https_get(server, client(ca))[3]["serial"]
         renewed_chain, renewed_key = issue_files(ca, tmp_path, "renewed")
         chain.write_bytes(renewed_chain.read_bytes())
@@ -493,13 +482,9 @@ def test_pointing_a_listener_at_a_new_certificate_under_load_loses_no_request() 
 def test_stalled_handshakes_and_idle_tls_connections_do_not_delay_requests(ca, certificate) -> None:
     # 1,000 clients that connect and never send their ClientHello, 1,000 that finished their
     # handshake and sit idle: a normal client's requests are answered as fast as ever
-    chain, key = certificate
     with Server(
         "tls_apps:wsgi",
-        "--certfile",
-        str(chain),
-        "--keyfile",
-        str(key),
+        *files(certificate),
         "--tls-handshake-timeout",
         "60",
         "--keep-alive",
@@ -536,7 +521,7 @@ def test_stalled_handshakes_and_idle_tls_connections_do_not_delay_requests(ca, c
 def test_renewed_files_are_served_without_a_hup(ca, certificate, tmp_path: Path) -> None:
     # certbot and other ACME clients write new files: the master sees them change
     chain, key = certificate
-    with Server("tls_apps:wsgi", "--certfile", str(chain), "--keyfile", str(key)) as server:
+    with Server("tls_apps:wsgi", *files(certificate)) as server:
         server.wait_log(rf"TLS: certfile {chain} \(localhost\) valid until .* UTC \(\d+ days\)")
         first = https_get(server, client(ca))[3]["serial"]
         renewed_chain, renewed_key = issue_files(ca, tmp_path, "renewed")
@@ -583,15 +568,12 @@ def test_routes_see_the_https_scheme() -> None:
 
 def test_the_status_says_when_the_certificate_file_expires(ca, certificate) -> None:
 
-    chain, key = certificate
+    chain = certificate[0]
     with (
         short_dir() as directory,
         Server(
             "tls_apps:wsgi",
-            "--certfile",
-            str(chain),
-            "--keyfile",
-            str(key),
+            *files(certificate),
             f"--state-dir={directory / 'state'}",
         ) as server,
     ):
