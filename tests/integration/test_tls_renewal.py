@@ -128,16 +128,20 @@ def resumes_everywhere(port: int, session: ssl.SSLSession, workers: int) -> dict
     return by_worker
 
 
+def serving_old(control) -> dict:
+    """Two workers of tls_apps serving the store's ``old`` on 127.0.0.1:0: the document."""
+    document = {
+        "listeners": {"127.0.0.1:0": {"pass": "applications/app", "tls": {"certificate": "old"}}},
+        "applications": {"app": {"module": "tls_apps", "callable": "wsgi", "processes": 2}},
+    }
+    assert control.put("/config", document).status == 200
+    return document
+
+
 def test_a_listener_pointed_at_a_new_bundle_is_served_by_the_running_workers() -> None:
     old, new = leaf("ec"), leaf("ec")
     with store_server(old=old, new=new) as (server, control):
-        document = {
-            "listeners": {
-                "127.0.0.1:0": {"pass": "applications/app", "tls": {"certificate": "old"}}
-            },
-            "applications": {"app": {"module": "tls_apps", "callable": "wsgi", "processes": 2}},
-        }
-        assert control.put("/config", document).status == 200
+        document = serving_old(control)
         port = listening_port(server, "127.0.0.1:0")
         pids = sorted(server.worker_pids())
         before = get(port, trusting())
@@ -249,13 +253,7 @@ def get_from(port: int, pid: int, session: ssl.SSLSession | None = None) -> dict
 def test_a_change_besides_the_certificates_starts_new_workers() -> None:
     old, new = leaf("ec"), leaf("ec")
     with store_server(old=old, new=new) as (server, control):
-        document = {
-            "listeners": {
-                "127.0.0.1:0": {"pass": "applications/app", "tls": {"certificate": "old"}}
-            },
-            "applications": {"app": {"module": "tls_apps", "callable": "wsgi", "processes": 2}},
-        }
-        assert control.put("/config", document).status == 200
+        document = serving_old(control)
         port = listening_port(server, "127.0.0.1:0")
         pids = set(server.worker_pids())
         document["listeners"]["127.0.0.1:0"]["tls"] = {
