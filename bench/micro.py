@@ -61,6 +61,7 @@ class FakeTransport:
 
 
 LIMITER = None  # --rate-limit: a filters.ratelimit.Limiter
+GATE = None  # --allow-from: a filters.gate.ClientGate that lets the client in
 PARSER = None  # the connection's default unless --llhttp
 STEPS = None  # the listener plan's body steps: --compression's (hello is below min_length)
 
@@ -282,8 +283,9 @@ def run(
         conn = routed_connection(state)
     elif forwarded:
         conn = HttpConnection(state, forwarded_plan())
-    elif LIMITER is not None:
-        conn = HttpConnection(state, ListenerPlan(("127.0.0.1", 8000), limiter=LIMITER))
+    elif LIMITER is not None or GATE is not None:
+        plan = ListenerPlan(("127.0.0.1", 8000), limiter=LIMITER, gate=GATE)
+        conn = HttpConnection(state, plan)
     elif PARSER is not None:
         conn = HttpConnection(state, ListenerPlan(parser=PARSER))
     elif STEPS is not None:
@@ -348,6 +350,11 @@ def main() -> None:
         help="a listener with a rate limit the client stays inside (--limit-rate's)",
     )
     parser.add_argument(
+        "--allow-from",
+        action="store_true",
+        help="a listener with --allow-from 127.0.0.0/8's gate (asked once per connection)",
+    )
+    parser.add_argument(
         "--llhttp",
         action="store_true",
         help="parse with the llhttp parser corral had before its own (tests/llhttp_oracle.py)",
@@ -369,6 +376,11 @@ def main() -> None:
 
         # a request a nanosecond, a burst of a million: every request counted, none refused
         LIMITER = Limiter(RateTable(1 << 20), 1, 1_000_000, 1_000_000, 429, None)
+    if args.allow_from:
+        global GATE
+        from corral.filters.gate import ClientGate
+
+        GATE = ClientGate(((("!127.0.0.0/8",), 403),))
     if args.llhttp:
         global PARSER
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

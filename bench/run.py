@@ -9,6 +9,7 @@ Python server runs on the same interpreter:
     bench/.venv/bin/python bench/run.py --render              # re-render from results.json
     bench/.venv/bin/python bench/run.py --scenarios S,Z,J     # files, compression (issue 32)
     bench/.venv/bin/python bench/run.py --scenarios T         # hello over TLS (issue 33)
+    bench/.venv/bin/python bench/run.py --scenarios L         # limits configured (issue 34)
 
 Each (server, configuration) is started once per round, measured at all its
 loads (connection counts, keep-alive or `Connection: close`), measured for RSS
@@ -109,6 +110,7 @@ class App:
     static: bool = False
     gzip: bool = False
     certificate: str = ""  # served over TLS with CERTS' certificate of this kind (tls_load)
+    limits: bool = False  # corral with a rate limit every client stays inside, and the rest
 
     @property
     def scheme(self) -> str:
@@ -186,6 +188,8 @@ class Config:
         grouped = f"-w{self.workers}" + (f"-t{self.threads}" if self.threads > 1 else "")
         if self.app.certificate:  # scenario T's groups are the certificate kinds
             return f"{self.server}-{self.app.certificate}"
+        if self.app.limits:  # scenario L's group is the limited server
+            return f"{self.server}-limited"
         return self.server + (grouped if self.group else "")
 
     @property
@@ -194,7 +198,8 @@ class Config:
 
     @property
     def label(self) -> str:
-        return self.spec.label + (f" ({self.group})" if self.group else "")
+        limited = ", limits configured" if self.app.limits else ""
+        return self.spec.label + limited + (f" ({self.group})" if self.group else "")
 
     def argv(self, port: int) -> list[str]:
         return self.spec.build(self.app, self.workers, self.threads, port)
@@ -244,6 +249,13 @@ DRF_DIR = OUT / "drf"
 HELLO_APP = App("hello", "hello:application", APPS, "/", check_hello)
 SLEEP_APP = App("sleep", "sleep:application", APPS, "/", check_hello)
 DRF_APP = App("drf", "drfproj.wsgi:application", DRF_DIR, "/users/", check_drf)
+# scenario L: every limit of issue 34 configured, none reached by the load (wrk's 100
+# connections share one client address, whose rate is far above what one core answers)
+LIMITED_HELLO_APP = App("hello-limited", "hello:application", APPS, "/", check_hello, limits=True)
+LIMITS = (
+    "--limit-rate 10000000r/s --limit-burst 1000 --limit-nodelay --limit-concurrency 1000 "
+    "--allow-from 127.0.0.0/8"
+)
 ASGI_HELLO_APP = App("hello-asgi", "hello_asgi:app", APPS, "/", check_hello)
 FASTAPI_APP = App("fastapi-json", "fastapi_json:app", APPS, "/json", check_json)
 # the hello app behind each server's own file serving; readiness is the 1 KiB file
@@ -302,6 +314,7 @@ def corral(app: App, workers: int, threads: int, port: int) -> list[str]:
         + (static if app.static else [])
         + (gzip if app.gzip else [])
         + (tls if app.certificate else [])
+        + (cmd(LIMITS) if app.limits else [])
     )
 
 
@@ -596,7 +609,7 @@ def scenarios() -> list[Scenario]:
         [Load(c) for c in (1, 100)],
     )
     g.configs = [Config(name, FASTAPI_APP) for name in asgi_servers]
-    return [a, b, c, d, e, f, g, *file_scenarios(), tls_scenario()]
+    return [a, b, c, d, e, f, g, *file_scenarios(), tls_scenario(), limits_scenario()]
 
 
 def file_scenarios() -> list[Scenario]:
@@ -711,6 +724,23 @@ def tls_scenario() -> Scenario:
             Config("nginx", wsgi, group=label),
         ]
     return t
+
+
+def limits_scenario() -> Scenario:
+    """Issue 34, point 6: scenario A's corral beside the same with its limits configured."""
+    el = Scenario(
+        "L",
+        "hello with limits configured, 1 worker",
+        "Scenario A's corral (hello, one worker with one thread pinned to core 0) beside the "
+        f"same server with every limit of issue 34 that a request passes through (`{LIMITS}`: "
+        "a rate per client in the shared table, a concurrency limit, an allowed network), "
+        "none of them reached by the load: every request is counted and let in. Keep-alive "
+        "at 1 and 100 connections, `Connection: close` at 100. Issue 34's target (point 6): "
+        "the limited server within 3 % of the other at keep-alive.",
+        [Load(1), Load(100), Load(100, keepalive=False)],
+    )
+    el.configs = [Config("corral", HELLO_APP), Config("corral", LIMITED_HELLO_APP)]
+    return el
 
 
 # --------------------------------------------------------------------------- processes

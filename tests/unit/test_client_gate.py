@@ -43,3 +43,34 @@ def test_the_gate_stands_before_the_redirect_too() -> None:
 )  # fmt: skip
 def test_mistakes_are_one_line(argv: list[str], message: str) -> None:
     assert error_of(["app", *argv]) == message
+
+
+def test_the_routes_the_flags_write_are_a_gate_a_worker_asks_once_per_client() -> None:
+    from corral.filters.gate import ClientGate, gate_of
+
+    doc = load(["app", "--deny-from", "10.1.0.0/16", "--allow-from", "10.0.0.0/8"])
+    steps = gate_of(doc.routes, "routes", "app")
+    assert steps == ((("10.1.0.0/16",), 403), (("!10.0.0.0/8",), 403))
+    gate = ClientGate(steps)
+    assert [gate.status_of((a, 1)) for a in ("10.1.2.3", "10.2.0.1", "192.0.2.1")] == [403, 0, 403]
+    assert gate_of({"served": doc.routes}, "routes/served", "app") == steps
+    assert gate_of(doc.routes, "routes", "other") is None  # a pass to another application
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"match": {"source": "10.0.0.1", "uri": "/a"}, "action": {"return": 403}},
+        {"match": {"uri": "/a"}, "action": {"return": 403}},
+        {"match": {"source": "10.0.0.1"}, "action": {"return": 301, "location": "/b"}},
+        {"match": {"source": "10.0.0.1"}, "action": {"return": 204}},
+        {"match": {"source": "10.0.0.1"}, "action": {"pass": "applications/app"}},
+        {"action": {"return": 403}},
+    ],
+    ids=["and-uri", "uri", "redirect", "success", "pass", "no-match"],
+)
+def test_any_other_table_is_routed_for_each_request(step: dict) -> None:
+    from corral.filters.gate import gate_of
+
+    assert gate_of([step, *APP], "routes", "app") is None
+    assert gate_of([step, {"action": {"pass": "applications/app/target"}}], "routes", "app") is None

@@ -22,6 +22,7 @@ import msgspec
 
 from corral.config import Application, Document
 from corral.config.listener_tls import Tls
+from corral.filters.gate import gate_of
 from corral.jsonpath import member
 from corral.master.identity import Identity
 from corral.master.ratelimits import limiters
@@ -123,15 +124,22 @@ class Pool:
         for address, sock in self.sockets.items():
             listener = self.doc.listeners[address]
             forwarded = listener.forwarded
+            pass_target = listener.pass_
+            gate = None
+            if pass_target.startswith("routes") and self.routes is not None:
+                gate = gate_of(self.routes, pass_target, self.name)
+                if gate is not None:  # allow and deny only: straight to the application
+                    pass_target = f"applications/{self.name}"
             found.append(
                 ListenerSpec(
                     sock,
-                    listener.pass_,
+                    pass_target,
                     None if forwarded is msgspec.UNSET else forwarded,
                     proxy_choice(listener, self.settings),
                     protocol_of(self.doc, address),
                     self.tls.get(address),
                     self.limiters.get(address),
+                    gate,
                 )
             )
         return found

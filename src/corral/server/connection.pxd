@@ -50,6 +50,7 @@ cdef class HttpConnection(RequestSink):
     cdef public object transport
     cdef public bint encrypted
     cdef public object given_client
+    cdef public object gate
     cdef public object route
     cdef public Parser parser
     cdef public object reader

@@ -139,6 +139,7 @@ class HttpConnection(RequestSink):
         "closed",
         "deadline",
         "encrypted",
+        "gate",
         "given_client",
         "limiter",
         "loop",
@@ -190,6 +191,8 @@ class HttpConnection(RequestSink):
         # whether the peer is a proxy whose `forwarded` headers count (listeners with it only)
         self.trusted = False
         self.limiter = plan.limiter  # its `rate_limit` (filters/ratelimit.py), None: none
+        # allow and deny (filters/gate.py): asked for each request until its client is known
+        self.gate = plan.gate  # then what that client is answered (None: served)
         # a list, not a deque: it holds one exchange but for pipelined requests, and compiled
         # its append, first item and removal are C calls, not method calls
         self.pipeline: list[Exchange] = []
@@ -229,6 +232,8 @@ class HttpConnection(RequestSink):
             plan.proxy.greet(self)
         elif self.given_client is not None:
             self.take_client(self.given_client)
+        elif plan.gate is not None:
+            self.gate = plan.gate.for_client(self)
         if self.route is not None:
             self.route.made(transport)
 
@@ -307,6 +312,8 @@ class HttpConnection(RequestSink):
         forwarding = self.plan.forwarding
         if forwarding is not None:  # a `forwarded` listener trusts, or not, this peer
             self.trusted = forwarding.trusts(client)
+        if self.plan.gate is not None:
+            self.gate = self.plan.gate.for_client(self)
         if self.route is not None:
             self.route.given_peer = client  # a hand-off carries it to the receiving worker
 
@@ -319,8 +326,10 @@ class HttpConnection(RequestSink):
             exchange.copies_files = True
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
-        if (self.limiter is not None and self.limiter.refuses(self, exchange)) or (
-            self.server.max_connections and shed(self, exchange)
+        if (
+            (self.gate is not None and self.gate.refuses(self, exchange))
+            or (self.limiter is not None and self.limiter.refuses(self, exchange))
+            or (self.server.max_connections and shed(self, exchange))
         ):
             self._enqueue(exchange)  # answered in its turn by the refusal
             return

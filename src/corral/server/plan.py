@@ -35,6 +35,7 @@ class ListenerSpec:
     protocol: str = "http"  # or "uwsgi" (http/uwsgi.py)
     tls: Any = None  # the ssl.SSLContext of an HTTPS listener (corral.tls.context), None: plain
     limiter: Any = None  # its `rate_limit` (filters/ratelimit.Limiter, the master's), None: none
+    gate: Any = None  # its routes' allow and deny, when that is all they do (filters/gate.py)
 
 
 class ListenerPlan:
@@ -48,6 +49,7 @@ class ListenerPlan:
 
     __slots__ = (
         "forwarding",
+        "gate",
         "limiter",
         "parser",
         "pass_target",
@@ -72,6 +74,7 @@ class ListenerPlan:
         tls: Any = None,
         tls_proxy: Any = None,
         limiter: Any = None,
+        gate: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -88,6 +91,8 @@ class ListenerPlan:
         self.tls_proxy = tls_proxy
         # its `rate_limit` (filters/ratelimit.Limiter), None without one: counted before routing
         self.limiter = limiter
+        # allow and deny (filters/gate.ClientGate), None without: asked once per connection
+        self.gate = gate
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
@@ -145,6 +150,11 @@ class Plans:
         tls_proxy = None
         if listener.tls is not None:
             proxy, tls_proxy = None, proxy
+        gate = None
+        if listener.gate is not None:
+            from corral.filters.gate import ClientGate  # (it answers with actions/respond.py's)
+
+            gate = ClientGate(listener.gate)
         routing, pass_target = None, None  # straight to this worker's application
         if listener.pass_target not in (None, self.own_pass):
             assert self.routing is not None
@@ -159,6 +169,7 @@ class Plans:
             tls=listener.tls,
             tls_proxy=tls_proxy,
             limiter=listener.limiter,
+            gate=gate,
         )
 
     def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:

@@ -1,0 +1,111 @@
+"""nginx's ``allow`` and ``deny`` decided once per client, not once per request.
+
+`--allow-from` and `--deny-from` write NGINX Unit's routes: steps that answer a status to a
+``source`` and a last one that passes to the application (config/gate_routes.py); a document
+may write the same table itself. Routing such a table for every request would cost a routed
+request's path (a third of a hello's instructions), for an answer that depends on the client
+alone. So a listener whose routes are exactly that (`gate_of`) passes straight to its
+application and carries the steps in its plan as a :class:`ClientGate`, which each connection
+asks once, when its client is known (`for_client`): an allowed connection then pays nothing
+per request. Until then (and for a PROXY header that names no client), and for a connection
+from a trusted proxy, whose `forwarded` headers may name another client in each request, the
+gate is asked for each request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from corral.actions.respond import Reply
+from corral.net.addresses import address_matcher, socket_address
+
+if TYPE_CHECKING:
+    from corral.server.connection import HttpConnection
+    from corral.server.exchange import Exchange
+
+# a gate as the master hands it to the workers: each step's sources and status, in order
+GateSteps = tuple[tuple[tuple[str, ...], int], ...]
+
+
+def gate_of(routes: Any, pass_target: str, application: str) -> GateSteps | None:
+    """The steps of the routes ``pass_target`` names when they only answer clients by their
+    ``source`` and then pass every other request to ``application`` (its default target), in
+    the shape `client_gate` writes; None for any other table."""
+    if pass_target == "routes":
+        steps = routes
+    elif pass_target.startswith("routes/") and isinstance(routes, Mapping):
+        steps = routes.get(pass_target[len("routes/") :])
+    else:
+        return None
+    if not isinstance(steps, list) or len(steps) < 2:
+        return None
+    *gates, last = steps
+    if last != {"action": {"pass": f"applications/{application}"}}:
+        return None
+    found = []
+    for step in gates:
+        if not isinstance(step, Mapping) or step.keys() != {"match", "action"}:
+            return None
+        match, action = step["match"], step["action"]
+        if not isinstance(match, Mapping) or match.keys() != {"source"}:
+            return None
+        if not isinstance(action, Mapping) or action.keys() != {"return"}:
+            return None
+        sources, status = match["source"], action["return"]
+        sources = [sources] if isinstance(sources, str) else sources
+        if not isinstance(status, int) or not 400 <= status <= 599:
+            return None  # a redirect or a success is a route's to answer, with its fields
+        found.append((tuple(sources), status))
+    return tuple(found)
+
+
+class Refused:
+    """A connection whose client the gate refuses: every request answered the status (as the
+    route's ``return`` answered it, the connection kept open as far as the request allows)."""
+
+    __slots__ = ("status",)
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+        exchange.action = Reply(self.status)
+        exchange.refusal = "denied"
+        return True
+
+
+class ClientGate:
+    """A listener's `gate_of` steps, compiled (the plan's ``gate``)."""
+
+    __slots__ = ("refusals", "steps")
+
+    def __init__(self, steps: GateSteps) -> None:
+        self.steps = tuple((address_matcher(list(sources)), status) for sources, status in steps)
+        self.refusals = {status: Refused(status) for _, status in steps}
+
+    def status_of(self, client: Any) -> int:
+        """The status the first step matching ``client`` (a peer address) answers; 0: none."""
+        address = socket_address(client)
+        for matches, status in self.steps:
+            if matches(address):
+                return status
+        return 0
+
+    def for_client(self, conn: HttpConnection) -> Any:
+        """What ``conn`` asks for each request (its ``gate``), once its client is known:
+        None when the client is let in, its refusal when not, this gate itself when a trusted
+        proxy's headers name the client of each request."""
+        if conn.trusted:
+            return self
+        status = self.status_of(conn.peer)
+        return self.refusals[status] if status else None
+
+    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+        """One request: its client is the one a trusted proxy's headers name, else the peer."""
+        forwarded = exchange.forwarded
+        client = conn.peer
+        if forwarded is not None and forwarded.address is not None:
+            client = (forwarded.address, forwarded.port or 0)
+        status = self.status_of(client)
+        return bool(status) and self.refusals[status].refuses(conn, exchange)
