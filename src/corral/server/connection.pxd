@@ -25,7 +25,6 @@ cdef class ServerState:
     cdef public double send_timeout
     cdef public object on_finish
     cdef public object connections  # a set, or acceptor.WatchedConnections (its own add)
-    cdef public double now
     cdef public str prefix
     cdef public bint draining
     cdef public Py_ssize_t served

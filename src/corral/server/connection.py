@@ -28,8 +28,10 @@ by an adapter), then :meth:`HttpConnection.write`, :meth:`HttpConnection.sendfil
 threads hop back with ``loop.call_soon_threadsafe``.
 
 Timers: there is no timer object per connection. Each connection keeps one
-deadline, moved on state changes; the worker's one-second tick calls
-:func:`sweep`, which closes whatever has passed its deadline.
+deadline, moved on state changes and set from the clock read then (CLOCK_MONOTONIC, a vDSO
+read: a clock the tick moved once a second made a 1 s deadline pass after a few milliseconds
+of silence); the worker's one-second tick calls :func:`sweep`, which closes whatever has
+passed its deadline: a timeout is cut no sooner than it says and within a second after.
 """
 
 from __future__ import annotations
@@ -108,7 +110,6 @@ class ServerState:
         # the access log and/or the latency histogram (they time from Exchange.request_start)
         self.on_finish = on_finish
         self.connections: set[HttpConnection] = set()
-        self.now = 0.0  # coarse clock for the deadlines, moved by the worker's tick
         self.prefix = ""  # "Date: ...\r\nServer: ...\r\n", refreshed every second
         self.draining = False
         self.served = 0
@@ -224,7 +225,7 @@ class HttpConnection(RequestSink):
         # one accepted in the same batch as a drain began is served like the others (its
         # request, if it sends one, is answered with "Connection: close"); if it stays idle,
         # the worker's drain closes it with the other idle ones
-        self.deadline = server.now + server.header_timeout
+        self.deadline = clock.now() + server.header_timeout
         plan = self.plan
         if plan.forwarding is not None:
             self.trusted = plan.forwarding.trusts(self.peer)
@@ -268,7 +269,7 @@ class HttpConnection(RequestSink):
             return  # read once a hand-off began: the bytes go with it
         if self.state == IDLE:
             self.state = HEAD
-            self.deadline = self.server.now + self.server.header_timeout
+            self.deadline = clock.now() + self.server.header_timeout
         try:
             self.parser.feed(data)
         except HttpError as error:
@@ -350,7 +351,7 @@ class HttpConnection(RequestSink):
             else:
                 exchange.body = action.take_body(self, exchange)
             self.state = BODY
-            self.deadline = server.now + server.body_timeout
+            self.deadline = clock.now() + server.body_timeout
         else:
             self.state = BUSY
             self.deadline = NEVER
@@ -361,7 +362,7 @@ class HttpConnection(RequestSink):
         return exchange
 
     def on_body(self, chunk: bytes) -> None:
-        self.deadline = self.server.now + self.server.body_timeout
+        self.deadline = clock.now() + self.server.body_timeout
         if self.receiving.body.feed(chunk) and not self.reading_paused:  # type: ignore[union-attr]
             # the application is slower than the client: stop reading, and stop
             # the body deadline too, since the wait is not the client's fault
@@ -428,7 +429,7 @@ class HttpConnection(RequestSink):
         if self.reading_paused and not self.closed and len(self.pipeline) <= 1:
             self._resume_reading()
             if self.state == BODY:
-                self.deadline = self.server.now + self.server.body_timeout
+                self.deadline = clock.now() + self.server.body_timeout
 
     # -- answering (adapter side) -----------------------------------------------
 
@@ -548,7 +549,7 @@ class HttpConnection(RequestSink):
             self._dispatch()
             return
         self.state = IDLE
-        self.deadline = server.now + server.keep_alive
+        self.deadline = clock.now() + server.keep_alive
         if self._pending_error is not None:
             self._send_error(self._pending_error.status)
         elif self.parser.ended:
@@ -571,7 +572,7 @@ class HttpConnection(RequestSink):
                 )
             self.waiting_since = 0.0
         if self.state == BUSY:
-            self.deadline = self.server.now + self.server.send_timeout if waiting else NEVER
+            self.deadline = clock.now() + self.server.send_timeout if waiting else NEVER
 
     def pause_reading(self) -> None:
         """Stop reading the socket (also for an adapter holding a request back)."""

@@ -466,7 +466,6 @@ class Worker:
     def _tick_clock(self) -> None:
         state = self.state
         assert state is not None and self.loop is not None
-        state.now = self.loop.time()
         wall = time.time()
         self._second = int(wall)
         state.prefix = self._fields(wall)
@@ -489,7 +488,7 @@ class Worker:
         self._tick_clock()
         state = self.state
         assert state is not None
-        sweep(state.connections, state.now)
+        sweep(state.connections, time.monotonic())  # the clock the deadlines are set by
         self._heartbeat()
         self._schedule_tick()
 
