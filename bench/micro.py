@@ -11,6 +11,7 @@ and after a change to the hot path, in the same session:
     python bench/micro.py --uwsgi   # one uwsgi packet per connection, as nginx's uwsgi_pass
     python bench/micro.py --llhttp  # with the llhttp parser corral had before its own
     python bench/micro.py --asgi    # the ASGI adapter (bench/apps/hello_asgi.py), on uvloop
+    python bench/micro.py --threads 4   # the application on 4 threads, on uvloop
     CORRAL_NO_EXTENSIONS=1 python bench/micro.py   # the pure-Python core
 """
 
@@ -68,18 +69,25 @@ STEPS = None  # the listener plan's body steps: --compression's (hello is below 
 CLOSE_REQUEST = REQUEST.replace(b"Accept: */*\r\n", b"Accept: */*\r\nConnection: close\r\n")
 
 
-def make_adapter(request_timeout: float) -> WsgiAdapter:
+def make_adapter(request_timeout: float, threads: int = 1) -> WsgiAdapter:
     log = setup_error_log("-", "warning")
     watchdog = Watchdog(request_timeout, 5.0, log, print) if request_timeout > 0 else None
     return WsgiAdapter(
-        hello, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log, watchdog=watchdog
+        hello,
+        threads=threads,
+        body_buffer_size=1 << 20,
+        response_buffer_size=1 << 16,
+        response_spool_size=1 << 30,
+        multiprocess=False,
+        log=log,
+        watchdog=watchdog,
     )
 
 
-def make_state(request_timeout: float) -> ServerState:
+def make_state(request_timeout: float, threads: int = 1) -> ServerState:
     """A worker's shared state as the worker builds it, on a loop that never runs."""
     state = ServerState(
-        make_adapter(request_timeout),
+        make_adapter(request_timeout, threads),
         Limits(),
         keep_alive=5,
         header_timeout=30,
@@ -214,6 +222,40 @@ PROXIED_REQUEST = REQUEST.replace(
 )
 
 
+def run_threads(n: int, threads: int) -> float:
+    """The application on a pool of ``threads`` threads (``--threads``): each request is fed
+    in a callback of a uvloop loop, as a worker's are, and the next one once it is answered
+    (the answer comes back to the loop from the thread, as in a worker)."""
+    import uvloop
+
+    state = make_state(0.0, threads)
+    state.loop.close()
+    loop = state.loop = uvloop.new_event_loop()
+    conn = HttpConnection(state)
+    transport = FakeTransport()
+    conn.connection_made(transport)
+    feed = conn.data_received
+    left = n
+
+    def request() -> None:
+        nonlocal left
+        left -= 1
+        feed(REQUEST)
+
+    def answered(conn: HttpConnection, exchange: object) -> None:
+        loop.call_soon(request if left else loop.stop)
+
+    state.on_finish = answered
+    start = time.perf_counter()
+    loop.call_soon(request)
+    loop.run_forever()
+    elapsed = time.perf_counter() - start
+    assert transport.out > 0 and state.served == n, state.served
+    state.adapter.shutdown()
+    loop.close()
+    return elapsed / n * 1e6
+
+
 def run_asgi(n: int) -> float:
     """The ASGI adapter on the same fake transport: each request arrives in a callback of a
     uvloop loop and its task runs there, as a worker's do."""
@@ -340,6 +382,13 @@ def main() -> None:
     )
     parser.add_argument("--asgi", action="store_true", help="the ASGI adapter, hello_asgi")
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the application on N threads, as --threads N (1: inline on the loop)",
+    )
+    parser.add_argument(
         "--compression",
         action="store_true",
         help="a listener with gzip and br configured (hello: below their min_length)",
@@ -391,6 +440,8 @@ def main() -> None:
     def measure(n: int) -> float:
         if args.asgi:
             return run_asgi(n)
+        if args.threads > 1:
+            return run_threads(n, args.threads)
         if args.close or args.uwsgi:
             return run_close(n, args.request_timeout, args.uwsgi, args.forwarded)
         return run(

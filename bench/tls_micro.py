@@ -91,7 +91,13 @@ def serve(args: argparse.Namespace) -> None:
     if tickets:  # TLS 1.3 session tickets sent after each full handshake (OpenSSL's default: 2)
         context.num_tickets = int(tickets)
     adapter = WsgiAdapter(
-        application, threads=1, body_buffer_size=1 << 20, multiprocess=False, log=log
+        application,
+        threads=1,
+        body_buffer_size=1 << 20,
+        response_buffer_size=1 << 16,
+        response_spool_size=1 << 30,
+        multiprocess=False,
+        log=log,
     )
     state = ServerState(
         adapter,

@@ -83,6 +83,8 @@ def connect(loop, *, keep_alive=5.0, limits=None) -> tuple[HttpConnection, Recor
         echo_path,
         threads=1,
         body_buffer_size=1024,
+        response_buffer_size=1 << 16,
+        response_spool_size=1 << 30,
         multiprocess=False,
         log=logging.getLogger("corral.test"),
     )

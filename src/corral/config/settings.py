@@ -1479,6 +1479,24 @@ SETTINGS: tuple[Setting, ...] = (
         "memory.",
         flags=("--body-buffer-size",), metavar="BYTES",
     ),
+    Setting(
+        # 64 KiB: nginx's proxy_buffers on 64-bit systems (8 x 8k). Answers made at the same
+        # moment hold it each until their client reads or SPILL_AFTER spills it: the bound of
+        # a burst's memory, and past it the spool costs a copy to the page cache only
+        "response_buffer_size", _LIMITS, _S, _int(ge=0), 65536,
+        "Bytes of a streamed answer from an application thread (`threads` > 1) held in memory "
+        "for a client that reads slower than the application writes (nginx's `proxy_buffers`); "
+        "past them it goes to `response_spool_size`'s file, so the thread goes on to its next "
+        "request. A client that stops reading for 0.1 s has its bytes moved to that file.",
+        flags=("--response-buffer-size",), metavar="BYTES",
+    ),
+    Setting(
+        "response_spool_size", _LIMITS, _S, _int(ge=0), 1073741824,
+        "Bytes of such an answer spooled to an unlinked temporary file past "
+        "`response_buffer_size` (nginx's `proxy_max_temp_file_size`); past both, the thread "
+        "waits for the client. 0: no spool.",
+        flags=("--response-spool-size",), metavar="BYTES",
+    ),
     # -- Client limits --------------------------------------------------------------------------
     Setting(
         "limit_rate", _RATES, _SRC, _NAME | None, None,

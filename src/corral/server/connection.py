@@ -205,7 +205,8 @@ class HttpConnection(RequestSink):
         self.write_paused = False
         self.waiting_since = 0.0  # clock.now() when an answer began to wait for the client
         self.reading_paused = False
-        self.sendfile_job: SendfileJob | None = None  # set while it waits for the socket
+        # set while it waits for the socket: a SendfileJob, or a server.buffering.BufferedAnswer
+        self.sendfile_job: Any = None
         self.on_writable: Callable[[], None] | None = None
         self.adapter_state: Any = None  # the adapter's per-connection cache
         self._dispatching = False

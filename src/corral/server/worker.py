@@ -309,6 +309,8 @@ class Worker:
             threads=application.threads,
             thread_scheduling=application.thread_scheduling,
             body_buffer_size=settings.body_buffer_size,
+            response_buffer_size=settings.response_buffer_size,
+            response_spool_size=settings.response_spool_size,
             multiprocess=spec.multiprocess,
             log=self.log,
             watchdog=watchdog,

@@ -18,6 +18,8 @@ cdef class WsgiAdapter(Adapter):
     cdef public tuple targets
     cdef public Py_ssize_t threads
     cdef public object body_buffer_size
+    cdef public Py_ssize_t response_buffer_size
+    cdef public Py_ssize_t response_spool_size
     cdef public object multiprocess
     cdef public object log
     cdef public object errors
@@ -38,9 +40,7 @@ cdef class ThreadOutput(Output):
     cdef public HttpConnection conn
     cdef public Exchange exchange
     cdef public object loop
-    cdef public object _cond
-    cdef public Py_ssize_t _inflight
-    cdef public bint _blocked
+    cdef public object _buffer
 
     cpdef write(self, bytes data)
     cpdef complete(self, bytes data, bint keep_alive)

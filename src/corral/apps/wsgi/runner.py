@@ -14,7 +14,10 @@ back to back; threads are woken once per turn of the loop, and answers go back t
 one hop per batch: `answered`). Backpressure: the queue holds at most one request per
 connection (a connection's next request is dispatched only when its answer is complete, and
 one pipelined behind it stops the reading), and a queued request's streamed body fills its
-bounded buffer at most before its connection stops being read.
+bounded buffer at most before its connection stops being read. A streamed answer's bytes go to
+a `~corral.server.buffering.BufferedAnswer` (nginx's ``proxy_buffering``: memory up to
+``response_buffer_size``, then a spool file up to ``response_spool_size``), so that a thread
+does not wait for a slow client unless both are full.
 
 With ``request_timeout`` > 0 the adapter is given a :class:`~corral.apps.deadline.Watchdog`
 and calls the application through :class:`~corral.apps.deadline.TimedApp`; otherwise the
@@ -47,11 +50,10 @@ from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 from corral.apps.wsgi.response import Output, make_call
 from corral.http.uwsgi import UwsgiParser
+from corral.server.buffering import BufferedAnswer
 from corral.server.connection import Adapter, HttpConnection
 from corral.server.exchange import Exchange
 
-# Bytes an application thread may have posted to the loop and not yet written.
-THREAD_WRITE_HIGH_WATER = 256 * 1024
 # Bytes of a streamed request body buffered before the socket stops being read.
 BODY_HIGH_WATER = 256 * 1024
 
@@ -178,8 +180,9 @@ class LoopOutput(Output):
 
 
 class ThreadOutput(Output):
-    """Output from an application thread: hops to the loop, blocks while it is full (so it is
-    never `paused`: the pump never has to suspend)."""
+    """Output from an application thread: a streamed answer's bytes go to a `BufferedAnswer`
+    (memory, then a spool: the thread goes on while a slow client reads; it blocks only when
+    both are full, so it is never `paused`); a one-chunk answer goes to the loop at once."""
 
     def __init__(self, adapter: WsgiAdapter, conn: HttpConnection, exchange: Exchange) -> None:
         super().__init__(False)
@@ -187,55 +190,34 @@ class ThreadOutput(Output):
         self.conn = conn
         self.exchange = exchange
         self.loop = conn.loop
-        self._cond: threading.Condition = None  # type: ignore[assignment]  # the first write()
-        self._inflight = 0
-        self._blocked = False
+        # made by the first write(): most answers are one chunk (complete), never written here
+        self._buffer: BufferedAnswer | None = None
 
     def write(self, data: bytes) -> None:
-        conn = self.conn
-        cond = self._cond
-        if cond is None:  # most answers are one chunk (complete), never written through here
-            cond = self._cond = threading.Condition(threading.Lock())
-        with cond:
-            if (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
-                self._wait_for_client()
-            if conn.closed:
-                raise ClientDisconnected("client went away")
-            self._inflight += len(data)
-        self.loop.call_soon_threadsafe(self._write_on_loop, data)
-
-    def _wait_for_client(self) -> None:
-        """Lock held: block until the client takes more; this is not the application's time."""
-        conn = self.conn
-        watchdog = self.adapter.watchdog
-        clock = watchdog.suspend() if watchdog is not None else None
-        try:
-            while (self._blocked or self._inflight > THREAD_WRITE_HIGH_WATER) and not conn.closed:
-                self._cond.wait(0.5)
-        finally:
-            if watchdog is not None and clock is not None:
-                watchdog.resume(clock)
-
-    def _write_on_loop(self, data: bytes) -> None:
-        conn = self.conn
-        conn.write(data)
-        with self._cond:
-            self._inflight -= len(data)
-            if conn.write_paused and not conn.closed:
-                self._blocked = True
-                conn.on_writable = self._wake
-            self._cond.notify()
-
-    def _wake(self) -> None:
-        with self._cond:
-            self._blocked = False
-            self._cond.notify()
+        buffer = self._buffer
+        if buffer is None:
+            adapter = self.adapter
+            buffer = self._buffer = BufferedAnswer(
+                self.conn,
+                self.exchange,
+                adapter.response_buffer_size,
+                adapter.response_spool_size,
+                adapter.watchdog,
+            )
+        if not buffer.put(data):
+            raise ClientDisconnected("client went away")
 
     def complete(self, data: bytes, keep_alive: bool) -> None:
-        self.adapter.answered(self, data, keep_alive)
+        if self._buffer is None:
+            self.adapter.answered(self, data, keep_alive)
+        else:
+            self._buffer.end(data, keep_alive)
 
     def finish(self, keep_alive: bool) -> None:
-        self.loop.call_soon_threadsafe(self._finish_on_loop, keep_alive)
+        if self._buffer is None:
+            self.loop.call_soon_threadsafe(self._finish_on_loop, keep_alive)
+        else:
+            self._buffer.end(b"", keep_alive)
 
     def _finish_on_loop(self, keep_alive: bool) -> None:
         self.conn.finish(self.exchange, keep_alive)
@@ -251,6 +233,8 @@ class ThreadOutput(Output):
             outcome.append(ok)
             finished.set()
 
+        if self._buffer is not None:
+            self._buffer.wait_sent()  # the head, written before, goes first
         self.loop.call_soon_threadsafe(self.conn.sendfile, fd, offset, count, on_loop_done)
         finished.wait()
         done(outcome[0])
@@ -265,6 +249,8 @@ class WsgiAdapter(Adapter):
         *,
         threads: int,
         body_buffer_size: int,
+        response_buffer_size: int,
+        response_spool_size: int,
         multiprocess: bool,
         log: logging.Logger,
         watchdog: Watchdog | None = None,
@@ -284,6 +270,9 @@ class WsgiAdapter(Adapter):
             watchdog.start()
         self.threads = threads
         self.body_buffer_size = body_buffer_size
+        # a streamed answer from a thread: bytes in memory, then spooled (server/buffering.py)
+        self.response_buffer_size = response_buffer_size
+        self.response_spool_size = response_spool_size
         self.multiprocess = multiprocess
         self.log = log
         self.errors = ErrorStream(log)
