@@ -25,6 +25,7 @@ TWINS = [
     "corral.http.response",
     "corral.http.chunked",
     "corral.server.exchange",
+    "corral.server.bodyclock",
     "corral.server.connection",
     "corral.server.routed",
     "corral.server.acceptor",

@@ -375,8 +375,17 @@ def test_http10_response_without_length_is_close_delimited(server):
 # -- 100-continue -------------------------------------------------------------------------------
 
 
-def test_100_continue_arrives_after_the_app_starts_reading(server):
-    sock, reader = connect(server)
+@pytest.fixture(scope="module")
+def streaming(each_core: str) -> Iterator[Server]:
+    """Bodies streamed to the application (`--no-request-buffering`): ``100 Continue`` waits
+    for its first read (with one thread, on the helper thread)."""
+    with Server("http_apps", "--no-request-buffering") as running:
+        yield running
+        assert "Traceback" not in running.stderr, running.stderr
+
+
+def test_100_continue_arrives_after_the_app_starts_reading(streaming):
+    sock, reader = connect(streaming)
     with sock:
         sent = time.time()
         sock.sendall(
@@ -400,8 +409,8 @@ def test_100_continue_arrives_after_the_app_starts_reading(server):
         reader.assert_closed()
 
 
-def test_no_100_continue_when_the_app_never_reads(server):
-    sock, reader = connect(server)
+def test_no_100_continue_when_the_app_never_reads(streaming):
+    sock, reader = connect(streaming)
     with sock:
         sock.sendall(
             b"POST /no-read HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
@@ -430,10 +439,10 @@ def test_100_continue_with_chunked_body(server):
 def test_no_100_continue_for_http10():
     """RFC 9110 10.1.1: a 100-continue expectation in HTTP/1.0 MUST be ignored.
 
-    With two threads the body streams to the application, so the application runs
-    (and reads) before the body is sent, whatever the server makes of the expectation.
+    With two threads and bodies streamed, the application runs (and reads) before the body
+    is sent, whatever the server makes of the expectation.
     """
-    with Server("http_apps", "--threads", "2") as running:
+    with Server("http_apps", "--threads", "2", "--no-request-buffering") as running:
         sock, reader = connect(running)
         with sock:
             sock.sendall(

@@ -245,8 +245,8 @@ NAMES: dict[str, Name] = {n.name: n for n in (
         "mask (0, Gunicorn's default, keeps corral's 0600; --unix-socket-mode wins); read as "
         "int(text, 0), a leading 0 meaning octal"),
     _no("initgroups", "", "--initgroups", value=False, same=(True, False)),
-    _no("tmp_upload_dir", "corral spools request bodies larger than body_buffer_size to the "
-        "system's temporary directory (TMPDIR)", same=(None,)),
+    _to("tmp_upload_dir", "body_temp_dir", same=(None,),
+        instead="where request bodies larger than body_buffer_size are spooled"),
     _no("secure_scheme_headers", "corral reads X-Forwarded-Proto (https or on) from the "
         "forwarded_allow_ips peers, as NGINX Unit's forwarded.protocol",
         same=(_SECURE_HEADERS, {"X-FORWARDED-PROTO": "https"})),

@@ -768,6 +768,15 @@ def _existing_directories(value: list[str] | str) -> list[str]:
     return [os.path.abspath(path) for path in found]
 
 
+def _existing_directory(value: str | None) -> str | None:
+    """A directory that must be there, made absolute as `_existing_file` makes a file."""
+    if value is None:
+        return None
+    if not os.path.isdir(value):
+        raise Invalid(message=f"{show(value)}: no such directory")
+    return os.path.abspath(value)
+
+
 def _compression(value: Any) -> Any:
     """``--compression gzip,br``: `corral.compression.flag` (imported when it is given)."""
     if not isinstance(value, str):  # a document's table
@@ -1417,6 +1426,20 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--body-timeout",), metavar="SECONDS", key="http.body_read_timeout",
     ),
     Setting(
+        "body_min_rate", _TIMEOUTS, _S, _int(ge=0), 240,
+        "Slowest average rate, in bytes per second, at which a request body may arrive, "
+        "measured from its start once `body_min_rate_grace` has passed (ASP.NET Kestrel's "
+        "MinRequestBodyDataRate, Apache's mod_reqtimeout MinRate): under it the client gets "
+        "408 and the connection is closed (the slow POST attack, which `body_timeout` alone "
+        "lets through: a byte a minute). 0 disables it.",
+        flags=("--body-min-rate",), metavar="BYTES",
+    ),
+    Setting(
+        "body_min_rate_grace", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 5.0,
+        "How long a request body may take before `body_min_rate` applies.",
+        flags=("--body-min-rate-grace",), metavar="SECONDS",
+    ),
+    Setting(
         "send_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
         "Time a response may wait for the client to read it (like nginx's send_timeout); past "
         "it the connection is closed.",
@@ -1496,6 +1519,23 @@ SETTINGS: tuple[Setting, ...] = (
         "`response_buffer_size` (nginx's `proxy_max_temp_file_size`); past both, the thread "
         "waits for the client. 0: no spool.",
         flags=("--response-spool-size",), metavar="BYTES",
+    ),
+    Setting(
+        "request_buffering", _LIMITS, _S, bool, True,
+        "A WSGI application running on `threads` (or asked `Expect: 100-continue`) is called "
+        "once the whole request body has arrived, read by the event loop (in memory up to "
+        "`body_buffer_size`, then in a temporary file), so that a slow client holds no thread "
+        "(nginx's `proxy_request_buffering`). `--no-request-buffering` streams the body to "
+        "the application as it arrives, `100 Continue` sent at its first read. With one thread "
+        "and no `Expect`, the body is always buffered; ASGI applications always stream.",
+        flags=("--request-buffering",), action=Action.SWITCH,
+    ),
+    Setting(
+        "body_temp_dir", _LIMITS, _S, _NAME | None, None,
+        "Where request bodies larger than `body_buffer_size` are spooled (nginx's "
+        "`client_body_temp_path`), each in a file deleted as it is made; unset: the system's "
+        "temporary directory (`TMPDIR`).",
+        flags=("--body-temp-dir",), metavar="DIR", resolve=_existing_directory,
     ),
     # -- Client limits --------------------------------------------------------------------------
     Setting(

@@ -311,8 +311,9 @@ MAPPED: dict[str, _Rule] = {
     ),
     "post-buffering": _Rule(
         _to("body_buffer_size", _number),
-        "`body_buffer_size`: larger bodies are spooled to a file. With `threads` above 1 a "
-        "body streams to the application as it arrives",
+        "`body_buffer_size`: larger bodies are spooled to a file (`body_temp_dir`). As with "
+        "uWSGI's, the whole body is read before the application is called, with any "
+        "`threads` (`request_buffering`)",
     ),
     "limit-post": _Rule(_to("limit_request_body", _number), "`limit_request_body` (413)"),
     "uid": _Rule(_to("user", _text), "`user`"),

@@ -31,3 +31,6 @@ cpdef ResponseHead build_head(object status, object headers, str prefix, bint ch
                line=str, length_line=str, given=int)
 cpdef ResponseHead make_head(object status, object headers, str prefix, bint chunked,
                              bint keep_alive, str version, object body_length=*)
+
+@cython.locals(text=str)
+cpdef bint redirection(object status)

@@ -114,6 +114,16 @@ def trailer_lines(headers: Any) -> str:
     return "".join(lines)
 
 
+def redirection(status: Any) -> bool:
+    """A 3xx status (given as the application gave it), which a listener's body steps see
+    whatever its body's length: a 304 has no body of its own, its fields are those of the 200
+    it stands for."""
+    if type(status) is not str:
+        return False
+    text = status  # typed str when compiled: its first character read in place
+    return len(text) > 0 and text[0] == "3"
+
+
 def status_line(status: str) -> tuple[str, int]:
     """``("HTTP/1.1 200 OK\\r\\n", 200)`` for a WSGI status string, validated."""
     cached = _status_lines.get(status)

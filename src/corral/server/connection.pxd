@@ -3,8 +3,9 @@
 cimport cython
 
 from corral.http.head cimport Parser, RequestHead, RequestSink
-from corral.http.response cimport ResponseHead, build_head
+from corral.http.response cimport ResponseHead, build_head, redirection
 from corral.server cimport clock
+from corral.server.bodyclock cimport BodyClock
 from corral.filters.ratelimit cimport Limiter
 from corral.server.exchange cimport Exchange
 
@@ -22,6 +23,8 @@ cdef class ServerState:
     cdef public double keep_alive
     cdef public double header_timeout
     cdef public double body_timeout
+    cdef public double body_min_rate
+    cdef public double body_min_rate_grace
     cdef public double send_timeout
     cdef public object on_finish
     cdef public object connections  # a set, or acceptor.WatchedConnections (its own add)
@@ -35,9 +38,6 @@ cdef class ServerState:
     cdef public object on_retire
     cdef public object on_client_gone
     cdef public object loop
-
-@cython.locals(text=str)
-cpdef bint _redirection(object status)
 
 cdef class HttpConnection(RequestSink):
     cdef public ServerState server
@@ -60,6 +60,7 @@ cdef class HttpConnection(RequestSink):
     cdef public Exchange receiving
     cdef public int state
     cdef public double deadline
+    cdef public BodyClock body_clock
     cdef public bint closed
     cdef public bint write_paused
     cdef public double waiting_since
@@ -71,15 +72,15 @@ cdef class HttpConnection(RequestSink):
     cdef public object _pending_error
     cdef public object peer
 
-    @cython.locals(server=ServerState, action=object)
+    @cython.locals(server=ServerState, action=object, has_body=bint)
     cpdef Exchange _enqueue(self, Exchange exchange)
     @cython.locals(exchange=Exchange, server=ServerState)
     cpdef _dispatch(self)
-    @cython.locals(due=double, now=double)
-    cpdef bint _due(self, Exchange exchange)
     @cython.locals(exchange=Exchange)
     cpdef on_request(self, RequestHead head)
     cpdef on_body(self, chunk)
+    @cython.locals(server=ServerState)
+    cpdef _body_start(self, Exchange exchange)
     cpdef on_request_end(self)
     cpdef write(self, data)
     cpdef bytes begin(self, Exchange exchange, object status, object headers,

@@ -42,8 +42,9 @@ from typing import Any, Protocol
 
 from corral.http.errors import HttpError, RequestTimeout, error_response
 from corral.http.head import Limits, RequestHead, RequestSink
-from corral.http.response import build_head
+from corral.http.response import build_head, redirection
 from corral.server import clock
+from corral.server.bodyclock import BodyClock
 from corral.server.exchange import Exchange
 from corral.server.overload import shed
 from corral.server.plan import PLAIN, ListenerPlan
@@ -98,6 +99,8 @@ class ServerState:
         body_timeout: float,
         send_timeout: float,
         on_finish: Callable[[HttpConnection, Exchange], None] | None = None,
+        body_min_rate: float = 0.0,
+        body_min_rate_grace: float = 5.0,
     ) -> None:
         self.adapter = adapter
         # every request without a body has this one (each adapter defines it)
@@ -106,6 +109,9 @@ class ServerState:
         self.keep_alive = keep_alive
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        # the slow POST's bound (bodyclock.py): bytes a second on average, after the grace
+        self.body_min_rate = body_min_rate
+        self.body_min_rate_grace = body_min_rate_grace
         self.send_timeout = send_timeout
         # the access log and/or the latency histogram (they time from Exchange.request_start)
         self.on_finish = on_finish
@@ -137,6 +143,7 @@ class HttpConnection(RequestSink):
         "_pending_error",
         "active",
         "adapter_state",
+        "body_clock",
         "closed",
         "deadline",
         "encrypted",
@@ -201,6 +208,7 @@ class HttpConnection(RequestSink):
         self.receiving: Exchange | None = None
         self.state = HEAD
         self.deadline = NEVER
+        self.body_clock: BodyClock = None  # type: ignore[assignment]  # at the first body
         self.closed = False
         self.write_paused = False
         self.waiting_since = 0.0  # clock.now() when an answer began to wait for the client
@@ -345,14 +353,14 @@ class HttpConnection(RequestSink):
         head = exchange.head
         if not server.keep_alive:
             head.keep_alive = False  # keep_alive 0: every response says it closes
-        if head.chunked or head.content_length:
+        has_body = head.chunked or bool(head.content_length)
+        if has_body:
             action = exchange.action
             if action is None:
                 exchange.body = server.adapter.make_body(self, exchange)
             else:
                 exchange.body = action.take_body(self, exchange)
             self.state = BODY
-            self.deadline = clock.now() + server.body_timeout
         else:
             self.state = BUSY
             self.deadline = NEVER
@@ -360,10 +368,12 @@ class HttpConnection(RequestSink):
         self.receiving = exchange
         if len(self.pipeline) > 1:
             self.pause_reading()  # parse no further ahead than one read while answers wait
+        if has_body:  # (its rate's clock stopped if it waits for the answers before it)
+            self._body_start(exchange)
         return exchange
 
     def on_body(self, chunk: bytes) -> None:
-        self.deadline = clock.now() + self.server.body_timeout
+        self.deadline = self.body_clock.read(clock.now(), len(chunk), self.reading_paused)
         if self.receiving.body.feed(chunk) and not self.reading_paused:  # type: ignore[union-attr]
             # the application is slower than the client: stop reading, and stop
             # the body deadline too, since the wait is not the client's fault
@@ -395,8 +405,10 @@ class HttpConnection(RequestSink):
             while self.active is None and self.pipeline and not self.closed:
                 exchange = self.pipeline[0]
                 if not (exchange.complete or exchange.streaming):
+                    if exchange.head.expect_continue:  # a buffered body: read from now on
+                        self.send_continue(exchange)
                     return
-                if exchange.not_before != 0.0 and not self._due(exchange):
+                if exchange.not_before != 0.0 and not exchange.due(self.loop, self._dispatch):
                     return
                 self.active = exchange
                 exchange.started = True
@@ -412,25 +424,21 @@ class HttpConnection(RequestSink):
         finally:
             self._dispatching = False
 
-    def _due(self, exchange: Exchange) -> bool:
-        """Whether a request a rate limit let in over its rate may start: not before its
-        time, which one timer comes back for (a negative ``not_before``: it is set)."""
-        due = abs(exchange.not_before)
-        now = clock.now()
-        if now + 0.002 >= due:  # (the loop's timers are coarser: one may come a little early)
-            exchange.not_before = 0.0
-            return True
-        if exchange.not_before > 0:
-            exchange.not_before = -due
-            self.loop.call_later(due - now, self._dispatch)
-        return False
-
     def resume_body(self) -> None:
         """The application drained the body buffer: read the socket again."""
         if self.reading_paused and not self.closed and len(self.pipeline) <= 1:
             self._resume_reading()
             if self.state == BODY:
-                self.deadline = clock.now() + self.server.body_timeout
+                self._body_start(self.receiving)  # type: ignore[arg-type]
+
+    def _body_start(self, exchange: Exchange) -> None:
+        """The clocks of ``exchange``'s body start, or start again as the loop reads it again
+        (corral/server/bodyclock.py)."""
+        server = self.server
+        if self.body_clock is None:
+            rate, grace = server.body_min_rate, server.body_min_rate_grace
+            self.body_clock = BodyClock(server.body_timeout, rate, grace)
+        self.deadline = self.body_clock.start(clock.now(), exchange, self.reading_paused)
 
     # -- answering (adapter side) -----------------------------------------------
 
@@ -479,7 +487,7 @@ class HttpConnection(RequestSink):
         """Whether the body steps (there are some) see this answer, whose body is
         ``body_length`` bytes long (-1: not known yet): not a body shorter than any of theirs
         (one comparison), but a 3xx's (a 304 stands for a 200)."""
-        return body_length < 0 or body_length >= self.steps_least or _redirection(status)
+        return body_length < 0 or body_length >= self.steps_least or redirection(status)
 
     def _head(
         self,
@@ -519,6 +527,8 @@ class HttpConnection(RequestSink):
         if not exchange.continue_sent and not exchange.complete and not self.closed:
             exchange.continue_sent = True
             self.transport.write(CONTINUE)
+            if exchange is self.receiving and self.state == BODY:
+                self._body_start(exchange)
 
     def finish(self, exchange: Exchange, keep_alive: bool, last: bytes = b"") -> None:
         """The answer to ``exchange`` is complete once ``last`` (its last bytes, if any) is
@@ -545,8 +555,8 @@ class HttpConnection(RequestSink):
             self.close()
             return
         if self.pipeline:
-            if len(self.pipeline) == 1 and not self.parser.ended:
-                self._resume_reading()
+            if not self.parser.ended:
+                self.resume_body()  # a pipelined request's body, its clocks (again) with it
             self._dispatch()
             return
         self.state = IDLE
@@ -667,6 +677,7 @@ class HttpConnection(RequestSink):
         if self.state == HEAD and self.parser.head_bytes:
             self._send_error(RequestTimeout.status)
         elif self.state == BODY:
+            self.receiving.refusal = "timeout"  # type: ignore[union-attr]
             self._give_up(self.receiving, RequestTimeout.status)  # type: ignore[arg-type]
         else:
             # send_timeout: what is buffered for a client that stopped reading
@@ -680,15 +691,6 @@ class HttpConnection(RequestSink):
     def idle(self) -> bool:
         """No request in progress or queued: safe to close when draining."""
         return self.active is None and not self.pipeline
-
-
-def _redirection(status: Any) -> bool:
-    """A 3xx status, which the body steps see whatever its length (a 304 has no body of its
-    own: its fields are those of the 200 it stands for)."""
-    if type(status) is not str:
-        return False
-    text = status  # typed str when compiled: its first character read in place
-    return len(text) > 0 and text[0] == "3"
 
 
 def sweep(connections: set[HttpConnection], now: float) -> None:

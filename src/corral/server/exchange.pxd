@@ -1,5 +1,7 @@
 # Types of exchange.py when compiled (setup.py's TWINS); the .py is the Python core.
 
+cimport cython
+
 from corral.http.head cimport RequestHead
 from corral.server cimport clock
 
@@ -29,6 +31,8 @@ cdef class Exchange:
     cdef public double not_before
     cdef public object refusal
 
+    @cython.locals(at=double, now=double)
+    cpdef bint due(self, object loop, object then) except -1
     cpdef bytes frame(self, bytes data)
     cpdef bytes _framed(self, bytes data)
     cpdef bytes end(self, str trailer_lines=*, bint more=*)

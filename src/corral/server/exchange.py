@@ -17,6 +17,7 @@ checked: a body longer is cut, one shorter closes the connection) or chunked
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from corral.http.chunked import END_OF_DATA, LAST, chunk, last, size_line
@@ -73,6 +74,20 @@ class Exchange:
         self.not_before = 0.0
         # why the server refused it itself ("rate_limit"), for the access log; None: it did not
         self.refusal: str | None = None
+
+    def due(self, loop: Any, then: Callable[[], object]) -> bool:
+        """Whether it may start, let in over its rate by a rate limit (`not_before`): not
+        before its time, when ``loop`` calls ``then`` back, once (a negative ``not_before``:
+        the timer is set)."""
+        at = abs(self.not_before)
+        now = clock.now()
+        if now + 0.002 >= at:  # (the loop's timers are coarser: one may come a little early)
+            self.not_before = 0.0
+            return True
+        if self.not_before > 0:
+            self.not_before = -at
+            loop.call_later(at - now, then)
+        return False
 
     def where(self) -> str:
         """The request, for a log line: ``GET /path``."""

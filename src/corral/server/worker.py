@@ -272,6 +272,8 @@ class Worker:
             keep_alive=settings.keep_alive,
             header_timeout=settings.header_timeout,
             body_timeout=settings.body_timeout,
+            body_min_rate=settings.body_min_rate,
+            body_min_rate_grace=settings.body_min_rate_grace,
             send_timeout=settings.send_timeout,
             on_finish=self._on_finish(),
         )
@@ -311,6 +313,8 @@ class Worker:
             body_buffer_size=settings.body_buffer_size,
             response_buffer_size=settings.response_buffer_size,
             response_spool_size=settings.response_spool_size,
+            request_buffering=settings.request_buffering,
+            body_temp_dir=settings.body_temp_dir,
             multiprocess=spec.multiprocess,
             log=self.log,
             watchdog=watchdog,

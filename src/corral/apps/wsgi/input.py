@@ -3,8 +3,9 @@
 Three kinds, chosen by the runner:
 - :data:`EMPTY`: a request without a body (stateless, shared).
 - :class:`BufferedInput`: the whole body arrives before the application runs
-  (the inline runner never blocks the loop on a read). Bodies larger than
-  ``body_buffer_size`` spill from memory to an anonymous temporary file.
+  (the inline runner never blocks the loop on a read, and a slow client never holds
+  an application thread). Bodies larger than ``body_buffer_size`` spill from memory
+  to an anonymous temporary file (in ``body_temp_dir``, deleted as it is made).
 - :class:`StreamingInput`: the application runs on a thread while the body still
   arrives. The loop feeds it, the application thread reads it; the buffer is
   bounded (the connection stops reading the socket above ``high_water``) and the
@@ -84,8 +85,11 @@ class BufferedInput(_ReadLines):
 
     __slots__ = ("_file",)
 
-    def __init__(self, spill: int) -> None:
-        self._file: Any = tempfile.SpooledTemporaryFile(max_size=spill)  # noqa: SIM115
+    def __init__(self, spill: int, directory: str | None = None) -> None:
+        """``directory``: where a spilled body's file goes (None: the system's temp dir)."""
+        self._file: Any = tempfile.SpooledTemporaryFile(  # noqa: SIM115
+            max_size=spill, dir=directory
+        )
 
     def feed(self, chunk: bytes) -> None:
         self._file.write(chunk)

@@ -20,6 +20,8 @@ cdef class WsgiAdapter(Adapter):
     cdef public object body_buffer_size
     cdef public Py_ssize_t response_buffer_size
     cdef public Py_ssize_t response_spool_size
+    cdef public bint request_buffering
+    cdef public object body_temp_dir
     cdef public object multiprocess
     cdef public object log
     cdef public object errors

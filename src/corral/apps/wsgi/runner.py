@@ -4,10 +4,13 @@ With one thread (the default) the application runs inline on the event loop
 thread once the whole request body has arrived (buffered, spilling to a temp
 file), and its iterable is pumped only while the transport accepts more, so a
 large streaming answer never piles up in memory. With ``threads > 1`` every call
-runs on a fixed pool; bodies stream to it through a bounded buffer. A request
-with ``Expect: 100-continue`` always streams, so that ``100 Continue`` goes out
-only when the application starts to read; with one thread it uses a single
-helper thread for that.
+runs on a fixed pool. Request bodies are read by the loop before the call (`BufferedInput`:
+in memory up to ``body_buffer_size``, then in a temporary file), so that a slow client holds
+no application thread (nginx's ``proxy_request_buffering``); ``100 Continue`` goes out when the
+loop starts reading (the connection sends it). With ``request_buffering`` off, bodies of a
+threaded application, and those of a request with ``Expect: 100-continue`` whatever the
+threads, stream to the application through a bounded buffer, ``100 Continue`` at its first
+read; with one thread a single helper thread runs the application for that.
 
 Threads: every call is queued for the pool at once (`ThreadPool`: a busy pool runs its jobs
 back to back; threads are woken once per turn of the loop, and answers go back to the loop in
@@ -252,6 +255,8 @@ class WsgiAdapter(Adapter):
         response_buffer_size: int,
         response_spool_size: int,
         multiprocess: bool,
+        request_buffering: bool = True,
+        body_temp_dir: str | None = None,
         log: logging.Logger,
         watchdog: Watchdog | None = None,
         hooks: Any = None,
@@ -273,6 +278,8 @@ class WsgiAdapter(Adapter):
         # a streamed answer from a thread: bytes in memory, then spooled (server/buffering.py)
         self.response_buffer_size = response_buffer_size
         self.response_spool_size = response_spool_size
+        self.request_buffering = request_buffering
+        self.body_temp_dir = body_temp_dir
         self.multiprocess = multiprocess
         self.log = log
         self.errors = ErrorStream(log)
@@ -299,8 +306,8 @@ class WsgiAdapter(Adapter):
 
     def make_body(self, conn: HttpConnection, exchange: Exchange) -> Any:
         head = exchange.head
-        if self.pool is None and not head.expect_continue:
-            return BufferedInput(self.body_buffer_size)
+        if self.request_buffering or (self.pool is None and not head.expect_continue):
+            return BufferedInput(self.body_buffer_size, self.body_temp_dir)
         exchange.streaming = True
         call = conn.loop.call_soon_threadsafe
         return StreamingInput(
