@@ -1,7 +1,7 @@
 """Slow clients all at once (issue 34, point 3): what they cost normal requests and memory.
 
     bench/.venv/bin/python bench/slow_clients.py [--each 1000] [--duration 20]
-        [--servers corral,gunicorn-gthread] [--workers 2] [--threads 4]
+        [--servers corral,gunicorn-gthread] [--workers 2] [--threads 4] [--answer-mib 1]
         [--json FILE] [--markdown FILE]
 
 The server runs bench/apps/slow_targets.py (``/`` a hello, ``/big`` 1 MiB yielded in 64 KiB
@@ -12,7 +12,9 @@ closes:
 - **slowloris**: a request head that never ends, one more header field every 5 s;
 - **slow POST**: ``Content-Length: 1000000``, then one byte of body a second;
 - **slow reader**: ``GET /big`` on a socket whose receive buffer is 4 KiB, reading 4 KiB a
-  second (a 1 MiB answer takes it four minutes).
+  second (a 1 MiB answer takes it four minutes; ``--answer-mib`` for larger: on loopback the
+  kernel's send buffer grows to ``net.ipv4.tcp_wmem``'s maximum, 4 MiB here, so a server's
+  own buffering of a 1 MiB answer is barely reached).
 
 A probing process meanwhile sends normal requests (``GET /``), paced, half on keep-alive
 connections and half on a new connection each, and times each answer: first for ``--duration``
@@ -211,9 +213,10 @@ def read_answer(sock: socket.socket) -> None:
 class Attack:
     """``each`` connections of every kind, each replaced when the server closes it."""
 
-    def __init__(self, port: int, each: int) -> None:
+    def __init__(self, port: int, each: int, answer_mib: int) -> None:
         self.port = port
         self.each = each
+        self.answer_mib = answer_mib
         self.open = {"slowloris": 0, "slow_post": 0, "slow_reader": 0}
         self.closed = dict.fromkeys(self.open, 0)  # by the server
         self.failed = dict.fromkeys(self.open, 0)  # could not connect
@@ -265,7 +268,7 @@ class Attack:
                 return
 
     async def slow_reader(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        writer.write(f"GET /big?mib={self.answer_mib} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         await writer.drain()
         while True:
             data = await reader.read(4096)
@@ -296,12 +299,12 @@ class Attack:
             await asyncio.sleep(1)
 
 
-def attack_main(port: int, each: int) -> None:
+def attack_main(port: int, each: int, answer_mib: int) -> None:
     import resource
 
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    asyncio.run(Attack(port, each).run())
+    asyncio.run(Attack(port, each, answer_mib).run())
 
 
 # --------------------------------------------------------------------------- one server
@@ -325,7 +328,8 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, object]:
         result["rss_before_kib"] = rss_kib(pids)
         print(f"   baseline {result['baseline']}", flush=True)
         attacker = subprocess.Popen(
-            [sys.executable, __file__, "--attack", "--port", str(port), "--each", str(args.each)],
+            [sys.executable, __file__, "--attack", "--port", str(port), "--each", str(args.each),
+             "--answer-mib", str(args.answer_mib)],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert attacker.stdout is not None
@@ -395,7 +399,7 @@ def markdown(results: list[dict[str, object]], args: argparse.Namespace) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         f"`bench/slow_clients.py --each {args.each} --duration {args.duration} --workers "
-        f"{args.workers} --threads {args.threads}`, {when}",
+        f"{args.workers} --threads {args.threads} --answer-mib {args.answer_mib}`, {when}",
         "",
         "| server | probe p50 / p99 / max (ms), no attack | under attack | probe failures "
         "| attackers open (loris / POST / reader) | RSS before → under (MiB) | KiB per attacker "
@@ -427,12 +431,13 @@ def main() -> None:
     p.add_argument("--servers", default="corral", help="comma list: corral,gunicorn-gthread")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--answer-mib", type=int, default=1, help="MiB of the slow readers' answer")
     p.add_argument("--server-args", default="", help="more flags for the server")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--markdown", help="write the table here")
     args = p.parse_args()
     if args.attack:
-        attack_main(args.port, args.each)
+        attack_main(args.port, args.each, args.answer_mib)
         return
     results = [measure(name, args) for name in args.servers.split(",")]
     if args.json:
