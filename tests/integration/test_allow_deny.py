@@ -97,3 +97,18 @@ def test_a_document_writes_the_same_routes(tmp_path, named: bool) -> None:
         assert status_from(server, "127.0.0.2") == 200
         assert status_from(server, "127.0.0.3") == 451
         assert status_from(server, "127.0.0.5") == 403
+
+
+def test_a_proxys_connection_is_judged_by_each_requests_client() -> None:
+    # one keep-alive connection of a trusted proxy carries several clients' requests: each
+    # judged by its own (the last client's answer is kept, so the alternation is the test)
+    with Server("basic:application", "--deny-from", "203.0.113.0/24") as server:
+        with socket.socket() as sock:
+            sock.settimeout(10)
+            sock.connect((server.host, server.port))
+            found = []
+            for client in ["203.0.113.7", "198.51.100.1", "198.51.100.1", "203.0.113.9", ""]:
+                forwarded = f"X-Forwarded-For: {client}\r\n" if client else ""
+                sock.sendall(f"GET / HTTP/1.1\r\nHost: x\r\n{forwarded}\r\n".encode())
+                found.append(read_response(sock)[0])
+        assert found == [403, 200, 200, 403, 200]  # the last: the proxy's own address

@@ -94,11 +94,11 @@ class ClientGate:
 
     def for_client(self, conn: HttpConnection) -> Any:
         """What ``conn`` asks for each request (its ``gate``), once its client is known:
-        None when the client is let in, its refusal when not, this gate itself when a trusted
-        proxy's headers name the client of each request."""
-        if conn.trusted:
-            return self
+        None when the client is let in, its refusal when not, a `ProxiedClients` when a
+        trusted proxy's headers may name another client in each request."""
         status = self.status_of(conn.peer)
+        if conn.trusted:
+            return ProxiedClients(self, status)
         return self.refusals[status] if status else None
 
     def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
@@ -109,3 +109,28 @@ class ClientGate:
             client = (forwarded.address, forwarded.port or 0)
         status = self.status_of(client)
         return bool(status) and self.refusals[status].refuses(conn, exchange)
+
+
+class ProxiedClients:
+    """The gate of a trusted proxy's connection: each request is judged by the client its
+    headers name (the last one's answer kept: a proxy's connection often carries one client's
+    requests in a row), one without such headers by the proxy's own address."""
+
+    __slots__ = ("client", "client_status", "gate", "peer_status")
+
+    def __init__(self, gate: ClientGate, peer_status: int) -> None:
+        self.gate = gate
+        self.peer_status = peer_status
+        self.client: str | None = None
+        self.client_status = 0
+
+    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+        forwarded = exchange.forwarded
+        if forwarded is None or forwarded.address is None:
+            status = self.peer_status
+        else:
+            if forwarded.address != self.client:
+                self.client = forwarded.address
+                self.client_status = self.gate.status_of((forwarded.address, 0))
+            status = self.client_status
+        return bool(status) and self.gate.refusals[status].refuses(conn, exchange)
