@@ -38,6 +38,7 @@ TWINS = [
     "corral.apps.asgi.adapter",
     "corral.filters.forwarded",
     "corral.filters.ratelimit",
+    "corral.filters.connlimit",
     "corral.static.answer",
     "corral.static.files",
     "corral.actions.share",

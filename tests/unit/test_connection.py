@@ -26,9 +26,9 @@ from corral.server.connection import (
     Adapter,
     HttpConnection,
     ServerState,
-    sweep,
 )
 from corral.server.exchange import Exchange
+from corral.server.expiry import sweep
 
 
 class RecordingTransport:

@@ -37,7 +37,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from corral import __version__
-from corral.config.listener_limits import RateLimit
+from corral.config.listener_limits import ConnLimit, RateLimit
 from corral.config.listener_tls import Tls
 from corral.config.settings import (
     SETTINGS,
@@ -272,11 +272,11 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     # corral's: the PROXY protocol on this listener (corral/server/proxied.py); unset: the settings'
     proxy_protocol: ProxyMode | bool | UnsetType = UNSET
     proxy_allow_from: str | list[str] | UnsetType = UNSET
-    # corral's own key (NGINX Unit has no uwsgi listeners): the wire protocol, HTTP/1.1 unless
-    # "uwsgi" (nginx's uwsgi_pass, http/uwsgi.py): straight to one application, no `forwarded`
+    # corral's (Unit has no uwsgi listeners): the wire protocol, HTTP/1.1 unless "uwsgi"
     protocol: Literal["http", "uwsgi"] | UnsetType = UNSET
     tls: Tls | bool | UnsetType = UNSET  # the store's (tls/store.py), certfile's, or plain
     rate_limit: RateLimit | UnsetType = UNSET  # corral's: nginx's limit_req (filters/ratelimit)
+    limit_conn: ConnLimit | UnsetType = UNSET  # corral's: nginx's limit_conn (filters/connlimit)
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]

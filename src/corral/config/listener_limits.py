@@ -1,6 +1,7 @@
-"""A listener's ``rate_limit``: nginx's ``limit_req`` in the document's shape (corral's key;
-NGINX Unit has none). The shape and the rate's spelling are checked here; the table is the
-master's (`corral.filters.ratelimit`)."""
+"""A listener's ``rate_limit`` and ``limit_conn``: nginx's ``limit_req`` and ``limit_conn`` in
+the document's shape (corral's keys; NGINX Unit has none). The shapes and the rate's spelling
+are checked here; the tables are the master's (`corral.filters.ratelimit`,
+`corral.filters.connlimit`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["RateLimit", "interval_of", "key_of"]
+__all__ = ["ConnLimit", "RateLimit", "interval_of", "key_of"]
 
 _RATE = re.compile(r"(\d+(?:\.\d+)?)r/([sm])")
 _NS = {"s": 1_000_000_000, "m": 60_000_000_000}
@@ -70,3 +71,15 @@ class RateLimit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen
         if self.nodelay:
             return self.burst
         return 0 if self.delay is UNSET else self.delay
+
+
+class ConnLimit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Open connections per client, counted by every worker together (nginx's ``limit_conn``):
+    a client holding ``connections`` already gets ``status`` with ``Retry-After`` and the
+    connection is closed after it. The client is its address after ``forwarded`` and the
+    PROXY protocol; ``table_size`` the memory of the counts (bytes: 8 for the client and 8
+    for each worker's count)."""
+
+    connections: Annotated[int, Meta(ge=1)]
+    status: Annotated[int, Meta(ge=400, le=599)] = 503
+    table_size: Annotated[int, Meta(ge=4096)] = DEFAULT_TABLE

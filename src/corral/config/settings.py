@@ -1589,6 +1589,26 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--limit-concurrency",), metavar="INT",
     ),
     Setting(
+        "limit_concurrency_total", _RATES, _S, _int(ge=0), 0,
+        "Open connections with a request the whole server holds at most, every worker's "
+        "counted together: over it a request is shed as by `limit_concurrency` (503, "
+        "`Retry-After: 1`, closed). 0: no limit.",
+        flags=("--limit-concurrency-total",), metavar="INT",
+    ),
+    Setting(
+        "limit_conn", _RATES, _SRC, _int(ge=0), 0,
+        "Open connections each client may hold, every worker's counted together (nginx's "
+        "`limit_conn`): a connection past them is answered `limit_conn_status` with "
+        "`Retry-After` and closed. The client is its address after `forwarded` and the PROXY "
+        "protocol. 0: no limit.",
+        flags=("--limit-conn",), metavar="INT",
+    ),
+    Setting(
+        "limit_conn_status", _RATES, _SRC, _int(ge=400, le=599), 503,
+        "The status of a connection over `limit_conn` (nginx's `limit_conn_status`).",
+        flags=("--limit-conn-status",), metavar="STATUS",
+    ),
+    Setting(
         "allow_from", _RATES, _SRC, list[str], [],
         "Only clients of these addresses or networks (CIDR) are served, the others answered "
         "`deny_status` (nginx's `allow ...; deny all;`); repeat for several. The client is "

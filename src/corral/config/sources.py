@@ -451,6 +451,11 @@ def build_document(
     limit = _rate_limit(resolved, given)
     for listener in listeners.values() if limit else ():
         listener["rate_limit"] = limit
+    conns, conn_status = resolved.pop("limit_conn", 0), resolved.pop("limit_conn_status", None)
+    if "limit_conn_status" in given and not conns:
+        raise ConfigError(f"{given['limit_conn_status'].where}: applies to limit_conn: give it")
+    for listener in listeners.values() if conns else ():
+        listener["limit_conn"] = {"connections": conns, "status": conn_status or 503}
     if redirect:  # named routes: the application's (maybe none) and the redirect
         for listener in listeners.values():
             if listener["pass"] == "routes":

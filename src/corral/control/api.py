@@ -34,7 +34,7 @@ from corral.control import certificates, stacks, tree
 from corral.master.arbiter import Arbiter
 from corral.master.generation import ROUTES_POOL, ApplyFailed
 from corral.master.process import WorkerProcess
-from corral.observe import latency
+from corral.observe import latency, refusals
 from corral.tls.context import expiries
 
 DONE = "Reconfiguration done."
@@ -273,9 +273,14 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
     counted = [arbiter.tally(name) for name in served_by]
     accepted = sum(tally.accepted for tally in counted)
     closed = sum(tally.closed for tally in counted)
+    refused: dict[str, int] = {}
+    for counts in refused_by_listener(arbiter).values():
+        for reason, count in counts.items():
+            refused[reason] = refused.get(reason, 0) + count
     found = {
         "connections": {"accepted": accepted, "active": active, "idle": idle, "closed": closed},
-        "requests": {"total": total},
+        # corral's: requests refused by the server itself since it started, by reason
+        "requests": {"total": total, "refused": refused},
         "applications": applications,
     }
     served = _expiries(arbiter)
@@ -385,16 +390,19 @@ def metrics(arbiter: Arbiter) -> str:
             ],
         )
     limited = _rate_limits(arbiter)
-    if limited:
+    refusals = refused_by_listener(arbiter)
+    if refusals:
         family(
             "corral_requests_refused_total",
             "counter",
             "Requests the server answered itself instead of serving, by reason and listener.",
             [
-                ('{reason="rate_limit",listener="' + _escape(address) + '"}', refused)
-                for address, (refused, _) in limited.items()
+                ('{reason="' + reason + '",listener="' + _escape(address) + '"}', count)
+                for address, counts in refusals.items()
+                for reason, count in counts.items()
             ],
         )
+    if limited:
         family(
             "corral_requests_delayed_total",
             "counter",
@@ -419,6 +427,16 @@ def metrics(arbiter: Arbiter) -> str:
             lines.append(f"{name}_sum{_labels(app_name)} {sum_us / 1e6:.6f}")
             lines.append(f"{name}_count{_labels(app_name)} {running}")
     return "\n".join(lines) + "\n"
+
+
+def refused_by_listener(arbiter: Arbiter) -> dict[str, dict[str, int]]:
+    """Each listener's refusals by reason since the server started, every worker's
+    (observe/refusals.py; a rate limit's are its table's)."""
+    limited = _rate_limits(arbiter)
+    found = {address: tally.counts() for address, tally in refusals.tallies().items()}
+    for address, counts in found.items():
+        counts["rate_limit"] = limited.get(address, (0, 0))[0]
+    return found
 
 
 def _rate_limits(arbiter: Arbiter) -> dict[str, tuple[int, int]]:

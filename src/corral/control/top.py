@@ -75,6 +75,12 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "~"
 
 
+def _refused(counts: dict[str, int]) -> str:
+    """The server's own refusals by reason (``refused: rate_limit 4, timeout 1``)."""
+    shown = [f"{reason} {count}" for reason, count in counts.items() if count]
+    return "refused: " + (", ".join(shown) if shown else "none")
+
+
 def _worker_key(sort: str) -> Callable[[dict[str, Any]], Any]:
     if sort == "served":
         return lambda row: -row["served"]
@@ -119,6 +125,7 @@ def screen(
         f"server: {_figure(server_rate)} req/s, {total} requests; connections "
         f"{connections.get('active', 0)} active, {connections.get('idle', 0)} idle, "
         f"{connections.get('accepted', 0)} accepted",
+        _refused(now.status.get("requests", {}).get("refused", {})),
         "",
         f"{'APPLICATION':<24} {'WORKERS':>7} {'REQ/S':>9} {'TOTAL':>10} {'ACTIVE':>6} "
         f"{'P50 ms':>8} {'P90 ms':>8} {'P99 ms':>8}",

@@ -15,6 +15,9 @@ cdef extern from *:
     static inline void corral_add64(uint64_t *word, uint64_t value) {
         __atomic_add_fetch(word, value, __ATOMIC_RELAXED);
     }
+    static inline uint64_t corral_add_fetch64(uint64_t *word, uint64_t value) {
+        return __atomic_add_fetch(word, value, __ATOMIC_SEQ_CST);
+    }
     static inline int corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) {
         return __atomic_compare_exchange_n(
             word, &old, new_, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -23,6 +26,7 @@ cdef extern from *:
     uint64_t corral_load64(uint64_t *word) nogil
     void corral_store64(uint64_t *word, uint64_t value) nogil
     void corral_add64(uint64_t *word, uint64_t value) nogil
+    uint64_t corral_add_fetch64(uint64_t *word, uint64_t value) nogil
     bint corral_swap64(uint64_t *word, uint64_t old, uint64_t new_) nogil
 
 
@@ -66,3 +70,9 @@ cdef inline void add(uint64_t* words, Py_ssize_t index, uint64_t value) noexcept
 
 cdef inline bint swap(uint64_t* words, Py_ssize_t index, uint64_t old, uint64_t new) noexcept:
     return corral_swap64(words + index, old, new)
+
+
+cdef inline long long added(uint64_t* words, Py_ssize_t index, long long value) noexcept:
+    # (sequentially consistent: an increment then a sum of the others' words sees every
+    # increment made before it, which a count's limit needs)
+    return <long long>corral_add_fetch64(words + index, <uint64_t>value)

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import fcntl
 
-__all__ = ["add", "load", "lock", "mark_of", "nanoseconds", "store", "swap", "unlock", "words_of"]
+__all__ = [
+    "add",
+    "added",
+    "load",
+    "lock",
+    "mark_of",
+    "nanoseconds",
+    "store",
+    "swap",
+    "unlock",
+    "words_of",
+]
 
 
 def words_of(view: memoryview) -> memoryview:
@@ -51,3 +62,9 @@ def swap(words: memoryview, index: int, old: int, new: int) -> bool:
 
 def add(words: memoryview, index: int, value: int) -> None:
     words[index] += value
+
+
+def added(words: memoryview, index: int, value: int) -> int:
+    """Add ``value`` (negative: take away) to a count: the count after it."""
+    words[index] = count = (words[index] + value) & 0xFFFF_FFFF_FFFF_FFFF
+    return count if count < 1 << 63 else count - (1 << 64)

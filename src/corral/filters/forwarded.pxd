@@ -16,3 +16,6 @@ cdef class Forwarding:
     @cython.locals(values=list, name=bytes, value=bytes, lowered=bytes, length=Py_ssize_t,
                    ip_length=Py_ssize_t, protocol_length=Py_ssize_t)
     cpdef resolve(self, list headers)
+
+@cython.locals(peer=object, forwarded=object)
+cpdef str client_address(object conn, object exchange)

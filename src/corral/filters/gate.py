@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.actions.respond import Reply
 from corral.net.addresses import address_matcher, socket_address
+from corral.observe.refusals import refused
 
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
@@ -72,6 +73,7 @@ class Refused:
     def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
         exchange.action = Reply(self.status)
         exchange.refusal = "denied"
+        refused(conn, exchange)  # counted for /metrics (observe/refusals.py)
         return True
 
 

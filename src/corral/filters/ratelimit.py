@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.actions.respond import Reply
 from corral.filters import atomic
+from corral.filters.forwarded import client_address
 from corral.server import clock
 
 if TYPE_CHECKING:
@@ -143,12 +144,7 @@ class Limiter:
         if route is not None and route.counted_ahead and route.begun == 1:
             return False  # the worker that handed the connection here counted its first request
         if self.key is None:
-            forwarded = exchange.forwarded
-            if forwarded is not None and forwarded.address is not None:
-                key = forwarded.address
-            else:
-                peer = conn.peer
-                key = peer[0] if isinstance(peer, tuple) else ""
+            key = client_address(conn, exchange)
         else:
             key = self._templated(conn, exchange)
         if not key:

@@ -50,7 +50,7 @@ from typing import Any
 from corral import __version__, core
 from corral.config import Document
 from corral.hooks import Hooks
-from corral.master import child, exits, lifecycle, scaling, stopping, systemd, timeouts
+from corral.master import child, connlimits, exits, lifecycle, scaling, stopping, systemd, timeouts
 from corral.master.events import Events
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
 from corral.master.listeners import close_all, describe
@@ -249,9 +249,11 @@ class Arbiter:
         frozen = pool.application.gc_freeze
         if frozen:
             gc.freeze()
+        seat = connlimits.take_seat()  # its counts' place in the shared tables
         try:
             pid = os.fork()
         except OSError:
+            connlimits.free_seat(None, seat)
             if frozen:
                 gc.unfreeze()
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -264,6 +266,7 @@ class Arbiter:
                     child.Fork(
                         pool=pool,
                         slot=slot,
+                        seat=seat,
                         beat_fd=write_fd,
                         stacks=worker_stacks,
                         orders=worker_orders,
@@ -300,6 +303,7 @@ class Arbiter:
         for end in (worker_stacks, worker_orders):
             end.close()
         stacks.setblocking(False)
+        connlimits.seat_of(pid, seat)
         worker = WorkerProcess(pid, slot, gen, pool, read_fd, stacks, orders)
         worker.max_lifetime = draw_max_lifetime(pool.application)
         worker.replaces = replaces

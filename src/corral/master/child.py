@@ -34,6 +34,7 @@ class Fork:
 
     pool: Pool
     slot: int
+    seat: int  # its place in the connection counts (master/connlimits.py)
     beat_fd: int  # the write end of its heartbeat pipe
     stacks: socket.socket  # its end of the socket the master asks for its stacks on
     orders: socket.socket  # its end of the socket the master sends renewals on (renewal.py)
@@ -142,6 +143,8 @@ def worker_main(fork: Fork) -> int:
         board=pool.board,
         slot=slot,
         route_limiters=pool.route_limiters,
+        seat=fork.seat,
+        total_conns=pool.total_conns,
     )
     return run_worker(spec)
 

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from corral.apps.loader import load_failure
-from corral.master import lifecycle, timeouts
+from corral.master import connlimits, lifecycle, timeouts
 from corral.master.generation import Pool
 from corral.master.lifecycle import Exit
 from corral.master.process import Tally, WorkerProcess
@@ -46,6 +46,7 @@ def reap(arbiter: Arbiter) -> None:
         arbiter.gone.setdefault(worker.pool.name, Tally()).add(worker)
         arbiter.reloads.accepting_changed.set()
         _off_the_board(arbiter, worker)
+        connlimits.free_seat(pid)  # its connections no longer count (filters/connlimit.py)
         on_exit(arbiter, worker, status)
 
 

@@ -24,8 +24,10 @@ from corral.config import Application, Document
 from corral.config.listener_tls import Tls
 from corral.filters.gate import gate_of
 from corral.jsonpath import member
+from corral.master.connlimits import conn_limits, total_table
 from corral.master.identity import Identity
 from corral.master.ratelimits import limiters
+from corral.observe.refusals import tally_for
 from corral.server.acceptor import LoadBoard
 from corral.server.plan import ListenerSpec
 from corral.tls.context import forget_others, session_context
@@ -101,6 +103,8 @@ class Pool:
         self.served: dict[str, ListenerTls] = {}
         self.limiters: dict[str, Any] = {}  # the rate limit of each that has one
         self.route_limiters: dict[str, Any] = {}  # ... and of each route step with one
+        self.conn_limits: dict[str, Any] = {}  # the limit_conn of each that has one
+        self.total_conns: Any = None  # the server's limit_concurrency_total count
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -140,6 +144,8 @@ class Pool:
                     self.tls.get(address),
                     self.limiters.get(address),
                     gate,
+                    self.conn_limits.get(address),
+                    tally_for(address),
                 )
             )
         return found
@@ -284,11 +290,14 @@ class Generation:
             router = compile_routes(routes, applications=route_targets(doc.applications))
         # (the tables once there are sockets: not for the first generation's check)
         limits, step_limits = limiters(doc, sockets) if sockets else ({}, {})
+        conns = conn_limits(doc, sockets) if sockets else {}
+        total = total_table(doc) if sockets else None
         for pool in self.pools.values():
             pool.sockets = {}
             pool.tls = contexts
             pool.served = dict(served)
             pool.limiters, pool.route_limiters = limits, step_limits
+            pool.conn_limits, pool.total_conns = conns, total
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():

@@ -7,6 +7,7 @@ from corral.http.response cimport ResponseHead, build_head, redirection
 from corral.server cimport clock
 from corral.server.bodyclock cimport BodyClock
 from corral.filters.ratelimit cimport Limiter
+from corral.filters.connlimit cimport ConnGate
 from corral.server.exchange cimport Exchange
 
 cdef class HttpConnection
@@ -39,6 +40,7 @@ cdef class ServerState:
     cdef public object on_client_gone
     cdef public object loop
 
+
 cdef class HttpConnection(RequestSink):
     cdef public ServerState server
     cdef public object loop
@@ -55,6 +57,8 @@ cdef class HttpConnection(RequestSink):
     cdef public object reader
     cdef public bint trusted
     cdef public Limiter limiter
+    cdef public ConnGate conns
+    cdef public object conns_held
     cdef public list pipeline
     cdef public Exchange active
     cdef public Exchange receiving

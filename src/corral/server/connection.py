@@ -30,8 +30,8 @@ threads hop back with ``loop.call_soon_threadsafe``.
 Timers: there is no timer object per connection. Each connection keeps one
 deadline, moved on state changes and set from the clock read then (CLOCK_MONOTONIC, a vDSO
 read: a clock the tick moved once a second made a 1 s deadline pass after a few milliseconds
-of silence); the worker's one-second tick calls :func:`sweep`, which closes whatever has
-passed its deadline: a timeout is cut no sooner than it says and within a second after.
+of silence); the worker's one-second tick calls `corral.server.expiry.sweep`, which ends
+whatever has passed its deadline: a timeout is cut no sooner than it says and within a second after.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from corral.http.errors import HttpError, RequestTimeout, error_response
+from corral.http.errors import HttpError, error_response
 from corral.http.head import Limits, RequestHead, RequestSink
 from corral.http.response import build_head, redirection
 from corral.server import clock
@@ -145,6 +145,8 @@ class HttpConnection(RequestSink):
         "adapter_state",
         "body_clock",
         "closed",
+        "conns",
+        "conns_held",
         "deadline",
         "encrypted",
         "gate",
@@ -201,6 +203,8 @@ class HttpConnection(RequestSink):
         self.limiter = plan.limiter  # its `rate_limit` (filters/ratelimit.py), None: none
         # allow and deny (filters/gate.py): asked for each request until its client is known
         self.gate = plan.gate  # then what that client is answered (None: served)
+        self.conns = plan.conns  # its connection counts (filters/connlimit.py), None: none
+        self.conns_held: Any = None  # (client, slots) they counted it at
         # a list, not a deque: it holds one exchange but for pipelined requests, and compiled
         # its append, first item and removal are C calls, not method calls
         self.pipeline: list[Exchange] = []
@@ -266,6 +270,8 @@ class HttpConnection(RequestSink):
         if self.route is not None:
             self.route.lost()
             self.route = None
+        if self.conns_held is not None:
+            self.conns.release(self)
         self.parser.detach()
         self.adapter_state = None
 
@@ -340,6 +346,7 @@ class HttpConnection(RequestSink):
             (self.gate is not None and self.gate.refuses(self, exchange))
             or (self.limiter is not None and self.limiter.refuses(self, exchange))
             or (self.server.max_connections and shed(self, exchange))
+            or (self.conns is not None and self.conns.refuses(self, exchange))
         ):
             self._enqueue(exchange)  # answered in its turn by the refusal
             return
@@ -671,19 +678,6 @@ class HttpConnection(RequestSink):
             else:
                 self.transport.close()
 
-    def expire(self) -> None:
-        """The deadline passed: 408 if a request was begun, else close (abort when the
-        client stopped reading)."""
-        if self.state == HEAD and self.parser.head_bytes:
-            self._send_error(RequestTimeout.status)
-        elif self.state == BODY:
-            self.receiving.refusal = "timeout"  # type: ignore[union-attr]
-            self._give_up(self.receiving, RequestTimeout.status)  # type: ignore[arg-type]
-        else:
-            # send_timeout: what is buffered for a client that stopped reading
-            # would hold the connection open for ever, so it is dropped
-            self.close(abort=self.waiting_for_client())
-
     def waiting_for_client(self) -> bool:
         """The answer is held up by a client that does not read it."""
         return self.write_paused or self.sendfile_job is not None
@@ -691,10 +685,3 @@ class HttpConnection(RequestSink):
     def idle(self) -> bool:
         """No request in progress or queued: safe to close when draining."""
         return self.active is None and not self.pipeline
-
-
-def sweep(connections: set[HttpConnection], now: float) -> None:
-    """Close every connection past its deadline (called once a second)."""
-    expired = [conn for conn in connections if conn.deadline < now]
-    for conn in expired:
-        conn.expire()

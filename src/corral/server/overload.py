@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from corral.actions.respond import Reply
+from corral.observe.refusals import refused
 
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
@@ -23,4 +24,5 @@ def shed(conn: HttpConnection, exchange: Exchange) -> bool:
     exchange.head.keep_alive = False
     exchange.action = Reply(503, None, RETRY_AFTER)
     exchange.refusal = "overload"
+    refused(conn, exchange)
     return True

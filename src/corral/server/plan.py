@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.core import RequestParser
+from corral.filters.connlimit import ConnGate
 from corral.filters.forwarded import Forwarding
 from corral.http.uwsgi import UwsgiParser
+from corral.observe.refusals import Refusals
 from corral.server.proxied import ProxyPlan
 
 
@@ -36,6 +38,9 @@ class ListenerSpec:
     tls: Any = None  # the ssl.SSLContext of an HTTPS listener (corral.tls.context), None: plain
     limiter: Any = None  # its `rate_limit` (filters/ratelimit.Limiter, the master's), None: none
     gate: Any = None  # its routes' allow and deny, when that is all they do (filters/gate.py)
+    # its `limit_conn` (connlimit.ConnTable, the master's, its limit, its status), None: none
+    conn_limit: Any = None
+    tally: Any = None  # its refusals' counts (observe/refusals.Tally, the master's), None: none
 
 
 class ListenerPlan:
@@ -48,12 +53,14 @@ class ListenerPlan:
     HTTPS listener, whose connections' transports decrypt what the connection reads."""
 
     __slots__ = (
+        "conns",
         "forwarding",
         "gate",
         "limiter",
         "parser",
         "pass_target",
         "proxy",
+        "refusals",
         "routing",
         "sockname",
         "steps",
@@ -75,6 +82,8 @@ class ListenerPlan:
         tls_proxy: Any = None,
         limiter: Any = None,
         gate: Any = None,
+        conns: Any = None,
+        refusals: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -93,6 +102,11 @@ class ListenerPlan:
         self.limiter = limiter
         # allow and deny (filters/gate.ClientGate), None without: asked once per connection
         self.gate = gate
+        # its connection counts (filters/connlimit.ConnGate), None without `limit_conn` and
+        # `limit_concurrency_total`
+        self.conns = conns
+        # what counts and logs its refusals (observe/refusals.Refusals), None: not counted
+        self.refusals = refusals
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
@@ -112,6 +126,7 @@ class Plans:
         *,
         discard_unsafe_fields: Any,
         steps: Any = None,
+        counts: Any = None,
     ) -> None:
         self.own_pass = f"applications/{own_application}"
         self.routing = routing  # routed.Routing, or None when nothing routes here
@@ -132,6 +147,13 @@ class Plans:
             for listener in listeners
             if listener.limiter is not None
         }
+        # ... and its connection counts and refusals (refusals.Counts makes them: the seat)
+        self.conns: dict[Any, Any] = {}
+        self.refusals: dict[Any, Any] = {}
+        for listener in listeners if counts is not None else ():
+            sockname = listener.socket.getsockname()
+            self.conns[sockname] = counts.conns(listener.conn_limit)
+            self.refusals[sockname] = counts.refusals(listener.tally)
 
     def for_listener(self, listener: ListenerSpec) -> ListenerPlan:
         """What one listener's connections do, decided once: a plain one never pays for
@@ -144,7 +166,13 @@ class Plans:
         if listener.protocol == "uwsgi":  # straight to this application (the document says so)
             limiter = listener.limiter
             return ListenerPlan(
-                sockname, parser=UwsgiParser, proxy=proxy, steps=self.steps, limiter=limiter
+                sockname,
+                parser=UwsgiParser,
+                proxy=proxy,
+                steps=self.steps,
+                limiter=limiter,
+                conns=self.conns.get(sockname),
+                refusals=self.refusals.get(sockname),
             )
         forwarding = self.forwardings.get(sockname)
         tls_proxy = None
@@ -170,6 +198,8 @@ class Plans:
             tls_proxy=tls_proxy,
             limiter=listener.limiter,
             gate=gate,
+            conns=self.conns.get(sockname),
+            refusals=self.refusals.get(sockname),
         )
 
     def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:
@@ -184,4 +214,28 @@ class Plans:
             pass_target=pass_target,
             steps=self.steps,
             limiter=self.limiters.get(sockname) if known else None,
+            conns=self.conns.get(sockname) if known else None,
+            refusals=self.refusals.get(sockname) if known else None,
         )
+
+
+class Counts:
+    """What a worker makes its listeners' connection counts and refusals of (from its
+    ``WorkerSpec``): its seat (the master's, at the fork), the server's whole count and limit
+    (`limit_concurrency_total`), and its access log."""
+
+    def __init__(self, spec: Any) -> None:
+        self.seat = spec.seat
+        self.total_limit = spec.settings.limit_concurrency_total
+        self.total = spec.total_conns if self.total_limit else None
+        self.access_log = spec.access_log
+
+    def conns(self, conn_limit: Any) -> Any:
+        """A listener's `corral.filters.connlimit.ConnGate`, None when nothing limits it."""
+        if conn_limit is None and self.total is None:
+            return None
+        table, limit, status = conn_limit if conn_limit is not None else (None, 0, 503)
+        return ConnGate(table, limit, status, self.total, self.total_limit, self.seat)
+
+    def refusals(self, tally: Any) -> Refusals:
+        return Refusals(tally, self.access_log)

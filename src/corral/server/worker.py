@@ -77,9 +77,10 @@ from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_
 from corral.observe.latency import LatencyHistogram
 from corral.observe.stacks import task_stacks
 from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
-from corral.server.connection import HttpConnection, ServerState, sweep
+from corral.server.connection import HttpConnection, ServerState
+from corral.server.expiry import sweep
 from corral.server.handoff import HandoffServer
-from corral.server.plan import ListenerSpec, Plans
+from corral.server.plan import Counts, ListenerSpec, Plans
 from corral.server.renewal import Renewals
 from corral.server.routed import Routing, adopt_factory
 from corral.server.stacks import StackResponder
@@ -142,6 +143,8 @@ class WorkerSpec:
     slot: int = 0
     # the rate limits of the route steps that have one, by the step's JSON path (the master's)
     route_limiters: dict[str, Any] = field(default_factory=dict)
+    seat: int = 0  # its place in the connection counts (the master's: filters/connlimit.py)
+    total_conns: Any = None  # the server's limit_concurrency_total count (the master's)
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -383,6 +386,7 @@ class Worker:
             self.log,
             discard_unsafe_fields=spec.settings.discard_unsafe_fields,
             steps=body_steps(spec.settings),
+            counts=Counts(spec),
         )
         gate = None
         if spec.board is not None and spec.listeners:
