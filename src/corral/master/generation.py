@@ -105,6 +105,7 @@ class Pool:
         self.route_limiters: dict[str, Any] = {}  # ... and of each route step with one
         self.conn_limits: dict[str, Any] = {}  # the limit_conn of each that has one
         self.total_conns: Any = None  # the server's limit_concurrency_total count
+        self.tallies: dict[str, Any] = {}  # the refusals of each (observe/refusals.py)
         self.ever_ready = False
         self.failed_to_load = False  # at start-up, from the state directory (see exits.on_exit)
 
@@ -145,7 +146,7 @@ class Pool:
                     self.limiters.get(address),
                     gate,
                     self.conn_limits.get(address),
-                    tally_for(address),
+                    self.tallies.get(address),
                 )
             )
         return found
@@ -292,12 +293,13 @@ class Generation:
         limits, step_limits = limiters(doc, sockets) if sockets else ({}, {})
         conns = conn_limits(doc, sockets) if sockets else {}
         total = total_table(doc) if sockets else None
+        tallies = {address: tally_for(address) for address in sockets}  # (made before the fork)
         for pool in self.pools.values():
             pool.sockets = {}
             pool.tls = contexts
             pool.served = dict(served)
             pool.limiters, pool.route_limiters = limits, step_limits
-            pool.conn_limits, pool.total_conns = conns, total
+            pool.conn_limits, pool.total_conns, pool.tallies = conns, total, tallies
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
                 pool.routes, pool.router = doc.routes, router
         for address, sock in sockets.items():
