@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from corral.observe.refusals import refused
+
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
@@ -17,5 +19,6 @@ def limited(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
     assert route is not None  # only routed connections have actions
     limiter = conn.plan.routing.limiters.get(action.path)
     if limiter is not None and limiter.refuses(conn, exchange):
+        refused(conn, exchange)  # (a listener's are counted in its table)
         return True
     return route.act(exchange, action.action)

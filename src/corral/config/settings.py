@@ -1848,8 +1848,8 @@ SETTINGS: tuple[Setting, ...] = (
         "syntax when it has a `$` (`$remote_addr`, `$time_local`, `$request_line`, `$status`, "
         "`$body_bytes_sent`, `$header_NAME`, `$request_time`, `$method`, `$request_uri`, "
         "`$uri`, `$host`, and corral's `$refusal`, `%({refusal}u)s` in atoms: why the server "
-        "answered itself, `rate_limit`, `overload` or `-`); the default is Apache's combined "
-        "format.",
+        "answered itself, `rate_limit`, `limit_conn`, `overload`, `timeout`, `denied` or `-`: "
+        "docs/limits.md); the default is Apache's combined format.",
         flags=("--access-logformat",), metavar="FORMAT", resolve=_access_format,
         key="access_log.format", view=_our_access_format,
     ),

@@ -35,6 +35,7 @@ from corral.master.arbiter import Arbiter
 from corral.master.generation import ROUTES_POOL, ApplyFailed
 from corral.master.process import WorkerProcess
 from corral.observe import latency, refusals
+from corral.observe.refusals import REASONS
 from corral.tls.context import expiries
 
 DONE = "Reconfiguration done."
@@ -273,16 +274,16 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
     counted = [arbiter.tally(name) for name in served_by]
     accepted = sum(tally.accepted for tally in counted)
     closed = sum(tally.closed for tally in counted)
-    refused: dict[str, int] = {}
-    for counts in refused_by_listener(arbiter).values():
-        for reason, count in counts.items():
-            refused[reason] = refused.get(reason, 0) + count
     found = {
         "connections": {"accepted": accepted, "active": active, "idle": idle, "closed": closed},
-        # corral's: requests refused by the server itself since it started, by reason
-        "requests": {"total": total, "refused": refused},
+        "requests": {"total": total},
         "applications": applications,
     }
+    refusals = refused_by_listener(arbiter)
+    if refusals:  # corral's own: requests the server refused itself since it started, by reason
+        found["refused"] = {
+            reason: sum(counts[reason] for counts in refusals.values()) for reason in REASONS
+        }
     served = _expiries(arbiter)
     if served:  # corral's own: each served certificate's end, for the renewals' watchers
         now = datetime.datetime.now(datetime.UTC)
@@ -435,7 +436,7 @@ def refused_by_listener(arbiter: Arbiter) -> dict[str, dict[str, int]]:
     limited = _rate_limits(arbiter)
     found = {address: tally.counts() for address, tally in refusals.tallies().items()}
     for address, counts in found.items():
-        counts["rate_limit"] = limited.get(address, (0, 0))[0]
+        counts["rate_limit"] += limited.get(address, (0, 0))[0]  # (the tally: route steps')
     return found
 
 

@@ -125,7 +125,7 @@ def screen(
         f"server: {_figure(server_rate)} req/s, {total} requests; connections "
         f"{connections.get('active', 0)} active, {connections.get('idle', 0)} idle, "
         f"{connections.get('accepted', 0)} accepted",
-        _refused(now.status.get("requests", {}).get("refused", {})),
+        _refused(now.status.get("refused", {})),
         "",
         f"{'APPLICATION':<24} {'WORKERS':>7} {'REQ/S':>9} {'TOTAL':>10} {'ACTIVE':>6} "
         f"{'P50 ms':>8} {'P90 ms':>8} {'P99 ms':>8}",

@@ -136,7 +136,8 @@ _UNIT_ONLY: dict[str, Callable[[Any, Any, float], str]] = {
     "request_uri": _request_uri,
     "uri": _uri,
     "host": _host,
-    # why the server answered a request itself without the application: "rate_limit"; "-"
+    # why the server answered a request itself without the application (observe/refusals.py's
+    # REASONS); "-"
     "refusal": lambda c, e, d: e.refusal or "-",
     "scheme": _scheme,
 }
