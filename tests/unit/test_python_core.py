@@ -33,6 +33,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_share_action.py",
     "tests/unit/test_routing.py",
     "tests/unit/test_ratelimit.py",
+    "tests/unit/test_connlimit.py",
 )
 
 
