@@ -2,6 +2,8 @@
 
 cimport cython
 
+from corral.server.exchange cimport Exchange
+
 cdef class Forwarding:
     cdef public object trusted
     cdef public object _verdicts
@@ -18,4 +20,4 @@ cdef class Forwarding:
     cpdef resolve(self, list headers)
 
 @cython.locals(peer=object, forwarded=object)
-cpdef str client_address(object conn, object exchange)
+cpdef str client_address(object conn, Exchange exchange)

@@ -5,6 +5,7 @@ cimport cython
 from libc.stdint cimport uint64_t
 
 from corral.filters cimport atomic
+from corral.filters.forwarded cimport client_address
 from corral.server cimport clock
 from corral.server.exchange cimport Exchange
 
