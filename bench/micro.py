@@ -63,6 +63,7 @@ class FakeTransport:
 
 LIMITER = None  # --rate-limit: a filters.ratelimit.Limiter
 GATE = None  # --allow-from: a filters.gate.ClientGate that lets the client in
+MAX_CONNECTIONS = 0  # --limit-concurrency: the worker's limit (never reached here)
 PARSER = None  # the connection's default unless --llhttp
 STEPS = None  # the listener plan's body steps: --compression's (hello is below min_length)
 
@@ -308,6 +309,7 @@ def run(
     revalidate: bool = False,
 ) -> float:
     state = make_state(request_timeout)
+    state.max_connections = MAX_CONNECTIONS
     if latency:
         from corral.observe.latency import LatencyHistogram
 
@@ -399,6 +401,11 @@ def main() -> None:
         help="a listener with a rate limit the client stays inside (--limit-rate's)",
     )
     parser.add_argument(
+        "--limit-concurrency",
+        action="store_true",
+        help="a worker with --limit-concurrency 1000 (never reached: one connection)",
+    )
+    parser.add_argument(
         "--allow-from",
         action="store_true",
         help="a listener with --allow-from 127.0.0.0/8's gate (asked once per connection)",
@@ -425,6 +432,9 @@ def main() -> None:
 
         # a request a nanosecond, a burst of a million: every request counted, none refused
         LIMITER = Limiter(RateTable(1 << 20), 1, 1_000_000, 1_000_000, 429, None)
+    if args.limit_concurrency:
+        global MAX_CONNECTIONS
+        MAX_CONNECTIONS = 1000
     if args.allow_from:
         global GATE
         from corral.filters.gate import ClientGate

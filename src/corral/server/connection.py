@@ -345,7 +345,10 @@ class HttpConnection(RequestSink):
         if (
             (self.gate is not None and self.gate.refuses(self, exchange))
             or (self.limiter is not None and self.limiter.refuses(self, exchange))
-            or (self.server.max_connections and shed(self, exchange))
+            or (
+                0 < self.server.max_connections < len(self.server.connections)
+                and shed(self, exchange)
+            )
             or (self.conns is not None and self.conns.refuses(self, exchange))
         ):
             self._enqueue(exchange)  # answered in its turn by the refusal

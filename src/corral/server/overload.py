@@ -17,10 +17,9 @@ RETRY_AFTER = "Retry-After: 1\r\n"  # a second: the shed load comes back spread 
 
 
 def shed(conn: HttpConnection, exchange: Exchange) -> bool:
-    """Whether ``exchange`` is shed: its worker holds more connections than its limit (this
-    one among them). Its answer is then 503, its connection closed after it."""
-    if len(conn.server.connections) <= conn.server.max_connections:
-        return False
+    """Shed ``exchange``, whose worker holds more connections than its limit (this one among
+    them: the connection tests that, in compiled code, before it calls this): its answer is
+    503, its connection closed after it."""
     exchange.head.keep_alive = False
     exchange.action = Reply(503, None, RETRY_AFTER)
     exchange.refusal = "overload"
