@@ -64,6 +64,7 @@ class FakeTransport:
 LIMITER = None  # --rate-limit: a filters.ratelimit.Limiter
 GATE = None  # --allow-from: a filters.gate.ClientGate that lets the client in
 MAX_CONNECTIONS = 0  # --limit-concurrency: the worker's limit (never reached here)
+CONNS = None  # --limit-conn: a filters.connlimit.ConnGate the client stays inside
 PARSER = None  # the connection's default unless --llhttp
 STEPS = None  # the listener plan's body steps: --compression's (hello is below min_length)
 
@@ -327,8 +328,8 @@ def run(
         conn = routed_connection(state)
     elif forwarded:
         conn = HttpConnection(state, forwarded_plan())
-    elif LIMITER is not None or GATE is not None:
-        plan = ListenerPlan(("127.0.0.1", 8000), limiter=LIMITER, gate=GATE)
+    elif LIMITER is not None or GATE is not None or CONNS is not None:
+        plan = ListenerPlan(("127.0.0.1", 8000), limiter=LIMITER, gate=GATE, conns=CONNS)
         conn = HttpConnection(state, plan)
     elif PARSER is not None:
         conn = HttpConnection(state, ListenerPlan(parser=PARSER))
@@ -401,6 +402,11 @@ def main() -> None:
         help="a listener with a rate limit the client stays inside (--limit-rate's)",
     )
     parser.add_argument(
+        "--limit-conn",
+        action="store_true",
+        help="a listener with --limit-conn 1000 (one connection: inside it)",
+    )
+    parser.add_argument(
         "--limit-concurrency",
         action="store_true",
         help="a worker with --limit-concurrency 1000 (never reached: one connection)",
@@ -432,6 +438,11 @@ def main() -> None:
 
         # a request a nanosecond, a burst of a million: every request counted, none refused
         LIMITER = Limiter(RateTable(1 << 20), 1, 1_000_000, 1_000_000, 429, None)
+    if args.limit_conn:
+        global CONNS
+        from corral.filters.connlimit import ConnGate, ConnTable
+
+        CONNS = ConnGate(ConnTable(1 << 20, 4), 1000, 503, None, 0, 0)
     if args.limit_concurrency:
         global MAX_CONNECTIONS
         MAX_CONNECTIONS = 1000

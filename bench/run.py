@@ -253,7 +253,8 @@ DRF_APP = App("drf", "drfproj.wsgi:application", DRF_DIR, "/users/", check_drf)
 # connections share one client address, whose rate is far above what one core answers)
 LIMITED_HELLO_APP = App("hello-limited", "hello:application", APPS, "/", check_hello, limits=True)
 LIMITS = (
-    "--limit-rate 10000000r/s --limit-burst 1000 --limit-nodelay --limit-concurrency 1000 "
+    "--limit-rate 10000000r/s --limit-burst 1000 --limit-nodelay --limit-conn 1000 "
+    "--limit-concurrency 1000 "
     "--allow-from 127.0.0.0/8"
 )
 ASGI_HELLO_APP = App("hello-asgi", "hello_asgi:app", APPS, "/", check_hello)
@@ -733,7 +734,8 @@ def limits_scenario() -> Scenario:
         "hello with limits configured, 1 worker",
         "Scenario A's corral (hello, one worker with one thread pinned to core 0) beside the "
         f"same server with every limit of issue 34 that a request passes through (`{LIMITS}`: "
-        "a rate per client in the shared table, a concurrency limit, an allowed network), "
+        "a rate and a connection count per client in shared tables, a concurrency limit, "
+        "an allowed network), "
         "none of them reached by the load: every request is counted and let in. Keep-alive "
         "at 1 and 100 connections, `Connection: close` at 100. Issue 34's target (point 6): "
         "the limited server within 3 % of the other at keep-alive.",

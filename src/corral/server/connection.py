@@ -349,7 +349,12 @@ class HttpConnection(RequestSink):
                 0 < self.server.max_connections < len(self.server.connections)
                 and shed(self, exchange)
             )
-            or (self.conns is not None and self.conns.refuses(self, exchange))
+            # (counted once; a trusted proxy's next request may be another client's)
+            or (
+                self.conns is not None
+                and (self.conns_held is None or self.trusted)
+                and self.conns.refuses(self, exchange)
+            )
         ):
             self._enqueue(exchange)  # answered in its turn by the refusal
             return
