@@ -16,18 +16,9 @@ import pytest
 
 from tests.integration.control import Control, ctl, short_dir
 from tests.integration.server import Server, read_all, read_response, wait_for
+from tests.integration.test_limit_conn import REQUEST, opened
 
 pytestmark = pytest.mark.usefixtures("each_core")
-
-REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-
-
-def opened(server: Server, source: str = "127.0.0.1") -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.settimeout(10)
-    sock.bind((source, 0))
-    sock.connect((server.host, server.port))
-    return sock
 
 
 def status_of(sock: socket.socket, request: bytes = REQUEST) -> int:
