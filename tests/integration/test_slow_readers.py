@@ -75,11 +75,13 @@ def rss_kib(pid: int) -> int:
 
 
 def spool_fds(pid: int) -> int:
-    """The worker's open unlinked files: the spools (nothing else it holds is deleted)."""
+    """The worker's open unlinked files: the spools (nothing else it holds is deleted but the
+    shared memory of its counts, a memfd: `/memfd:NAME (deleted)`)."""
     count = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}").endswith("(deleted)"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.endswith("(deleted)") and not target.startswith("/memfd:"):
                 count += 1
         except FileNotFoundError:
             continue
