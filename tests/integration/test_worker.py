@@ -126,14 +126,17 @@ QUEUED_BODY_READ_MAX = BODY_HIGH_WATER + 256 * 1024
 
 
 def test_backpressure_when_all_threads_busy(tmp_path):
-    """With both threads busy, a third connection's request waits in the pool's queue (one
-    per connection, never run before a thread frees) and its body stays in the socket: the
-    worker reads its bounded buffer's worth and stops reading, while its loop serves on."""
+    """With both threads busy and the body streamed to the application (`--no-request-
+    buffering`: by default the loop reads it whole first, test_slow_bodies.py), a third
+    connection's request waits in the pool's queue (one per connection, never run before a
+    thread frees) and its body stays in the socket: the worker reads its bounded buffer's
+    worth and stops reading, while its loop serves on."""
     flags = tmp_path / "flags"
     flags.mkdir()
     body = b"x" * (16 << 20)  # more than the kernel buffers on both sides hold
+    streamed = ("--threads", "2", "--no-request-buffering")
     with (
-        Server("proc_apps", "--threads", "2", env={"PROC_FLAGS": str(flags)}) as server,
+        Server("proc_apps", *streamed, env={"PROC_FLAGS": str(flags)}) as server,
         contextlib.ExitStack() as stack,
     ):
         first = stack.enter_context(_request(server, "/block?name=a"))
