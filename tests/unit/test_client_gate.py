@@ -46,7 +46,8 @@ def test_mistakes_are_one_line(argv: list[str], message: str) -> None:
 
 
 def test_the_routes_the_flags_write_are_a_gate_a_worker_asks_once_per_client() -> None:
-    from corral.filters.gate import ClientGate, gate_of
+    from corral.config.gate_routes import gate_of
+    from corral.filters.gate import ClientGate
 
     doc = load(["app", "--deny-from", "10.1.0.0/16", "--allow-from", "10.0.0.0/8"])
     steps = gate_of(doc.routes, "routes", "app")
@@ -70,7 +71,7 @@ def test_the_routes_the_flags_write_are_a_gate_a_worker_asks_once_per_client() -
     ids=["and-uri", "uri", "redirect", "success", "pass", "no-match"],
 )
 def test_any_other_table_is_routed_for_each_request(step: dict) -> None:
-    from corral.filters.gate import gate_of
+    from corral.config.gate_routes import gate_of
 
     assert gate_of([step, *APP], "routes", "app") is None
     assert gate_of([step, {"action": {"pass": "applications/app/target"}}], "routes", "app") is None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.http.head import RequestHead
 from corral.http.response import server_head
+from corral.observe.refusals import refused
 
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
@@ -54,6 +55,26 @@ class Reply:
         exchange.status = self.status
         exchange.response_bytes = len(data)
         conn.finish(exchange, keep_alive, data)
+
+
+def refuse(
+    conn: HttpConnection,
+    exchange: Exchange,
+    status: int,
+    reason: str,
+    fields: str = "",
+    close: bool = False,
+) -> bool:
+    """The server answers ``exchange`` ``status`` itself (with more head ``fields``): it is
+    refused for ``reason`` (`corral.observe.refusals`: counted on its listener, named in the
+    access log); ``close``: its connection closes after the answer. True: a limit's
+    ``refuses``."""
+    if close:
+        exchange.head.keep_alive = False
+    exchange.action = Reply(status, None, fields)
+    exchange.refusal = reason
+    refused(conn, exchange)
+    return True
 
 
 def answer_unread(exchange: Exchange) -> None:

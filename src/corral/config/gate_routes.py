@@ -1,6 +1,8 @@
 """Routes the command line writes in front of the application: nginx's ``allow`` and ``deny``
 (`client_gate`, NGINX Unit's ``source`` match) and the plain listeners' redirect to HTTPS
-(`https_redirect`, Unit's ``return`` with a ``location``). A document writes the same itself."""
+(`https_redirect`, Unit's ``return`` with a ``location``). A document writes the same itself.
+`gate_of` reads the first kind back, for the master (corral/filters/gate.py: decided once per
+client in the workers rather than routed per request)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from corral.config.document import ConfigError
 from corral.config.given import Given
 from corral.config.settings import BindAddress
 
-__all__ = ["REDIRECT", "SERVED", "client_gate", "https_redirect"]
+__all__ = ["REDIRECT", "SERVED", "GateSteps", "client_gate", "gate_of", "https_redirect"]
 
 
 def client_gate(resolved: dict[str, Any], given: Mapping[str, Given]) -> list[dict[str, Any]]:
@@ -72,3 +74,39 @@ def https_redirect(
         {"match": {"method": ["GET", "HEAD"]}, "action": {"return": 301, "location": location}},
         {"action": {"return": 308, "location": location}},
     ]
+
+
+# a gate as the master hands it to the workers: each step's sources and status, in order
+GateSteps = tuple[tuple[tuple[str, ...], int], ...]
+
+
+def gate_of(routes: Any, pass_target: str, application: str) -> GateSteps | None:
+    """The steps of the routes ``pass_target`` names when they only answer clients by their
+    ``source`` and then pass every other request to ``application`` (its default target), in
+    the shape `client_gate` writes; None for any other table."""
+    if pass_target == "routes":
+        steps = routes
+    elif pass_target.startswith("routes/") and isinstance(routes, Mapping):
+        steps = routes.get(pass_target[len("routes/") :])
+    else:
+        return None
+    if not isinstance(steps, list) or len(steps) < 2:
+        return None
+    *gates, last = steps
+    if last != {"action": {"pass": f"applications/{application}"}}:
+        return None
+    found = []
+    for step in gates:
+        if not isinstance(step, Mapping) or step.keys() != {"match", "action"}:
+            return None
+        match, action = step["match"], step["action"]
+        if not isinstance(match, Mapping) or match.keys() != {"source"}:
+            return None
+        if not isinstance(action, Mapping) or action.keys() != {"return"}:
+            return None
+        sources, status = match["source"], action["return"]
+        sources = [sources] if isinstance(sources, str) else sources
+        if not isinstance(status, int) or not 400 <= status <= 599:
+            return None  # a redirect or a success is a route's to answer, with its fields
+        found.append((tuple(sources), status))
+    return tuple(found)

@@ -27,10 +27,9 @@ import mmap
 import os
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.respond import Reply
+from corral.actions.respond import refuse
 from corral.filters import atomic
 from corral.filters.forwarded import client_address
-from corral.observe.refusals import refused
 
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
@@ -207,8 +206,4 @@ class ConnGate:
             self.total.release(held[2], self.seat)  # type: ignore[union-attr]
 
     def _refuse(self, conn: HttpConnection, exchange: Exchange, status: int, reason: str) -> bool:
-        exchange.head.keep_alive = False
-        exchange.action = Reply(status, None, RETRY_AFTER)
-        exchange.refusal = reason
-        refused(conn, exchange)
-        return True
+        return refuse(conn, exchange, status, reason, RETRY_AFTER, close=True)

@@ -2,63 +2,28 @@
 
 `--allow-from` and `--deny-from` write NGINX Unit's routes: steps that answer a status to a
 ``source`` and a last one that passes to the application (config/gate_routes.py); a document
-may write the same table itself. Routing such a table for every request would cost a routed
-request's path (a third of a hello's instructions), for an answer that depends on the client
-alone. So a listener whose routes are exactly that (`gate_of`) passes straight to its
-application and carries the steps in its plan as a :class:`ClientGate`, which each connection
-asks once, when its client is known (`for_client`): an allowed connection then pays nothing
-per request. Until then (and for a PROXY header that names no client), and for a connection
-from a trusted proxy, whose `forwarded` headers may name another client in each request, the
-gate is asked for each request.
+may write the same table itself. Routing such a table for every request
+would cost a routed request's path (a third of a hello's instructions), for an answer that
+depends on the client alone. So a listener whose routes are exactly that
+(`corral.config.gate_routes.gate_of`) passes straight to its application and carries the
+steps in its plan as a :class:`ClientGate`, which each connection asks once, when its client
+is known (`for_client`): an allowed connection then pays nothing per request. Until then
+(and for a PROXY header that names no client), and for a connection from a trusted proxy,
+whose `forwarded` headers may name another client in each request, the gate is asked for
+each request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.respond import Reply
+from corral.actions.respond import refuse
 from corral.net.addresses import address_matcher, socket_address
-from corral.observe.refusals import refused
 
 if TYPE_CHECKING:
+    from corral.config.gate_routes import GateSteps
     from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
-
-# a gate as the master hands it to the workers: each step's sources and status, in order
-GateSteps = tuple[tuple[tuple[str, ...], int], ...]
-
-
-def gate_of(routes: Any, pass_target: str, application: str) -> GateSteps | None:
-    """The steps of the routes ``pass_target`` names when they only answer clients by their
-    ``source`` and then pass every other request to ``application`` (its default target), in
-    the shape `client_gate` writes; None for any other table."""
-    if pass_target == "routes":
-        steps = routes
-    elif pass_target.startswith("routes/") and isinstance(routes, Mapping):
-        steps = routes.get(pass_target[len("routes/") :])
-    else:
-        return None
-    if not isinstance(steps, list) or len(steps) < 2:
-        return None
-    *gates, last = steps
-    if last != {"action": {"pass": f"applications/{application}"}}:
-        return None
-    found = []
-    for step in gates:
-        if not isinstance(step, Mapping) or step.keys() != {"match", "action"}:
-            return None
-        match, action = step["match"], step["action"]
-        if not isinstance(match, Mapping) or match.keys() != {"source"}:
-            return None
-        if not isinstance(action, Mapping) or action.keys() != {"return"}:
-            return None
-        sources, status = match["source"], action["return"]
-        sources = [sources] if isinstance(sources, str) else sources
-        if not isinstance(status, int) or not 400 <= status <= 599:
-            return None  # a redirect or a success is a route's to answer, with its fields
-        found.append((tuple(sources), status))
-    return tuple(found)
 
 
 class Refused:
@@ -71,10 +36,7 @@ class Refused:
         self.status = status
 
     def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
-        exchange.action = Reply(self.status)
-        exchange.refusal = "denied"
-        refused(conn, exchange)  # counted for /metrics (observe/refusals.py)
-        return True
+        return refuse(conn, exchange, self.status, "denied")
 
 
 class ClientGate:

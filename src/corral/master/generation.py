@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 
 from corral.config import Application, Document
+from corral.config.gate_routes import gate_of
 from corral.config.listener_tls import Tls
-from corral.filters.gate import gate_of
 from corral.jsonpath import member
 from corral.master.connlimits import conn_limits, total_table
 from corral.master.identity import Identity

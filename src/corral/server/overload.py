@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.actions.respond import Reply
-from corral.observe.refusals import refused
+from corral.actions.respond import refuse
 
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
@@ -20,8 +19,4 @@ def shed(conn: HttpConnection, exchange: Exchange) -> bool:
     """Shed ``exchange``, whose worker holds more connections than its limit (this one among
     them: the connection tests that, in compiled code, before it calls this): its answer is
     503, its connection closed after it."""
-    exchange.head.keep_alive = False
-    exchange.action = Reply(503, None, RETRY_AFTER)
-    exchange.refusal = "overload"
-    refused(conn, exchange)
-    return True
+    return refuse(conn, exchange, 503, "overload", RETRY_AFTER, close=True)
