@@ -18,7 +18,7 @@ def limited(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
     route = conn.route
     assert route is not None  # only routed connections have actions
     limiter = conn.plan.routing.limiters.get(action.path)
-    if limiter is not None and limiter.refuses(conn, exchange):
+    if limiter is not None and limiter.refuses(conn, exchange, conn.peer, route):
         refused(conn, exchange)  # (a listener's are counted in its table)
         return True
     return route.act(exchange, action.action)

@@ -173,7 +173,7 @@ class ConnGate:
         """Count ``conn`` for the client of ``exchange``'s request (once: a connection keeps
         its place until it closes): True when there is no place, its answer then set (the
         status with ``Retry-After``, the connection closed after it)."""
-        key = client_address(conn, exchange) if self.table is not None else ""
+        key = client_address(conn.peer, exchange) if self.table is not None else ""
         held = conn.conns_held
         if held is not None:
             if held[0] == key:

@@ -19,5 +19,5 @@ cdef class Forwarding:
                    ip_length=Py_ssize_t, protocol_length=Py_ssize_t)
     cpdef resolve(self, list headers)
 
-@cython.locals(peer=object, forwarded=object)
-cpdef str client_address(object conn, Exchange exchange)
+@cython.locals(forwarded=object)
+cpdef str client_address(object peer, Exchange exchange)

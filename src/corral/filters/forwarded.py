@@ -207,14 +207,13 @@ class Forwarding:
         return previous
 
 
-def client_address(conn: Any, exchange: Any) -> str:
-    """The client of ``exchange``'s request on ``conn``, as nginx's ``$remote_addr``: what a
-    trusted proxy's headers name (read into ``exchange.forwarded``), else the peer's address
-    (a PROXY header's client, once read); "" for a unix socket's peer."""
+def client_address(peer: Any, exchange: Any) -> str:
+    """The client of ``exchange``'s request from ``peer`` (its connection's), as nginx's
+    ``$remote_addr``: what a trusted proxy's headers name (read into ``exchange.forwarded``),
+    else the peer's address (a PROXY header's client, once read); "" for a unix socket's."""
     forwarded = exchange.forwarded
     if forwarded is not None and forwarded.address is not None:
         return forwarded.address
-    peer = conn.peer
     return peer[0] if isinstance(peer, tuple) else ""
 
 

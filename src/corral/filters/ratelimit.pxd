@@ -9,6 +9,9 @@ from corral.filters.forwarded cimport client_address
 from corral.server cimport clock
 from corral.server.exchange cimport Exchange
 
+cdef Py_ssize_t PROBES, REFUSED, DELAYED
+cdef long long ADMITTED
+
 
 cdef class RateTable:
     cdef public Py_ssize_t slots
@@ -37,6 +40,6 @@ cdef class Limiter:
     cdef public int status
     cdef public object key
 
-    @cython.locals(now=double, wait=cython.longlong, retry=cython.longlong, route=object)
-    cpdef bint refuses(self, object conn, Exchange exchange) except -1
+    @cython.locals(now=double, wait=cython.longlong, retry=cython.longlong)
+    cpdef bint refuses(self, object conn, Exchange exchange, object peer, object route) except -1
     cpdef str _templated(self, object conn, Exchange exchange)

@@ -32,11 +32,11 @@ if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
-__all__ = ["ADMITTED", "SLOT_BYTES", "Limiter", "RateTable"]
+__all__ = ["SLOT_BYTES", "Limiter", "RateTable"]
 
 SLOT_BYTES = 16  # the key's hash, the bucket's arrival time (ns): two 64-bit words
 PROBES = 8  # slots looked at from a key's hash: two cache lines
-ADMITTED = 0  # take(): served at once
+ADMITTED = 0  # take(): served at once (the compiled core's constants are C's: .pxd)
 REFUSED, DELAYED = 0, 1  # the words of the counts, before the first slot
 
 
@@ -59,7 +59,7 @@ class RateTable:
     def take(self, key: str, now: float, interval: int, tolerance: int, delay: int) -> int:
         """A request of ``key`` at ``now`` (seconds, CLOCK_MONOTONIC), against a rate of one
         request per ``interval`` ns with ``tolerance`` ns of burst, served at once while less
-        than ``delay`` ns ahead: nanoseconds it waits (``ADMITTED``: none), or, refused, minus
+        than ``delay`` ns ahead: nanoseconds it waits (0, ``ADMITTED``: none), or, refused, minus
         the nanoseconds until it would be admitted."""
         mark = atomic.mark_of(key)
         at = atomic.nanoseconds(now)
@@ -137,14 +137,15 @@ class Limiter:
         self.status = status
         self.key = key
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def refuses(self, conn: HttpConnection, exchange: Exchange, peer: Any, route: Any) -> bool:
         """Count ``exchange``'s request: True when it is refused (its answer set: ``status``
-        with ``Retry-After``); one let in over the rate waits (``exchange.not_before``)."""
-        route = conn.route
+        with ``Retry-After``); one let in over the rate waits (``exchange.not_before``).
+        ``peer`` and ``route`` are ``conn``'s, passed by the connection from its own fields:
+        read here, from a ``conn`` this module cannot type, each would be a Python lookup."""
         if route is not None and route.counted_ahead and route.begun == 1:
             return False  # the worker that handed the connection here counted its first request
         if self.key is None:
-            key = client_address(conn, exchange)
+            key = client_address(peer, exchange)
         else:
             key = self._templated(conn, exchange)
         if not key:

@@ -344,7 +344,10 @@ class HttpConnection(RequestSink):
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
         if (
             (self.gate is not None and self.gate.refuses(self, exchange))
-            or (self.limiter is not None and self.limiter.refuses(self, exchange))
+            or (
+                self.limiter is not None
+                and self.limiter.refuses(self, exchange, self.peer, self.route)
+            )
             or (
                 0 < self.server.max_connections < len(self.server.connections)
                 and shed(self, exchange)
