@@ -39,6 +39,7 @@ TWINS = [
     "corral.filters.forwarded",
     "corral.filters.ratelimit",
     "corral.filters.connlimit",
+    "corral.filters.gate",
     "corral.static.answer",
     "corral.static.files",
     "corral.actions.share",

@@ -326,11 +326,16 @@ def run(
             request = revalidation(root.name)
     elif routed:
         conn = routed_connection(state)
+    elif LIMITER is not None or GATE is not None or CONNS is not None:
+        # (with --forwarded, as the command line's listener has them: the peer, 127.0.0.1,
+        # is a trusted proxy, so the limits ask about every request's client)
+        forwarding = forwarded_plan().forwarding if forwarded else None
+        plan = ListenerPlan(
+            ("127.0.0.1", 8000), limiter=LIMITER, gate=GATE, conns=CONNS, forwarding=forwarding
+        )
+        conn = HttpConnection(state, plan)
     elif forwarded:
         conn = HttpConnection(state, forwarded_plan())
-    elif LIMITER is not None or GATE is not None or CONNS is not None:
-        plan = ListenerPlan(("127.0.0.1", 8000), limiter=LIMITER, gate=GATE, conns=CONNS)
-        conn = HttpConnection(state, plan)
     elif PARSER is not None:
         conn = HttpConnection(state, ListenerPlan(parser=PARSER))
     elif STEPS is not None:

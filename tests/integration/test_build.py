@@ -38,6 +38,7 @@ COMPILED = [
     "corral/apps/wsgi/runner",
     "corral/filters/connlimit",
     "corral/filters/forwarded",
+    "corral/filters/gate",
     "corral/filters/ratelimit",
     "corral/http/_parser",
     "corral/http/chunked",

@@ -39,8 +39,8 @@ cdef class ConnGate:
     cdef public Py_ssize_t total_limit
     cdef public Py_ssize_t seat
 
-    @cython.locals(key=str, held=tuple, slot=Py_ssize_t, total_slot=Py_ssize_t)
-    cpdef bint refuses(self, object conn, Exchange exchange) except -1
+    @cython.locals(key=str, slot=Py_ssize_t, total_slot=Py_ssize_t)
+    cpdef bint refuses(self, object conn, Exchange exchange, object peer, tuple held) except -1
     @cython.locals(held=tuple)
     cpdef release(self, object conn)
     cpdef bint _refuse(self, object conn, Exchange exchange, int status, str reason) except -1

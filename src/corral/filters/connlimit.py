@@ -169,12 +169,14 @@ class ConnGate:
         self.total_limit = total_limit
         self.seat = seat
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def refuses(self, conn: HttpConnection, exchange: Exchange, peer: Any, held: Any) -> bool:
         """Count ``conn`` for the client of ``exchange``'s request (once: a connection keeps
         its place until it closes): True when there is no place, its answer then set (the
-        status with ``Retry-After``, the connection closed after it)."""
-        key = client_address(conn.peer, exchange) if self.table is not None else ""
-        held = conn.conns_held
+        status with ``Retry-After``, the connection closed after it). ``peer`` and ``held``
+        are ``conn``'s ``peer`` and ``conns_held``, passed by the connection from its own
+        fields: read here, from a ``conn`` this module cannot type, each would be a Python
+        lookup, and a trusted proxy's connection asks for every request."""
+        key = client_address(peer, exchange) if self.table is not None else ""
         if held is not None:
             if held[0] == key:
                 return False  # counted at an earlier request

@@ -4,6 +4,11 @@ cimport cython
 
 from corral.server.exchange cimport Exchange
 
+cdef class ForwardedClient:
+    cdef public str address
+    cdef public object port
+    cdef public object scheme
+
 cdef class Forwarding:
     cdef public object trusted
     cdef public object _verdicts
@@ -19,5 +24,5 @@ cdef class Forwarding:
                    ip_length=Py_ssize_t, protocol_length=Py_ssize_t)
     cpdef resolve(self, list headers)
 
-@cython.locals(forwarded=object)
+@cython.locals(forwarded=ForwardedClient)
 cpdef str client_address(object peer, Exchange exchange)

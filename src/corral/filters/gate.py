@@ -26,7 +26,18 @@ if TYPE_CHECKING:
     from corral.server.exchange import Exchange
 
 
-class Refused:
+class ClientCheck:
+    """What a connection asks about each request's client (its ``gate``): a compiled class,
+    so that the connection calls it in C, with nothing to pay when the answer is no."""
+
+    __slots__ = ()
+
+    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+        """True when ``exchange`` is refused (its answer then set)."""
+        raise NotImplementedError
+
+
+class Refused(ClientCheck):
     """A connection whose client the gate refuses: every request answered the status (as the
     route's ``return`` answered it, the connection kept open as far as the request allows)."""
 
@@ -39,8 +50,9 @@ class Refused:
         return refuse(conn, exchange, self.status, "denied")
 
 
-class ClientGate:
-    """A listener's `gate_of` steps, compiled (the plan's ``gate``)."""
+class ClientGate(ClientCheck):
+    """A listener's `gate_of` steps, compiled (the plan's ``gate``): asked for each request
+    until a connection's client is known (`for_client`)."""
 
     __slots__ = ("refusals", "steps")
 
@@ -75,7 +87,7 @@ class ClientGate:
         return bool(status) and self.refusals[status].refuses(conn, exchange)
 
 
-class ProxiedClients:
+class ProxiedClients(ClientCheck):
     """The gate of a trusted proxy's connection: each request is judged by the client its
     headers name (the last one's answer kept: a proxy's connection often carries one client's
     requests in a row), one without such headers by the proxy's own address."""

@@ -8,6 +8,7 @@ from corral.server cimport clock
 from corral.server.bodyclock cimport BodyClock
 from corral.filters.ratelimit cimport Limiter
 from corral.filters.connlimit cimport ConnGate
+from corral.filters.gate cimport ClientCheck
 from corral.server.exchange cimport Exchange
 
 cdef class HttpConnection
@@ -51,14 +52,14 @@ cdef class HttpConnection(RequestSink):
     cdef public object transport
     cdef public bint encrypted
     cdef public object given_client
-    cdef public object gate
+    cdef public ClientCheck gate
     cdef public object route
     cdef public Parser parser
     cdef public object reader
     cdef public bint trusted
     cdef public Limiter limiter
     cdef public ConnGate conns
-    cdef public object conns_held
+    cdef public tuple conns_held
     cdef public list pipeline
     cdef public Exchange active
     cdef public Exchange receiving

@@ -356,7 +356,7 @@ class HttpConnection(RequestSink):
             or (
                 self.conns is not None
                 and (self.conns_held is None or self.trusted)
-                and self.conns.refuses(self, exchange)
+                and self.conns.refuses(self, exchange, self.peer, self.conns_held)
             )
         ):
             self._enqueue(exchange)  # answered in its turn by the refusal
