@@ -107,7 +107,12 @@ def test_document_fields_come_from_the_declarations() -> None:
     assert set(data["settings"]) == first_steps[Scope.SERVER]
     unit_only = {"type", "module", "callable", "protocol"}
     assert set(data["applications"]["app"]) == first_steps[Scope.APPLICATION] | unit_only
-    assert set(data) == first_steps[Scope.DOCUMENT] | {"listeners", "applications", "settings"}
+    assert set(data) == first_steps[Scope.DOCUMENT] | {
+        "listeners",
+        "applications",
+        "upstreams",
+        "settings",
+    }
 
 
 def test_settings_defaults_match_the_brief() -> None:
@@ -556,14 +561,16 @@ def test_validate_document_normalizes_listener_keys() -> None:
          "$.access_log.format: unknown access log token %(zz)s"),
         ({"access_log": {"path": "x", "if": "$status"}},
          '$.access_log.if: NGINX Unit\'s "if" is not supported by corral'),
-        ({"upstreams": {}}, '$.upstreams: NGINX Unit\'s "upstreams" is not supported by corral'),
+        ({"upstreams": {"u": {"servers": {}}}}, "$.upstreams.u.servers: expected at least one"),
+        ({"upstreams": {"u": {"servers": {"127.0.0.1:80": {"weight": "2"}}}}},
+         '$.upstreams.u.servers["127.0.0.1:80"].weight: expected a number from 0 to 1000000'),
         ({"routes": None}, "$.routes: expected an array of route steps or an object of named "),
         ({"routes": [{"action": {"pass": "applications/nope"}}], "applications": {}},
          "$.routes[0].action.pass: 'applications/nope' names no application of the "),
         ({"routes": {"main": [{"action": {"proxy": "http://x"}}]}}, "$.routes.main[0].action"),
         # a route's name is spelled as a listener's address: one path spelling
         ({"routes": {"my-site": [{"action": {"proxy": "http://x"}}]}},
-         '$.routes["my-site"][0].action.proxy: proxy actions are not supported by corral'),
+         '$.routes["my-site"][0].action.proxy: expected host:port with a port from 1 to 65535'),
         ({"listeners": {":80": {"pass": "routes"}}}, '$.listeners[":80"].pass: \'routes\' names '
          "no route of the configuration"),
         ({"listeners": {":80": {"pass": "routes"}}, "routes": {"a": []}},

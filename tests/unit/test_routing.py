@@ -793,13 +793,23 @@ ERROR_CASES = [
     ),
     (when({"if": 1}), "$.routes[0].match.if: expected a string, got 1"),
     (when({"if": "`${uri}`"}), "template literals (njs) are not supported"),
-    (doing({}), "$.routes[0].action: an action needs exactly one of pass, return, share; got none"),
+    (
+        doing({}),
+        "$.routes[0].action: an action needs exactly one of pass, return, share, proxy; got none",
+    ),
     ([{"action": 5}], "$.routes[0].action: expected an action (an object), got 5"),
     (doing({"pass": "applications/a", "return": 200}), "got pass and return"),
     (
-        doing({"proxy": "http://127.0.0.1:8080"}),
-        "$.routes[0].action.proxy: proxy actions are not supported by corral",
+        doing({"proxy": "http://localhost:8080"}),
+        "$.routes[0].action.proxy: expected an IP address (not a name), got 'localhost'",
     ),
+    (
+        doing({"proxy": "https://127.0.0.1:8080"}),
+        '$.routes[0].action.proxy: expected "http://ADDRESS" (only http is proxied)',
+    ),
+    (doing({"proxy": "http://127.0.0.1"}), "expected host:port with a port from 1 to 65535"),
+    (doing({"proxy": "http://unix:run/a.sock"}), "expected an absolute unix socket path"),
+    (doing({"proxy": 8080}), '$.routes[0].action.proxy: expected "http://ADDRESS", got 8080'),
     (
         doing({"pass": "applications/a", "rewrite": "/x"}),
         "$.routes[0].action.rewrite: 'rewrite' is not supported",
@@ -837,7 +847,7 @@ ERROR_CASES = [
     ),
     (
         doing({"share": "/a", "fallback": {"proxy": "x"}}),
-        "$.routes[0].action.fallback.proxy: proxy actions",
+        '$.routes[0].action.fallback.proxy: expected "http://ADDRESS"',
     ),
     (doing({"share": "/a", "index": 5}), "$.routes[0].action.index: expected a file name, got 5"),
     (
@@ -867,10 +877,10 @@ ERROR_CASES = [
         doing({"pass": "applications/a/target"}),
         "$.routes[0].action.pass: 'applications/a/target' names no target of application 'a'",
     ),
-    (doing({"pass": "upstreams/u"}), "upstreams are not supported"),
+    (doing({"pass": "upstreams/u"}), "'upstreams/u' names no upstream of the configuration"),
     (doing({"pass": "applications//"}), "invalid pass target 'applications//'"),
     (doing({"pass": "routes/a/b/c"}), "invalid pass target"),
-    (doing({"pass": "apps/x"}), "expected applications/NAME, routes or routes/NAME"),
+    (doing({"pass": "apps/x"}), "expected applications/NAME, routes, routes/NAME or upstreams"),
     (doing({"pass": "applications/a%zz"}), "invalid pass target"),
     (
         doing({"return": 301, "location": "/$nope"}),

@@ -12,7 +12,8 @@ two methods, as an adapter has: ``take_body(conn, exchange)`` (the request body'
 ``start(conn, exchange)`` (answer, once the exchange is first in line), and answers through the
 one response interface (`corral.server.exchange`).
 
-A new kind of action (``proxy``) is a module here and a line in the table.
+A new kind of action is a module here and a line in the table (``proxy``: `corral.actions.proxy`,
+whose `forward` is also how any other part of the worker sends a request to an HTTP server).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from typing import Any
 
 from corral.actions.application import to_application
 from corral.actions.limited import limited
+from corral.actions.proxy import proxy
 from corral.actions.respond import respond
 from corral.actions.share import share
-from corral.routing import Limited, Respond, Share, ToApplication
+from corral.routing import Limited, Proxy, Respond, Share, ToApplication
 
 # (conn, exchange, action) -> True: the exchange joins the connection's pipeline
 HANDLERS: dict[type, Callable[[Any, Any, Any], bool]] = {
@@ -32,4 +34,5 @@ HANDLERS: dict[type, Callable[[Any, Any, Any], bool]] = {
     Respond: respond,
     Share: share,
     Limited: limited,
+    Proxy: proxy,
 }

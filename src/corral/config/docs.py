@@ -95,7 +95,7 @@ rest; any other path is passed whole with `SCRIPT_NAME` `""`. Unit's `targets`
 (`{{"NAME": {{"module", "callable", "prefix"}}}}`, instead of `module`, `callable` and `prefix`)
 gives one application several callables: each worker imports them all, and a pass to
 `applications/APP/TARGET` runs TARGET's (`applications/APP` the first). NGINX Unit keys corral
-does not implement (`isolation`, `certificates`, `upstreams`, `js_modules`, `log_route`...)
+does not implement (`isolation`, `certificates`, `js_modules`, `log_route`...)
 are refused by name; `stdout`, `stderr` and `thread_stack_size` are settings below.
 """
 

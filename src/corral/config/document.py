@@ -290,6 +290,7 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
             ("listeners", dict[str, Listener], {}),
             ("routes", _ROUTES | UnsetType, UNSET),
             ("applications", dict[str, Application], {}),
+            ("upstreams", dict[str, Any], {}),  # Unit's, checked by corral.routing.upstreams
             ("settings", Settings, msgspec.field(default_factory=Settings)),
         ],
     )
@@ -297,7 +298,7 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
 
 # NGINX Unit's keys corral does not implement, by object: refused with their own words.
 _UNIT_ONLY: dict[type, tuple[str, ...]] = {
-    Document: ("upstreams", "certificates", "js_modules"),
+    Document: ("certificates", "js_modules"),
     Listener: ("client_ip", "backlog"),
     Application: ("isolation",),
     Settings: ("js_module", "telemetry"),
@@ -385,8 +386,8 @@ def validate_document(data: Any) -> Document:
         if not re.fullmatch(_APP_NAME, name):
             raise ConfigError(f"{where}: expected a name of letters, digits, '_', '.' and '-'")
         applications[name] = _application(raw, where)
-    routes = top.get("routes", UNSET)
-    router = None if routes is UNSET else _router(routes, applications)
+    routes, upstreams = top.get("routes", UNSET), top.get("upstreams", {})
+    router = _router(routes, applications, upstreams)  # (upstreams checked even without routes)
     listeners: dict[str, Listener] = {}
     for key, raw in _object(top.get("listeners", {}), "$.listeners").items():
         where = f"$.listeners{member(key)}"
@@ -410,7 +411,6 @@ def validate_document(data: Any) -> Document:
                     f"{where}.pass: expected an application (defined: {names}), got {show(target)}"
                 )
         else:
-            router = router or _router(UNSET, applications)
             _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))  # type: ignore[misc]
         if listener.forwarded is not UNSET:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")
@@ -424,10 +424,8 @@ def validate_document(data: Any) -> Document:
     if isinstance(access_log, str):  # NGINX Unit's short form: the path alone
         access_log = {"path": access_log}
     elif not isinstance(access_log, dict):
-        raise ConfigError(
-            f'$.access_log: expected a path or an object {{"path", "format"}}, '
-            f"got {show(access_log)}"
-        )
+        expected = 'expected a path or an object {"path", "format"}'
+        raise ConfigError(f"$.access_log: {expected}, got {show(access_log)}")
     access = _struct(access_log, AccessLog, "$.access_log")
     _check_access_format(access.format)
     for name, app in applications.items():
@@ -438,6 +436,7 @@ def validate_document(data: Any) -> Document:
         listeners=listeners,
         routes=routes,
         applications=applications,
+        upstreams=upstreams,
         settings=settings,
         access_log=access,
     )
@@ -466,7 +465,7 @@ def _application(raw: Any, where: str) -> Any:
     return app
 
 
-def _router(routes: Any, applications: Mapping[str, Any]) -> Any:
+def _router(routes: Any, applications: Mapping[str, Any], upstreams: Any) -> Any:
     """The compiled routes (UNSET: none), to validate them and the passes that name them."""
     from corral.routing import compile_routes
 
@@ -474,8 +473,8 @@ def _router(routes: Any, applications: Mapping[str, Any]) -> Any:
         raise ConfigError(
             "$.routes: expected an array of route steps or an object of named arrays, got null"
         )
-    given = None if routes is UNSET else routes
-    return _route_check(lambda: compile_routes(given, applications=route_targets(applications)))
+    given, targets = None if routes is UNSET else routes, route_targets(applications)
+    return _route_check(lambda: compile_routes(given, applications=targets, upstreams=upstreams))
 
 
 def route_targets(applications: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:

@@ -934,6 +934,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ),
     ("WebSocket", "WebSocket connections of ASGI applications (RFC 6455)."),
     (
+        "Proxy",
+        "Requests a route's `proxy` action or `upstreams` pass sends to other HTTP servers "
+        "(docs/proxy.md): each worker keeps its own connections to them.",
+    ),
+    (
         "Worker recycling",
         "When a worker is replaced by a fresh one. The replacement is ready before the old "
         "worker stops accepting, and the old worker finishes its requests.",
@@ -963,6 +968,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     _LIMITS,
     _RATES,
     _WEBSOCKET,
+    _PROXY,
     _RECYCLING,
     _RESPONSES,
     _STATIC,
@@ -1677,6 +1683,52 @@ SETTINGS: tuple[Setting, ...] = (
         "Accept permessage-deflate (RFC 7692) when the client offers it. Uvicorn's "
         "`--ws-per-message-deflate`.",
         flags=("--ws-per-message-deflate",), metavar="BOOL",
+    ),
+    # -- Proxy ----------------------------------------------------------------------------------
+    Setting(
+        "proxy_connect_timeout", _PROXY, _S, Annotated[float, Meta(gt=0, le=86400)], 5.0,
+        "Time allowed to open a connection to an upstream server (nginx's "
+        "proxy_connect_timeout); past it the server counts as failed, the request tries the "
+        "next one, and with none left the client gets 504 (502 when they refused).",
+        flags=("--proxy-connect-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "proxy_send_timeout", _PROXY, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
+        "Time an upstream server may leave a request's body unread (nginx's "
+        "proxy_send_timeout); past it the client gets 504.",
+        flags=("--proxy-send-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "proxy_read_timeout", _PROXY, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
+        "Time allowed between two reads of an upstream server's answer, its first byte "
+        "included (nginx's proxy_read_timeout); past it the client gets 504, or, once the "
+        "answer began, its connection is aborted.",
+        flags=("--proxy-read-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "proxy_fail_timeout", _PROXY, _S, _SECONDS, 10.0,
+        "How long an upstream server that refused or timed out a connection, or did not "
+        "answer, is left out of its group's choice (nginx's fail_timeout). 0: never left out.",
+        flags=("--proxy-fail-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "proxy_keepalive", _PROXY, _S, _int(ge=0, le=65536), 32,
+        "Idle connections each worker keeps open to each upstream server for the next "
+        "requests (nginx's keepalive). 0: a connection per request.",
+        flags=("--proxy-keepalive",), metavar="CONNECTIONS",
+    ),
+    Setting(
+        "proxy_keepalive_timeout", _PROXY, _S, _SECONDS, 60.0,
+        "How long a kept connection to an upstream server may stay idle before it is closed "
+        "rather than reused (nginx's keepalive_timeout in an upstream).",
+        flags=("--proxy-keepalive-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "proxy_buffer_size", _PROXY, _S, _int(ge=1024, le=1 << 30), 65536,
+        "Bytes of a request's body held while its upstream connection opens; past it the "
+        "client is not read until the upstream takes them. Also the longest answer head an "
+        "upstream may send (longer: 502).",
+        flags=("--proxy-buffer-size",), metavar="BYTES",
     ),
     # -- Worker recycling -----------------------------------------------------------------------
     Setting(

@@ -91,6 +91,7 @@ class Pool:
         self.sockets: dict[str, socket.socket] = {}  # the listeners it accepts on, by address
         self.routes: Any = None  # the document's routes, when one of its listeners uses them
         self.router: Any = None  # ... compiled
+        self.upstreams: Any = None  # the document's upstreams, which its router proxies to
         self.handoff: socket.socket | None = None  # its hand-off socket (with routes)
         self.handoff_addresses: dict[str, str] = {}  # those it may hand connections to, its own too
         self.loaded_app: Any = None  # the preloaded application, when preload is on
@@ -170,6 +171,7 @@ class Pool:
             and [replace(spec, tls=None) for spec in self.listeners]
             == [replace(spec, tls=None) for spec in other.listeners]
             and self.routes == other.routes
+            and self.upstreams == other.upstreams
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
         )
@@ -285,10 +287,16 @@ class Generation:
         router = None
         if uses_routes(doc):
             from corral.config.document import route_targets
+            from corral.net.upstream import ProxyOptions
             from corral.routing import compile_routes
 
             routes = None if doc.routes is msgspec.UNSET else doc.routes
-            router = compile_routes(routes, applications=route_targets(doc.applications))
+            router = compile_routes(
+                routes,
+                applications=route_targets(doc.applications),
+                upstreams=doc.upstreams,
+                proxy=ProxyOptions.of(doc.settings),
+            )
         # (the tables once there are sockets: not for the first generation's check)
         limits, step_limits = limiters(doc, sockets) if sockets else ({}, {})
         conns = conn_limits(doc, sockets) if sockets else {}
@@ -301,7 +309,7 @@ class Generation:
             pool.limiters, pool.route_limiters = limits, step_limits
             pool.conn_limits, pool.total_conns, pool.tallies = conns, total, tallies
             if router is not None:  # its workers route by it: a routed listener's, a hand-off's
-                pool.routes, pool.router = doc.routes, router
+                pool.routes, pool.router, pool.upstreams = doc.routes, router, doc.upstreams
         for address, sock in sockets.items():
             for name in self._served_by(doc.listeners[address].pass_, router):
                 self.pools[name].sockets[address] = sock

@@ -25,6 +25,7 @@ __all__ = [
     "ROUTING_LOOP",
     "Action",
     "Limited",
+    "Proxy",
     "Respond",
     "Share",
     "ToApplication",
@@ -126,6 +127,20 @@ class Limited(Action):
     def __init__(self, action: Action, path: str) -> None:
         self.action = action
         self.path = path
+
+
+class Proxy(Action):
+    """Forward to HTTP/1.1 servers (Unit's ``proxy`` action, a ``pass`` to ``upstreams/NAME``):
+    ``name`` as the configuration says it, ``servers`` ((address, weight), ...), ``options``
+    the ``proxy_*`` settings (`corral.net.upstream.ProxyOptions`). `corral.actions.proxy`
+    serves it."""
+
+    __slots__ = ("name", "options", "servers")
+
+    def __init__(self, name: str, servers: tuple[tuple[str, float], ...], options: Any) -> None:
+        self.name = name
+        self.servers = servers
+        self.options = options
 
 
 NOT_FOUND = Respond(404)

@@ -11,7 +11,9 @@ Unit's rules, kept exactly: a step is ``{"match": ..., "action": ...}``; an acti
 target is resolved to its position in the application's ``targets``), ``return`` (000-999,
 optional ``location``) or ``share`` (paths, ``index``, ``types``, ``chroot``,
 ``follow_symlinks``, ``traverse_mounts``, ``fallback``, ``response_headers``, and corral's
-``expires`` and ``immutable``: `corral.static.policy`). ``proxy``, ``rewrite``, upstreams and
+``expires`` and ``immutable``: `corral.static.policy`) or ``proxy`` (``http://ADDRESS``; a
+pass to ``upstreams/NAME`` proxies too: both a `Proxy`, `corral.routing.upstreams` checks
+their addresses). ``rewrite`` and
 ``response_headers`` on another action are refused with a clear error, and so is a cycle of
 static passes (`_Compiler.check_loops`). A share path's text may not hold a ``..`` segment:
 only its variables could then be told from it, and the server refuses one they bring.
@@ -23,7 +25,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from corral.jsonpath import describe_value, member
-from corral.routing.actions import Limited, Respond, Share, ToApplication
+from corral.net.upstream import DEFAULT_OPTIONS
+from corral.routing.actions import Limited, Proxy, Respond, Share, ToApplication
 from corral.routing.conditions import compile_match
 from corral.routing.errors import RouteError, check_options, expect_object
 from corral.routing.patterns import MIME_TYPE_PATTERNS, as_bytes_str
@@ -38,6 +41,7 @@ from corral.routing.router import (
     split_pass,
     target_index,
 )
+from corral.routing.upstreams import compile_upstreams, proxy_address
 from corral.routing.variables import compile_template, encode_location, of_target
 from corral.static.policy import (
     ShareHeaders,
@@ -49,7 +53,6 @@ from corral.static.policy import (
 __all__ = ["compile_routes", "route_tables"]
 
 _UNSUPPORTED_ACTION_OPTIONS = {
-    "proxy": "proxy actions are not supported by corral",
     "rewrite": "'rewrite' is not supported by corral",
 }
 _SHARES_KEPT = 1024  # a one-path share's actions kept per share, by their path
@@ -77,6 +80,8 @@ def compile_routes(
     *,
     applications: Collection[str] | None = None,
     path: str = "$.routes",
+    upstreams: Any = None,
+    proxy: Any = None,
 ) -> Router:
     """Validate and compile a Unit ``routes`` value (parsed JSON; ``None`` for none).
 
@@ -84,9 +89,16 @@ def compile_routes(
     mapping gives each one's target names too, in order (empty: no targets), which an
     ``applications/NAME/TARGET`` pass needs.
     ``path``: where ``routes`` sits in the document, for error messages.
+    ``upstreams``: the document's ``upstreams`` object (None: none), which ``upstreams/NAME``
+    passes name; ``proxy``: the ``proxy_*`` settings of their `Proxy` actions
+    (`corral.net.upstream.ProxyOptions`; None: the defaults).
     Raises :class:`RouteError` naming the first invalid place.
     """
-    return _Compiler(routes, applications, path).compile()
+    compiler = _Compiler(routes, applications, path)
+    compiler.upstreams = compile_upstreams(upstreams)
+    if proxy is not None:
+        compiler.proxy = proxy
+    return compiler.compile()
 
 
 def route_tables(
@@ -136,6 +148,8 @@ class _Compiler:
         # and the routes that have such a step (the others keep their actions by target)
         self.reads_more = False
         self.reading_more: set[str | None] = set()
+        self.upstreams: dict[str, Any] = {}  # each upstream group's servers
+        self.proxy: Any = DEFAULT_OPTIONS  # the proxy's settings, in every Proxy action
         for name, route_path, steps in route_tables(routes, path):
             self.routes[name] = Route("routes" if name is None else f"routes/{name}")
             self.sources[name] = (steps, route_path)
@@ -208,11 +222,11 @@ class _Compiler:
         for option, why in _UNSUPPORTED_ACTION_OPTIONS.items():
             if option in action:
                 raise RouteError(f"{path}{member(option)}", why)
-        kinds = [k for k in ("pass", "return", "share") if k in action]
+        kinds = [k for k in ("pass", "return", "share", "proxy") if k in action]
         if len(kinds) != 1:
             found = "none" if not kinds else " and ".join(kinds)
             raise RouteError(
-                path, f"an action needs exactly one of pass, return, share; got {found}"
+                path, f"an action needs exactly one of pass, return, share, proxy; got {found}"
             )
         kind = kinds[0]
         if kind != "share" and "response_headers" in action:
@@ -226,6 +240,10 @@ class _Compiler:
         if kind == "return":
             check_options(action, ("return", "location"), path, "return action")
             return self.return_action(action, path)
+        if kind == "proxy":
+            check_options(action, ("proxy",), path, "proxy action")
+            address = proxy_address(action["proxy"], f"{path}.proxy")
+            return FINAL, Proxy(action["proxy"], ((address, 1.0),), self.proxy)
         check_options(action, _SHARE_OPTIONS, path, "share action")
         return self.share_action(action, path)
 
@@ -296,10 +314,13 @@ class _Compiler:
                 self.edges.setdefault(self.current, []).append((route, path))
             return GOTO, self.routes[route]
         if head == "upstreams":
-            raise RouteError(path, f"{target!r}: upstreams are not supported")
+            if len(segments) != 2 or segments[1] not in self.upstreams:
+                raise RouteError(path, f"{target!r} names no upstream of the configuration")
+            return FINAL, Proxy(target, self.upstreams[segments[1]], self.proxy)
         raise RouteError(
             path,
-            f"invalid pass target {target!r} (expected applications/NAME, routes or routes/NAME)",
+            f"invalid pass target {target!r} "
+            "(expected applications/NAME, routes, routes/NAME or upstreams/NAME)",
         )
 
     def return_action(self, action: dict[str, Any], path: str) -> tuple[int, Any]:

@@ -1,0 +1,427 @@
+"""NGINX Unit's ``proxy`` action and ``pass: upstreams/NAME``: a request answered by an HTTP/1.1
+server elsewhere, through the connection's one response path.
+
+The entry point for any request the worker sends to another server (a ``proxy`` route, an
+upstream group, an ``external`` application's pool) is :func:`forward`: ``forward(conn,
+exchange, address)`` with an address as Unit writes one (``127.0.0.1:8080``, ``[::1]:8080``,
+``unix:/path``), or :func:`proxy`, the route action's handler, with an `Upstream` of several
+servers. Both return what an action handler returns (`corral.actions.HANDLERS`).
+
+A request (one :class:`ProxyCall`, the exchange's answerer and its body's sink):
+
+- **Streaming both ways.** It starts as soon as it is first in line, its body still arriving
+  (``exchange.streaming``): the head goes upstream, then each piece of the body as the client
+  sends it (chunked upstream when the client sent it chunked; trailers are dropped). At most
+  ``buffer_size`` bytes wait for the upstream connection; past that, or while the upstream's
+  socket does not take more, the client is not read. The answer goes back piece by piece
+  through `Exchange.frame`; while the client does not read it, the upstream is not read.
+- **Timeouts**: ``connect_timeout`` (504), ``send_timeout`` while the upstream does not take the
+  request's body and ``read_timeout`` between two reads of its answer (504 before the answer
+  began, else the client's connection aborted). A refused connection is 502.
+- **Retry**: a server that refuses or times out a connection is marked failed
+  (`corral.actions.upstreams`) and the request, which never reached it, tries the next one;
+  a kept connection that turns out closed before any byte of the answer (the upstream's
+  keep-alive ran out meanwhile) is retried on a new connection for a request without a body
+  whose method is idempotent.
+- **An upstream's answer is checked** (`corral.http.upstream`): a malformed one, or one cut
+  short, is a 502 when nothing of it went to the client, else the client's connection is
+  aborted (a reset, not a close: a body delimited by close would otherwise look whole).
+- **Upgrades** (WebSocket and the others): a request with ``Connection: upgrade`` goes with its
+  ``Upgrade``; a 101 makes both connections a tunnel (`corral.actions.tunnel`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from corral.actions.proxy_head import answer_fields, request_head, upgrade_of
+from corral.actions.respond import reply
+from corral.actions.upstreams import Upstream, UpstreamConnection, UpstreamServer, upstream_at
+from corral.http.chunked import LAST, chunk
+from corral.http.response import InvalidResponse
+from corral.net.upstream import DEFAULT_OPTIONS, ProxyOptions
+from corral.observe.errorlog import LOGGER_NAME
+from corral.server import clock
+
+if TYPE_CHECKING:
+    from corral.server.connection import HttpConnection
+    from corral.server.exchange import Exchange
+
+__all__ = ["ProxyCall", "forward", "proxy"]
+
+_log = logging.getLogger(LOGGER_NAME)
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+
+
+def forward(
+    conn: HttpConnection,
+    exchange: Exchange,
+    address: str,
+    options: ProxyOptions = DEFAULT_OPTIONS,
+) -> bool:
+    """Answer ``exchange`` by forwarding it to the HTTP/1.1 server at ``address``
+    (``host:port``, ``[v6]:port``, ``unix:/path`` or ``/path``), with ``options`` (the
+    ``proxy_*`` settings: `ProxyOptions.of(settings)`). An action handler's result: True."""
+    return proxy_to(conn, exchange, upstream_at(address, options))
+
+
+_by_action: dict[Any, Upstream] = {}  # this worker's upstreams, by the Proxy action naming them
+
+
+def proxy(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
+    """``Proxy`` (`corral.routing.Proxy`): a ``proxy`` route action or an upstreams pass."""
+    upstream = _by_action.get(action)
+    if upstream is None:
+        upstream = _by_action[action] = Upstream(action.name, list(action.servers), action.options)
+    return proxy_to(conn, exchange, upstream)
+
+
+def proxy_to(conn: HttpConnection, exchange: Exchange, upstream: Upstream) -> bool:
+    exchange.action = ProxyCall(upstream)
+    return True
+
+
+class ProxyCall:
+    """One request proxied: the exchange's answerer (``take_body``, ``start``), its body's
+    sink (``feed``, ``finish``, ``fail``, ``close``) and the sink of the upstream's answer."""
+
+    __slots__ = (
+        "activity",
+        "answered",
+        "body_done",
+        "chunked",
+        "conn",
+        "ended",
+        "exchange",
+        "options",
+        "pending",
+        "pending_size",
+        "reused",
+        "server",
+        "timed_out",
+        "timer",
+        "tried",
+        "tunnel",
+        "upgrade",
+        "upstream",
+        "upstream_keeps",
+        "wire",
+    )
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self.options = upstream.options
+        self.conn: Any = None
+        self.exchange: Any = None
+        self.server: UpstreamServer | None = None
+        self.wire: UpstreamConnection | None = None  # the upstream connection in use
+        self.tried: list[UpstreamServer] = []
+        self.pending: list[bytes] = []  # body pieces (framed) waiting for the connection
+        self.pending_size = 0
+        self.body_done = False  # the client's body is all here (or there is none)
+        self.chunked = False  # the body goes chunked
+        self.upgrade: bytes | None = None
+        self.answered = False  # the answer's head went to the client
+        self.ended = False  # the exchange is over (finished or failed)
+        self.timed_out = False  # the last failure to connect was a timeout
+        self.activity = 0.0  # the last sign of the upstream (clock seconds)
+        self.timer: Any = None
+        self.tunnel: Any = None
+        self.reused = False  # the connection in use was kept from an earlier request
+        self.upstream_keeps = False  # the answer lets its connection serve another request
+
+    # -- the request's body, from the client
+
+    def take_body(self, conn: HttpConnection, exchange: Exchange) -> ProxyCall:
+        exchange.streaming = True  # started while its body arrives: streamed upstream
+        self.chunked = exchange.head.chunked
+        return self
+
+    def feed(self, data: bytes) -> bool:
+        if self.ended:
+            return False
+        if self.chunked:
+            data = chunk(data)
+        wire = self.wire
+        if wire is None or wire.closed:
+            self.pending.append(data)
+            self.pending_size += len(data)
+            return self.pending_size >= self.options.buffer_size
+        wire.transport.write(data)
+        return wire.write_paused
+
+    def finish(self) -> None:
+        self.body_done = True
+        if self.ended:
+            return
+        if self.chunked:
+            self.feed_raw(LAST)
+
+    def feed_raw(self, data: bytes) -> None:
+        wire = self.wire
+        if wire is None or wire.closed:
+            self.pending.append(data)
+            self.pending_size += len(data)
+        else:
+            wire.transport.write(data)
+
+    def fail(self) -> None:
+        """The client's connection went, or its body never will be whole."""
+        if not self.ended:
+            self._over()
+            self._drop_wire(abort=True)
+
+    def close(self) -> None:
+        return None
+
+    # -- the answer
+
+    def start(self, conn: HttpConnection, exchange: Exchange) -> None:
+        self.conn = conn
+        self.exchange = exchange
+        head = exchange.head
+        if exchange.body is conn.server.empty_body:
+            self.body_done = True
+        if head.expect_continue and not exchange.complete:
+            conn.send_continue(exchange)
+        self.upgrade = upgrade_of(head) if conn.parser.upgraded is not None else None
+        self._connect()
+
+    def _connect(self) -> None:
+        server = self.upstream.choose(self.tried)
+        if server is None:
+            self._refuse(504 if self.timed_out else 502, "no upstream server could be reached")
+            return
+        self.server = server
+        self.tried.append(server)
+        kept = server.take_idle(self.options)
+        if kept is not None:
+            self._send(kept, reused=True)
+            return
+        server.connect(self.conn.loop, self.options, self._connected)
+
+    def _connected(self, wire: UpstreamConnection | None, timed_out: bool = False) -> None:
+        server = self.server
+        assert server is not None
+        if wire is None:
+            server.failed(self.options)
+            if not self.ended:
+                _log.warning(
+                    "proxy: %s %s (%s)",
+                    server.name,
+                    "connect timed out" if timed_out else "refused the connection",
+                    self.exchange.where(),
+                )
+                self.timed_out = timed_out
+                self._connect()
+            return
+        if self.ended:
+            server.keep(wire, self.options)
+            return
+        self._send(wire, reused=False)
+
+    def _send(self, wire: UpstreamConnection, reused: bool) -> None:
+        self.wire = wire
+        wire.call = self
+        head = self.exchange.head
+        wire.parser.expect(head.method == "HEAD")
+        conn = self.conn
+        client = _client_address(conn, self.exchange)
+        scheme = _scheme(conn, self.exchange)
+        data = request_head(head, client, scheme, self.upgrade, self.chunked)
+        if self.pending:
+            data += b"".join(self.pending)
+            self.pending = []
+            self.pending_size = 0
+        wire.transport.write(data)
+        self.reused = reused
+        self.activity = clock.now()
+        if self.timer is None:
+            self._arm(self.options.read_timeout)
+        if conn.reading_paused and not self.body_done and not wire.write_paused:
+            conn.resume_body()
+
+    # -- the upstream's answer (UpstreamConnection calls these)
+
+    def on_response(self, response: Any) -> None:
+        conn = self.conn
+        exchange = self.exchange
+        if response.status == 101:
+            if self.upgrade is None:
+                self.upstream_failed("101 to a request that asked for no upgrade")
+                return
+            from corral.actions.tunnel import open_tunnel
+
+            self.answered = True
+            self._over()
+            self.tunnel = open_tunnel(conn, exchange, self, response)
+            return
+        status = f"{response.status} {response.reason.decode('latin-1')}"
+        try:
+            fields = answer_fields(response.headers)
+            data = conn.begin(exchange, status, fields, response.content_length)
+        except (InvalidResponse, UnicodeDecodeError) as exc:
+            self.upstream_failed(f"answer refused: {exc}")
+            return
+        self.answered = True
+        self.upstream_keeps = response.keep_alive
+        conn.write(data)
+
+    def on_body(self, data: bytes) -> None:
+        if self.ended:
+            return
+        conn = self.conn
+        out = self.exchange.frame(data)
+        if out:
+            conn.write(out)
+        if conn.write_paused and conn.on_writable is None:
+            wire = self.wire
+            if wire is not None:
+                wire.transport.pause_reading()
+            conn.on_writable = self._client_drained
+
+    def _client_drained(self) -> None:
+        wire = self.wire
+        if wire is not None and not wire.closed and not self.ended:
+            self.activity = clock.now()
+            wire.transport.resume_reading()
+
+    def on_response_end(self) -> None:
+        if self.ended:
+            return
+        wire = self.wire
+        assert wire is not None
+        self._over()
+        self.wire = None
+        # reused only after a whole exchange: the body all sent, no upgrade asked for
+        if self.upstream_keeps and self.body_done and self.upgrade is None and not wire.closed:
+            self.server.keep(wire, self.options)  # type: ignore[union-attr]
+        else:
+            wire.call = None
+            wire.close()
+        exchange = self.exchange
+        conn = self.conn
+        conn.on_writable = None
+        conn.finish(exchange, exchange.keep_alive, exchange.end())
+
+    def upstream_drained(self) -> None:
+        """The upstream's socket takes the body again: read the client's again."""
+        self.activity = clock.now()
+        conn = self.conn
+        if conn is not None and conn.reading_paused and not self.body_done and not self.ended:
+            conn.resume_body()
+
+    def upstream_failed(self, why: str, nothing_came: bool = False) -> None:
+        """The upstream connection failed (malformed answer, cut short, closed, reset)."""
+        if self.ended:
+            return
+        wire = self.wire
+        self.wire = None
+        if wire is not None:
+            wire.call = None
+            wire.close(abort=True)
+        if (
+            nothing_came
+            and self.reused
+            and self.exchange.body is self.conn.server.empty_body
+            and self.exchange.head.method in _IDEMPOTENT
+        ):
+            # a kept connection the upstream closed meanwhile: the request never reached it
+            self.reused = False
+            self.tried.remove(self.server)  # type: ignore[arg-type]
+            server = self.server
+            assert server is not None
+            server.connect(self.conn.loop, self.options, self._connected)
+            return
+        if nothing_came:
+            self.server.failed(self.options)  # type: ignore[union-attr]
+        _log.warning("proxy: %s: %s (%s)", self.server.name, why, self.exchange.where())  # type: ignore[union-attr]
+        self._refuse(502, why)
+
+    # -- timeouts
+
+    def _arm(self, after: float) -> None:
+        self.timer = self.conn.loop.call_later(after, self._check_time)
+
+    def _check_time(self) -> None:
+        self.timer = None
+        if self.ended:
+            return
+        wire = self.wire
+        options = self.options
+        if wire is None:  # connecting: connect_timeout runs there
+            self._arm(options.read_timeout)
+            return
+        if self.conn.on_writable is not None:  # the client is slow: its send_timeout runs
+            self.activity = clock.now()
+            self._arm(options.read_timeout)
+            return
+        limit = options.send_timeout if wire.write_paused else options.read_timeout
+        left = self.activity + limit - clock.now()
+        if left > 0:
+            self._arm(left)
+            return
+        what = "send" if wire.write_paused else "read"
+        self.server.failed(options)  # type: ignore[union-attr]
+        self.wire = None
+        wire.call = None
+        wire.close(abort=True)
+        _log.warning(
+            "proxy: %s: %s timed out (%s)",
+            self.server.name,  # type: ignore[union-attr]
+            what,
+            self.exchange.where(),
+        )
+        self._refuse(504, f"{what} timed out")
+
+    # -- ends
+
+    def _over(self) -> None:
+        self.ended = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _drop_wire(self, abort: bool) -> None:
+        wire = self.wire
+        if wire is not None:
+            self.wire = None
+            wire.call = None
+            wire.close(abort)
+
+    def _refuse(self, status: int, why: str) -> None:
+        """The upstream cannot answer: ``status`` when the client got nothing yet, else its
+        connection aborted, so a cut answer never passes for a whole one."""
+        self._over()
+        self._drop_wire(abort=True)
+        conn = self.conn
+        exchange = self.exchange
+        conn.on_writable = None
+        if self.answered or conn.closed:
+            conn.close(abort=True)
+            conn.finish(exchange, False)
+            return
+        head = exchange.head
+        keep_alive = head.keep_alive and exchange.complete and not conn.server.draining
+        data = reply(status, None, head, keep_alive, conn.server.prefix)
+        exchange.status = status
+        exchange.response_bytes = len(data)
+        conn.finish(exchange, keep_alive, data)
+
+
+def _client_address(conn: Any, exchange: Any) -> str:
+    forwarded = exchange.forwarded
+    if forwarded is not None and forwarded.address is not None:
+        return str(forwarded.address)
+    peer = conn.peer
+    if isinstance(peer, tuple) and peer:
+        return str(peer[0])
+    return "unknown"
+
+
+def _scheme(conn: Any, exchange: Any) -> str:
+    forwarded = exchange.forwarded
+    if forwarded is not None and forwarded.scheme is not None:
+        return str(forwarded.scheme)
+    return "https" if conn.encrypted else "http"

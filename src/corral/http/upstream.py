@@ -1,0 +1,326 @@
+"""An upstream server's answers, parsed: the response side of the proxy (`corral.actions.proxy`).
+
+Sans I/O, as the request parser is: bytes in (`ResponseParser.feed`, `ResponseParser.feed_eof`),
+events out to a sink (``on_response(head)``, ``on_body(chunk)``, ``on_response_end()``). It
+never touches a socket, a clock or the client.
+
+An upstream is checked as strictly as a client (corral's request parser, `corral.http.parser`,
+whose field and chunk grammars it reuses), because whatever it lets through reaches a client
+as corral's own answer: a proxy that frames an answer otherwise than its upstream did is the
+way a response is smuggled. Every refusal is an `UpstreamError`; the proxy answers 502 when
+nothing went to the client yet, and aborts the client's connection otherwise, so a cut or
+malformed answer is never taken for a whole one. Refused (RFC 9112 unless said):
+
+- a status line other than ``HTTP/1.x SP 3DIGIT [SP reason]`` (4), a version other than 1.0
+  and 1.1, a status below 100; a reason with a control byte but HTAB;
+- a field line other than ``token ":" OWS value OWS`` (5; no obs-fold, no whitespace before
+  the colon, no control byte in a value), lines not ending in CRLF;
+- Content-Length that is not one run of digits, given twice (even with the same value),
+  above 2^64 - 1, or beside Transfer-Encoding (6.3); Transfer-Encoding whose final coding is
+  not chunked (a body delimited by close is allowed only without either field); a chunk-size
+  line other than ``HEXDIG+ [extensions]``, chunk data not followed by CRLF; Content-Length
+  or Transfer-Encoding among the trailers (RFC 9110 6.5.1);
+- a head longer than ``head_limit`` bytes, more than ``fields`` fields;
+- the end of the stream before the body's end (`feed_eof`): a body cut short.
+
+Interim answers (1xx but 101) are read and dropped: the proxy answers ``Expect`` itself. A
+101 is reported, and what follows its head is the tunnel's (`ResponseParser.upgraded`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from corral.http.parser import _BAD_VALUE, _CHUNK_SIZE_LINE, _MAX_LENGTH, _TOKEN
+
+__all__ = ["ResponseHead", "ResponseParser", "UpstreamError"]
+
+_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: ([\t\x20-\x7e\x80-\xff]*))?")
+
+# states
+_HEAD = 0  # a status line and its fields
+_LENGTH = 1  # a body of known length
+_CHUNK_SIZE = 2
+_CHUNK_DATA = 3
+_CHUNK_END = 4  # the CRLF after chunk data
+_TRAILERS = 5
+_UNTIL_CLOSE = 6  # a body delimited by the end of the stream
+_DONE = 7  # the answer is over: nothing more may come (but an upgrade's bytes)
+
+
+class UpstreamError(Exception):
+    """An upstream's answer that must not reach a client: malformed, or cut short."""
+
+
+class ResponseHead:
+    """One parsed status line and its fields (names and values as received)."""
+
+    __slots__ = (
+        "chunked",
+        "content_length",
+        "headers",
+        "keep_alive",
+        "reason",
+        "status",
+        "version",
+    )
+
+    def __init__(
+        self,
+        status: int,
+        reason: bytes,
+        version: str,
+        headers: list[tuple[bytes, bytes]],
+        keep_alive: bool,
+        content_length: int | None,
+        chunked: bool,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.version = version  # "1.1" or "1.0"
+        self.headers = headers
+        self.keep_alive = keep_alive  # the upstream keeps its connection open after it
+        self.content_length = content_length  # None: chunked, until close, or no body
+        self.chunked = chunked
+
+
+class ResponseParser:
+    """Parses the answers to requests sent on one upstream connection, one at a time:
+    `expect` says what the next one answers (a HEAD has no body)."""
+
+    __slots__ = (
+        "_fields",
+        "_head_limit",
+        "_partial",
+        "_remaining",
+        "_sink",
+        "_state",
+        "_trailers",
+        "head_method",
+        "received",
+        "upgraded",
+    )
+
+    def __init__(self, sink: Any, head_limit: int = 65536, fields: int = 100) -> None:
+        self._sink = sink
+        self._head_limit = head_limit
+        self._fields = fields
+        self._partial = b""
+        self._state = _DONE
+        self._remaining = 0
+        self._trailers = 0
+        self.head_method = False
+        self.received = 0  # bytes of the present answer so far (0: nothing came yet)
+        # after a 101: the bytes that followed its head (the tunnel's); None before
+        self.upgraded: bytes | None = None
+
+    def expect(self, head_method: bool) -> None:
+        """The next answer is to a request just sent (``head_method``: a HEAD, no body)."""
+        self._state = _HEAD
+        self._partial = b""
+        self.head_method = head_method
+        self.received = 0
+
+    @property
+    def done(self) -> bool:
+        """The answer expected is over."""
+        return self._state == _DONE
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``; raises `UpstreamError`."""
+        if not data:
+            return
+        if self._state == _DONE:
+            if self.upgraded is not None:
+                self.upgraded += data
+                return
+            raise UpstreamError("bytes after the answer's end")
+        self.received += len(data)
+        if self._partial:
+            data = self._partial + data
+            self._partial = b""
+        pos = 0
+        end = len(data)
+        sink = self._sink
+        while pos < end:
+            state = self._state
+            if state == _HEAD:
+                pos = self._head(data, pos)
+            elif state in (_LENGTH, _CHUNK_DATA):
+                take = min(self._remaining, end - pos)
+                sink.on_body(data if pos == 0 and take == end else data[pos : pos + take])
+                pos += take
+                self._remaining -= take
+                if not self._remaining:
+                    if state == _LENGTH:
+                        self._end()
+                    else:
+                        self._state = _CHUNK_END
+            elif state == _UNTIL_CLOSE:
+                sink.on_body(data if pos == 0 else data[pos:])
+                return
+            elif state == _CHUNK_END:
+                have = data[pos : pos + 2]
+                if have != b"\r\n"[: len(have)]:
+                    raise UpstreamError("chunk data not followed by CRLF")
+                if len(have) < 2:
+                    self._partial = have
+                    return
+                pos += 2
+                self._state = _CHUNK_SIZE
+            elif state in (_CHUNK_SIZE, _TRAILERS):
+                eol = data.find(b"\r\n", pos)
+                if eol < 0:
+                    if end - pos > self._head_limit:
+                        raise UpstreamError("chunk-size or trailer line too long")
+                    self._partial = data[pos:]
+                    return
+                line = data[pos:eol]
+                pos = eol + 2
+                if b"\n" in line or b"\r" in line:
+                    raise UpstreamError("a bare CR or LF in a chunk-size or trailer line")
+                if state == _CHUNK_SIZE:
+                    self._chunk_size(line)
+                elif line:
+                    self._trailer(line)
+                else:
+                    self._end()
+            else:  # _DONE: only an upgrade's bytes may follow
+                if self.upgraded is None:
+                    raise UpstreamError("bytes after the answer's end")
+                self.upgraded += data[pos:]
+                return
+
+    def feed_eof(self) -> None:
+        """The upstream closed its side: the end of a body delimited by close, else (but
+        between answers) an answer cut short. Raises `UpstreamError`."""
+        state = self._state
+        if state == _UNTIL_CLOSE:
+            self._end()
+        elif state != _DONE:
+            raise UpstreamError("the upstream closed before the answer's end")
+
+    # -- the head
+
+    def _head(self, data: bytes, pos: int) -> int:
+        stop = data.find(b"\r\n\r\n", pos)
+        if stop < 0:
+            if len(data) - pos > self._head_limit:
+                raise UpstreamError("answer head too large")
+            self._partial = data[pos:]
+            return len(data)
+        if stop + 4 - pos > self._head_limit:
+            raise UpstreamError("answer head too large")
+        lines = data[pos:stop].split(b"\r\n")
+        match = _STATUS_LINE.fullmatch(lines[0])
+        if match is None:
+            raise UpstreamError("invalid status line")
+        minor, code, reason = match.groups()
+        if len(lines) - 1 > self._fields:
+            raise UpstreamError("too many header fields")
+        version = "1.1" if minor == b"1" else "1.0"
+        status = int(code)
+        headers: list[tuple[bytes, bytes]] = []
+        length: int | None = None
+        te = chunked = close = keep_alive_option = False
+        for index in range(1, len(lines)):
+            name, colon, value = lines[index].partition(b":")
+            if not colon or _TOKEN.fullmatch(name) is None:
+                raise UpstreamError("invalid header field line")
+            value = value.strip(b" \t")
+            if _BAD_VALUE.search(value) is not None:
+                raise UpstreamError("invalid character in a header field value")
+            headers.append((name, value))
+            lower = name.lower()
+            if lower == b"content-length":
+                if length is not None:
+                    raise UpstreamError("repeated Content-Length")
+                if te:
+                    raise UpstreamError("Content-Length with Transfer-Encoding")
+                if not value.isdigit() or int(value) > _MAX_LENGTH:
+                    raise UpstreamError("invalid Content-Length")
+                length = int(value)
+            elif lower == b"transfer-encoding":
+                if length is not None:
+                    raise UpstreamError("Transfer-Encoding with Content-Length")
+                if te:
+                    raise UpstreamError("repeated Transfer-Encoding")
+                te = True
+                codings = [c.strip(b" \t").lower() for c in value.split(b",")]
+                if codings[-1] != b"chunked" or b"chunked" in codings[:-1]:
+                    raise UpstreamError("Transfer-Encoding whose final coding is not chunked")
+                chunked = True
+            elif lower == b"connection":
+                for option in value.split(b","):
+                    option = option.strip(b" \t").lower()
+                    if option == b"close":
+                        close = True
+                    elif option == b"keep-alive":
+                        keep_alive_option = True
+        pos = stop + 4
+        if 100 <= status < 200 and status != 101:
+            return pos  # interim: the answer proper follows
+        if te and version == "1.0":
+            raise UpstreamError("Transfer-Encoding in an HTTP/1.0 answer")
+        bodiless = self.head_method or status == 101 or status == 204 or status == 304
+        if not bodiless and length is None and not chunked:
+            close = True  # delimited by the end of the stream
+        keep_alive = not close and (version == "1.1" or keep_alive_option)
+        head = ResponseHead(
+            status,
+            reason or b"",
+            version,
+            headers,
+            keep_alive,
+            None if bodiless else length,
+            chunked and not bodiless,
+        )
+        self._sink.on_response(head)
+        if status == 101:
+            self.upgraded = data[pos:]
+            self._state = _DONE
+            return len(data)
+        if bodiless or length == 0:
+            self._end()
+        elif chunked:
+            self._state = _CHUNK_SIZE
+        elif length is not None:
+            self._remaining = length
+            self._state = _LENGTH
+        else:
+            self._state = _UNTIL_CLOSE
+        return pos
+
+    # -- the chunked body
+
+    def _chunk_size(self, line: bytes) -> None:
+        match = _CHUNK_SIZE_LINE.fullmatch(line)
+        if match is None:
+            raise UpstreamError("invalid chunk-size line")
+        size = int(match.group(1), 16)
+        if size > _MAX_LENGTH:
+            raise UpstreamError("chunk size overflow")
+        if not size:
+            self._trailers = 0
+            self._state = _TRAILERS
+            return
+        self._remaining = size
+        self._state = _CHUNK_DATA
+
+    def _trailer(self, line: bytes) -> None:
+        """A trailer field: checked, then dropped (the proxy's answer ends without them)."""
+        name, colon, value = line.partition(b":")
+        if not colon or _TOKEN.fullmatch(name) is None:
+            raise UpstreamError("invalid trailer field line")
+        if _BAD_VALUE.search(value.strip(b" \t")) is not None:
+            raise UpstreamError("invalid character in a trailer field value")
+        if name.lower() in (b"content-length", b"transfer-encoding"):
+            raise UpstreamError("a framing field in the trailers")
+        self._trailers += 1
+        if self._trailers > self._fields:
+            raise UpstreamError("too many trailer fields")
+
+    def _end(self) -> None:
+        self._state = _DONE
+        self._sink.on_response_end()

@@ -1,0 +1,116 @@
+"""NGINX Unit's ``proxy`` action, in Unit's forms, with real upstreams: a corral serving a
+WSGI application on IPv4, IPv6 and a unix socket, reached through a corral in front.
+
+What each test shows: the answer comes from the upstream with its fields and body (streamed:
+chunked both ways); the request arrives with the proxy's fields (``Via``, ``X-Forwarded-*``,
+``Forwarded``) and without the hop-by-hop ones; the connection to the upstream is kept and
+reused (the upstream sees one client port for several requests)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.control import short_dir
+from tests.integration.proxy_front import front
+from tests.integration.server import Server
+from tests.integration.test_cli_server import get
+
+pytestmark = pytest.mark.usefixtures("each_core")
+
+
+@pytest.fixture(scope="module")
+def upstream(each_core: str) -> Iterator[Server]:
+    with Server("proxy_apps:app", workers=1) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def proxied(upstream: Server) -> Iterator[Server]:
+    with front({"proxy": f"http://127.0.0.1:{upstream.port}"}) as server:
+        yield server
+
+
+def seen(server: Server, path: str = "/", headers: dict[str, str] | None = None) -> dict:
+    status, fields, body = get(server.host, server.port, path, headers)
+    assert status == 200 and fields["x-upstream"] == "yes", (status, fields, body)
+    return json.loads(body)
+
+
+def test_the_upstream_answers_with_the_proxy_fields_added(proxied: Server) -> None:
+    request = seen(proxied, "/a/b?c=d", {"X-Forwarded-For": "192.0.2.7", "Via": "1.0 edge"})
+    assert (request["method"], request["path"], request["query"]) == ("GET", "/a/b", "c=d")
+    fields = request["fields"]
+    host = f"127.0.0.1:{proxied.port}"
+    assert fields["host"] == host  # the client's Host goes upstream as it came
+    assert fields["x-forwarded-for"] == "192.0.2.7, 127.0.0.1"  # the client appended
+    assert fields["x-forwarded-proto"] == "http"
+    assert fields["x-forwarded-host"] == host
+    assert fields["forwarded"] == f'for=127.0.0.1;proto=http;host="{host}"'
+    assert fields["via"] == "1.0 edge, 1.1 corral"
+
+
+def test_hop_by_hop_fields_and_those_connection_names_stay_behind(proxied: Server) -> None:
+    with socket.create_connection((proxied.host, proxied.port), timeout=10) as sock:
+        sock.sendall(
+            b"GET /hop HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Secret\r\n"
+            b"Keep-Alive: timeout=5\r\nTE: trailers\r\nX-Secret: 1\r\nProxy-Connection: x\r\n"
+            b"X-Kept: 2\r\n\r\n"
+        )
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        fields = json.loads(response.read())["fields"]
+    for name in ("connection", "keep-alive", "te", "x-secret", "proxy-connection"):
+        assert name not in fields, name
+    assert fields["x-kept"] == "2"
+
+
+def test_the_answer_comes_back_with_via_and_its_own_framing(proxied: Server) -> None:
+    status, fields, body = get(proxied.host, proxied.port, "/stream")
+    assert (status, body) == (200, b"one,two,three")
+    assert fields["transfer-encoding"] == "chunked" and fields["via"] == "1.1 corral"
+    status, fields, body = get(proxied.host, proxied.port, "/big?4194304")
+    assert status == 200 and len(body) == 4194304 and body == b"x" * 4194304
+
+
+def test_a_chunked_request_body_streams_upstream(proxied: Server) -> None:
+    conn = http.client.HTTPConnection(proxied.host, proxied.port, timeout=10)
+    pieces = [b"a" * 100_000 for _ in range(20)]
+    conn.request("POST", "/upload", body=iter(pieces), encode_chunked=True)
+    response = conn.getresponse()
+    request = json.loads(response.read())
+    assert response.status == 200
+    assert request["body_length"] == 2_000_000  # the upstream read it all, as it came
+    assert request["fields"].get("transfer-encoding") == "chunked"
+    conn.request("PUT", "/upload", body=b"z" * 300_000)  # a length: passed as it came
+    request = json.loads(conn.getresponse().read())
+    assert (request["content_length"], request["body_length"]) == ("300000", 300_000)
+    conn.close()
+
+
+def test_the_connection_to_the_upstream_is_kept_for_the_next_requests(proxied: Server) -> None:
+    remotes = {seen(proxied, f"/n{i}")["remote"] for i in range(5)}
+    assert len(remotes) == 1, remotes  # one upstream connection, reused
+
+
+def test_an_ipv6_upstream(each_core: str) -> None:
+    with (
+        Server("proxy_apps:app", bind="[::1]:0") as upstream,
+        front({"proxy": f"http://[::1]:{upstream.port}"}) as server,
+    ):
+        assert seen(server, "/six")["path"] == "/six"
+
+
+def test_a_unix_socket_upstream(each_core: str) -> None:
+    with short_dir() as folder:
+        path = Path(folder) / "up.sock"
+        with (
+            Server("proxy_apps:app", "-b", f"unix:{path}"),
+            front({"proxy": f"http://unix:{path}"}) as server,
+        ):
+            assert seen(server, "/unix")["path"] == "/unix"
