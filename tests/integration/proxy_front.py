@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import struct
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,14 +18,16 @@ from tests.integration.server import Server
 
 @contextlib.contextmanager
 def front(
-    action: dict[str, Any],
+    action: dict[str, Any] | None = None,
     upstreams: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
+    routes: list[dict[str, Any]] | None = None,
 ) -> Iterator[Server]:
-    """A corral whose one route takes ``action``, with ``upstreams`` and ``settings``."""
+    """A corral whose one route takes ``action`` (or whose ``routes`` are given), with
+    ``upstreams`` and ``settings``."""
     doc: dict[str, Any] = {
         "listeners": {"127.0.0.1:0": {"pass": "routes"}},
-        "routes": [{"action": action}],
+        "routes": routes if routes is not None else [{"action": action}],
         "settings": settings or {},
     }
     if upstreams is not None:
@@ -50,3 +54,62 @@ def read_until_closed(sock: socket.socket) -> bytes:
         if not data:
             return out
         out += data
+
+
+class RawUpstream:
+    """An upstream of the tests' own on a loopback port: it reads each request's head, then
+    sends ``answer`` as it is (malformed on purpose, or cut short), then closes (``ending``
+    "close"), resets ("reset") or holds the connection open ("hold"). ``accepted``: the
+    connections it took."""
+
+    def __init__(self, answer: bytes, ending: str = "close", read: bool = True) -> None:
+        self.answer = answer
+        self.ending = ending
+        self.read = read  # False: never reads (a server that does not take a request's body)
+        self.accepted = 0
+        self.held: list[socket.socket] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._answer, args=(sock,), daemon=True).start()
+
+    def _answer(self, sock: socket.socket) -> None:
+        try:
+            if not self.read:
+                self.held.append(sock)
+                return
+            data = b""
+            while b"\r\n\r\n" not in data:
+                more = sock.recv(65536)
+                if not more:
+                    return
+                data += more
+            sock.sendall(self.answer)
+            if self.ending == "hold":
+                self.held.append(sock)
+                return
+            if self.ending == "reset":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        except OSError:
+            sock.close()
+
+    def close(self) -> None:
+        self.listener.close()
+        for sock in self.held:
+            sock.close()
+
+    def __enter__(self) -> RawUpstream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -114,3 +114,31 @@ def test_a_unix_socket_upstream(each_core: str) -> None:
             front({"proxy": f"http://unix:{path}"}) as server,
         ):
             assert seen(server, "/unix")["path"] == "/unix"
+
+
+def test_a_websocket_passes_through_as_a_tunnel(each_core: str) -> None:
+    from websockets.sync.client import connect
+
+    with (
+        Server("websocket_apps:app") as upstream,
+        front({"proxy": f"http://127.0.0.1:{upstream.port}"}) as server,
+    ):
+        with connect(f"ws://127.0.0.1:{server.port}/echo", open_timeout=10) as ws:
+            assert ws.response.headers["Via"] == "1.1 corral"
+            ws.send("hello")
+            assert ws.recv(timeout=10) == "hello"
+            big = bytes(range(256)) * 4096  # 1 MiB each way, through both connections
+            ws.send(big)
+            assert ws.recv(timeout=10) == big
+        # the connection is over on both sides: the front answers the next request
+        assert get(server.host, server.port, "/")[0] == 200
+
+
+def test_an_upgrade_the_upstream_refuses_is_an_ordinary_answer(proxied: Server) -> None:
+    with socket.create_connection((proxied.host, proxied.port), timeout=10) as sock:
+        sock.sendall(b"GET /up HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: foo\r\n\r\n")
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        request = json.loads(response.read())
+    assert response.status == 200 and response.getheader("Connection") == "close"
+    assert request["fields"]["upgrade"] == "foo" and request["fields"]["connection"] == "upgrade"

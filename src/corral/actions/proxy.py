@@ -32,7 +32,10 @@ A request (one :class:`ProxyCall`, the exchange's answerer and its body's sink):
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import struct
 from typing import TYPE_CHECKING, Any
 
 from corral.actions.proxy_head import answer_fields, request_head, upgrade_of
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["ProxyCall", "forward", "proxy"]
 
 _log = logging.getLogger(LOGGER_NAME)
+_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 seconds: close() sends RST
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 
 
@@ -238,7 +242,7 @@ class ProxyCall:
         self.reused = reused
         self.activity = clock.now()
         if self.timer is None:
-            self._arm(self.options.read_timeout)
+            self._arm(self.options.shortest)
         if conn.reading_paused and not self.body_done and not wire.write_paused:
             conn.resume_body()
 
@@ -321,22 +325,24 @@ class ProxyCall:
         if wire is not None:
             wire.call = None
             wire.close(abort=True)
+        server = self.server
+        assert server is not None
+        if nothing_came and not self.reused:
+            server.failed(self.options)  # a new connection closed unanswered: it is failing
         if (
             nothing_came
-            and self.reused
             and self.exchange.body is self.conn.server.empty_body
             and self.exchange.head.method in _IDEMPOTENT
         ):
-            # a kept connection the upstream closed meanwhile: the request never reached it
+            # nothing came back: a request without a body that is safe to send again goes to
+            # the next server, or (a kept connection the upstream closed meanwhile) to the
+            # same one on a new connection
+            if self.reused:
+                self.tried.remove(server)
             self.reused = False
-            self.tried.remove(self.server)  # type: ignore[arg-type]
-            server = self.server
-            assert server is not None
-            server.connect(self.conn.loop, self.options, self._connected)
+            self._connect()
             return
-        if nothing_came:
-            self.server.failed(self.options)  # type: ignore[union-attr]
-        _log.warning("proxy: %s: %s (%s)", self.server.name, why, self.exchange.where())  # type: ignore[union-attr]
+        _log.warning("proxy: %s: %s (%s)", server.name, why, self.exchange.where())
         self._refuse(502, why)
 
     # -- timeouts
@@ -351,16 +357,16 @@ class ProxyCall:
         wire = self.wire
         options = self.options
         if wire is None:  # connecting: connect_timeout runs there
-            self._arm(options.read_timeout)
+            self._arm(options.shortest)
             return
         if self.conn.on_writable is not None:  # the client is slow: its send_timeout runs
             self.activity = clock.now()
-            self._arm(options.read_timeout)
+            self._arm(options.shortest)
             return
         limit = options.send_timeout if wire.write_paused else options.read_timeout
         left = self.activity + limit - clock.now()
         if left > 0:
-            self._arm(left)
+            self._arm(min(left, options.shortest))
             return
         what = "send" if wire.write_paused else "read"
         self.server.failed(options)  # type: ignore[union-attr]
@@ -399,7 +405,7 @@ class ProxyCall:
         exchange = self.exchange
         conn.on_writable = None
         if self.answered or conn.closed:
-            conn.close(abort=True)
+            reset(conn)
             conn.finish(exchange, False)
             return
         head = exchange.head
@@ -408,6 +414,18 @@ class ProxyCall:
         exchange.status = status
         exchange.response_bytes = len(data)
         conn.finish(exchange, keep_alive, data)
+
+
+def reset(conn: Any) -> None:
+    """Abort the client's connection with a reset (RST): a close (FIN) would end a body
+    delimited by close as if it were whole, and tell an HTTP/1.0 client nothing went wrong."""
+    if conn.closed:
+        return
+    sock = conn.transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+    conn.close(abort=True)
 
 
 def _client_address(conn: Any, exchange: Any) -> str:

@@ -239,6 +239,8 @@ class UpstreamConnection:
 
     def pause_writing(self) -> None:
         self.write_paused = True
+        if self.call is not None:
+            self.call.activity = clock.now()  # send_timeout runs from now
 
     def resume_writing(self) -> None:
         self.write_paused = False

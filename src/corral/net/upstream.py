@@ -42,6 +42,11 @@ class ProxyOptions:
         self.keepalive_timeout = keepalive_timeout
         self.buffer_size = buffer_size
 
+    @property
+    def shortest(self) -> float:
+        """How often a request's clock is looked at: its send or read timeout may run."""
+        return min(self.send_timeout, self.read_timeout)
+
     @classmethod
     def of(cls, settings: Any) -> ProxyOptions:
         """From a document's settings (None: the defaults)."""
