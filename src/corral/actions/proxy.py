@@ -70,15 +70,19 @@ def forward(
     return proxy_to(conn, exchange, upstream_at(address, options))
 
 
-_by_action: dict[Any, Upstream] = {}  # this worker's upstreams, by the Proxy action naming them
+# this worker's upstreams, by the Proxy action naming them: by its identity (the routes hold
+# each action for the worker's life; the entry holds it too, so its id is never reused), as
+# hashing the action's fields would cost every request
+_by_action: dict[int, tuple[Any, Upstream]] = {}
 
 
 def proxy(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
     """``Proxy`` (`corral.routing.Proxy`): a ``proxy`` route action or an upstreams pass."""
-    upstream = _by_action.get(action)
-    if upstream is None:
-        upstream = _by_action[action] = Upstream(action.name, list(action.servers), action.options)
-    return proxy_to(conn, exchange, upstream)
+    entry = _by_action.get(id(action))
+    if entry is None:
+        upstream = Upstream(action.name, list(action.servers), action.options)
+        entry = _by_action[id(action)] = (action, upstream)
+    return proxy_to(conn, exchange, entry[1])
 
 
 def proxy_to(conn: HttpConnection, exchange: Exchange, upstream: Upstream) -> bool:
@@ -98,6 +102,7 @@ class ProxyCall:
         "conn",
         "ended",
         "exchange",
+        "held",
         "options",
         "pending",
         "pending_size",
@@ -126,7 +131,8 @@ class ProxyCall:
         self.body_done = False  # the client's body is all here (or there is none)
         self.chunked = False  # the body goes chunked
         self.upgrade: bytes | None = None
-        self.answered = False  # the answer's head went to the client
+        self.answered = False  # the answer's head went to the client (or is in `held`)
+        self.held = b""  # the answer's head, until its body's first piece goes with it
         self.ended = False  # the exchange is over (finished or failed)
         self.timed_out = False  # the last failure to connect was a timeout
         self.activity = 0.0  # the last sign of the upstream (clock seconds)
@@ -270,13 +276,18 @@ class ProxyCall:
             return
         self.answered = True
         self.upstream_keeps = response.keep_alive
-        conn.write(data)
+        # held for the first piece of the body, or the end: most answers arrive whole in one
+        # read, and go to the client in one write (a syscall per answer, not two)
+        self.held = data
 
     def on_body(self, data: bytes) -> None:
         if self.ended:
             return
         conn = self.conn
         out = self.exchange.frame(data)
+        if self.held:
+            out = self.held + out
+            self.held = b""
         if out:
             conn.write(out)
         if conn.write_paused and conn.on_writable is None:
@@ -307,7 +318,11 @@ class ProxyCall:
         exchange = self.exchange
         conn = self.conn
         conn.on_writable = None
-        conn.finish(exchange, exchange.keep_alive, exchange.end())
+        last = exchange.end()
+        if self.held:
+            last = self.held + last
+            self.held = b""
+        conn.finish(exchange, exchange.keep_alive, last)
 
     def upstream_drained(self) -> None:
         """The upstream's socket takes the body again: read the client's again."""
@@ -404,7 +419,7 @@ class ProxyCall:
         conn = self.conn
         exchange = self.exchange
         conn.on_writable = None
-        if self.answered or conn.closed:
+        if (self.answered and not self.held) or conn.closed:  # (a head held never went)
             reset(conn)
             conn.finish(exchange, False)
             return

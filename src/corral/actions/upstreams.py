@@ -91,13 +91,15 @@ class UpstreamServer:
     ) -> Callable[..., object]:
         """Open a connection; ``then(connection)`` once made, ``then(None, timed_out)`` when
         it fails or takes more than ``connect_timeout``. Returns what cancels the attempt."""
+
+        def protocol() -> UpstreamConnection:
+            return UpstreamConnection(self, options.buffer_size)
+
         if self.family == socket.AF_UNIX:
-            making: Any = loop.create_unix_connection(
-                lambda: UpstreamConnection(self), self.address
-            )
+            making: Any = loop.create_unix_connection(protocol, self.address)
         else:
             host, port = self.address
-            making = loop.create_connection(lambda: UpstreamConnection(self), host, port)
+            making = loop.create_connection(protocol, host, port)
         task = loop.create_task(making)
         timer = loop.call_later(options.connect_timeout, task.cancel)
 
@@ -175,14 +177,14 @@ class UpstreamConnection:
         "write_paused",
     )
 
-    def __init__(self, server: UpstreamServer) -> None:
+    def __init__(self, server: UpstreamServer, head_limit: int) -> None:
         self.server = server
         self.transport: Any = None
         self.call: Any = None
         self.closed = False
         self.write_paused = False
         self.idle_since = 0.0
-        self.parser = ResponseParser(self)
+        self.parser = ResponseParser(self, head_limit)
 
     # -- the parser's sink: to the call
 
