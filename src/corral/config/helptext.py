@@ -43,6 +43,7 @@ DOCS: tuple[tuple[str, str], ...] = (
     ("static.md", "static files: --static, uWSGI's and Granian's, a document's shares"),
     ("tls.md", "HTTPS: --certfile and --keyfile, the peers' TLS flags, renewal on HUP"),
     ("limits.md", "requests per client across the workers: --limit-rate, as nginx's limit_req"),
+    ("proxy.md", "NGINX Unit's proxy action and upstreams: other HTTP servers behind a route"),
     ("operations.md", "signals, reloads, logs and exit codes"),
     ("deploy.md", "systemd units and nginx in front"),
     ("control-api.md", "the control API and corral ctl"),

@@ -1712,7 +1712,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-fail-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "proxy_keepalive", _PROXY, _S, _int(ge=0, le=65536), 32,
+        "proxy_keepalive", _PROXY, _S, _int(ge=0, le=65536), 128,
         "Idle connections each worker keeps open to each upstream server for the next "
         "requests (nginx's keepalive). 0: a connection per request.",
         flags=("--proxy-keepalive",), metavar="CONNECTIONS",

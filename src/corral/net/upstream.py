@@ -30,7 +30,7 @@ class ProxyOptions:
         send_timeout: float = 60.0,
         read_timeout: float = 60.0,
         fail_timeout: float = 10.0,
-        keepalive: int = 32,
+        keepalive: int = 128,
         keepalive_timeout: float = 60.0,
         buffer_size: int = 65536,
     ) -> None:
