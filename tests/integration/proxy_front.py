@@ -59,14 +59,15 @@ def read_until_closed(sock: socket.socket) -> bytes:
 class RawUpstream:
     """An upstream of the tests' own on a loopback port: it reads each request's head, then
     sends ``answer`` as it is (malformed on purpose, or cut short), then closes (``ending``
-    "close"), resets ("reset") or holds the connection open ("hold"). ``accepted``: the
-    connections it took."""
+    "close"), resets ("reset"), holds the connection open ("hold") or sends chunks for ever
+    ("endless": ``ended`` is set once a send fails). ``accepted``: the connections it took."""
 
     def __init__(self, answer: bytes, ending: str = "close", read: bool = True) -> None:
         self.answer = answer
         self.ending = ending
         self.read = read  # False: never reads (a server that does not take a request's body)
         self.accepted = 0
+        self.ended = threading.Event()
         self.held: list[socket.socket] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -94,6 +95,13 @@ class RawUpstream:
                     return
                 data += more
             sock.sendall(self.answer)
+            if self.ending == "endless":
+                piece = b"10000\r\n" + b"e" * 0x10000 + b"\r\n"
+                try:
+                    while True:
+                        sock.sendall(piece)
+                finally:
+                    self.ended.set()
             if self.ending == "hold":
                 self.held.append(sock)
                 return

@@ -15,11 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
+from tests.certificates import issue_files
 from tests.integration.control import short_dir
 from tests.integration.proxy_front import front
 from tests.integration.server import Server
 from tests.integration.test_cli_server import get
+from tests.integration.test_tls import client
 
 pytestmark = pytest.mark.usefixtures("each_core")
 
@@ -123,13 +126,13 @@ def test_a_websocket_passes_through_as_a_tunnel(each_core: str) -> None:
         Server("websocket_apps:app") as upstream,
         front({"proxy": f"http://127.0.0.1:{upstream.port}"}) as server,
     ):
-        with connect(f"ws://127.0.0.1:{server.port}/echo", open_timeout=10) as ws:
+        with connect(f"ws://127.0.0.1:{server.port}/echo", open_timeout=30) as ws:
             assert ws.response.headers["Via"] == "1.1 corral"
             ws.send("hello")
-            assert ws.recv(timeout=10) == "hello"
+            assert ws.recv(timeout=30) == "hello"
             big = bytes(range(256)) * 4096  # 1 MiB each way, through both connections
             ws.send(big)
-            assert ws.recv(timeout=10) == big
+            assert ws.recv(timeout=30) == big
         # the connection is over on both sides: the front answers the next request
         assert get(server.host, server.port, "/")[0] == 200
 
@@ -142,3 +145,54 @@ def test_an_upgrade_the_upstream_refuses_is_an_ordinary_answer(proxied: Server) 
         request = json.loads(response.read())
     assert response.status == 200 and response.getheader("Connection") == "close"
     assert request["fields"]["upgrade"] == "foo" and request["fields"]["connection"] == "upgrade"
+
+
+def test_expect_100_continue_is_answered_by_the_proxy(proxied: Server) -> None:
+    with socket.create_connection((proxied.host, proxied.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /expect HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        )
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(b"hello")
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        request = json.loads(response.read())
+    assert (response.status, request["body_length"], request["body_head"]) == (200, 5, "hello")
+    assert "expect" not in request["fields"]
+
+
+def test_over_tls_the_upstream_is_told_https_and_a_websocket_passes(
+    each_core: str, ca: trustme.CA
+) -> None:
+    from websockets.sync.client import connect
+
+    with short_dir() as folder:
+        chain, key = issue_files(ca, folder)
+        settings = {"certfile": str(chain), "keyfile": str(key)}
+        with (
+            Server("websocket_apps:app") as ws_upstream,
+            Server("proxy_apps:app") as upstream,
+            front(
+                routes=[
+                    {
+                        "match": {"uri": "/ws/*"},
+                        "action": {"proxy": f"http://127.0.0.1:{ws_upstream.port}"},
+                    },
+                    {"action": {"proxy": f"http://127.0.0.1:{upstream.port}"}},
+                ],
+                settings=settings,
+            ) as server,
+        ):
+            context = client(ca)
+            raw = socket.create_connection((server.host, server.port), timeout=10)
+            with context.wrap_socket(raw, server_hostname="localhost") as sock:
+                sock.sendall(b"GET /tls HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                response = http.client.HTTPResponse(sock)
+                response.begin()
+                fields = json.loads(response.read())["fields"]
+            assert fields["x-forwarded-proto"] == "https"
+            assert fields["forwarded"].startswith("for=127.0.0.1;proto=https;")
+            url = f"wss://localhost:{server.port}/ws/echo"
+            with connect(url, ssl=context, open_timeout=30) as ws:
+                ws.send("over tls")
+                assert ws.recv(timeout=30) == "over tls"

@@ -284,6 +284,9 @@ class ProxyCall:
         if self.ended:
             return
         conn = self.conn
+        if conn.closed:  # the client went: nobody reads the rest (an endless stream, say)
+            self._refuse(502, "the client went away")
+            return
         out = self.exchange.frame(data)
         if self.held:
             out = self.held + out
