@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.integration.control import Control, listening_port, short_dir
 from tests.integration.proxy_front import RawUpstream, front
 from tests.integration.server import Server, wait_for
 from tests.integration.test_cli_server import get
@@ -149,3 +150,29 @@ def _send_quietly(sock: socket.socket, size: int) -> None:
             sock.sendall(piece)
     except OSError:
         pass
+
+
+def test_the_control_api_changes_an_upstream_group_live(
+    two_upstreams: tuple[Server, Server],
+) -> None:
+    first, second = two_upstreams
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            doc = {
+                "listeners": {"127.0.0.1:0": {"pass": "upstreams/app"}},
+                "upstreams": {"app": {"servers": {f"127.0.0.1:{first.port}": {}}}},
+            }
+            assert control.put("/config", doc).status == 200
+            server.host, server.port = "127.0.0.1", listening_port(server, "127.0.0.1:0")
+            assert pid_of(server) == first.worker_pids()[0]
+            servers = {f"127.0.0.1:{second.port}": {"weight": 2}}
+            answer = control.put("/config/upstreams/app/servers", servers)
+            assert answer.status == 200, answer.raw
+            assert wait_for(lambda: pid_of(server) == second.worker_pids()[0], timeout=20)
+            bad = control.put("/config/upstreams/app/servers", {"nowhere:80": {}})
+            assert bad.status == 400
+            assert "$.upstreams.app.servers" in bad.raw.decode() and "nowhere" in bad.raw.decode()
+            assert pid_of(server) == second.worker_pids()[0]  # the bad change changed nothing
