@@ -62,14 +62,14 @@ def test_a_refusing_server_is_left_out_for_a_while(two_upstreams: tuple[Server, 
     dead = f"127.0.0.1:{free_port()}"
     servers = {dead: {}, f"127.0.0.1:{live.port}": {}}
     upstreams = {"app": {"servers": servers}}
-    settings = {"proxy_fail_timeout": 1.5}
+    settings = {"proxy_fail_timeout": 3}
     with front({"pass": "upstreams/app"}, upstreams, settings) as server:
         for _ in range(10):  # the first went to the dead one first: retried on the live one
             assert pid_of(server) == live.worker_pids()[0]
         refusals = f"proxy: {dead} refused the connection"
         server.wait_log(refusals)
         assert server.stderr.count(refusals) == 1  # then left out
-        time.sleep(1.6)  # proxy_fail_timeout passed: tried again (and refused again)
+        time.sleep(3.1)  # proxy_fail_timeout passed: tried again (and refused again)
         for _ in range(4):
             assert pid_of(server) == live.worker_pids()[0]
         server.wait_log(refusals, count=2)

@@ -181,6 +181,10 @@ class ProxyCall:
         if not self.ended:
             self._over()
             self._drop_wire(abort=True)
+            conn = self.conn
+            if conn is not None and conn.closed:  # started, its client gone: counted, logged
+                conn.on_writable = None
+                conn.finish(self.exchange, False)
 
     def close(self) -> None:
         return None
