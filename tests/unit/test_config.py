@@ -68,6 +68,8 @@ def test_every_setting_is_declared_once_with_a_known_section() -> None:
             "stderr",
             "thread_stack_size",
             "factory",
+            # an external application's (config/app_types.py): no command line runs one
+            *("executable", "arguments", "listen", "health_path", "health_interval"),
         }
         assert setting.flags or setting.action is Action.POSITIONAL or document_only
 
@@ -506,7 +508,7 @@ def test_validate_document_normalizes_listener_keys() -> None:
          "$.applications.main.limits.shm: unknown key"),
         ({"applications": {"main": {"module": "m", "type": "php"}}},
          '$.applications.main.type: expected "python" (or "python 3", "python 3.11", '
-         '"python3.11"...), got "php"'),
+         '"python3.11"...) or "external", got "php"'),
         ({"applications": {"main": {"module": "m", "type": "python 2.7"}}},
          '$.applications.main.type: expected "python"'),
         ({"applications": {"main": {"module": "m", "protocol": "rack"}}},

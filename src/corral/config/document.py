@@ -37,6 +37,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from corral import __version__
+from corral.config.app_types import kind_problem
 from corral.config.listener_limits import ConnLimit, RateLimit
 from corral.config.listener_tls import Tls
 from corral.config.settings import (
@@ -94,12 +95,12 @@ _DOTTED = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 _MODULE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python module name")]
 _CALLABLE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python name")]
 _PREFIX = Annotated[str, Meta(pattern=r"^/", description='a path beginning with "/"')]
-# NGINX Unit's spellings of a Python 3 application: "python", "python 3", "python3.11"...
+# Unit's Python 3 ("python", "python 3", "python3.11"...), or "external" (config/app_types.py)
 _PYTHON = Annotated[
     str,
     Meta(
-        pattern=r"^python ?(3(\.[0-9]+)?)?$",
-        description='"python" (or "python 3", "python 3.11", "python3.11"...)',
+        pattern=r"^(python ?(3(\.[0-9]+)?)?|external)$",
+        description='"python" (or "python 3", "python 3.11", "python3.11"...) or "external"',
     ),
 ]
 _HEADER_NAME = Annotated[
@@ -448,10 +449,9 @@ def _application(raw: Any, where: str) -> Any:
         for name, target in targets.items():
             _struct(target, Target, f"{where}.targets{member(name)}")
     app = _struct(raw, Application, where)
-    if app.targets is UNSET:
-        if app.module is None:
-            raise ConfigError(f'{where}: missing required key "module" (or "targets")')
-    else:
+    if (problem := kind_problem(app, raw, where)) is not None:
+        raise ConfigError(problem)
+    if app.targets is not UNSET:
         for key in ("module", "callable", "prefix"):
             if getattr(app, key) not in (None, UNSET):
                 raise ConfigError(f'{where}.{key}: not allowed with "targets" (give it per target)')

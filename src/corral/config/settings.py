@@ -532,6 +532,9 @@ def _path_list(value: list[str] | str) -> list[str]:
 
 
 _ABSOLUTE_PATH = Annotated[str, Meta(pattern=r"^/", description="absolute path")]
+_HEALTH_PATH = Annotated[
+    str, Meta(pattern=r"^/\S*$", description='a path beginning with "/", without spaces')
+]
 
 
 def _home(value: str) -> str:
@@ -1185,6 +1188,43 @@ SETTINGS: tuple[Setting, ...] = (
         "application prints, warnings), opened as `stdout` is. Null (the default): corral's "
         "own standard error. corral's error log stays where `error_logfile` sends it, its "
         "workers' lines included.",
+    ),
+    Setting(
+        "executable", _APPLICATION, _A, _NAME | None, None,
+        'NGINX Unit\'s `"type": "external"` application: the program corral runs as the '
+        "application's pool of processes (a path, or a name looked up in the `PATH` of its "
+        "`environment`), which are not corral workers: the master starts one per process, "
+        "hands it its socket (see `listen`), restarts one that exits with the crash backoff "
+        "and stops them with SIGTERM, then SIGKILL after `graceful_timeout`. Required with "
+        '`"type": "external"`, not allowed with a Python application. See docs/polyglot.md.',
+    ),
+    Setting(
+        "arguments", _APPLICATION, _A, list[str], [],
+        "NGINX Unit's `arguments` of an external application's `executable`. corral's "
+        "additions: `{port}` is replaced by the loopback port and `{socket}` by the unix "
+        "socket's path the program is to bind itself (see `listen`).",
+    ),
+    Setting(
+        "listen", _APPLICATION, _A, Literal["fd", "port", "unix"] | None, None,
+        "corral's: how an external application's processes get their socket. `fd`: corral "
+        "binds a loopback port and hands the listening socket over as systemd does (descriptor "
+        "3, `LISTEN_FDS=1`, `LISTEN_PID`, `LISTEN_FDNAMES` the application's name), shared by "
+        "its processes. `port`: each process binds the free loopback port corral picked for "
+        "it, given as `PORT` and as `{port}` in `arguments`. `unix`: each binds the unix "
+        "socket path corral picked, given as `{socket}` in `arguments`. Null: `port` when "
+        "`arguments` name `{port}`, `unix` when they name `{socket}`, else `fd`.",
+    ),
+    Setting(
+        "health_path", _APPLICATION, _A, _HEALTH_PATH, "/",
+        "corral's: the path an external application's process is asked for (`GET`) until it "
+        "answers; any HTTP answer, whatever its status, makes it ready, and until then no "
+        "request is routed to it. A process not ready within `startup_timeout` is killed and "
+        "restarted with the crash backoff.",
+    ),
+    Setting(
+        "health_interval", _APPLICATION, _A, Annotated[float, Meta(gt=0, le=3600)], 0.2,
+        "corral's: seconds between two asks of `health_path` while an external application's "
+        "process starts.",
     ),
     # -- Listening ------------------------------------------------------------------------------
     Setting(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sys
 
+from corral.config.app_types import is_external, unserved_external
 from corral.config.document import Document
 from corral.config.settings import show
 from corral.jsonpath import member
@@ -27,6 +28,9 @@ def unserved(doc: Document) -> list[str]:
     """One warning line per kind of part of ``doc`` corral accepts and does not serve."""
     lines = []
     for name, application in doc.applications.items():
+        if is_external(application):
+            lines += unserved_external(application, f"$.applications{member(name)}")
+            continue
         version = re.search(r"\d+\.\d+", application.type)
         if version is not None and version.group() != _RUNNING:
             lines.append(

@@ -263,6 +263,7 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
         }
         if workers:  # not for /metrics, which would read /proc for figures it does not give
             applications[name]["workers"] = _workers(arbiter, name)
+    applications.update(arbiter.externals.status(workers))  # programs, not workers
     for worker in arbiter.workers.values():  # a document without application: its routes'
         if worker.pool.name == ROUTES_POOL:
             _, _, w_active, w_idle, _ = worker.connections

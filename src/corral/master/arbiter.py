@@ -49,6 +49,7 @@ from typing import Any
 
 from corral import __version__, core
 from corral.config import Document
+from corral.external.supervisor import Externals
 from corral.hooks import Hooks
 from corral.master import child, connlimits, exits, lifecycle, scaling, stopping, systemd, timeouts
 from corral.master.events import Events
@@ -105,6 +106,7 @@ class Arbiter:
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
         self._vassal_change: asyncio.Task[None] | None = None
         self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
+        self.externals = Externals(self)  # the pools of programs that are not workers
 
     @property
     def current(self) -> Generation:
@@ -182,7 +184,7 @@ class Arbiter:
             self.log.info("serving %s", pool.serving)
         if not gen.pools and self.emperor is not None:
             self.log.info("no application configured: waiting for files in the emperor's directory")
-        elif not gen.pools:
+        elif not gen.pools and not gen.doc.applications:
             self.log.info("no application configured: waiting for the control API")
         if self.settings.reload:
             self.watcher = watch_sources(self)
@@ -191,6 +193,7 @@ class Arbiter:
         # the start-up before the others are forked (see _on_ready)
         for pool in gen.pools.values():
             self.spawn(gen, pool, 0)
+        self.externals.update(gen.doc)
         if not gen.pools:  # nothing to wait for
             self.all_ready = True
             self.on_all_ready()
@@ -289,6 +292,7 @@ class Arbiter:
                             if address not in pool.sockets
                         ),
                         *(h for _, h in self.handoffs.values() if h is not pool.handoff),
+                        *self.externals.sockets,
                     ],
                     control=self.control,
                     entered=self.entered,
@@ -553,6 +557,7 @@ class Arbiter:
             except ValueError as exc:
                 self.log.error("--log-config: %s; the error log is corral's own", exc)
         self.touched = TouchedFiles([*gen.settings.touch_reload, *watched_files(gen.settings)])
+        self.externals.update(gen.doc)  # an unchanged external application serves on
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:
             self.title_name = title
@@ -667,6 +672,7 @@ class Arbiter:
         for _, handoff in self.handoffs.values():
             handoff.close()
         self.handoffs.clear()
+        self.externals.stop()
         sig = signal.SIGTERM if graceful else signal.SIGQUIT
         for worker in self.workers.values():
             with contextlib.suppress(ProcessLookupError):

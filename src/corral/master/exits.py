@@ -36,6 +36,8 @@ def reap(arbiter: Arbiter) -> None:
         if pid == arbiter.new_master:
             _on_new_master_exit(arbiter, status)
             continue
+        if arbiter.externals.exited(pid, status):  # not a worker: a supervised program
+            continue
         worker = arbiter.workers.pop(pid, None)
         if worker is None:
             continue

@@ -23,6 +23,7 @@ import msgspec
 from corral.config import Application, Document
 from corral.config.gate_routes import gate_of
 from corral.config.listener_tls import Tls
+from corral.external.kinds import kind_of
 from corral.jsonpath import member
 from corral.master.connlimits import conn_limits, total_table
 from corral.master.identity import Identity
@@ -258,7 +259,11 @@ class Generation:
         self.number = number
         self.doc = doc
         self.settings = doc.settings
-        self.pools = {name: Pool(name, doc) for name in doc.applications}
+        # (an application a supervised pool runs has no workers: corral/external/)
+        self.pools = {n: Pool(n, doc) for n, app in doc.applications.items() if not kind_of(app)}
+        for app in doc.applications.values():  # its user and group resolved now, as a pool's
+            if kind_of(app):
+                Identity(app.user, app.group)
         if not self.pools and doc.listeners:
             self.pools[ROUTES_POOL] = Pool(ROUTES_POOL, doc, ROUTES_APPLICATION)
         self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor

@@ -161,22 +161,30 @@ class WorkerProcess:
             self.idle_since = now
 
     def rss_mib(self) -> float:
-        """Resident memory from /proc, in MiB (0 when the process is gone)."""
-        try:
-            with open(f"/proc/{self.pid}/statm", "rb") as stream:
-                return int(stream.read().split()[1]) * _PAGE / (1 << 20)
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return rss_mib(self.pid)
 
     def cpu_seconds(self) -> float:
-        """User and system CPU time from /proc, in seconds (0 when the process is gone)."""
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as stream:
-                # after the command's closing parenthesis (a title may hold spaces)
-                fields = stream.read().rpartition(b")")[2].split()
-            return (int(fields[11]) + int(fields[12])) / _TICKS
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return cpu_seconds(self.pid)
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory from /proc, in MiB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as stream:
+            return int(stream.read().split()[1]) * _PAGE / (1 << 20)
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user and system CPU time from /proc, in seconds (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            # after the command's closing parenthesis (a title may hold spaces)
+            fields = stream.read().rpartition(b")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 class Tally:

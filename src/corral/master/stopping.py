@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 async def wait(arbiter: Arbiter) -> None:
     grace = arbiter.settings.graceful_timeout + 1.0 if arbiter.graceful else 0.5
     deadline = time.monotonic() + grace
-    while arbiter.workers and time.monotonic() < deadline:
+    externals = arbiter.externals  # its own SIGKILL comes at graceful_timeout
+    while (arbiter.workers or externals.processes) and time.monotonic() < deadline:
         try:
             sig = await asyncio.wait_for(arbiter.signals.get(), 0.05)
         except TimeoutError:
@@ -38,12 +39,16 @@ async def wait(arbiter: Arbiter) -> None:
         )
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, signal.SIGKILL)
-    while arbiter.workers:
-        pid, _status = os.waitpid(-1, 0)
+    externals.kill_left()
+    while arbiter.workers or externals.processes:
+        pid, status = os.waitpid(-1, 0)
+        if externals.exited(pid, status):
+            continue
         gone = arbiter.workers.pop(pid, None)
         if gone is not None:
             gone.close()
             arbiter.hooks.call("child_exit", gone)
+    externals.closed()
     arbiter.log.info("shutdown complete")
 
 

@@ -1,0 +1,95 @@
+"""What a supervised pool runs, by application ``type``: the seam every kind fills.
+
+A kind supplies three things and nothing else: how its processes get their socket
+(`Kind.listen`), the `Command` one process runs at its `Place` (`Kind.command`), and how the
+master asks whether a process is ready (`Kind.probe`: ``"http"``, a ``GET`` of the
+application's ``health.path`` that any HTTP answer satisfies; ``"connect"``, a connection
+accepted, for a program that does not speak HTTP such as php-fpm). The master adds what every
+kind gets: the socket on descriptor 3 with ``LISTEN_FDS``, ``LISTEN_PID`` and
+``LISTEN_FDNAMES`` (``fd``), ``PORT`` (``port``), the user and group, the output files.
+
+Another kind (php-fpm for ``"php"``, Starman for ``"perl"``, Puma for ``"ruby"``, a ``java``
+command) is one more entry in `KINDS`: for instance ``Kind(lambda app: "unix",
+php_fpm_command, "connect")``, whose command writes the pool's configuration with
+``listen = place.path`` and returns ``["php-fpm", "-F", "-y", that_file]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from corral.config.app_types import EXTERNAL, listen_mode
+
+__all__ = ["KINDS", "Command", "Kind", "Place", "kind_of"]
+
+Mode = Literal["fd", "port", "unix"]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one process of a pool listens, and how the proxy reaches it."""
+
+    mode: Mode
+    address: str  # "127.0.0.1:PORT" or "unix:PATH": what the proxy connects to
+    port: int | None = None  # the loopback port (fd and port modes)
+    path: str | None = None  # the unix socket's path (unix mode)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What one process runs: its argv, the environment added to corral's, its directory,
+    its user and group (names or ids, None: corral's) and the files its output goes to."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    user: str | None = None
+    group: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class Kind(NamedTuple):
+    """One application type's part of a supervised pool (see the module's text)."""
+
+    listen: Callable[[Any], Mode]
+    command: Callable[[str, Any, Place], Command]
+    probe: Literal["http", "connect"]
+
+
+def substitute(argument: str, place: Place) -> str:
+    """``{port}`` and ``{socket}`` in an argument replaced by ``place``'s."""
+    if place.port is not None:
+        argument = argument.replace("{port}", str(place.port))
+    if place.path is not None:
+        argument = argument.replace("{socket}", place.path)
+    return argument
+
+
+def external_command(name: str, app: Any, place: Place) -> Command:
+    """NGINX Unit's external application: its ``executable`` with its ``arguments``."""
+    del name  # the same command whichever application runs it
+    return Command(
+        argv=(app.executable, *(substitute(arg, place) for arg in app.arguments)),
+        env=dict(app.env),
+        cwd=app.chdir,
+        user=app.user,
+        group=app.group,
+        stdout=app.stdout,
+        stderr=app.stderr,
+    )
+
+
+def _external_listen(app: Any) -> Mode:
+    mode: Mode = listen_mode(app)  # type: ignore[assignment]
+    return mode
+
+
+KINDS: dict[str, Kind] = {EXTERNAL: Kind(_external_listen, external_command, "http")}
+
+
+def kind_of(app: Any) -> Kind | None:
+    """The kind of a document's application when a supervised pool runs it, else None."""
+    return KINDS.get(app.type)
