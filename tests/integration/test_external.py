@@ -235,13 +235,13 @@ def test_a_program_that_cannot_run_is_said_in_one_line_and_retried() -> None:
 def test_changes_through_the_control_api_restart_only_what_changed() -> None:
     apps = {
         "kept": external("binds.py", "port", "{port}"),
-        "changed": external("binds.py", "port", "{port}"),
+        "changed": external("binds.py", "unix", "{socket}"),
         "removed": external("binds.py", "port", "{port}"),
     }
     with serving(apps) as (server, control, _):
         kept, changed, removed = (int(ready(server, name)[0]) for name in apps)
         new = dict(apps)
-        new["changed"] = external("binds.py", "port", "{port}", "v2")
+        new["changed"] = external("binds.py", "unix", "{socket}", "v2")
         del new["removed"]
         answer = control.put("/config/applications", new)
         assert (answer.status, answer.json) == (200, DONE)
@@ -250,10 +250,15 @@ def test_changes_through_the_control_api_restart_only_what_changed() -> None:
         fresh = int(ready(server, "changed", 2)[1])
         assert fresh != changed
         [address] = status_of(control, "changed")["external"]["addresses"]
+        wait_for(lambda: not alive(changed))  # its socket file went with it, not its successor's
         assert get(address)[1]["argv"][-1] == "v2"
         [address] = status_of(control, "kept")["external"]["addresses"]
         assert get(address)[1]["pid"] == kept and alive(kept)  # unchanged: serving on
         assert control.get("/status/applications/removed").status == 404
+        answer = control.get("/control/applications/kept/restart")  # unchanged, restarted
+        assert answer.status == 200, answer.json
+        server.wait_log(rf"kept process 0 \(pid {kept}\) exited: exit code 0")
+        assert int(ready(server, "kept", 2)[1]) != kept
         wait_for(lambda: not alive(removed) and not alive(changed))
         bad = control.put(
             "/config/applications/kept", external("binds.py", "{socket}", listen="fd")

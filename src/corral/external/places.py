@@ -11,6 +11,7 @@ processes' addresses stay put across their restarts.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
 import tempfile
@@ -20,6 +21,7 @@ from corral.external.kinds import Mode, Place
 __all__ = ["Places", "run_directory"]
 
 _RUN_DIRECTORY: list[str] = []
+_SERIALS = itertools.count()
 
 
 def run_directory() -> str:
@@ -47,6 +49,7 @@ class Places:
         self.name = name
         self.mode = mode
         self.owner = owner  # the uid and gid its programs run as (-1: corral's)
+        self.serial = next(_SERIALS)
         self.socket: socket.socket | None = None  # fd mode: the listening socket handed over
         self._slots: dict[int, Place] = {}
 
@@ -74,7 +77,8 @@ class Places:
         if not os.path.isdir(directory):  # the program's, which creates its socket there
             os.mkdir(directory, 0o700)
             os.chown(directory, *self.owner)
-        path = os.path.join(directory, f"{slot}.sock")
+        # a successor's paths are its own: the one it replaces removes its files when it goes
+        path = os.path.join(directory, f"{self.serial}.{slot}.sock")
         return Place("unix", f"unix:{path}", path=path)
 
     def clear(self, slot: int) -> None:

@@ -19,6 +19,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from corral.external import probe, spawn
@@ -101,16 +102,19 @@ class Externals:
 
     # -- the document's pools -----------------------------------------------------------
 
-    def update(self, doc: Document) -> None:
-        """Start, keep, restart or stop the pools so that they run what ``doc`` says."""
+    def update(self, doc: Document, restart: Collection[str] | None = ()) -> None:
+        """Start, keep, restart or stop the pools so that they run what ``doc`` says; those
+        ``restart`` names (None: all, as a reload does) restart even unchanged."""
         if self.stopping:
             return
         wanted = {name: app for name, app in doc.applications.items() if kind_of(app)}
         for name, pool in list(self.pools.items()):
-            if wanted.get(name) == pool.app:
+            asked = restart is None or name in restart
+            if wanted.get(name) == pool.app and not asked:
                 continue  # unchanged: its processes serve on
             del self.pools[name]
-            self._leave(pool, "changed" if name in wanted else "removed")
+            why = "restarted" if wanted.get(name) == pool.app else "changed"
+            self._leave(pool, why if name in wanted else "removed")
         for name, app in wanted.items():
             if name in self.pools:
                 continue

@@ -557,7 +557,7 @@ class Arbiter:
             except ValueError as exc:
                 self.log.error("--log-config: %s; the error log is corral's own", exc)
         self.touched = TouchedFiles([*gen.settings.touch_reload, *watched_files(gen.settings)])
-        self.externals.update(gen.doc)  # an unchanged external application serves on
+        self.externals.update(gen.doc, gen.restart)  # an unchanged one serves on
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:
             self.title_name = title

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -267,6 +267,8 @@ class Generation:
         if not self.pools and doc.listeners:
             self.pools[ROUTES_POOL] = Pool(ROUTES_POOL, doc, ROUTES_APPLICATION)
         self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
+        # the applications its change restarts whatever their keys (None: every one, a reload)
+        self.restart: Collection[str] | None = ()
         # set while it is the pending generation: the reason it was rolled back, or None
         self.settled: asyncio.Future[str | None] | None = None
         self.sockets: dict[str, socket.socket] = {}

@@ -262,6 +262,7 @@ class Reloads:
         try:
             handoffs = self.bind_handoffs(doc)
             gen = Generation(self.number + 1, doc, sockets, handoffs, self.certificates())
+            gen.restart = restart
             carried, unchanged = renewal.carried(current, gen, restart, renew != "never")
             if unchanged and renew == "only":
                 self.close_unused(set(current.sockets))
