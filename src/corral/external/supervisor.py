@@ -23,6 +23,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from corral.external import probe, spawn
+from corral.external.board import board
 from corral.external.kinds import Kind, Place, kind_of
 from corral.external.places import Places
 from corral.master.identity import Identity
@@ -86,6 +87,7 @@ class Externals:
         self.backoff = Backoff()
         self.stopping = False
         self._leaving: list[ExternalPool] = []  # pools gone from the document, still exiting
+        self.board = board()  # made before the first fork: the workers read it (board.py)
 
     @property
     def log(self) -> Any:
@@ -138,6 +140,7 @@ class Externals:
             if process.pool is pool:
                 self._stop(process)
         self._forget_if_gone(pool)
+        self.publish()
 
     def _forget_if_gone(self, pool: ExternalPool) -> None:
         if pool in self._leaving and not any(p.pool is pool for p in self.processes.values()):
@@ -173,6 +176,7 @@ class Externals:
             if await probe.answers(process.place.address, process.pool.kind.probe, app.health_path):
                 if process.pid in self.processes and not process.stopping:
                     process.ready = True
+                    self.publish()
                     self.log.info(
                         "%s process %d ready (pid %d)", process.pool.name, process.slot, process.pid
                     )
@@ -199,6 +203,7 @@ class Externals:
         if process.stopping:
             return
         process.stopping = True
+        self.publish()  # no request for it from now on
         _signal(process.pid, signal.SIGTERM)
         loop = self.arbiter.loop
         assert loop is not None
@@ -226,6 +231,8 @@ class Externals:
         if process.kill_timer is not None:
             process.kill_timer.cancel()
         pool, slot = process.pool, process.slot
+        if process.ready:
+            self.publish()
         code = os.waitstatus_to_exitcode(status)
         how = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         lived = time.monotonic() - process.started
@@ -295,9 +302,15 @@ class Externals:
     def ready_addresses(self, name: str) -> list[str]:
         """Where the proxy may send ``name``'s requests now: its ready processes' addresses."""
         found = [
-            p.place.address for p in self.processes.values() if p.pool.name == name and p.ready
+            p.place.address
+            for p in self.processes.values()
+            if p.pool.name == name and p.ready and not p.stopping
         ]
         return list(dict.fromkeys(found))
+
+    def publish(self) -> None:
+        """The workers' board (board.py) says what runs now."""
+        self.board.publish({name: self.ready_addresses(name) for name in self.pools})
 
     def status(self, workers: bool) -> dict[str, Any]:
         """Per pool, the control API's application status (`corral.control.api.status`'s

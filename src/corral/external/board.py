@@ -1,0 +1,85 @@
+"""Where each supervised pool's ready processes listen, for the workers that proxy to them.
+
+The master knows when a process becomes ready, exits or is replaced; the workers that route
+requests to it were forked earlier, and a change to an external application does not restart
+them. So the master publishes the table (application name: the addresses of its ready
+processes) on a page of memory it mapped before forking any worker, and a worker reads it when
+it routes a request there: a process that is not ready is never in it (no request reaches a
+program before it answers), and one that exits leaves it.
+
+The page is a sequence lock: the master makes the counter odd, writes the table (JSON), makes
+it even again; a reader takes the table when the counter was even and the same before and
+after it read, and keeps its last parse while the counter has not moved (a request costs the
+read of 8 bytes, not a parse).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import struct
+
+__all__ = ["Board", "board"]
+
+SIZE = 1 << 16  # the page's bytes: thousands of addresses
+_HEAD = struct.Struct("<QI")  # the counter, the table's length
+_COUNTER = struct.Struct("<Q")
+_TRIES = 100  # reads that met a write under way before the reader keeps its last table
+
+
+class Board:
+    """The table on its shared page: `publish` in the master, `ready` in the workers."""
+
+    def __init__(self) -> None:
+        self._page = mmap.mmap(-1, SIZE, flags=mmap.MAP_SHARED)
+        self._seen = 0  # the counter the parsed table is of (0: the empty table)
+        self._table: dict[str, list[str]] = {}
+        self._turns: dict[str, int] = {}
+
+    def publish(self, table: dict[str, list[str]]) -> None:
+        """The master's: ``table`` becomes what the workers read."""
+        data = json.dumps(table, separators=(",", ":")).encode()
+        if _HEAD.size + len(data) > SIZE:
+            raise ValueError(f"too many external addresses for the board ({len(data)} bytes)")
+        counter = _COUNTER.unpack_from(self._page, 0)[0]
+        _COUNTER.pack_into(self._page, 0, counter + 1)  # odd: a write under way
+        self._page[_HEAD.size : _HEAD.size + len(data)] = data
+        struct.pack_into("<I", self._page, _COUNTER.size, len(data))
+        _COUNTER.pack_into(self._page, 0, counter + 2)
+
+    def ready(self, name: str) -> list[str]:
+        """The addresses of ``name``'s ready processes now (empty: none is ready)."""
+        if _COUNTER.unpack_from(self._page, 0)[0] != self._seen:
+            self._reread()
+        return self._table.get(name, [])
+
+    def next_address(self, name: str) -> str | None:
+        """One of ``name``'s ready addresses, each in turn; None when none is ready."""
+        addresses = self.ready(name)
+        if not addresses:
+            return None
+        turn = self._turns.get(name, 0)
+        self._turns[name] = turn + 1
+        return addresses[turn % len(addresses)]
+
+    def _reread(self) -> None:
+        for _ in range(_TRIES):
+            counter, length = _HEAD.unpack_from(self._page, 0)
+            if counter % 2:
+                continue
+            data = self._page[_HEAD.size : _HEAD.size + length]
+            if _COUNTER.unpack_from(self._page, 0)[0] == counter:
+                self._table = json.loads(data) if data else {}
+                self._seen = counter
+                return
+
+
+_BOARD: list[Board] = []
+
+
+def board() -> Board:
+    """This process's board: the master makes it before its first fork (`Externals`), the
+    workers it forks share it."""
+    if not _BOARD:
+        _BOARD.append(Board())
+    return _BOARD[0]
