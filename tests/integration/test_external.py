@@ -284,6 +284,42 @@ def test_status_metrics_and_top_show_the_pool() -> None:
             assert str(pid) in top.stdout
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="user and group need a master started as root")
+def test_programs_run_as_their_user_and_group_with_their_output_files() -> None:
+    import grp
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    group = grp.getgrgid(nobody.pw_gid).gr_name
+    with short_dir() as logs:
+        logs.chmod(0o755)
+        apps = {
+            "byunix": external(
+                "binds.py",
+                "unix",
+                "{socket}",
+                user="nobody",
+                group=group,
+                stdout=str(logs / "out.log"),
+                stderr=str(logs / "err.log"),
+            ),
+            "fds": external("listen_fds.py", user="nobody"),
+        }
+        with serving(apps) as (server, control, _):
+            pids = [int(ready(server, name)[0]) for name in apps]
+            for pid in pids:
+                with open(f"/proc/{pid}/status") as stream:
+                    fields = dict(line.split(":", 1) for line in stream)
+                assert fields["Uid"].split()[0] == str(nobody.pw_uid)
+                assert fields["Gid"].split()[0] == str(nobody.pw_gid)
+            [address] = status_of(control, "byunix")["external"]["addresses"]
+            assert get(address)[0] == 200  # it created its socket in its own directory
+            wait_for(lambda: "serving ['unix'" in (logs / "out.log").read_text())
+            unknown = external("binds.py", "env", listen="port", user="no-such-user-here")
+            answer = control.put("/config/applications/other", unknown)
+            assert answer.status == 500 and "no such user" in answer.json["detail"]
+
+
 def test_document_mistakes_are_one_line_each() -> None:
     with serving({}) as (_, control, _):
         cases = {
