@@ -282,6 +282,8 @@ def test_status_metrics_and_top_show_the_pool() -> None:
         assert re.search(r"^shown\s+2\s", top.stdout, re.M), top.stdout
         for pid in pids:
             assert str(pid) in top.stdout
+        more = control.get("/control/applications/shown/workers/more")
+        assert (more.status, more.json["detail"]) == (409, "it has no workers")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="user and group need a master started as root")

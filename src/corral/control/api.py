@@ -206,6 +206,8 @@ def _scale(arbiter: Arbiter, name: str, more: bool) -> Reply:
     if arbiter.pending is not None or arbiter.current.doc.applications[name].dynamic:
         detail = "a change is under way" if arbiter.pending else "its processes are dynamic"
         return error(409, "Cannot change the number of workers.", detail)
+    if name not in arbiter.counts:  # an external application's: its processes key says
+        return error(409, "Cannot change the number of workers.", "it has no workers")
     if more:
         arbiter.more_workers(name)
     elif not arbiter.fewer_workers(name):
