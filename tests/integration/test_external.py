@@ -249,6 +249,12 @@ def test_changes_through_the_control_api_restart_only_what_changed() -> None:
         server.wait_log(rf"removed process 0 \(pid {removed}\) exited: exit code 0")
         fresh = int(ready(server, "changed", 2)[1])
         assert fresh != changed
+        log = server.stderr  # the old one served until its successor answered
+        assert (
+            log.index(f"changed process 0 ready (pid {fresh})")
+            < log.index("changed replaced: stopping its 1 process(es)")
+            < log.index(f"changed process 0 (pid {changed}) exited")
+        )
         [address] = status_of(control, "changed")["external"]["addresses"]
         wait_for(lambda: not alive(changed))  # its socket file went with it, not its successor's
         assert get(address)[1]["argv"][-1] == "v2"
@@ -268,6 +274,25 @@ def test_changes_through_the_control_api_restart_only_what_changed() -> None:
             '$.applications.kept.arguments[1]: {socket} is not given with "listen": "fd" '
             "(corral hands the socket over as descriptor 3)"
         )
+
+
+def test_a_successor_that_never_answers_leaves_the_running_one_serving() -> None:
+    with serving({"web": external("binds.py", "port", "{port}")}) as (server, control, _):
+        first = int(ready(server, "web")[0])
+        [address] = status_of(control, "web")["external"]["addresses"]
+        broken = {"type": "external", "executable": "/nonexistent/v2"}
+        assert control.put("/config/applications/web", broken).status == 200
+        server.wait_log(r"web process 0 cannot run '/nonexistent/v2'.*\(2 in a row\)")
+        assert get(address)[1]["pid"] == first  # still the one serving
+        rows = status_of(control, "web")["workers"]
+        assert [(row["pid"], row["state"]) for row in rows] == [(first, "ready")]
+        fixed = external("binds.py", "port", "{port}", "v3")
+        assert control.put("/config/applications/web", fixed).status == 200
+        server.wait_log(r"web replaced before it answered: stopping its 0 process")
+        third = int(ready(server, "web", 2)[1])
+        server.wait_log(rf"web process 0 \(pid {first}\) exited: exit code 0")
+        [address] = status_of(control, "web")["external"]["addresses"]
+        assert get(address)[1] == {"pid": third, "path": "/", "argv": ["port", address[10:], "v3"]}
 
 
 def test_status_metrics_and_top_show_the_pool() -> None:

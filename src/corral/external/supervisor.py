@@ -2,7 +2,8 @@
 
 `Externals` keeps, per application a `Kind` runs (``kinds.py``), a pool of processes: started
 at the master's start and at each change that adds or alters the application (an unchanged
-one is kept, its processes serving on), each asked until it answers (``probe.py``) before it
+one is kept, its processes serving on; an altered one's successor starts beside it, which
+stops once every new process answers), each asked until it answers (``probe.py``) before it
 counts as ready, restarted when it exits (at once after a ready life of at least
 ``min_worker_lifetime``, else with the crash backoff of `corral.master.lifecycle.Backoff`),
 killed when it is not ready within ``startup_timeout``, and stopped with SIGTERM, then
@@ -52,6 +53,8 @@ class ExternalPool:
         # a dynamic pool runs its max: the master cannot see how busy a foreign program is
         self.count = app.dynamic.max if app.dynamic is not None else app.workers
         self.restarts = 0  # processes started again after one exited
+        # the pool of the same application it replaces: serving until this one answers
+        self.replaces: ExternalPool | None = None
 
     def place(self, slot: int) -> Place:
         return self.places.at(slot)
@@ -96,11 +99,12 @@ class Externals:
     @property
     def sockets(self) -> list[socket.socket]:
         """The listening sockets corral holds for its pools (a forked worker closes them)."""
-        found = []
-        for pool in [*self.pools.values(), *self._leaving]:
-            if pool.places.socket is not None:
-                found.append(pool.places.socket)
-        return found
+        return [pool.places.socket for pool in self._all() if pool.places.socket is not None]
+
+    def _all(self) -> list[ExternalPool]:
+        """Every pool that has processes or places: current, replaced, leaving."""
+        current = list(self.pools.values())
+        return [*current, *(p.replaces for p in current if p.replaces), *self._leaving]
 
     # -- the document's pools -----------------------------------------------------------
 
@@ -110,25 +114,33 @@ class Externals:
         if self.stopping:
             return
         wanted = {name: app for name, app in doc.applications.items() if kind_of(app)}
+        replaced: dict[str, ExternalPool] = {}
         for name, pool in list(self.pools.items()):
             asked = restart is None or name in restart
             if wanted.get(name) == pool.app and not asked:
                 continue  # unchanged: its processes serve on
             del self.pools[name]
-            why = "restarted" if wanted.get(name) == pool.app else "changed"
-            self._leave(pool, why if name in wanted else "removed")
+            if name not in wanted:
+                self._leave(pool, "removed")
+                continue
+            if pool.replaces is not None:  # a successor that never answered: replaced too
+                self._leave(pool, "replaced before it answered")
+                pool = pool.replaces
+            replaced[name] = pool  # it serves on until its successor answers
         for name, app in wanted.items():
             if name in self.pools:
                 continue
             kind = kind_of(app)
             assert kind is not None
             pool = self.pools[name] = ExternalPool(name, app, kind)
+            pool.replaces = replaced.get(name)
             self.log.info(
-                "serving %s with %d process(es) of %r (%s)",
+                "serving %s with %d process(es) of %r (%s)%s",
                 name,
                 pool.count,
                 app.executable if app.type == "external" else app.type,
                 pool.places.mode,
+                "; the running ones serve until these answer" if pool.replaces else "",
             )
             for slot in range(pool.count):
                 self._start(pool, slot)
@@ -141,6 +153,14 @@ class Externals:
                 self._stop(process)
         self._forget_if_gone(pool)
         self.publish()
+
+    def _take_over(self, pool: ExternalPool) -> None:
+        """Once every process of ``pool`` answers, the pool it replaces stops."""
+        old = pool.replaces
+        ready = sum(p.pool is pool and p.ready for p in self.processes.values())
+        if old is not None and ready >= pool.count:
+            pool.replaces = None
+            self._leave(old, "replaced")
 
     def _forget_if_gone(self, pool: ExternalPool) -> None:
         if pool in self._leaving and not any(p.pool is pool for p in self.processes.values()):
@@ -180,6 +200,7 @@ class Externals:
                     self.log.info(
                         "%s process %d ready (pid %d)", process.pool.name, process.slot, process.pid
                     )
+                    self._take_over(process.pool)
                 return
             if deadline is not None and time.monotonic() >= deadline:
                 why = f"not ready after {app.startup_timeout:g}s (startup_timeout)"
@@ -294,7 +315,7 @@ class Externals:
 
     def closed(self) -> None:
         """Every process is gone: the sockets and socket files go too."""
-        for pool in [*self.pools.values(), *self._leaving]:
+        for pool in self._all():
             pool.places.close()
 
     # -- what the control API shows -----------------------------------------------------
@@ -318,8 +339,9 @@ class Externals:
         and, with ``workers``, a row per process as a worker's."""
         found: dict[str, Any] = {}
         for name, pool in self.pools.items():
-            mine = sorted(
-                (p for p in self.processes.values() if p.pool is pool), key=lambda p: p.slot
+            mine = sorted(  # those it replaces too, while they serve or stop
+                (p for p in self.processes.values() if p.pool.name == name),
+                key=lambda p: (p.slot, p.started),
             )
             running = sum(p.ready and not p.stopping for p in mine)
             starting = sum(not p.ready and not p.stopping for p in mine)
