@@ -47,13 +47,14 @@ def external(program: str, *arguments: str, **keys: Any) -> dict[str, Any]:
 
 @contextmanager
 def serving(
-    applications: dict[str, Any], settings: dict[str, Any] | None = None
+    applications: dict[str, Any], settings: dict[str, Any] | None = None, **top: Any
 ) -> Iterator[tuple[Server, Control, Path]]:
-    """A corral whose saved document runs ``applications``, its control API, a directory."""
+    """A corral whose saved document runs ``applications`` (and has ``top``'s other keys:
+    listeners, routes), its control API, a directory."""
     with short_dir() as directory:
         state = directory / "state"
         state.mkdir(mode=0o700)
-        doc = {"applications": applications, "settings": settings or {}}
+        doc = {"applications": applications, "settings": settings or {}, **top}
         (state / "conf.json").write_text(json.dumps(doc))
         server = Server(f"--state-dir={state}", bind=None, wait_ready=False)
         with server:

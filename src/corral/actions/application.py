@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from corral.actions.external import MARK, to_external
 from corral.actions.respond import respond
 from corral.routing import Respond
 
@@ -54,6 +55,8 @@ def to_application(conn: HttpConnection, exchange: Exchange, action: Any) -> boo
         exchange.target = action.target
         return True
     address = routing.addresses.get(name)
+    if address is not None and address.startswith(MARK):  # a program's: proxied to it
+        return to_external(conn, exchange, name)
     if address is None:
         routing.log.warning("no hand-off address for application %r", name)
         return respond(conn, exchange, NO_ADDRESS)

@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from corral.actions.external import reach
 from corral.config import Application, Document
 from corral.config.gate_routes import gate_of
 from corral.config.listener_tls import Tls
@@ -232,7 +233,8 @@ def scheme_of(doc: Document, address: str) -> str:
 def uses_routes(doc: Document) -> bool:
     """Whether a listener's requests are routed (its pass is not one application's name):
     then the applications sharing such listeners get hand-off sockets."""
-    direct = {f"applications/{name}" for name in doc.applications}
+    # (a pass to an external application is routed: to the proxy, actions/external.py)
+    direct = {f"applications/{name}" for name, app in doc.applications.items() if not kind_of(app)}
     return any(listener.pass_ not in direct for listener in doc.listeners.values())
 
 
@@ -327,6 +329,10 @@ class Generation:
             pool = self.pools[name]
             pool.handoff = handoffs[name][1]
             pool.handoff_addresses = {other: address for other, (address, _) in handoffs.items()}
+        if router is not None:  # a pass to an external application is proxied to its programs
+            externals = reach(doc)
+            for pool in self.pools.values():
+                pool.handoff_addresses = {**pool.handoff_addresses, **externals}
 
     def _served_by(self, pass_: str, router: Any) -> list[str]:
         # "applications/NAME/TARGET" is NAME's too: its workers run every target
@@ -334,6 +340,8 @@ class Generation:
         if name in self.pools:
             return [name]
         reached = router.reached if pass_.startswith("routes") else None
+        if reached and any(n not in self.pools for n in reached):
+            reached = None  # an external application is among them: any worker proxies to it
         return [n for n in self.pools if not reached or n in reached]
 
     @property

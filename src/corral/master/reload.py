@@ -32,6 +32,7 @@ from corral.apps.loader import (
 )
 from corral.config import Document
 from corral.config.unserved import unserved
+from corral.external.kinds import kind_of
 from corral.master import renewal, systemd
 from corral.master.generation import ApplyFailed, Generation, Pool, scheme_of, uses_routes
 from corral.master.listeners import (
@@ -297,11 +298,13 @@ class Reloads:
         already running are kept (their workers accept on them)."""
         if not uses_routes(doc):
             return {}
-        for name in doc.applications:
+        # (none for an external application: its requests are proxied, generation.py)
+        names = [name for name, app in doc.applications.items() if not kind_of(app)]
+        for name in names:
             if name not in self.handoffs:
                 address = handoff_address(os.getpid(), name)
                 self.handoffs[name] = (address, bind_handoff(address, doc.settings.backlog))
-        return {name: self.handoffs[name] for name in doc.applications}
+        return {name: self.handoffs[name] for name in names}
 
     def _preload(self, pool: Pool, old: Pool | None) -> Any:
         """The application object for a preloaded pool: its predecessor's if it imports the

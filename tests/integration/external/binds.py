@@ -35,7 +35,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class Unix(socketserver.UnixStreamServer):
+class Unix(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def get_request(self):  # BaseHTTPRequestHandler wants a (host, port) client address
         request, _ = super().get_request()
         return request, ("unix", 0)
@@ -45,7 +45,7 @@ if args[0] == "unix":
     server = Unix(args[1], Handler)
 else:
     port = int(os.environ["PORT"]) if args[0] == "env" else int(args[1])
-    server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
 if "--crash-after" in args:
     delay = float(args[args.index("--crash-after") + 1])
     threading.Timer(delay, lambda: os._exit(3)).start()

@@ -1,5 +1,6 @@
-"""An HTTP server that takes its socket the systemd way (LISTEN_FDS, LISTEN_PID, fd 3) and
-answers what it was handed: for the external application tests."""
+"""A threaded HTTP server (a kept-alive connection does not hold it) that takes its socket the
+systemd way (LISTEN_FDS, LISTEN_PID, fd 3) and answers what it was handed: for the external
+application tests."""
 
 import http.server
 import json
@@ -39,7 +40,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         print("request", self.path, flush=True)
 
 
-class Server(http.server.HTTPServer):
+class Server(http.server.ThreadingHTTPServer):
     def server_bind(self) -> None:  # the socket is bound already: corral did it
         self.server_address = self.socket.getsockname()
 

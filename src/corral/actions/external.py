@@ -1,0 +1,53 @@
+"""``pass`` to an external application (`corral.external`): the request is proxied to one of
+its ready processes, in turn, through the proxy's entry point (`corral.actions.proxy.forward`).
+
+Which processes are ready is the master's board (`corral.external.board`), read at each
+request: a program that has not answered yet, or is being stopped, gets none; with none ready
+the answer is 503. The proxy's options are the document's ``proxy_*`` settings, the read
+timeout the application's ``limits.timeout`` when it has one; the master sets them (`reach`)
+before it forks the workers that route there, which keep them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from corral.actions.proxy import forward
+from corral.actions.respond import respond
+from corral.external.board import board
+from corral.external.kinds import kind_of
+from corral.net.upstream import DEFAULT_OPTIONS, ProxyOptions
+from corral.routing import Respond
+
+if TYPE_CHECKING:
+    from corral.server.connection import HttpConnection
+    from corral.server.exchange import Exchange
+
+__all__ = ["MARK", "reach", "to_external"]
+
+MARK = "external:"  # a hand-off address that is an external application's name, not a socket
+NOT_READY = Respond(503)
+_OPTIONS: dict[str, ProxyOptions] = {}  # by application: what `reach` last set
+
+
+def reach(doc: Any) -> dict[str, str]:
+    """In the master, before a generation's workers fork: the proxy's options for each of
+    ``doc``'s external applications; their hand-off addresses (``MARK`` + name)."""
+    _OPTIONS.clear()
+    base = ProxyOptions.of(doc.settings)
+    for name, app in doc.applications.items():
+        if kind_of(app) is None:
+            continue
+        options = ProxyOptions.of(doc.settings)
+        if app.request_timeout:  # Unit's limits.timeout: how long its answer may take
+            options.read_timeout = app.request_timeout
+        _OPTIONS[name] = options if app.request_timeout else base
+    return {name: MARK + name for name in _OPTIONS}
+
+
+def to_external(conn: HttpConnection, exchange: Exchange, name: str) -> bool:
+    """An action handler's answer for a request passed to the external application ``name``."""
+    address = board().next_address(name)
+    if address is None:
+        return respond(conn, exchange, NOT_READY)
+    return forward(conn, exchange, address, _OPTIONS.get(name, DEFAULT_OPTIONS))
