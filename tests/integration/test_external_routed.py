@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.control import listening_port
+from tests.integration.control import listening_port, short_dir
 from tests.integration.server import wait_for
 from tests.integration.test_external import PYTHON, external, ready, serving
 
@@ -74,3 +74,26 @@ def test_nothing_reaches_a_program_before_it_answers() -> None:
         assert request("127.0.0.1", web)[0] == 503
         pid = int(ready(server, "slow")[0])
         assert answer("127.0.0.1", web)["pid"] == pid
+
+
+def test_the_standard_librarys_http_server_as_an_external_application() -> None:
+    with short_dir() as files:
+        (files / "static").mkdir()
+        (files / "static" / "hello.txt").write_bytes(b"Hello, Unit!\n")
+        command = ["-m", "http.server", "{port}", "--bind", "127.0.0.1", "--directory"]
+        with serving(
+            {
+                "files": {
+                    "type": "external",
+                    "executable": PYTHON,
+                    "arguments": [*command, str(files)],
+                }
+            },
+            listeners={WEB: {"pass": "routes"}},
+            routes=[{"match": {"uri": "/static/*"}, "action": {"pass": "applications/files"}}],
+        ) as (server, _, _):
+            ready(server, "files")
+            web = listening_port(server, WEB)
+            assert request("127.0.0.1", web, "/static/hello.txt") == (200, b"Hello, Unit!\n")
+            status, body = request("127.0.0.1", web, "/static/missing.txt")
+            assert status == 404 and b"File not found" in body  # the program's own answer

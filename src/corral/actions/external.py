@@ -10,6 +10,7 @@ before it forks the workers that route there, which keep them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from corral.actions.proxy import forward
@@ -23,26 +24,32 @@ if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
-__all__ = ["MARK", "reach", "to_external"]
+__all__ = ["MARK", "SPEAKERS", "reach", "to_external"]
 
 MARK = "external:"  # a hand-off address that is an external application's name, not a socket
 NOT_READY = Respond(503)
-_OPTIONS: dict[str, ProxyOptions] = {}  # by application: what `reach` last set
+# (conn, exchange, address, options) -> an action handler's result: True
+Speaker = Callable[[Any, Any, str, ProxyOptions], bool]
+# How a worker talks to a kind's processes, by its `Kind.speaks`: HTTP through the proxy; a
+# kind whose processes speak another protocol (php-fpm: FastCGI) adds its client here.
+SPEAKERS: dict[str, Speaker] = {"http": forward}
+_ROUTES: dict[str, tuple[Speaker, ProxyOptions]] = {}  # by application: what `reach` set
 
 
 def reach(doc: Any) -> dict[str, str]:
-    """In the master, before a generation's workers fork: the proxy's options for each of
-    ``doc``'s external applications; their hand-off addresses (``MARK`` + name)."""
-    _OPTIONS.clear()
-    base = ProxyOptions.of(doc.settings)
+    """In the master, before a generation's workers fork: how each of ``doc``'s external
+    applications is spoken to, with the proxy's options (the ``proxy_*`` settings, Unit's
+    ``limits.timeout`` as the read timeout); their hand-off addresses (``MARK`` + name)."""
+    _ROUTES.clear()
     for name, app in doc.applications.items():
-        if kind_of(app) is None:
+        kind = kind_of(app)
+        if kind is None:
             continue
         options = ProxyOptions.of(doc.settings)
-        if app.request_timeout:  # Unit's limits.timeout: how long its answer may take
+        if app.request_timeout:  # how long its answer may take
             options.read_timeout = app.request_timeout
-        _OPTIONS[name] = options if app.request_timeout else base
-    return {name: MARK + name for name in _OPTIONS}
+        _ROUTES[name] = (SPEAKERS[kind.speaks], options)
+    return {name: MARK + name for name in _ROUTES}
 
 
 def to_external(conn: HttpConnection, exchange: Exchange, name: str) -> bool:
@@ -50,4 +57,5 @@ def to_external(conn: HttpConnection, exchange: Exchange, name: str) -> bool:
     address = board().next_address(name)
     if address is None:
         return respond(conn, exchange, NOT_READY)
-    return forward(conn, exchange, address, _OPTIONS.get(name, DEFAULT_OPTIONS))
+    speak, options = _ROUTES.get(name, (forward, DEFAULT_OPTIONS))
+    return speak(conn, exchange, address, options)

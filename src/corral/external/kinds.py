@@ -1,16 +1,18 @@
 """What a supervised pool runs, by application ``type``: the seam every kind fills.
 
-A kind supplies three things and nothing else: how its processes get their socket
-(`Kind.listen`), the `Command` one process runs at its `Place` (`Kind.command`), and how the
+A kind supplies four things and nothing else: how its processes get their socket
+(`Kind.listen`), the `Command` one process runs at its `Place` (`Kind.command`), how the
 master asks whether a process is ready (`Kind.probe`: ``"http"``, a ``GET`` of the
-application's ``health.path`` that any HTTP answer satisfies; ``"connect"``, a connection
-accepted, for a program that does not speak HTTP such as php-fpm). The master adds what every
+application's ``health_path`` that any HTTP answer satisfies; ``"connect"``, a connection
+accepted, for a program that does not speak HTTP such as php-fpm), and the protocol the
+workers speak to it (`Kind.speaks`: ``"http"``, the proxy; another protocol's client is added
+to ``actions/external.py``'s ``SPEAKERS``). The master adds what every
 kind gets: the socket on descriptor 3 with ``LISTEN_FDS``, ``LISTEN_PID`` and
 ``LISTEN_FDNAMES`` (``fd``), ``PORT`` (``port``), the user and group, the output files.
 
 Another kind (php-fpm for ``"php"``, Starman for ``"perl"``, Puma for ``"ruby"``, a ``java``
 command) is one more entry in `KINDS`: for instance ``Kind(lambda app: "unix",
-php_fpm_command, "connect")``, whose command writes the pool's configuration with
+php_fpm_command, "connect", "fastcgi")``, whose command writes the pool's configuration with
 ``listen = place.path`` and returns ``["php-fpm", "-F", "-y", that_file]``.
 """
 
@@ -57,6 +59,8 @@ class Kind(NamedTuple):
     listen: Callable[[Any], Mode]
     command: Callable[[str, Any, Place], Command]
     probe: Literal["http", "connect"]
+    # the protocol a worker speaks to its processes: its key in actions/external.SPEAKERS
+    speaks: str = "http"
 
 
 def substitute(argument: str, place: Place) -> str:
