@@ -371,3 +371,23 @@ def test_document_mistakes_are_one_line_each() -> None:
             answer = control.put("/config/applications/x", json.loads(body))
             assert answer.status == 400, answer.json
             assert answer.json["detail"].startswith(expected), answer.json["detail"]
+
+
+def test_the_service_is_ready_once_its_programs_answer() -> None:
+    from tests.integration.test_systemd import NotifySocket
+
+    with short_dir() as directory:
+        log = directory / "error.log"
+        notify = NotifySocket(str(directory / "notify"), str(directory / "notify"), log)
+        state = directory / "state"
+        state.mkdir(mode=0o700)
+        slow = external("binds.py", "port", "{port}", "--slow-start", "1")
+        (state / "conf.json").write_text(json.dumps({"applications": {"slow": slow}}))
+        try:
+            args = (f"--state-dir={state}", "--error-logfile", str(log))
+            with Server(*args, bind=None, wait_ready=False, env=notify.env, log_file=log):
+                (ready_message,) = notify.wait("READY", "1")
+                # the error log as it was when READY arrived: the program had answered
+                assert re.search(r"slow process 0 ready", ready_message.log), ready_message.log
+        finally:
+            notify.close()

@@ -55,6 +55,7 @@ class ExternalPool:
         self.restarts = 0  # processes started again after one exited
         # the pool of the same application it replaces: serving until this one answers
         self.replaces: ExternalPool | None = None
+        self.failed = False  # a process of it failed to start or died young: it is retried
 
     def place(self, slot: int) -> Place:
         return self.places.at(slot)
@@ -154,6 +155,22 @@ class Externals:
         self._forget_if_gone(pool)
         self.publish()
 
+    def answered(self) -> bool:
+        """Whether every pool's processes answer, but for pools that failed (they are retried
+        and the others serve, as an application that fails to load with the state directory):
+        the master's start-up is complete with them (systemd's READY, an upgrade's)."""
+        for pool in self.pools.values():
+            ready = sum(p.pool is pool and p.ready for p in self.processes.values())
+            if ready < pool.count and not pool.failed:
+                return False
+        return True
+
+    def _settled(self) -> None:
+        arbiter = self.arbiter
+        if not arbiter.all_ready and not arbiter.stopping and arbiter.all_slots_ready():
+            arbiter.all_ready = True
+            arbiter.on_all_ready()
+
     def _take_over(self, pool: ExternalPool) -> None:
         """Once every process of ``pool`` answers, the pool it replaces stops."""
         old = pool.replaces
@@ -201,6 +218,7 @@ class Externals:
                         "%s process %d ready (pid %d)", process.pool.name, process.slot, process.pid
                     )
                     self._take_over(process.pool)
+                    self._settled()
                 return
             if deadline is not None and time.monotonic() >= deadline:
                 why = f"not ready after {app.startup_timeout:g}s (startup_timeout)"
@@ -274,6 +292,8 @@ class Externals:
 
     def _failed(self, pool: ExternalPool, slot: int, why: str) -> None:
         """Not started, or dead young: tried again after the crash backoff."""
+        pool.failed = True
+        self._settled()
         delay = self.backoff.failed((pool.name, slot), time.monotonic())
         failures = self.backoff.failures((pool.name, slot))
         self.log.error(

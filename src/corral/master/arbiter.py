@@ -194,7 +194,8 @@ class Arbiter:
         for pool in gen.pools.values():
             self.spawn(gen, pool, 0)
         self.externals.update(gen.doc)
-        if not gen.pools:  # nothing to wait for
+        # nothing to wait for (the programs' answers are Externals._settled's)
+        if not gen.pools and not self.all_ready and self.externals.answered():
             self.all_ready = True
             self.on_all_ready()
         ticker = loop.create_task(self._tick())
@@ -405,7 +406,7 @@ class Arbiter:
             }
             if len(ready) < self.counts.get(name, 0):
                 return False
-        return True
+        return self.externals.answered()  # and the programs it supervises (corral/external/)
 
     def on_all_ready(self) -> None:
         """Start-up is complete: every worker of the first generation is ready."""
