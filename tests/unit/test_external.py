@@ -96,3 +96,14 @@ def test_the_board_is_read_by_a_process_forked_before_it_was_written():
     assert os.waitpid(pid, 0)[1] == 0
     board.publish({"web": []})
     assert board.next_address("web") is None
+
+
+def test_a_kind_may_run_another_number_of_processes_than_the_applications():
+    from corral.external.kinds import KINDS
+    from corral.external.supervisor import ExternalPool
+
+    external = KINDS["external"]
+    application = app(executable="prog", processes={"max": 3, "spare": 1})
+    assert ExternalPool("x", application, external).count == 3  # the object form: its max
+    one = external._replace(processes=lambda app: 1)
+    assert ExternalPool("x", application, one).count == 1

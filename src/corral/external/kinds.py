@@ -13,7 +13,8 @@ kind gets: the socket on descriptor 3 with ``LISTEN_FDS``, ``LISTEN_PID`` and
 Another kind (php-fpm for ``"php"``, Starman for ``"perl"``, Puma for ``"ruby"``, a ``java``
 command) is one more entry in `KINDS`: for instance ``Kind(lambda app: "unix",
 php_fpm_command, "connect", "fastcgi")``, whose command writes the pool's configuration with
-``listen = place.path`` and returns ``["php-fpm", "-F", "-y", that_file]``.
+``listen = place.path`` and returns ``["php-fpm", "-F", "-y", that_file]``, with
+``processes=lambda app: 1`` (php-fpm's own children are the application's ``processes``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class Kind(NamedTuple):
     probe: Literal["http", "connect"]
     # the protocol a worker speaks to its processes: its key in actions/external.SPEAKERS
     speaks: str = "http"
+    # how many processes its pool runs; None: the application's ``processes`` (``max`` of
+    # the object form). php-fpm is one process whose own children are the ``processes``.
+    processes: Callable[[Any], int] | None = None
 
 
 def substitute(argument: str, place: Place) -> str:

@@ -51,7 +51,8 @@ class ExternalPool:
         owner = (_or_none(identity.uid), _or_none(identity.gid))
         self.places = Places(name, kind.listen(app), owner)
         # a dynamic pool runs its max: the master cannot see how busy a foreign program is
-        self.count = app.dynamic.max if app.dynamic is not None else app.workers
+        count = app.dynamic.max if app.dynamic is not None else app.workers
+        self.count: int = count if kind.processes is None else kind.processes(app)
         self.restarts = 0  # processes started again after one exited
         # the pool of the same application it replaces: serving until this one answers
         self.replaces: ExternalPool | None = None
