@@ -251,7 +251,7 @@ class Externals:
         process.kill_timer = loop.call_later(grace, self._kill_late, process, grace)
 
     def _kill_late(self, process: ExternalProcess, grace: float) -> None:
-        if process.pid in self.processes:
+        if self.processes.get(process.pid) is process:
             self.log.warning(
                 "%s process %d (pid %d) did not stop within graceful_timeout (%gs); killing it",
                 process.pool.name,
@@ -281,7 +281,8 @@ class Externals:
             self._forget_if_gone(pool)
             return True
         detail = f"exited: {how} after {lived:.1f}s"
-        self.arbiter.events.record("crash", detail, pool.name, pid, slot)
+        if not process.timed_out:  # (a timeout's event says why it was killed)
+            self.arbiter.events.record("crash", detail, pool.name, pid, slot)
         if process.ready and lived >= pool.app.min_worker_lifetime:
             self.log.error("%s process %d (pid %d) %s; restarting it", pool.name, slot, pid, detail)
             self.backoff.forget((pool.name, slot))
