@@ -55,8 +55,8 @@ class Tunnel:
         client = self.client = conn.transport
         upstream = self.upstream = wire.transport
         client.write(head)
-        client.set_protocol(_ClientSide(self))
-        upstream.set_protocol(_UpstreamSide(self))
+        client.set_protocol(_Side(self, upstream, self.client_lost))
+        upstream.set_protocol(_Side(self, client, self.upstream_lost))
         early = wire.parser.upgraded
         if early:
             client.write(early)
@@ -75,7 +75,7 @@ class Tunnel:
         conn.connection_lost(exc)
         conn.finish(self.exchange, False)
 
-    def upstream_lost(self) -> None:
+    def upstream_lost(self, exc: Exception | None) -> None:
         self.client.close()  # once what it holds is sent; client_lost follows
 
     def ended(self, other: Any) -> bool:
@@ -90,51 +90,32 @@ class Tunnel:
         return True
 
 
-class _ClientSide:
-    __slots__ = ("tunnel",)
+class _Side:
+    """One connection's protocol in the tunnel: what it reads is written to ``other`` (the
+    other connection's transport), whose full buffer pauses this side's reading; ``lost`` is
+    the tunnel's handler of this connection's end."""
 
-    def __init__(self, tunnel: Tunnel) -> None:
+    __slots__ = ("lost", "other", "tunnel")
+
+    def __init__(self, tunnel: Tunnel, other: Any, lost: Any) -> None:
         self.tunnel = tunnel
+        self.other = other
+        self.lost = lost
 
     def connection_made(self, transport: Any) -> None:  # pragma: no cover - set_protocol
         pass
 
     def data_received(self, data: bytes) -> None:
-        self.tunnel.upstream.write(data)
+        self.other.write(data)
 
     def eof_received(self) -> bool:
-        return self.tunnel.ended(self.tunnel.upstream)
+        return self.tunnel.ended(self.other)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.tunnel.client_lost(exc)
+        self.lost(exc)
 
     def pause_writing(self) -> None:
-        self.tunnel.upstream.pause_reading()
+        self.other.pause_reading()
 
     def resume_writing(self) -> None:
-        self.tunnel.upstream.resume_reading()
-
-
-class _UpstreamSide:
-    __slots__ = ("tunnel",)
-
-    def __init__(self, tunnel: Tunnel) -> None:
-        self.tunnel = tunnel
-
-    def connection_made(self, transport: Any) -> None:  # pragma: no cover - set_protocol
-        pass
-
-    def data_received(self, data: bytes) -> None:
-        self.tunnel.client.write(data)
-
-    def eof_received(self) -> bool:
-        return self.tunnel.ended(self.tunnel.client)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.tunnel.upstream_lost()
-
-    def pause_writing(self) -> None:
-        self.tunnel.client.pause_reading()
-
-    def resume_writing(self) -> None:
-        self.tunnel.client.resume_reading()
+        self.other.resume_reading()
