@@ -506,9 +506,11 @@ def test_validate_document_normalizes_listener_keys() -> None:
          "$.applications.main.limits.requests: expected int >= 0, got -1"),
         ({"applications": {"main": {"module": "m", "limits": {"shm": 1}}}},
          "$.applications.main.limits.shm: unknown key"),
-        ({"applications": {"main": {"module": "m", "type": "php"}}},
+        ({"applications": {"main": {"module": "m", "type": "cobol"}}},
          '$.applications.main.type: expected "python" (or "python 3", "python 3.11", '
-         '"python3.11"...) or "external", got "php"'),
+         '"python3.11"...), "external" or "php", got "cobol"'),
+        ({"applications": {"main": {"module": "m", "type": "php"}}},
+         "$.applications.main.module: a key of Python applications (this one is 'php')"),
         ({"applications": {"main": {"module": "m", "type": "python 2.7"}}},
          '$.applications.main.type: expected "python"'),
         ({"applications": {"main": {"module": "m", "protocol": "rack"}}},

@@ -19,7 +19,6 @@ MAX_LINES = 700
 EXEMPT = {"corral/config/settings.py"}
 # modules over MAX_LINES today, with their present size as a ceiling
 PENDING_LINES = {
-    "corral/config/document.py": 717,
     "corral/apps/asgi/runner.py": 732,
 }
 # import cycles today (lazy imports included)

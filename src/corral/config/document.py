@@ -31,12 +31,13 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from corral import __version__
+from corral.config import php_keys
 from corral.config.app_types import kind_problem
 from corral.config.listener_limits import ConnLimit, RateLimit
 from corral.config.listener_tls import Tls
@@ -53,6 +54,9 @@ from corral.config.settings import (
     show,
 )
 from corral.config.suggest import did_you_mean
+from corral.config.targets import _CALLABLE, _MODULE, _PREFIX, EntryPoint, Target
+from corral.config.targets import entry_points as _entry_points
+from corral.config.targets import target_names as _target_names
 from corral.jsonpath import member
 
 if TYPE_CHECKING:
@@ -63,6 +67,7 @@ __all__ = [
     "Application",
     "ConfigError",
     "Document",
+    "EntryPoint",
     "Forwarded",
     "Http",
     "Limits",
@@ -91,16 +96,13 @@ class ConfigError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # The structs.
 
-_DOTTED = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
-_MODULE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python module name")]
-_CALLABLE = Annotated[str, Meta(pattern=_DOTTED, description="dotted Python name")]
-_PREFIX = Annotated[str, Meta(pattern=r"^/", description='a path beginning with "/"')]
-# Unit's Python 3 ("python", "python 3", "python3.11"...), or "external" (config/app_types.py)
+# Unit's Python 3 ("python", "python 3", "python3.11"...), "external" (config/app_types.py)
+# or "php" ("php 8", "php 8.2": config/php_keys.py)
 _PYTHON = Annotated[
     str,
     Meta(
-        pattern=r"^(python ?(3(\.[0-9]+)?)?|external)$",
-        description='"python" (or "python 3", "python 3.11", "python3.11"...) or "external"',
+        pattern=r"^(python ?(3(\.[0-9]+)?)?|external|php ?([0-9]+(\.[0-9]+)?)?)$",
+        description='"python" (or "python 3", "python 3.11", "python3.11"...), "external" or "php"',
     ),
 ]
 _HEADER_NAME = Annotated[
@@ -197,43 +199,6 @@ def _dynamic(self: Any) -> Processes | None:
     return self.processes if isinstance(self.processes, Processes) else None
 
 
-class Target(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """One of NGINX Unit's application `targets`: a callable and where it is mounted."""
-
-    module: _MODULE
-    callable: _CALLABLE | None = None
-    prefix: _PREFIX | UnsetType = UNSET
-
-
-class EntryPoint(NamedTuple):
-    """What a worker imports for one target (the application itself when it has none).
-
-    `prefix` is Unit's as matched: one trailing "/" dropped, "" for none."""
-
-    target: str  # "" for an application without targets
-    module: str
-    callable: str | None
-    prefix: str
-
-
-def _mount(prefix: Any) -> str:
-    return "" if prefix is UNSET or prefix is None else prefix.removesuffix("/")
-
-
-def _entry_points(self: Any) -> tuple[EntryPoint, ...]:
-    """The application's targets in order (one, unnamed, without `targets`): a request
-    routed to `applications/NAME/TARGET` runs the callable at TARGET's position."""
-    if self.targets is UNSET:
-        return (EntryPoint("", self.module, self.callable, _mount(self.prefix)),)
-    return tuple(
-        EntryPoint(name, t.module, t.callable, _mount(t.prefix)) for name, t in self.targets.items()
-    )
-
-
-def _target_names(self: Any) -> tuple[str, ...]:
-    return () if self.targets is UNSET else tuple(self.targets)
-
-
 if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
     Application = _scope_struct(
         "Application",
@@ -250,6 +215,11 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
             ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
             ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME
             ("targets", dict[str, Target] | UnsetType, UNSET),
+            # a php application's (config/php_keys.py)
+            ("root", php_keys.ROOT | UnsetType, UNSET),
+            ("script", php_keys.SCRIPT | UnsetType, UNSET),
+            ("index", php_keys.SCRIPT | UnsetType, UNSET),
+            ("options", php_keys.PhpOptions | UnsetType, UNSET),
         ],
     )
     Limits = _NESTED["Limits"]
@@ -364,6 +334,7 @@ _EXPECTS: dict[type, dict[str, str]] = {
     },
     AccessLog: _expects(AccessLog),
     Target: _expects(Target),
+    php_keys.PhpOptions: _expects(php_keys.PhpOptions),
 }
 
 
@@ -449,6 +420,11 @@ def _application(raw: Any, where: str) -> Any:
         for name, target in targets.items():
             _struct(target, Target, f"{where}.targets{member(name)}")
     app = _struct(raw, Application, where)
+    problem = php_keys.check(app, where)
+    if problem is not None:
+        raise ConfigError(problem)
+    if php_keys.is_php(app):
+        return app
     if (problem := kind_problem(app, raw, where)) is not None:
         raise ConfigError(problem)
     if app.targets is not UNSET:

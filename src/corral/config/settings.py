@@ -1447,6 +1447,34 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--handoff-timeout",), metavar="SECONDS",
     ),
     Setting(
+        "fastcgi_connect_timeout", _TIMEOUTS, _S, _SECONDS, 5.0,
+        'How long a worker waits to connect to a `"php"` application\'s php-fpm (docs/'
+        "polyglot.md); then the client is answered 502, as when php-fpm refuses or is not "
+        "there.",
+        flags=("--fastcgi-connect-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "fastcgi_read_timeout", _TIMEOUTS, _S, _SECONDS, 60.0,
+        "How long a worker waits for php-fpm's next bytes while it answers a request (and for "
+        "php-fpm to take more of the request's body), as nginx's `fastcgi_read_timeout`: then "
+        "the client is answered 504 if the answer has not begun, else its connection is "
+        "closed.",
+        flags=("--fastcgi-read-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "fastcgi_keepalive", _LIMITS, _S, _int(ge=0, le=1024), 8,
+        "Idle connections to each php-fpm a worker keeps open for its next requests "
+        "(`FCGI_KEEP_CONN`), as nginx's `keepalive` in an upstream; 0 closes each after its "
+        "request.",
+        flags=("--fastcgi-keepalive",), metavar="INT",
+    ),
+    Setting(
+        "fastcgi_head_size", _LIMITS, _S, _int(ge=1024, le=1048576), 65536,
+        "The largest head (status and header fields) a php script's answer may have, in "
+        "bytes, as nginx's `fastcgi_buffer_size`; a larger one is answered 502.",
+        flags=("--fastcgi-head-size",), metavar="BYTES",
+    ),
+    Setting(
         "drain_idle_timeout", _TIMEOUTS, _S, _SECONDS, 1.0,
         "On a graceful stop, reload or recycle, how long a draining worker keeps an idle "
         "keep-alive connection open for a request its client may already be sending (answered "

@@ -32,6 +32,8 @@ def unserved(doc: Document) -> list[str]:
             lines += unserved_external(application, f"$.applications{member(name)}")
             continue
         version = re.search(r"\d+\.\d+", application.type)
+        if application.type.startswith("php"):  # run by php-fpm (docs/polyglot.md)
+            continue
         if version is not None and version.group() != _RUNNING:
             lines.append(
                 f"$.applications{member(name)}.type: {show(application.type)}: corral runs the "

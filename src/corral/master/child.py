@@ -24,6 +24,7 @@ from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
 from corral.master.generation import Pool
 from corral.master.identity import Identity
 from corral.master.title import master_title
+from corral.php.apps import php_applications
 from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 from corral.wire import Failed, encode
 
@@ -145,6 +146,7 @@ def worker_main(fork: Fork) -> int:
         route_limiters=pool.route_limiters,
         seat=fork.seat,
         total_conns=pool.total_conns,
+        php=php_applications(pool.doc, os.getppid()),
     )
     return run_worker(spec)
 

@@ -24,6 +24,7 @@ from corral.actions.external import reach
 from corral.config import Application, Document
 from corral.config.gate_routes import gate_of
 from corral.config.listener_tls import Tls
+from corral.config.php_keys import is_php
 from corral.external.kinds import kind_of
 from corral.jsonpath import member
 from corral.master.connlimits import conn_limits, total_table
@@ -233,8 +234,13 @@ def scheme_of(doc: Document, address: str) -> str:
 def uses_routes(doc: Document) -> bool:
     """Whether a listener's requests are routed (its pass is not one application's name):
     then the applications sharing such listeners get hand-off sockets."""
-    # (a pass to an external application is routed: to the proxy, actions/external.py)
-    direct = {f"applications/{name}" for name, app in doc.applications.items() if not kind_of(app)}
+    # (a pass to an external or a php application is routed: to the proxy, actions/external.py,
+    # or to php-fpm, actions/fastcgi.py)
+    direct = {
+        f"applications/{name}"
+        for name, app in doc.applications.items()
+        if not (kind_of(app) or is_php(app))
+    }
     return any(listener.pass_ not in direct for listener in doc.listeners.values())
 
 
@@ -261,8 +267,13 @@ class Generation:
         self.number = number
         self.doc = doc
         self.settings = doc.settings
-        # (an application a supervised pool runs has no workers: corral/external/)
-        self.pools = {n: Pool(n, doc) for n, app in doc.applications.items() if not kind_of(app)}
+        # (an application a supervised pool runs has no workers: corral/external/; nor has a
+        # "php" one: its processes are php-fpm's, php/fpm.py)
+        self.pools = {
+            n: Pool(n, doc)
+            for n, app in doc.applications.items()
+            if not (kind_of(app) or is_php(app))
+        }
         for app in doc.applications.values():  # its user and group resolved now, as a pool's
             if kind_of(app):
                 Identity(app.user, app.group)

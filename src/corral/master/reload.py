@@ -31,6 +31,7 @@ from corral.apps.loader import (
     load_failure,
 )
 from corral.config import Document
+from corral.config.php_keys import is_php
 from corral.config.unserved import unserved
 from corral.external.kinds import kind_of
 from corral.master import renewal, systemd
@@ -298,8 +299,11 @@ class Reloads:
         already running are kept (their workers accept on them)."""
         if not uses_routes(doc):
             return {}
-        # (none for an external application: its requests are proxied, generation.py)
-        names = [name for name, app in doc.applications.items() if not kind_of(app)]
+        # (none for an external application: its requests are proxied, generation.py; nor for
+        # a "php" one: php-fpm's, over FastCGI)
+        names = [
+            name for name, app in doc.applications.items() if not (kind_of(app) or is_php(app))
+        ]
         for name in names:
             if name not in self.handoffs:
                 address = handoff_address(os.getpid(), name)

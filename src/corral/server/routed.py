@@ -104,8 +104,11 @@ class Routing:
         log: logging.Logger,
         static: Any = None,
         limiters: dict[str, Any] | None = None,
+        php: dict[str, Any] | None = None,
     ) -> None:
         self.router = router
+        # the document's "php" applications by name (corral.php.apps): reached over FastCGI
+        self.php = php or {}
         # the rate limits of route steps (filters/ratelimit.Limiter), by the step's JSON path
         self.limiters = limiters or {}
         self.application = application  # this worker's own application
@@ -128,8 +131,11 @@ class Routing:
         )
 
     def close(self) -> None:
-        """The worker exits: forget what the file engine holds."""
+        """The worker exits: forget what the file engine holds; close the connections to
+        php-fpm."""
         self.files.close()
+        for php in self.php.values():
+            php.close()
 
     def drain(self) -> None:
         """The worker drains: each relayed connection's next request is its last (relay.py)."""

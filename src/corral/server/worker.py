@@ -145,6 +145,7 @@ class WorkerSpec:
     route_limiters: dict[str, Any] = field(default_factory=dict)
     seat: int = 0  # its place in the connection counts (the master's: filters/connlimit.py)
     total_conns: Any = None  # the server's limit_concurrency_total count (the master's)
+    php: dict[str, Any] = field(default_factory=dict)  # "php" applications (corral.php.apps)
 
 
 def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
@@ -469,6 +470,7 @@ class Worker:
             log=self.log,
             static=spec.settings.static,
             limiters=spec.route_limiters,
+            php=spec.php,
         )
 
     # -- once a second ------------------------------------------------------------

@@ -1,0 +1,120 @@
+"""The CGI variables of a request (RFC 3875 section 4.1), as nginx's ``fastcgi_params`` and
+NGINX Unit's php module give them to php: what ``$_SERVER`` holds.
+
+``SCRIPT_FILENAME``, ``SCRIPT_NAME``, ``PATH_INFO`` (and ``PATH_TRANSLATED`` with it),
+``DOCUMENT_ROOT`` and ``DOCUMENT_URI`` come from the script chosen (`corral.php.site`);
+``REQUEST_URI`` is the target as sent, ``QUERY_STRING`` the part after its ``?``;
+``CONTENT_LENGTH`` is the body's length (a chunked body's once it is whole: php reads no more
+than it says), ``CONTENT_TYPE`` the field's; ``REMOTE_ADDR``/``REMOTE_PORT`` the client's (a
+trusted proxy's ``forwarded`` client when the listener has one), ``SERVER_ADDR``,
+``SERVER_PORT``, ``SERVER_NAME`` (the Host without its port, else the listener's address),
+``SERVER_PROTOCOL``, ``REQUEST_SCHEME`` and ``HTTPS`` (``on`` over TLS); ``GATEWAY_INTERFACE``,
+``SERVER_SOFTWARE`` and ``REDIRECT_STATUS`` (200: php's ``cgi.force_redirect`` wants it);
+each header field as ``HTTP_NAME`` (dashes made underscores, repeated fields joined by ``, ``,
+cookies by ``; ``). A field whose name has an underscore is left out, as nginx does, so that
+``X-Forwarded_For`` cannot pose as ``X-Forwarded-For``; so are ``Proxy`` (httpoxy: php would
+take it as ``HTTP_PROXY``) and the two fields that are CGI variables of their own.
+Values are bytes as received (latin-1 strings made bytes again).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["cgi_params"]
+
+_SKIPPED = frozenset((b"content-type", b"content-length", b"proxy"))
+_keys: dict[bytes, bytes | None] = {}  # a field's name -> its variable (None: left out)
+_KEYS_KEPT = 256
+
+
+def _key(name: bytes) -> bytes | None:
+    key = _keys.get(name)
+    if key is None and name not in _keys:
+        lower = name.lower()
+        key = (
+            None
+            if lower in _SKIPPED or b"_" in name
+            else b"HTTP_" + name.upper().replace(b"-", b"_")
+        )
+        if len(_keys) < _KEYS_KEPT:
+            _keys[name] = key
+    return key
+
+
+def _address(address: Any) -> tuple[bytes, bytes]:
+    """An asyncio socket address as (host, port) bytes; a unix socket's has neither."""
+    if isinstance(address, tuple):
+        return str(address[0]).encode(), str(address[1]).encode()
+    return b"", b""
+
+
+def cgi_params(
+    head: Any,
+    choice: Any,
+    document_root: bytes,
+    *,
+    peer: Any,
+    local: Any,
+    scheme: str,
+    content_length: int,
+    host: str,
+    forwarded: Any = None,
+) -> list[tuple[bytes, bytes]]:
+    """The variables of the request ``head`` (a `RequestHead`) answered by ``choice`` (a
+    `corral.php.site.Choice`) under ``document_root``, on a connection from ``peer`` to
+    ``local``; ``host``: routing's (the Host field's name without its port, "" for none)."""
+    target = head.target
+    query = target.partition(b"?")[2]
+    remote_addr, remote_port = _address(peer)
+    server_addr, server_port = _address(local)
+    if forwarded is not None:  # a trusted proxy's client (filters/forwarded.py)
+        if forwarded.address is not None:
+            remote_addr = forwarded.address.encode()
+            remote_port = b"" if forwarded.port is None else str(forwarded.port).encode()
+        if forwarded.scheme is not None:
+            scheme = forwarded.scheme
+    path_info = choice.path_info.encode("latin-1")
+    params = [
+        (b"SCRIPT_FILENAME", choice.filename),
+        (b"SCRIPT_NAME", choice.script_name),
+        (b"PATH_INFO", path_info),
+        (b"DOCUMENT_ROOT", document_root),
+        (b"DOCUMENT_URI", choice.script_name + path_info),
+        (b"REQUEST_URI", target),
+        (b"QUERY_STRING", query),
+        (b"REQUEST_METHOD", head.method.encode("latin-1")),
+        (b"SERVER_PROTOCOL", b"HTTP/" + head.version.encode()),
+        (b"REQUEST_SCHEME", scheme.encode()),
+        (b"GATEWAY_INTERFACE", b"CGI/1.1"),
+        (b"SERVER_SOFTWARE", b"corral"),
+        (b"REMOTE_ADDR", remote_addr),
+        (b"REMOTE_PORT", remote_port),
+        (b"SERVER_ADDR", server_addr),
+        (b"SERVER_PORT", server_port),
+        (b"SERVER_NAME", host.encode("latin-1") if host else server_addr or b"localhost"),
+        (b"REDIRECT_STATUS", b"200"),
+    ]
+    if path_info:
+        params.append((b"PATH_TRANSLATED", document_root + path_info))
+    if scheme == "https":
+        params.append((b"HTTPS", b"on"))
+    if content_length or head.content_length is not None or head.chunked:
+        params.append((b"CONTENT_LENGTH", str(content_length).encode()))
+    fields: dict[bytes, bytes] = {}
+    content_type = None
+    for name, value in head.headers:
+        key = _key(name)
+        if key is None:
+            if name.lower() == b"content-type" and content_type is None:
+                content_type = value
+            continue
+        if key in fields:
+            separator = b"; " if key == b"HTTP_COOKIE" else b", "
+            fields[key] += separator + value
+        else:
+            fields[key] = value
+    if content_type is not None:
+        params.append((b"CONTENT_TYPE", content_type))
+    params.extend(fields.items())
+    return params

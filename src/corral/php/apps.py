@@ -1,0 +1,93 @@
+"""What a worker knows of each ``"php"`` application of its document: the scripts of each
+target (`corral.php.site.Site`), where its php-fpm listens (`corral.php.fpm.fpm_listen`),
+and its connections there (`corral.fastcgi.client.FastCgiPool`, made at the first request,
+on the worker's loop).
+
+A worker keeps at most ``fastcgi_keepalive`` idle connections to one php-fpm, and no more
+than its share of php-fpm's children: each idle connection holds a child, and the workers of
+every pool may reach the same php-fpm (children // workers, at least 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET
+
+from corral.config.php_keys import is_php
+from corral.fastcgi.client import FastCgiPool
+from corral.php.fpm import fpm_listen
+from corral.php.site import Site
+
+__all__ = ["PhpApplication", "php_applications"]
+
+
+class PhpApplication:
+    """One php application as a worker reaches it."""
+
+    def __init__(
+        self,
+        name: str,
+        sites: tuple[Site, ...],
+        address: str,
+        *,
+        keep: int,
+        connect_timeout: float,
+        read_timeout: float,
+        head_limit: int,
+    ) -> None:
+        self.name = name
+        self.sites = sites  # by target position (one without targets)
+        self.address = address
+        self.keep = keep
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.head_limit = head_limit  # bytes of the CGI head php may send (answer.HeadReader)
+        self.pool: FastCgiPool | None = None
+
+    def connections(self, loop: Any) -> FastCgiPool:
+        pool = self.pool
+        if pool is None:
+            pool = self.pool = FastCgiPool(
+                loop, self.address, keep=self.keep, connect_timeout=self.connect_timeout
+            )
+        return pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _children(app: Any) -> int:
+    return app.dynamic.max if app.dynamic is not None else app.workers
+
+
+def php_applications(doc: Any, master_pid: int) -> dict[str, PhpApplication]:
+    """Each php application of ``doc`` by name, as the workers of the master ``master_pid``
+    reach it."""
+    found: dict[str, PhpApplication] = {}
+    settings = doc.settings
+    front = sum(_children(app) for app in doc.applications.values() if not is_php(app)) or 1
+    for name, app in doc.applications.items():
+        if not is_php(app):
+            continue
+        if app.targets is UNSET:
+            sites: tuple[Site, ...] = (Site(app.root, _given(app.script), _given(app.index)),)
+        else:
+            sites = tuple(
+                Site(t.root, _given(t.script), _given(t.index)) for t in app.targets.values()
+            )
+        found[name] = PhpApplication(
+            name,
+            sites,
+            "unix:" + fpm_listen(master_pid, name),
+            keep=min(settings.fastcgi_keepalive, max(1, _children(app) // front)),
+            connect_timeout=settings.fastcgi_connect_timeout,
+            read_timeout=settings.fastcgi_read_timeout,
+            head_limit=settings.fastcgi_head_size,
+        )
+    return found
+
+
+def _given(value: Any) -> Any:
+    return None if value is UNSET else value

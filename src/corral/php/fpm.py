@@ -1,0 +1,161 @@
+"""The php-fpm that runs a ``"php"`` application: its configuration file and its command, as
+a pure function of the document (`fpm_pool`). Who starts it and restarts it is the master's
+supervision of processes that are not corral's; this module writes nothing and starts nothing.
+
+The pool is named after the application and listens on a unix socket in the temporary
+directory named after the master's pid and the application (`fpm_listen`), which every worker
+derives the same way to reach it (`corral.actions.fastcgi`). From Unit's keys:
+
+- ``processes``: a number is ``pm = static`` with that many children; ``{max, spare,
+  idle_timeout}`` is ``pm = ondemand`` (children made as requests come, each ended after
+  ``idle_timeout`` idle seconds) when ``spare`` is 0, else ``pm = dynamic`` keeping ``spare``
+  idle children, never more than ``max`` in all;
+- ``user`` and ``group``: the children's (php-fpm's own ``user``/``group``); the socket is
+  made for them and for corral's workers (mode 0660, group the application's when set);
+  a master run as root with no ``user`` runs php-fpm as root too (``-R``), as corral's own
+  workers would;
+- ``working_directory`` is the children's ``chdir`` (else the root), ``environment`` their
+  ``env[...]`` (``clear_env``: nothing else of corral's environment reaches php);
+- ``options``: ``file`` is php's ini file (``-c``), ``admin`` each ``php_admin_value``
+  (the script cannot change it), ``user`` each ``php_value`` (``ini_set`` may);
+- php's errors and what the children write on stderr go to php-fpm's standard error
+  (``catch_workers_output``), which the supervision gives corral's error log.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import tempfile
+from typing import Any, NamedTuple
+
+from msgspec import UNSET
+
+from corral.jsonpath import member
+
+__all__ = ["FpmPool", "fpm_binary", "fpm_listen", "fpm_pool"]
+
+
+class FpmPool(NamedTuple):
+    """What runs a php application: ``command`` (its argv, ``config_path`` in it), the text
+    to write at ``config_path`` first, and the unix socket php-fpm listens on."""
+
+    command: tuple[str, ...]
+    config: str
+    config_path: str
+    listen: str
+
+
+def fpm_binary() -> str:
+    """Debian's php-fpm: ``php-fpm`` on the PATH, else the newest ``/usr/sbin/php-fpmX.Y``;
+    "php-fpm" when there is none (the command then fails to start, said by its supervisor)."""
+    found = shutil.which("php-fpm")
+    if found is not None:
+        return found
+    versions = sorted(glob.glob("/usr/sbin/php-fpm[0-9]*"), key=_version)
+    return versions[-1] if versions else "php-fpm"
+
+
+def _version(path: str) -> tuple[int, ...]:
+    digits = path.rpartition("php-fpm")[2]
+    return tuple(int(part) for part in digits.split(".") if part.isdigit())
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def fpm_listen(master_pid: int, application: str) -> str:
+    """The socket php-fpm listens on for ``application`` of the master ``master_pid``."""
+    return os.path.join(
+        tempfile.gettempdir(), f"corral-{master_pid}-php-{_digest(application)}.sock"
+    )
+
+
+def _quoted(value: str, where: str) -> str:
+    if '"' in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"{where}: php-fpm cannot be given a quote or a control character")
+    return f'"{value}"'
+
+
+def fpm_pool(
+    name: str, app: Any, *, master_pid: int, binary: str | None = None, as_root: bool | None = None
+) -> FpmPool:
+    """The php-fpm of the php application ``name`` (``app``, the document's) run by the
+    master ``master_pid``. ``as_root``: whether that master runs as root (None: this
+    process's). Raises ValueError naming the JSON path of a value php-fpm cannot take."""
+    where = f"$.applications{member(name)}"
+    listen = fpm_listen(master_pid, name)
+    config_path = os.path.join(
+        tempfile.gettempdir(), f"corral-{master_pid}-php-{_digest(name)}.conf"
+    )
+    if as_root is None:
+        as_root = os.geteuid() == 0
+    lines = [
+        "; written by corral for its php application " + repr(name) + ": not to be edited",
+        "[global]",
+        "error_log = /proc/self/fd/2",
+        "log_level = notice",
+        "daemonize = no",
+        "",
+        f"[{_digest(name)}]",
+        f"listen = {listen}",
+        "listen.mode = 0660",
+        "listen.backlog = 511",
+    ]
+    if app.user is not None:
+        lines.append(f"user = {app.user}")
+        if app.group is not None:
+            lines.append(f"group = {app.group}")
+    if app.group is not None:
+        lines.append(f"listen.group = {app.group}")
+    dynamic = app.dynamic
+    if dynamic is None:
+        lines += ["pm = static", f"pm.max_children = {app.workers}"]
+    elif dynamic.spare == 0:
+        lines += [
+            "pm = ondemand",
+            f"pm.max_children = {dynamic.max}",
+            f"pm.process_idle_timeout = {max(1, int(dynamic.idle_timeout))}s",
+        ]
+    else:
+        lines += [
+            "pm = dynamic",
+            f"pm.max_children = {dynamic.max}",
+            f"pm.start_servers = {dynamic.spare}",
+            f"pm.min_spare_servers = {dynamic.spare}",
+            f"pm.max_spare_servers = {dynamic.spare}",
+        ]
+    root = app.root if app.targets is UNSET else next(iter(app.targets.values())).root
+    chdir = app.chdir if app.chdir is not None else root
+    lines += [
+        f"chdir = {os.path.abspath(chdir)}",
+        "catch_workers_output = yes",
+        "decorate_workers_output = no",
+        "clear_env = yes",
+        # php runs only files named .php (corral chooses the script: corral.php.site)
+        "security.limit_extensions = .php",
+    ]
+    for key, value in app.env.items():
+        lines.append(f"env[{key}] = {_quoted(value, f'{where}.environment{member(key)}')}")
+    options = app.options
+    command = [
+        binary or fpm_binary(),
+        "--nodaemonize",
+        "--force-stderr",
+        "--fpm-config",
+        config_path,
+    ]
+    if options is not UNSET:
+        for kind, values in (("php_admin_value", options.admin), ("php_value", options.user)):
+            if values is UNSET:
+                continue
+            for key, value in values.items():
+                lines.append(f"{kind}[{key}] = {_quoted(value, f'{where}.options')}")
+        if options.file is not UNSET:
+            command += ["-c", os.path.abspath(options.file)]
+    if as_root and app.user is None:
+        command.append("--allow-to-run-as-root")
+    return FpmPool(tuple(command), "\n".join(lines) + "\n", config_path, listen)

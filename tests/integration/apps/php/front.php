@@ -1,0 +1,2 @@
+<?php
+echo "front controller for ", $_SERVER['REQUEST_URI'], "\n";

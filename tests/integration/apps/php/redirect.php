@@ -1,0 +1,2 @@
+<?php
+header('Location: /index.php?from=redirect');

@@ -1,0 +1,3 @@
+<?php
+sleep((int)($_GET['seconds'] ?? 3));
+echo "late\n";

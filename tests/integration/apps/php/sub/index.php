@@ -1,0 +1,2 @@
+<?php
+echo "sub index at ", $_SERVER['SCRIPT_NAME'], "\n";

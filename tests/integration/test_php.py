@@ -1,0 +1,360 @@
+"""NGINX Unit's ``"php"`` applications, run by a real php-fpm that corral reaches over FastCGI
+(corral/actions/fastcgi.py), on both cores.
+
+php-fpm is started here from what corral says it runs (tests/integration/phpfpm.py: the pool
+configuration and command of corral/php/fpm.py) until the master supervises it. Checked: a
+hello, the CGI variables php sees, a POST body echoed (large, chunked), a header and a status
+set by php, a redirect by Location, a script chosen by path, a directory's index, a ``script``
+that answers everything, ``targets``, traversals refused, 502 while php-fpm is down or answers
+what is not FastCGI, 504 for a slow script, a large answer streamed, keep-alive to php-fpm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from corral.config.document import validate_document
+from corral.php.fpm import fpm_listen
+from tests.integration.phpfpm import needs_php_fpm, php_fpm
+from tests.integration.server import APPS, Server, read_all, read_response
+from tests.integration.test_static_safety import TRAVERSALS
+
+pytestmark = [pytest.mark.usefixtures("each_core"), needs_php_fpm]
+
+SECRET = b"the php beside the root"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    top = tmp_path_factory.mktemp("php")
+    www = top / "www"
+    shutil.copytree(APPS / "php", www)
+    (top / "secret.php").write_bytes(b"<?php echo '" + SECRET + b"';")
+    (top / "www-secret.php").write_bytes(b"<?php echo '" + SECRET + b"';")
+    (www / "out.php").symlink_to(top / "secret.php")  # a symlink out of the root
+    (www / "sub" / "up.php").symlink_to("../../secret.php")
+    return top
+
+
+def document(root: Path) -> dict:
+    www = str(root / "www")
+    return {
+        "listeners": {"127.0.0.1:0": {"pass": "routes"}},
+        "routes": [
+            {"match": {"uri": "/fixed/*"}, "action": {"pass": "applications/site/front"}},
+            {"match": {"uri": "/other/*"}, "action": {"pass": "applications/site/other"}},
+            {"action": {"pass": "applications/site/main"}},
+        ],
+        "applications": {
+            "site": {
+                "type": "php",
+                "processes": 4,
+                "targets": {
+                    "main": {"root": www},
+                    "front": {"root": www, "script": "front.php"},
+                    "other": {"root": www, "index": "page.php"},
+                },
+                "environment": {"APP_MODE": "test"},
+                "options": {"admin": {"memory_limit": "77M"}},
+            }
+        },
+        "settings": {"fastcgi_read_timeout": 1.5},
+    }
+
+
+@pytest.fixture(scope="module")
+def server(each_core: str, root: Path) -> Iterator[Server]:
+    path = root / f"php-{each_core}.json"
+    path.write_text(json.dumps(document(root)))
+    with Server(f"--config={path}", bind=None) as running:
+        yield running
+        assert running.proc.poll() is None, "the server died during the tests"
+        assert "Traceback" not in running.stderr, running.stderr
+
+
+@pytest.fixture(scope="module")
+def fpm(server: Server, root: Path) -> Iterator[None]:
+    app = validate_document(document(root)).applications["site"]
+    with php_fpm("site", app, server.proc.pid, root / "php-fpm.log"):
+        yield
+
+
+def request(
+    server: Server, method: str, path: str, body: object = None, headers: dict | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=20)
+    try:
+        headers = headers or {}
+        chunked = headers.get("Transfer-Encoding") == "chunked"
+        conn.request(method, path, body=body, headers=headers, encode_chunked=chunked)
+        answer = conn.getresponse()
+        fields = {name.lower(): value for name, value in answer.getheaders()}
+        return answer.status, fields, answer.read()
+    finally:
+        conn.close()
+
+
+def raw(server: Server, data: bytes) -> bytes:
+    with server.connect() as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        return read_all(sock)
+
+
+@pytest.mark.usefixtures("fpm")
+def test_hello(server: Server) -> None:
+    status, headers, body = request(server, "GET", "/")
+    assert (status, body) == (200, b"Hello, Unit!\n")
+    assert headers["content-type"].startswith("text/html")  # php's default
+
+
+@pytest.mark.usefixtures("fpm")
+def test_the_cgi_variables_php_sees(server: Server, root: Path) -> None:
+    status, _, body = request(
+        server,
+        "GET",
+        "/vars.php?a=1&b=two%20words",
+        headers={"Host": "example.com:8080", "X-Custom": "yes", "Cookie": "c=3"},
+    )
+    assert status == 200
+    seen = json.loads(body)
+    www = str(root / "www")
+    assert seen["SCRIPT_FILENAME"] == f"{www}/vars.php"
+    assert seen["SCRIPT_NAME"] == seen["PHP_SELF"] == "/vars.php"
+    assert seen["DOCUMENT_ROOT"] == www
+    assert seen["REQUEST_URI"] == "/vars.php?a=1&b=two%20words"
+    assert seen["QUERY_STRING"] == "a=1&b=two%20words"
+    assert seen["_GET"] == {"a": "1", "b": "two words"}
+    assert seen["REQUEST_METHOD"] == "GET" and seen["SERVER_PROTOCOL"] == "HTTP/1.1"
+    assert seen["SERVER_NAME"] == "example.com" and seen["HTTP_HOST"] == "example.com:8080"
+    assert (seen["SERVER_ADDR"], seen["SERVER_PORT"]) == ("127.0.0.1", str(server.port))
+    assert seen["REMOTE_ADDR"] == "127.0.0.1" and int(seen["REMOTE_PORT"]) > 0
+    assert seen["HTTP_X_CUSTOM"] == "yes" and seen["HTTP_COOKIE"] == "c=3"
+    assert seen["HTTPS"] is None and seen["GATEWAY_INTERFACE"] == "CGI/1.1"
+    assert seen["ini_memory_limit"] == "77M"  # options.admin
+    assert seen["env_APP_MODE"] == "test"  # environment
+    _, _, body = request(server, "GET", "/sub/page.php/more/path")
+    assert body == b"page /sub/page.php info /more/path\n"
+
+
+@pytest.mark.usefixtures("fpm")
+@pytest.mark.parametrize("size", [0, 5, 70_000, 3 * 1024 * 1024])
+def test_a_post_body_comes_back_whole(server: Server, size: int) -> None:
+    body = os.urandom(size)
+    status, _, back = request(
+        server, "POST", "/echo.php", body, {"Content-Type": "application/octet-stream"}
+    )
+    assert status == 200 and hashlib.sha256(back).digest() == hashlib.sha256(body).digest()
+
+
+@pytest.mark.usefixtures("fpm")
+def test_a_chunked_post_body_comes_back_whole(server: Server) -> None:
+    pieces = [os.urandom(n) for n in (1, 1000, 65536, 300_000, 7)]
+
+    def chunks() -> Iterator[bytes]:
+        yield from pieces
+
+    status, _, back = request(
+        server,
+        "POST",
+        "/echo.php",
+        chunks(),
+        {"Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"},
+    )
+    assert status == 200 and back == b"".join(pieces)
+    seen = json.loads(
+        request(server, "POST", "/vars.php", iter([b"ab", b"c"]), {"Transfer-Encoding": "chunked"})[
+            2
+        ]
+    )
+    assert seen["CONTENT_LENGTH"] == "3"  # php reads what it says: known once the body is whole
+
+
+@pytest.mark.usefixtures("fpm")
+def test_expect_continue_is_answered_then_the_body_streams(server: Server) -> None:
+    body = b"x" * 100_000
+    with server.connect() as sock:
+        sock.sendall(
+            b"POST /echo.php HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"
+            b"Expect: 100-continue\r\nConnection: close\r\n\r\n"
+        )
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(body)
+        status, _, back = read_response(sock)
+    assert (status, back) == (200, body)
+
+
+@pytest.mark.usefixtures("fpm")
+def test_a_header_and_a_status_set_by_php(server: Server) -> None:
+    status, headers, body = request(server, "GET", "/header.php")
+    assert (status, body) == (201, b"created\n")
+    assert headers["x-from-php"] == "set by php" and headers["cache-control"] == "no-store"
+    answer = raw(server, b"GET /header.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answer.count(b"\r\nSet-Cookie: ") == 2  # each its own line
+    assert b"\r\nStatus:" not in answer
+
+
+@pytest.mark.usefixtures("fpm")
+def test_a_redirect_by_location(server: Server) -> None:
+    status, headers, _ = request(server, "GET", "/redirect.php")
+    assert (status, headers["location"]) == (302, "/index.php?from=redirect")
+
+
+@pytest.mark.usefixtures("fpm")
+def test_scripts_chosen_by_path_index_script_and_targets(server: Server) -> None:
+    assert request(server, "GET", "/sub/")[2] == b"sub index at /sub/index.php\n"
+    status, headers, _ = request(server, "GET", "/sub?x=1")
+    assert (status, headers["location"]) == (301, "/sub/?x=1")
+    assert request(server, "GET", "/missing.php")[0] == 404
+    assert request(server, "GET", "/vars.json")[0] == 404  # not a script
+    # the "front" target's script answers every request
+    for path in ("/fixed/", "/fixed/a/b?c=d", "/fixed/nothing.php"):
+        assert request(server, "GET", path)[2] == f"front controller for {path}\n".encode()
+    # the "other" target's index (the main target's would be index.php)
+    assert request(server, "GET", "/other/")[2] == b"page /other/page.php info \n"
+
+
+@pytest.mark.usefixtures("fpm")
+@pytest.mark.parametrize("target", [*TRAVERSALS, b"/out.php", b"/sub/up.php"])
+def test_a_traversal_is_refused_never_run(server: Server, target: bytes) -> None:
+    target = target.replace(b"secret.txt", b"secret.php")
+    answer = raw(server, b"GET " + target + b" HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+    assert status in (400, 403, 404), answer[:200]
+    assert SECRET not in answer
+
+
+@pytest.mark.usefixtures("fpm")
+def test_a_slow_script_is_answered_504(server: Server) -> None:
+    started = time.monotonic()
+    status, _, _ = request(server, "GET", "/slow.php?seconds=4")
+    assert status == 504 and 1.4 < time.monotonic() - started < 4
+    server.wait_log(r"GET /slow.php\?seconds=4: php application 'site' sent nothing for 1.5 s")
+    assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"  # and the next is served
+
+
+@pytest.mark.usefixtures("fpm")
+def test_a_large_answer_is_streamed_to_a_slow_reader(server: Server) -> None:
+    with server.connect() as sock:
+        sock.sendall(b"GET /big.php?pieces=256 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        # not read for longer than the read timeout: 16 MiB fill the socket's buffers and
+        # corral's, php-fpm is not read meanwhile, and the wait is the client's, not php's
+        time.sleep(2)
+        answer = read_all(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert body.endswith(b"0\r\n\r\n") and len(body) > 256 * 65536
+
+
+def accepted_by_php(path: str) -> set[str]:
+    """The inodes of the connections php-fpm accepted on ``path`` and holds open (the
+    listening socket, flagged __SO_ACCEPTCON, left out)."""
+    with open("/proc/net/unix") as table:
+        rows = [line.split() for line in table if line.rstrip().endswith(" " + path)]
+    return {row[6] for row in rows if row[3] != "00010000"}
+
+
+@pytest.mark.usefixtures("fpm")
+def test_keep_alive_to_the_client_and_to_php_fpm(server: Server) -> None:
+    fpm_socket = fpm_listen(server.proc.pid, "site")
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    kept: set[str] = set()
+    for number in range(20):
+        conn.request("GET", "/vars.php")
+        answer = conn.getresponse()
+        assert answer.status == 200 and json.loads(answer.read())["SCRIPT_NAME"] == "/vars.php"
+        if number == 0:
+            kept = accepted_by_php(fpm_socket)
+    conn.close()
+    # the connection of the first request (FCGI_KEEP_CONN) served the nineteen others
+    assert kept and kept <= accepted_by_php(fpm_socket)
+
+
+@pytest.fixture(scope="module")
+def alone(each_core: str, root: Path) -> Iterator[Server]:
+    """Another corral with the same document, whose php-fpm is never started."""
+    path = root / f"php-alone-{each_core}.json"
+    path.write_text(json.dumps(document(root)))
+    with Server(f"--config={path}", bind=None) as running:
+        yield running
+        assert "Traceback" not in running.stderr, running.stderr
+
+
+def test_php_fpm_down_is_502(alone: Server) -> None:
+    server = alone
+    assert not Path(fpm_listen(server.proc.pid, "site")).exists()
+    answer = raw(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 502 Bad Gateway\r\n")
+    assert b"Connection: close" not in answer.partition(b"\r\n\r\n")[0]  # the client may go on
+    server.wait_log(r"GET /: php application 'site': cannot connect to unix:.*: answered 502")
+
+
+def serve_garbage(path: str, answer: bytes, stop: threading.Event) -> threading.Thread:
+    """A server at php-fpm's socket that answers every connection ``answer``."""
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(8)
+    listener.settimeout(0.1)
+
+    def run() -> None:
+        with listener:
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except TimeoutError:
+                    continue
+                with conn:
+                    conn.settimeout(2)
+                    conn.recv(65536)
+                    conn.sendall(answer)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def stdout_record(content: bytes) -> bytes:
+    return bytes([1, 6, 0, 1, len(content) >> 8, len(content) & 0xFF, 0, 0]) + content
+
+
+@pytest.mark.parametrize(
+    ("answer", "logged"),
+    [
+        (b"HTTP/1.1 200 OK\r\n\r\nhello", "answered what is not FastCGI"),
+        (stdout_record(b"X-A: a\rInjected: yes\r\n\r\nbody"), "control character"),
+        (stdout_record(b"Status: 200\r\n"), "closed the connection before its answer ended"),
+    ],
+)
+def test_an_answer_that_is_not_fastcgi_or_cgi_is_502(
+    alone: Server, answer: bytes, logged: str
+) -> None:
+    server = alone
+    path = fpm_listen(server.proc.pid, "site")
+    stop = threading.Event()
+    thread = serve_garbage(path, answer, stop)
+    try:
+        got = raw(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 502 Bad Gateway\r\n"), got
+        assert b"Injected" not in got and b"hello" not in got
+        server.wait_log(logged)
+    finally:
+        stop.set()
+        thread.join()
+        Path(path).unlink(missing_ok=True)
+
+
+def test_a_php_document_checks_as_unit_would(root: Path) -> None:
+    doc = validate_document(document(root))
+    assert msgspec.json.decode(msgspec.json.encode(doc), type=type(doc)) == doc
