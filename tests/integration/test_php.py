@@ -241,7 +241,7 @@ def test_a_slow_script_is_answered_504(server: Server) -> None:
     started = time.monotonic()
     status, _, _ = request(server, "GET", "/slow.php?seconds=4")
     assert status == 504 and 1.4 < time.monotonic() - started < 4
-    server.wait_log(r"GET /slow.php\?seconds=4: php application 'site' sent nothing for 1.5 s")
+    server.wait_log(r"GET /slow.php\?seconds=4: php application 'site': it sent nothing for 1.5 s")
     assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"  # and the next is served
 
 

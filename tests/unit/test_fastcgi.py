@@ -250,3 +250,23 @@ def test_https_a_forwarded_client_and_a_request_without_body() -> None:
     assert (
         b"CONTENT_LENGTH" not in env and b"CONTENT_TYPE" not in env and env[b"QUERY_STRING"] == b""
     )
+
+
+def test_the_encoded_variables_are_the_same_with_the_script_part_kept() -> None:
+    from corral.fastcgi.params import encoded_params
+
+    head = RequestHead(
+        "GET", b"/x?y", "1.1", [(b"Host", b"h"), (b"A", b"b")], True, None, False, False
+    )
+    choice = Choice(b"/x.php", b"/w/x.php", "/more")
+    given = {
+        "peer": ("::1", 1),
+        "local": ("::1", 2),
+        "scheme": "http",
+        "content_length": 0,
+        "host": "h",
+    }
+    for _ in range(2):  # the second time from the choice's kept encoding
+        encoded = encoded_params(head, choice, b"/w", **given)
+        assert dict(parse_pairs(encoded)) == dict(cgi_params(head, choice, b"/w", **given))
+    assert choice.encoded is not None

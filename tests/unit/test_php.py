@@ -215,13 +215,13 @@ def test_what_the_workers_know_of_each_php_application(tmp_path: Path) -> None:
                 },
                 "py": {"module": "m", "processes": 2},
             },
-            "settings": {"fastcgi_keepalive": 8, "fastcgi_read_timeout": 7},
+            "settings": {"fastcgi_connections": 8, "fastcgi_read_timeout": 7},
         }
     )
     [php] = php_applications(doc, 99).values()
     assert php.address == "unix:" + fpm_listen(99, "php")
     assert [site.root for site in php.sites] == ["/w", "/v"]
     assert php.sites[1].script == b"/s.php"
-    assert php.keep == 2  # its 4 children shared by the 2 workers that may reach it
+    assert php.limit == 2  # its 4 children shared by the 2 workers that may reach it
     assert php.read_timeout == 7.0
     assert os.path.isabs(php.sites[0].root)

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from corral.actions.respond import Reply, reply
 from corral.fastcgi.answer import AnswerError, HeadReader
-from corral.fastcgi.params import cgi_params
-from corral.fastcgi.records import END_REQUEST, STDOUT, begin_request, params, stdin
+from corral.fastcgi.params import encoded_params
+from corral.fastcgi.records import END_REQUEST, STDIN_END, STDOUT, begin_request, params_of, stdin
 from corral.http.response import InvalidResponse, reason
 from corral.php.site import Choice
 from corral.server import clock
@@ -100,6 +100,7 @@ class FastCgiReply:
         self.deadline = 0.0
         self.timer: Any = None
         self.client_paused = False  # php-fpm not read while the client does not read
+        self.out: list[bytes] = []  # the answer's bytes from one read of php-fpm's, written once
 
     # -- the request's body (exchange.body)
 
@@ -150,6 +151,7 @@ class FastCgiReply:
             self.body_done = True  # no body
         elif not exchange.complete and head.expect_continue:
             conn.send_continue(exchange)
+        self._wait()  # (a connection may have to be waited for: also within the read timeout)
         self.app.connections(conn.loop).get(self)
 
     # -- the connection to php-fpm (client.Backend's user)
@@ -162,7 +164,7 @@ class FastCgiReply:
         conn = self.conn
         exchange = self.exchange
         length = self.body_size if self.spool is not None else exchange.head.content_length or 0
-        pairs = cgi_params(
+        encoded = encoded_params(
             exchange.head,
             self.choice,
             self.site.raw_root,
@@ -173,11 +175,10 @@ class FastCgiReply:
             host=self.host,
             forwarded=exchange.forwarded,
         )
-        backend.write(begin_request() + params(pairs))
         if self.spool is not None:
             self.spool.seek(0)
         paused = self.pending_size > HIGH_WATER
-        self._flush()
+        self._flush(begin_request() + params_of(encoded))
         if paused and not self.body_done and not backend.write_paused:
             conn.resume_body()  # the client was paused while its bytes waited
         self._wait()
@@ -207,6 +208,8 @@ class FastCgiReply:
                 self._stderr(content)  # type: ignore[arg-type]
             if self.backend is None:  # it failed meanwhile
                 return
+        if self.out:
+            self._write_out()
 
     def broken(self, why: str) -> None:
         self.backend = None
@@ -240,12 +243,17 @@ class FastCgiReply:
 
     # -- helpers
 
-    def _flush(self) -> None:
-        """What php-fpm may have of the body now: all that waits (a spool's while php-fpm
-        takes it), then the end of ``STDIN`` once the body is whole."""
+    def _flush(self, first: bytes = b"") -> None:
+        """What php-fpm may have of the body now, after ``first``: all that waits (a spool's
+        while php-fpm takes it), then the end of ``STDIN`` once the body is whole; in one
+        write but for a spool's."""
         backend = self.backend
         spool = self.spool
+        out = [first] if first else []
         if spool is not None:
+            if first:
+                backend.write(first)
+                out = []
             while True:
                 if backend.write_paused:
                     return
@@ -264,10 +272,12 @@ class FastCgiReply:
                     self.sent_size += len(data)
                 else:
                     self.sent = None
-            backend.write(stdin(data))
+            out.append(stdin(data))
         if self.body_done and not self.stdin_done:
             self.stdin_done = True
-            backend.write(stdin(b""))
+            out.append(STDIN_END)
+        if out:
+            backend.write(out[0] if len(out) == 1 else b"".join(out))
 
     def _wait(self) -> None:
         """php-fpm's next bytes are due within the read timeout (one timer, moved on by
@@ -278,17 +288,23 @@ class FastCgiReply:
 
     def _check(self) -> None:
         self.timer = None
-        if self.over or self.backend is None:
+        if self.over:
             return
         now = clock.now()
-        if self.client_paused or self.conn.write_paused:  # waiting on the client, not php
-            self.deadline = now + self.app.read_timeout
+        if self.client_paused or self.conn.write_paused or self.connecting is not None:
+            self.deadline = now + self.app.read_timeout  # the client's wait, or the connect's
         if now < self.deadline:
             self.timer = self.conn.loop.call_later(self.deadline - now, self._check)
             return
+        if self.backend is None:  # every connection busy all that time
+            self.app.connections(self.conn.loop).leave(self)
+            what = "no connection to it came free"
+        else:
+            what = "it sent nothing"
         self._log(
-            "%s: php application %r sent nothing for %g s: %s",
+            "%s: php application %r: %s for %g s: %s",
             self.app.name,
+            what,
             self.app.read_timeout,
             "answered 504" if not self.answered else "connection closed",
         )
@@ -316,11 +332,19 @@ class FastCgiReply:
                 self._error(502)
                 return
             self.answered = True
-            conn.write(out)
+            self.out.append(out)
         if data:
             out = exchange.frame(data)
             if out:
-                conn.write(out)
+                self.out.append(out)
+
+    def _write_out(self) -> None:
+        """What one read of php-fpm's gave, in one write; php-fpm is not read while the
+        client does not read."""
+        out = self.out
+        conn = self.conn
+        conn.write(out[0] if len(out) == 1 else b"".join(out))
+        out.clear()
         if conn.write_paused and not self.client_paused:
             self.client_paused = True
             self.backend.transport.pause_reading()
@@ -354,7 +378,11 @@ class FastCgiReply:
         self._stop_timer()
         self.over = True
         exchange = self.exchange
-        self.conn.finish(exchange, exchange.keep_alive, exchange.end())
+        last = exchange.end()
+        if self.out:
+            self.out.append(last)
+            last = b"".join(self.out)
+        self.conn.finish(exchange, exchange.keep_alive, last)
 
     def _error(self, status: int) -> None:
         """The request cannot be answered by php: ``status`` if the answer has not begun,
@@ -380,6 +408,8 @@ class FastCgiReply:
     def _abandon(self) -> None:
         self.over = True
         self._stop_timer()
+        if self.conn is not None:
+            self.app.connections(self.conn.loop).leave(self)
         if self.connecting is not None:
             self.connecting.cancel()
             self.connecting = None

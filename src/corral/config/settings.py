@@ -1462,11 +1462,12 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--fastcgi-read-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "fastcgi_keepalive", _LIMITS, _S, _int(ge=0, le=1024), 8,
-        "Idle connections to each php-fpm a worker keeps open for its next requests "
-        "(`FCGI_KEEP_CONN`), as nginx's `keepalive` in an upstream; 0 closes each after its "
-        "request.",
-        flags=("--fastcgi-keepalive",), metavar="INT",
+        "fastcgi_connections", _LIMITS, _S, _int(ge=1, le=1024), 8,
+        "The most connections a worker opens to one php-fpm, kept open from one request to "
+        "the next (`FCGI_KEEP_CONN`); fewer when php-fpm has fewer children for each worker "
+        "(a child serves one connection at a time). A request finding them all busy waits "
+        "for one in corral, in order, up to `fastcgi_read_timeout` (then 504).",
+        flags=("--fastcgi-connections",), metavar="INT",
     ),
     Setting(
         "fastcgi_head_size", _LIMITS, _S, _int(ge=1024, le=1048576), 65536,

@@ -1,21 +1,24 @@
-"""Connections from one worker to one FastCGI application (php-fpm): made on demand, kept
-open between requests (``FCGI_KEEP_CONN``) up to a count, on the worker's loop.
+"""Connections from one worker to one FastCGI application (php-fpm): made on demand, at
+most ``limit`` of them, kept open between requests (``FCGI_KEEP_CONN``), on the worker's loop.
 
 A `FastCgiPool` is one address's connections in one worker. `FastCgiPool.get` gives a
 `Backend` (a connection's protocol) to a user: an idle one at once, else a new one once it
-connects, or the user is told it could not (``failed``: 502 when refused or missing, 504
-when ``connect_timeout`` passed). While it serves a request the backend passes everything to
-its user (``records``, ``lost``, ``writable``); once the request ended cleanly the user gives
-it back (`FastCgiPool.put`), and it waits idle, or is closed when ``keep`` are idle already.
-An idle connection that php-fpm closes leaves the pool. One php-fpm child serves one
-connection at a time: the idle connections a worker keeps hold children, so ``keep`` is
-bounded by the children each worker may hold (`corral.php.apps`).
+connects while fewer than ``limit`` are open, else the first one another request gives
+back (requests wait their turn here, in order, rather than in php-fpm's listen backlog on
+connections of their own: a php-fpm child serves one connection at a time, and keeps serving
+it while it stays open, so connections past its children would only wait, and be made and
+closed for each request). A user that cannot connect is told so (``failed``: 502 when
+refused or missing, 504 when ``connect_timeout`` passed). While it serves a request the
+backend passes everything to its user (``records``, ``lost``, ``writable``, ``broken``);
+once the request ended cleanly the user gives it back (`FastCgiPool.put`). An idle
+connection that php-fpm closes (a child that ended) leaves the pool.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections import deque
 from typing import Any
 
 from corral.fastcgi.records import FastCgiError, RecordReader
@@ -85,15 +88,17 @@ class Backend(asyncio.Protocol):
 
 class FastCgiPool:
     """One FastCGI address's connections in one worker (``address``: ``unix:/path`` or
-    ``host:port``)."""
+    ``host:port``), at most ``limit``."""
 
-    def __init__(self, loop: Any, address: str, *, keep: int, connect_timeout: float) -> None:
+    def __init__(self, loop: Any, address: str, *, limit: int, connect_timeout: float) -> None:
         self.loop = loop
         self.address = address
-        self.keep = keep
+        self.limit = max(1, limit)
         self.connect_timeout = connect_timeout
         self.idle: list[Backend] = []
         self.all: set[Backend] = set()
+        self.connecting = 0
+        self.waiting: deque[Any] = deque()  # users waiting for a connection, in order
 
     def get(self, user: Any) -> None:
         """``user.connected(backend)`` now or later, or ``user.failed(status, why)``."""
@@ -103,8 +108,16 @@ class FastCgiPool:
                 backend.user = user
                 user.connected(backend)
                 return
-        task = self.loop.create_task(self._connect(user))
-        user.connecting = task
+        if len(self.all) + self.connecting < self.limit:
+            self.connecting += 1
+            user.connecting = self.loop.create_task(self._connect(user))
+        else:
+            self.waiting.append(user)
+
+    def leave(self, user: Any) -> None:
+        """``user`` no longer waits (its client went, or it timed out)."""
+        if user in self.waiting:
+            self.waiting.remove(user)
 
     async def _connect(self, user: Any) -> None:
         address = self.address
@@ -123,38 +136,55 @@ class FastCgiPool:
                         socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
                     )
         except TimeoutError:
-            user.connecting = None
-            user.failed(504, f"no connection to {address} within {self.connect_timeout:g} s")
+            self._failed(user, 504, f"no connection within {self.connect_timeout:g} s")
             return
         except OSError as exc:
-            user.connecting = None
-            user.failed(502, f"cannot connect to {address}: {exc.strerror or exc}")
+            self._failed(user, 502, f"cannot connect to {address}: {exc.strerror or exc}")
             return
+        except asyncio.CancelledError:  # its client went
+            self.connecting -= 1
+            self._next()
+            return
+        self.connecting -= 1
         user.connecting = None
         self.all.add(backend)
         backend.user = user
         user.connected(backend)
 
+    def _failed(self, user: Any, status: int, why: str) -> None:
+        self.connecting -= 1
+        user.connecting = None
+        user.failed(status, why)
+        # the others waiting would fail alike: each tries for itself, in turn
+        self._next()
+
     def put(self, backend: Backend) -> None:
-        """``backend``'s request ended cleanly: kept for the next, or closed."""
+        """``backend``'s request ended cleanly: to the next request waiting, or kept idle."""
         backend.user = None
         backend.reader.reset()
         backend.reused = True
         if backend.closed:
             return
-        if len(self.idle) < self.keep:
-            self.idle.append(backend)
-        else:
-            backend.closed = True
-            self.all.discard(backend)
-            backend.transport.close()
+        if self.waiting:
+            user = self.waiting.popleft()
+            backend.user = user
+            user.connected(backend)
+            return
+        self.idle.append(backend)
 
     def forget(self, backend: Backend) -> None:
+        """``backend`` is closed: its place is free for a request waiting."""
         self.all.discard(backend)
         if backend in self.idle:
             self.idle.remove(backend)
+        self._next()
+
+    def _next(self) -> None:
+        if self.waiting and len(self.all) + self.connecting < self.limit:
+            self.get(self.waiting.popleft())
 
     def close(self) -> None:
         """The worker exits: every connection goes."""
+        self.waiting.clear()
         for backend in list(self.all):
             backend.close()

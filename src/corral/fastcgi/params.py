@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["cgi_params"]
+from corral.fastcgi.records import encode_pairs
+
+__all__ = ["cgi_params", "encoded_params", "request_params", "script_params"]
 
 _SKIPPED = frozenset((b"content-type", b"content-length", b"proxy"))
 _keys: dict[bytes, bytes | None] = {}  # a field's name -> its variable (None: left out)
@@ -49,10 +51,56 @@ def _address(address: Any) -> tuple[bytes, bytes]:
     return b"", b""
 
 
+# the same for every request
+_CONSTANT = [
+    (b"GATEWAY_INTERFACE", b"CGI/1.1"),
+    (b"SERVER_SOFTWARE", b"corral"),
+    (b"REDIRECT_STATUS", b"200"),
+]
+_CONSTANT_ENCODED = encode_pairs(_CONSTANT)
+
+
 def cgi_params(
+    head: Any, choice: Any, document_root: bytes, **connection: Any
+) -> list[tuple[bytes, bytes]]:
+    """The variables of the request ``head`` (a `RequestHead`) answered by ``choice`` (a
+    `corral.php.site.Choice`) under ``document_root``, on a connection (`request_params`'s
+    keywords), as pairs."""
+    return [
+        *script_params(choice, document_root),
+        *_CONSTANT,
+        *request_params(head, **connection),
+    ]
+
+
+def encoded_params(head: Any, choice: Any, document_root: bytes, **connection: Any) -> bytes:
+    """`cgi_params` encoded for ``PARAMS`` (`corral.fastcgi.records.params_of`): the
+    script's part encoded once per choice (a `Choice` is kept per path a while)."""
+    script = choice.encoded
+    if script is None:
+        script = choice.encoded = encode_pairs(script_params(choice, document_root)) + (
+            _CONSTANT_ENCODED
+        )
+    return script + encode_pairs(request_params(head, **connection))
+
+
+def script_params(choice: Any, document_root: bytes) -> list[tuple[bytes, bytes]]:
+    """The variables of the script chosen, ``DOCUMENT_ROOT`` with them."""
+    path_info = choice.path_info.encode("latin-1")
+    params = [
+        (b"SCRIPT_FILENAME", choice.filename),
+        (b"SCRIPT_NAME", choice.script_name),
+        (b"PATH_INFO", path_info),
+        (b"DOCUMENT_ROOT", document_root),
+        (b"DOCUMENT_URI", choice.script_name + path_info),
+    ]
+    if path_info:
+        params.append((b"PATH_TRANSLATED", document_root + path_info))
+    return params
+
+
+def request_params(
     head: Any,
-    choice: Any,
-    document_root: bytes,
     *,
     peer: Any,
     local: Any,
@@ -61,9 +109,8 @@ def cgi_params(
     host: str,
     forwarded: Any = None,
 ) -> list[tuple[bytes, bytes]]:
-    """The variables of the request ``head`` (a `RequestHead`) answered by ``choice`` (a
-    `corral.php.site.Choice`) under ``document_root``, on a connection from ``peer`` to
-    ``local``; ``host``: routing's (the Host field's name without its port, "" for none)."""
+    """The variables of the request ``head`` on a connection from ``peer`` to ``local``;
+    ``host``: routing's (the Host field's name without its port, "" for none)."""
     target = head.target
     query = target.partition(b"?")[2]
     remote_addr, remote_port = _address(peer)
@@ -74,29 +121,18 @@ def cgi_params(
             remote_port = b"" if forwarded.port is None else str(forwarded.port).encode()
         if forwarded.scheme is not None:
             scheme = forwarded.scheme
-    path_info = choice.path_info.encode("latin-1")
     params = [
-        (b"SCRIPT_FILENAME", choice.filename),
-        (b"SCRIPT_NAME", choice.script_name),
-        (b"PATH_INFO", path_info),
-        (b"DOCUMENT_ROOT", document_root),
-        (b"DOCUMENT_URI", choice.script_name + path_info),
         (b"REQUEST_URI", target),
         (b"QUERY_STRING", query),
         (b"REQUEST_METHOD", head.method.encode("latin-1")),
         (b"SERVER_PROTOCOL", b"HTTP/" + head.version.encode()),
         (b"REQUEST_SCHEME", scheme.encode()),
-        (b"GATEWAY_INTERFACE", b"CGI/1.1"),
-        (b"SERVER_SOFTWARE", b"corral"),
         (b"REMOTE_ADDR", remote_addr),
         (b"REMOTE_PORT", remote_port),
         (b"SERVER_ADDR", server_addr),
         (b"SERVER_PORT", server_port),
         (b"SERVER_NAME", host.encode("latin-1") if host else server_addr or b"localhost"),
-        (b"REDIRECT_STATUS", b"200"),
     ]
-    if path_info:
-        params.append((b"PATH_TRANSLATED", document_root + path_info))
     if scheme == "https":
         params.append((b"HTTPS", b"on"))
     if content_length or head.content_length is not None or head.chunked:

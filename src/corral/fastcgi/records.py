@@ -28,7 +28,9 @@ __all__ = [
     "RecordReader",
     "abort_request",
     "begin_request",
+    "encode_pairs",
     "params",
+    "params_of",
     "stdin",
 ]
 
@@ -74,7 +76,11 @@ def _record(kind: int, content: bytes) -> bytes:
 def begin_request(keep_conn: bool = True) -> bytes:
     """``BEGIN_REQUEST`` for the responder role; ``keep_conn``: the application keeps the
     connection open after ``END_REQUEST`` (``FCGI_KEEP_CONN``)."""
-    return _record(BEGIN_REQUEST, struct.pack("!HB5x", RESPONDER, KEEP_CONN if keep_conn else 0))
+    return _BEGIN_KEEP if keep_conn else _BEGIN_CLOSE
+
+
+_BEGIN_KEEP = _record(BEGIN_REQUEST, struct.pack("!HB5x", RESPONDER, KEEP_CONN))
+_BEGIN_CLOSE = _record(BEGIN_REQUEST, struct.pack("!HB5x", RESPONDER, 0))
 
 
 def _length(n: int) -> bytes:
@@ -83,19 +89,46 @@ def _length(n: int) -> bytes:
 
 def params(pairs: Iterable[tuple[bytes, bytes]]) -> bytes:
     """The ``PARAMS`` stream of ``pairs``, its empty record (the stream's end) included."""
-    encoded = b"".join(_length(len(n)) + _length(len(v)) + n + v for n, v in pairs)
+    return params_of(encode_pairs(pairs))
+
+
+def encode_pairs(pairs: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """Name-value pairs as ``PARAMS`` carries them (a part that does not change can be
+    encoded once and joined to the others: `params_of`)."""
+    parts: list[bytes] = []
+    append = parts.append
+    for name, value in pairs:  # (one loop without calls: every request's variables pass here)
+        name_length = len(name)
+        value_length = len(value)
+        if name_length < 128 and value_length < 128:
+            append(bytes((name_length, value_length)))
+        else:
+            append(_length(name_length) + _length(value_length))
+        append(name)
+        append(value)
+    return b"".join(parts)
+
+
+def params_of(encoded: bytes) -> bytes:
+    """The ``PARAMS`` stream of pairs already encoded (`encode_pairs`), its end included."""
+    if len(encoded) <= MAX_CONTENT:
+        return _record(PARAMS, encoded) + _PARAMS_END
     out = [
         _record(PARAMS, encoded[at : at + MAX_CONTENT])
         for at in range(0, len(encoded), MAX_CONTENT)
     ]
-    out.append(_record(PARAMS, b""))
+    out.append(_PARAMS_END)
     return b"".join(out)
+
+
+_PARAMS_END = _record(PARAMS, b"")
+STDIN_END = _record(STDIN, b"")
 
 
 def stdin(data: bytes) -> bytes:
     """``data`` as ``STDIN`` records (b"": the empty record that ends the stream)."""
     if not data:
-        return _record(STDIN, b"")
+        return STDIN_END
     return b"".join(
         _record(STDIN, data[at : at + MAX_CONTENT]) for at in range(0, len(data), MAX_CONTENT)
     )

@@ -3,8 +3,8 @@ target (`corral.php.site.Site`), where its php-fpm listens (`corral.php.fpm.fpm_
 and its connections there (`corral.fastcgi.client.FastCgiPool`, made at the first request,
 on the worker's loop).
 
-A worker keeps at most ``fastcgi_keepalive`` idle connections to one php-fpm, and no more
-than its share of php-fpm's children: each idle connection holds a child, and the workers of
+A worker opens at most ``fastcgi_connections`` connections to one php-fpm, and no more than
+its share of php-fpm's children: a connection kept open holds a child, and the workers of
 every pool may reach the same php-fpm (children // workers, at least 1).
 """
 
@@ -31,7 +31,7 @@ class PhpApplication:
         sites: tuple[Site, ...],
         address: str,
         *,
-        keep: int,
+        limit: int,
         connect_timeout: float,
         read_timeout: float,
         head_limit: int,
@@ -39,7 +39,7 @@ class PhpApplication:
         self.name = name
         self.sites = sites  # by target position (one without targets)
         self.address = address
-        self.keep = keep
+        self.limit = limit  # connections a worker opens to its php-fpm
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.head_limit = head_limit  # bytes of the CGI head php may send (answer.HeadReader)
@@ -49,7 +49,7 @@ class PhpApplication:
         pool = self.pool
         if pool is None:
             pool = self.pool = FastCgiPool(
-                loop, self.address, keep=self.keep, connect_timeout=self.connect_timeout
+                loop, self.address, limit=self.limit, connect_timeout=self.connect_timeout
             )
         return pool
 
@@ -67,21 +67,25 @@ def php_applications(doc: Any, master_pid: int) -> dict[str, PhpApplication]:
     reach it."""
     found: dict[str, PhpApplication] = {}
     settings = doc.settings
+    static = settings.static  # the shares' cache_valid: what a path resolved to is trusted
+    valid = 1.0 if static is None else static.cache_valid
     front = sum(_children(app) for app in doc.applications.values() if not is_php(app)) or 1
     for name, app in doc.applications.items():
         if not is_php(app):
             continue
         if app.targets is UNSET:
-            sites: tuple[Site, ...] = (Site(app.root, _given(app.script), _given(app.index)),)
+            sites: tuple[Site, ...] = (
+                Site(app.root, _given(app.script), _given(app.index), valid),
+            )
         else:
             sites = tuple(
-                Site(t.root, _given(t.script), _given(t.index)) for t in app.targets.values()
+                Site(t.root, _given(t.script), _given(t.index), valid) for t in app.targets.values()
             )
         found[name] = PhpApplication(
             name,
             sites,
             "unix:" + fpm_listen(master_pid, name),
-            keep=min(settings.fastcgi_keepalive, max(1, _children(app) // front)),
+            limit=min(settings.fastcgi_connections, max(1, _children(app) // front)),
             connect_timeout=settings.fastcgi_connect_timeout,
             read_timeout=settings.fastcgi_read_timeout,
             head_limit=settings.fastcgi_head_size,

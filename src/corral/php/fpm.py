@@ -81,16 +81,25 @@ def _quoted(value: str, where: str) -> str:
 
 
 def fpm_pool(
-    name: str, app: Any, *, master_pid: int, binary: str | None = None, as_root: bool | None = None
+    name: str,
+    app: Any,
+    *,
+    master_pid: int,
+    binary: str | None = None,
+    as_root: bool | None = None,
+    listen: str | None = None,
 ) -> FpmPool:
     """The php-fpm of the php application ``name`` (``app``, the document's) run by the
     master ``master_pid``. ``as_root``: whether that master runs as root (None: this
-    process's). Raises ValueError naming the JSON path of a value php-fpm cannot take."""
+    process's); ``listen``: another socket path than `fpm_listen`'s (a supervisor's choice,
+    whose workers then learn it from the supervisor), the configuration file beside it.
+    Raises ValueError naming the JSON path of a value php-fpm cannot take."""
     where = f"$.applications{member(name)}"
-    listen = fpm_listen(master_pid, name)
-    config_path = os.path.join(
-        tempfile.gettempdir(), f"corral-{master_pid}-php-{_digest(name)}.conf"
-    )
+    if listen is None:
+        listen = fpm_listen(master_pid, name)
+        config_path = listen.removesuffix(".sock") + ".conf"
+    else:
+        config_path = listen + ".conf"
     if as_root is None:
         as_root = os.geteuid() == 0
     lines = [

@@ -14,7 +14,9 @@ one of its ``targets``): a `Site` is its ``root``, ``script`` and ``index``.
 The script must be a regular file beneath ``root``, opened as corral's shares open a file
 under a ``chroot`` (`corral.static.opener`: ``openat2`` with ``RESOLVE_BENEATH``): a
 symlink out of the root is 403, a missing file 404, a directory where a script was named 404.
-That open is a check, not the script's: php-fpm opens ``SCRIPT_FILENAME`` itself.
+That open is a check, not the script's: php-fpm opens ``SCRIPT_FILENAME`` itself. What a
+path resolved to is trusted ``valid`` seconds (the shares' ``http.static.cache_valid``), at
+most ``CACHE_MAX`` paths, so that a busy script costs no system call per request.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ import errno
 import os
 import stat
 
+from corral.server import clock
 from corral.static.opener import open_file
 
 __all__ = ["Choice", "Site"]
 
 DEFAULT_INDEX = "index.php"
+CACHE_MAX = 1024  # paths whose choice is kept; past it the cache starts again
 _REFUSED = {errno.EACCES: 403, errno.EPERM: 403, errno.ELOOP: 403, errno.EXDEV: 403}
 
 
@@ -36,7 +40,7 @@ class Choice:
     system name and the request's bytes) and ``PATH_INFO``; or,
     when ``status`` is not 0, the answer instead (404, 403, or 301 to ``location``)."""
 
-    __slots__ = ("filename", "location", "path_info", "script_name", "status")
+    __slots__ = ("encoded", "filename", "location", "path_info", "script_name", "status")
 
     def __init__(
         self,
@@ -51,6 +55,7 @@ class Choice:
         self.path_info = path_info
         self.status = status
         self.location = location
+        self.encoded: bytes | None = None  # its variables for php-fpm (fastcgi/params.py)
 
 
 NOT_FOUND = Choice(status=404)
@@ -60,13 +65,17 @@ FORBIDDEN = Choice(status=403)
 class Site:
     """One php application's (or target's) ``root``, ``script`` and ``index``."""
 
-    __slots__ = ("index", "raw_root", "root", "script")
+    __slots__ = ("cache", "index", "raw_root", "root", "script", "valid")
 
-    def __init__(self, root: str, script: str | None = None, index: str | None = None) -> None:
+    def __init__(
+        self, root: str, script: str | None = None, index: str | None = None, valid: float = 1.0
+    ) -> None:
         self.root = os.path.abspath(root)  # relative to corral's working directory, as Unit's
         self.script = None if script is None else os.fsencode("/" + script.lstrip("/"))
         self.index = os.fsencode((index or DEFAULT_INDEX).lstrip("/"))
         self.raw_root = os.fsencode(self.root)
+        self.valid = valid
+        self.cache: dict[str, tuple[float, Choice]] = {}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Site) and (self.root, self.script, self.index) == (
@@ -81,6 +90,21 @@ class Site:
     def choose(self, path: str, query: str = "") -> Choice:
         """The script for a request whose normalized path is ``path`` (its query string
         ``query``, kept by a redirect)."""
+        now = clock.now()
+        kept = self.cache.get(path)
+        if kept is not None and kept[0] > now:
+            choice = kept[1]
+        else:
+            choice = self._choose(path)
+            if self.valid > 0:
+                if len(self.cache) >= CACHE_MAX:
+                    self.cache.clear()
+                self.cache[path] = (now + self.valid, choice)
+        if choice.status == 301 and query:
+            return Choice(status=301, location=f"{choice.location}?{query}")
+        return choice
+
+    def _choose(self, path: str) -> Choice:
         if self.script is not None:
             return self._checked(self.script, path)
         raw = _raw(path)
@@ -93,8 +117,7 @@ class Site:
             return self._checked(raw, "")
         kind = self._kind(raw)
         if kind == stat.S_IFDIR:
-            location = path + "/" + (f"?{query}" if query else "")
-            return Choice(status=301, location=location)
+            return Choice(status=301, location=path + "/")
         return NOT_FOUND if kind >= 0 or kind == -404 else FORBIDDEN
 
     def _checked(self, script_name: bytes, path_info: str) -> Choice:
