@@ -358,3 +358,34 @@ def test_an_answer_that_is_not_fastcgi_or_cgi_is_502(
 def test_a_php_document_checks_as_unit_would(root: Path) -> None:
     doc = validate_document(document(root))
     assert msgspec.json.decode(msgspec.json.encode(doc), type=type(doc)) == doc
+
+
+def test_requests_past_the_connections_wait_their_turn_in_corral(root: Path) -> None:
+    """php-fpm of 2 children: a worker opens 2 connections to it and no more; 6 requests at
+    once are all answered, in 3 turns, none waiting past the read timeout."""
+    doc = document(root)
+    doc["applications"]["site"]["processes"] = 2
+    doc["settings"]["fastcgi_read_timeout"] = 10
+    path = root / "php-two.json"
+    path.write_text(json.dumps(doc))
+    with Server(f"--config={path}", bind=None) as server:
+        app = validate_document(doc).applications["site"]
+        with php_fpm("site", app, server.proc.pid, root / "php-fpm-two.log"):
+            fpm_socket = fpm_listen(server.proc.pid, "site")
+            answers: list[int] = []
+            opened: set[str] = set()
+
+            def ask() -> None:
+                answers.append(request(server, "GET", "/slow.php?seconds=1")[0])
+
+            threads = [threading.Thread(target=ask) for _ in range(6)]
+            started = time.monotonic()
+            for thread in threads:
+                thread.start()
+            while any(thread.is_alive() for thread in threads):
+                opened |= accepted_by_php(fpm_socket)
+                time.sleep(0.05)
+            took = time.monotonic() - started
+    assert answers == [200] * 6
+    assert 2.9 < took < 9, took  # three turns of one second
+    assert len(opened) <= 2, opened  # the same two connections all along
