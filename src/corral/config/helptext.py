@@ -46,7 +46,7 @@ DOCS: tuple[tuple[str, str], ...] = (
     ("proxy.md", "NGINX Unit's proxy action and upstreams: other HTTP servers behind a route"),
     ("operations.md", "signals, reloads, logs and exit codes"),
     ("deploy.md", "systemd units and nginx in front"),
-    ("polyglot.md", "other languages: any command as an external application"),
+    ("polyglot.md", "other languages: any command as an external application, php"),
     ("control-api.md", "the control API and corral ctl"),
     ("architecture.md", "how corral works inside, module by module"),
 )
