@@ -389,3 +389,55 @@ def test_requests_past_the_connections_wait_their_turn_in_corral(root: Path) -> 
     assert answers == [200] * 6
     assert 2.9 < took < 9, took  # three turns of one second
     assert len(opened) <= 2, opened  # the same two connections all along
+
+
+def test_php_fpm_restarted_under_kept_connections(root: Path) -> None:
+    """The connections a worker keeps die with php-fpm: 502 while it is gone, served again
+    as soon as it is back (a kept connection found closed is replaced, the request sent again)."""
+    doc = document(root)
+    path = root / "php-restart.json"
+    path.write_text(json.dumps(doc))
+    app = validate_document(doc).applications["site"]
+    with Server(f"--config={path}", bind=None) as server:
+        log = root / "php-fpm-restart.log"
+        with php_fpm("site", app, server.proc.pid, log):
+            for _ in range(3):
+                assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
+        assert request(server, "GET", "/")[0] == 502
+        with php_fpm("site", app, server.proc.pid, log):
+            for _ in range(3):
+                assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
+        assert "Traceback" not in server.stderr, server.stderr
+
+
+@pytest.mark.usefixtures("fpm")
+def test_head_gets_the_head_of_get(server: Server) -> None:
+    answer = raw(server, b"HEAD /header.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 201 ") and b"\r\nX-From-Php: set by php" in head
+    assert body == b""
+
+
+def test_children_replaced_after_each_request_behind_kept_connections(root: Path) -> None:
+    """Unit's limits.requests is php-fpm's pm.max_requests: with 1, every child exits after
+    its request and closes the connection corral keeps; each next request on such a
+    connection is sent again on a new one, and every request is answered."""
+    doc = document(root)
+    doc["applications"]["site"]["limits"] = {"requests": 1}
+    doc["applications"]["site"]["processes"] = 2
+    path = root / "php-max-requests.json"
+    path.write_text(json.dumps(doc))
+    app = validate_document(doc).applications["site"]
+    with Server(f"--config={path}", bind=None) as server:
+        with php_fpm("site", app, server.proc.pid, root / "php-fpm-max-requests.log"):
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+            for _ in range(30):
+                conn.request("POST", "/echo.php", body=b"again")
+                answer = conn.getresponse()
+                assert (answer.status, answer.read()) == (200, b"again")
+            conn.close()
+        # (a race each time: the child's close is seen before the next request, or after it
+        # went on that connection; here the second, most times)
+        assert server.stderr.count("had closed a kept connection: sent again") >= 1
+        assert "answered 502" not in server.stderr
+        assert "Traceback" not in server.stderr, server.stderr

@@ -146,6 +146,7 @@ def test_the_pool_php_fpm_runs_from_unit_keys() -> None:
                 "processes": {"max": 8, "spare": 2},
                 "user": "nobody",
                 "group": "nogroup",
+                "limits": {"requests": 500, "timeout": 30},
                 "environment": {"APP_ENV": "prod"},
                 "options": {
                     "file": "/etc/php/custom.ini",
@@ -180,6 +181,8 @@ def test_the_pool_php_fpm_runs_from_unit_keys() -> None:
         'php_admin_value[memory_limit] = "64M"',
         'php_value[display_errors] = "0"',
         "clear_env = yes",
+        "pm.max_requests = 500",
+        "request_terminate_timeout = 30s",
     ):
         assert line in lines
     assert "--allow-to-run-as-root" not in pool.command  # a user is given

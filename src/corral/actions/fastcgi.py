@@ -230,6 +230,11 @@ class FastCgiReply:
         ):
             # a kept connection php-fpm had closed (a child that ended): once more, anew
             self.retried = True
+            self.conn.plan.routing.log.debug(
+                "%s: php application %r had closed a kept connection: sent again on another",
+                self.exchange.where(),
+                self.app.name,
+            )
             if self.sent:
                 self.pending[:0] = self.sent
                 self.pending_size += self.sent_size

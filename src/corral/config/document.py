@@ -401,6 +401,8 @@ def validate_document(data: Any) -> Document:
     access = _struct(access_log, AccessLog, "$.access_log")
     _check_access_format(access.format)
     for name, app in applications.items():
+        if php_keys.is_php(app):  # (its limits are php-fpm's: php/fpm.py)
+            continue
         _check_request_timeout(app, settings, f"$.applications{member(name)}")
         _check_home(app, f"$.applications{member(name)}")
         _check_stack_size(app, f"$.applications{member(name)}")

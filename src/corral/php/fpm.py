@@ -10,6 +10,8 @@ derives the same way to reach it (`corral.actions.fastcgi`). From Unit's keys:
   idle_timeout}`` is ``pm = ondemand`` (children made as requests come, each ended after
   ``idle_timeout`` idle seconds) when ``spare`` is 0, else ``pm = dynamic`` keeping ``spare``
   idle children, never more than ``max`` in all;
+- ``limits``: ``requests`` is ``pm.max_requests`` (a child replaced after that many), ``timeout``
+  is ``request_terminate_timeout`` (a request running longer is ended, its answer then cut);
 - ``user`` and ``group``: the children's (php-fpm's own ``user``/``group``); the socket is
   made for them and for corral's workers (mode 0660, group the application's when set);
   a master run as root with no ``user`` runs php-fpm as root too (``-R``), as corral's own
@@ -137,6 +139,10 @@ def fpm_pool(
             f"pm.min_spare_servers = {dynamic.spare}",
             f"pm.max_spare_servers = {dynamic.spare}",
         ]
+    if app.max_requests:  # Unit's limits.requests: a child is replaced after that many
+        lines.append(f"pm.max_requests = {app.max_requests}")
+    if app.request_timeout:  # Unit's limits.timeout: a request running longer is ended
+        lines.append(f"request_terminate_timeout = {max(1, round(app.request_timeout))}s")
     root = app.root if app.targets is UNSET else next(iter(app.targets.values())).root
     chdir = app.chdir if app.chdir is not None else root
     lines += [
