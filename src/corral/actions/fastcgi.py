@@ -26,7 +26,9 @@ Failures: php-fpm unreachable, refusing, or answering what is not FastCGI or not
 504; after the head has gone the client's connection is closed instead, so that a broken answer
 never passes for a whole one. A connection to php-fpm that was not left clean is closed,
 never reused. A connection kept from an earlier request that php-fpm closed before answering
-is retried once on a new one while the request's bytes sent are still held.
+is seen before it is used (`client.Backend.gone`); one found closed only as a request went on
+it is replaced and the request sent again, once, while its bytes sent are held, if its method
+is idempotent or the close came within ``UNSEEN_WINDOW`` (no php ran it).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ PIECE = 64 * 1024  # a spooled body's bytes read at a time
 RETRY_HELD = 64 * 1024  # request bytes held for a retry on a new connection (see the docstring)
 STDERR_LINE = 2048  # the longest line of php's stderr logged
 BAD_TARGET = Choice(status=400)
+IDEMPOTENT = frozenset(("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"))  # RFC 9110 9.2.2
+# a kept connection closed this soon after a request went on it, with no answer, was closing
+# already (a child that reached pm.max_requests exits as its last answer leaves, and its
+# close can cross the next request): no php ran that request, whatever its method
+UNSEEN_WINDOW = 0.05
 
 
 def to_php(conn: HttpConnection, exchange: Exchange, app: PhpApplication, target: int) -> bool:
@@ -98,6 +105,7 @@ class FastCgiReply:
         self.answered = False  # the answer's head went to the client
         self.over = False  # the exchange is finished (or abandoned)
         self.deadline = 0.0
+        self.sent_at = 0.0  # when the request went to php-fpm (clock seconds)
         self.timer: Any = None
         self.client_paused = False  # php-fpm not read while the client does not read
         self.out: list[bytes] = []  # the answer's bytes from one read of php-fpm's, written once
@@ -177,6 +185,7 @@ class FastCgiReply:
         )
         if self.spool is not None:
             self.spool.seek(0)
+        self.sent_at = clock.now()
         paused = self.pending_size > HIGH_WATER
         self._flush(begin_request() + params_of(encoded))
         if paused and not self.body_done and not backend.write_paused:
@@ -227,8 +236,14 @@ class FastCgiReply:
             and not self.heard
             and not self.retried
             and resendable
+            and (
+                self.exchange.head.method in IDEMPOTENT
+                or clock.now() - self.sent_at < UNSEEN_WINDOW
+            )
         ):
-            # a kept connection php-fpm had closed (a child that ended): once more, anew
+            # a kept connection php-fpm had closed (a child that ended) as this request went
+            # on it (client.Backend.gone missed it): once more, anew; a request php may have
+            # run (a POST) only if the connection closed at once
             self.retried = True
             self.conn.plan.routing.log.debug(
                 "%s: php application %r had closed a kept connection: sent again on another",

@@ -37,9 +37,29 @@ class Backend(asyncio.Protocol):
         self.closed = False
         self.write_paused = False
         self.reused = False  # it served a request before this one
+        self.fd = -1
+        self.family = socket.AF_UNIX
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        self.fd = sock.fileno()
+        self.family = sock.family
+
+    def gone(self) -> bool:
+        """Whether php-fpm closed (or wrote on) this idle connection, though the loop has not
+        read it yet: a child that ended after its request (``pm.max_requests``) closes the
+        connection as the answer leaves, often before the next request takes it."""
+        peek = socket.socket(self.family, socket.SOCK_STREAM, 0, fileno=self.fd)
+        try:
+            peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False  # nothing to read: open and quiet
+        except OSError:
+            return True
+        finally:
+            peek.detach()
+        return True
 
     def data_received(self, data: bytes) -> None:
         user = self.user
@@ -104,10 +124,14 @@ class FastCgiPool:
         """``user.connected(backend)`` now or later, or ``user.failed(status, why)``."""
         while self.idle:
             backend = self.idle.pop()
-            if not backend.closed:
-                backend.user = user
-                user.connected(backend)
-                return
+            if backend.closed:
+                continue
+            if backend.gone():
+                backend.close()
+                continue
+            backend.user = user
+            user.connected(backend)
+            return
         if len(self.all) + self.connecting < self.limit:
             self.connecting += 1
             user.connecting = self.loop.create_task(self._connect(user))
