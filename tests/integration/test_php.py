@@ -440,3 +440,28 @@ def test_children_replaced_after_each_request_behind_kept_connections(root: Path
             conn.close()
         assert len(pids) == 40  # a child a request
         assert "502" not in server.stderr and "Traceback" not in server.stderr, server.stderr
+
+
+def test_a_php_application_changed_through_the_control_api(root: Path) -> None:
+    """Unit's way: the document PUT on the control socket, then one key changed; the workers
+    that reach php-fpm follow (their pool restarts when a php application changes)."""
+    from tests.integration.control import Control, listening_port, short_dir
+
+    doc = document(root)
+    with short_dir() as directory:
+        server = Server(f"--state-dir={directory / 'state'}", bind=None, wait_ready=False)
+        with server:
+            server.wait_log("no application configured: waiting for the control API")
+            control = Control.of(server)
+            answer = control.put("/config", doc)
+            assert answer.status == 200, answer.raw
+            server.host, server.port = "127.0.0.1", listening_port(server, "127.0.0.1:0")
+            app = validate_document(doc).applications["site"]
+            with php_fpm("site", app, server.proc.pid, root / "php-fpm-control.log"):
+                assert request(server, "GET", "/anything")[0] == 404
+                answer = control.put("/config/applications/site/targets/main/script", "front.php")
+                assert answer.status == 200, answer.raw
+                body = request(server, "GET", "/anything")[2]
+                assert body == b"front controller for /anything\n"
+            status = control.get("/status").json
+            assert "site" in status["applications"]

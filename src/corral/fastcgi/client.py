@@ -22,6 +22,7 @@ from collections import deque
 from typing import Any
 
 from corral.fastcgi.records import FastCgiError, RecordReader
+from corral.net.upstream import parse_address
 
 __all__ = ["Backend", "FastCgiPool"]
 
@@ -145,17 +146,15 @@ class FastCgiPool:
 
     async def _connect(self, user: Any) -> None:
         address = self.address
+        family, where = parse_address(address)  # (the proxy's reading: Unit's forms)
         try:
             async with asyncio.timeout(self.connect_timeout or None):
-                if address.startswith("unix:"):
+                if family == socket.AF_UNIX:
                     _, backend = await self.loop.create_unix_connection(
-                        lambda: Backend(self), address[5:]
+                        lambda: Backend(self), where
                     )
                 else:
-                    host, _, port = address.rpartition(":")
-                    _, backend = await self.loop.create_connection(
-                        lambda: Backend(self), host.strip("[]"), int(port)
-                    )
+                    _, backend = await self.loop.create_connection(lambda: Backend(self), *where)
                     backend.transport.get_extra_info("socket").setsockopt(
                         socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
                     )

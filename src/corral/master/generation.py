@@ -177,7 +177,13 @@ class Pool:
             and self.upstreams == other.upstreams
             and self.handoff is other.handoff
             and self.handoff_addresses == other.handoff_addresses
+            and _php(self.doc) == _php(other.doc)  # (its workers reach them: php/apps.py)
         )
+
+
+def _php(doc: Document) -> dict[str, Any]:
+    """The "php" applications of ``doc``, by name."""
+    return {name: app for name, app in doc.applications.items() if is_php(app)}
 
 
 def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[str, ListenerTls]:
