@@ -465,3 +465,17 @@ def test_a_php_application_changed_through_the_control_api(root: Path) -> None:
                 assert body == b"front controller for /anything\n"
             status = control.get("/status").json
             assert "site" in status["applications"]
+
+
+@pytest.mark.usefixtures("fpm")
+def test_clients_that_go_while_php_works_leave_the_worker_serving(server: Server) -> None:
+    """More clients than the worker's connections to php-fpm leave while php works (their
+    requests sent, waiting for a connection, or being answered): the next requests are
+    answered, each abandoned FastCGI request is dropped without a trace in the log."""
+    for _ in range(6):
+        sock = server.connect()
+        sock.sendall(b"GET /slow.php?seconds=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.close()
+    for _ in range(3):
+        assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
+    assert "Traceback" not in server.stderr and "slow.php?seconds=1: php" not in server.stderr
