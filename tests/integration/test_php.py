@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -479,3 +480,34 @@ def test_clients_that_go_while_php_works_leave_the_worker_serving(server: Server
     for _ in range(3):
         assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
     assert "Traceback" not in server.stderr and "slow.php?seconds=1: php" not in server.stderr
+
+
+def test_php_runs_as_the_application_user() -> None:
+    """``user`` and ``group``: php-fpm's children run as them and its socket is theirs; a
+    worker running as root reaches it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: php-fpm changes its children's user")
+    top = Path(tempfile.mkdtemp(prefix="corral-php-", dir="/tmp"))  # (pytest's: root's alone)
+    try:
+        www = top / "www"
+        shutil.copytree(APPS / "php", www)
+        top.chmod(0o755)
+        doc = {
+            "listeners": {"127.0.0.1:0": {"pass": "applications/site"}},
+            "applications": {
+                "site": {"type": "php", "root": str(www), "user": "nobody", "group": "nogroup"}
+            },
+        }
+        path = top / "php-user.json"
+        path.write_text(json.dumps(doc))
+        app = validate_document(doc).applications["site"]
+        log = top / "php-fpm-user.log"
+        with (
+            Server(f"--config={path}", bind=None) as server,
+            php_fpm("site", app, server.proc.pid, log) as pool,
+        ):
+            assert request(server, "GET", "/whoami.php")[2] == b"nobody"
+            owner = Path(pool.listen).stat()
+            assert (owner.st_uid, owner.st_gid) == (65534, 65534)  # nobody, nogroup
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

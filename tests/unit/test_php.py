@@ -171,6 +171,7 @@ def test_the_pool_php_fpm_runs_from_unit_keys() -> None:
     for line in (
         f"listen = {pool.listen}",
         "user = nobody",
+        "listen.owner = nobody",
         "group = nogroup",
         "listen.group = nogroup",
         "pm = dynamic",

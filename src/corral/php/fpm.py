@@ -13,7 +13,8 @@ derives the same way to reach it (`corral.actions.fastcgi`). From Unit's keys:
 - ``limits``: ``requests`` is ``pm.max_requests`` (a child replaced after that many), ``timeout``
   is ``request_terminate_timeout`` (a request running longer is ended, its answer then cut);
 - ``user`` and ``group``: the children's (php-fpm's own ``user``/``group``); the socket is
-  made for them and for corral's workers (mode 0660, group the application's when set);
+  theirs (mode 0660, ``listen.owner`` and ``listen.group``; without them, php-fpm's master's,
+  which is corral's): corral's workers reach it as root, as that user or in that group;
   a master run as root with no ``user`` runs php-fpm as root too (``-R``), as corral's own
   workers would;
 - ``working_directory`` is the children's ``chdir`` (else the root), ``environment`` their
@@ -116,8 +117,8 @@ def fpm_pool(
         "listen.mode = 0660",
         "listen.backlog = 511",
     ]
-    if app.user is not None:
-        lines.append(f"user = {app.user}")
+    if app.user is not None:  # (php-fpm's master, as corral's, stays root)
+        lines += [f"user = {app.user}", f"listen.owner = {app.user}"]
         if app.group is not None:
             lines.append(f"group = {app.group}")
     if app.group is not None:

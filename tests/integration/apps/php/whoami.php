@@ -1,0 +1,2 @@
+<?php
+echo posix_getpwuid(posix_geteuid())['name'];
