@@ -511,3 +511,29 @@ def test_php_runs_as_the_application_user() -> None:
             assert (owner.st_uid, owner.st_gid) == (65534, 65534)  # nobody, nogroup
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_more_workers_than_php_children_do_not_keep_connections(root: Path) -> None:
+    """Two workers (a Python application's) reach php-fpm of one child: a connection one of
+    them kept would hold the child for ever, the other's requests waiting behind it; so
+    none is kept (FCGI_KEEP_CONN not asked) and every request is answered."""
+    doc = document(root)
+    doc["applications"]["site"]["processes"] = 1
+    doc["applications"]["py"] = {"module": "basic", "processes": 2}
+    doc["routes"] = [
+        {"match": {"uri": "/py"}, "action": {"pass": "applications/py"}},
+        *doc["routes"],
+    ]
+    doc["settings"]["fastcgi_read_timeout"] = 3
+    path = root / "php-two-workers.json"
+    path.write_text(json.dumps(doc))
+    app = validate_document(doc).applications["site"]
+    with Server(f"--config={path}", bind=None) as server:
+        with php_fpm("site", app, server.proc.pid, root / "php-fpm-two-workers.log"):
+            pids = set()
+            for _ in range(16):  # a new connection each: both workers take some
+                status, _, body = request(server, "GET", "/pid.php")
+                assert status == 200, body
+                pids.add(body)
+            assert len(pids) == 1  # the one child served them all
+        assert "answered 504" not in server.stderr

@@ -226,6 +226,6 @@ def test_what_the_workers_know_of_each_php_application(tmp_path: Path) -> None:
     assert php.address == "unix:" + fpm_listen(99, "php")
     assert [site.root for site in php.sites] == ["/w", "/v"]
     assert php.sites[1].script == b"/s.php"
-    assert php.limit == 2  # its 4 children shared by the 2 workers that may reach it
+    assert php.limit == 2 and php.keep  # its 4 children shared by the 2 workers reaching it
     assert php.read_timeout == 7.0
     assert os.path.isabs(php.sites[0].root)

@@ -187,7 +187,7 @@ class FastCgiReply:
             self.spool.seek(0)
         self.sent_at = clock.now()
         paused = self.pending_size > HIGH_WATER
-        self._flush(begin_request() + params_of(encoded))
+        self._flush(begin_request(self.app.keep) + params_of(encoded))
         if paused and not self.body_done and not backend.write_paused:
             conn.resume_body()  # the client was paused while its bytes waited
         self._wait()

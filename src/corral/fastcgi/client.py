@@ -111,10 +111,15 @@ class FastCgiPool:
     """One FastCGI address's connections in one worker (``address``: ``unix:/path`` or
     ``host:port``), at most ``limit``."""
 
-    def __init__(self, loop: Any, address: str, *, limit: int, connect_timeout: float) -> None:
+    def __init__(
+        self, loop: Any, address: str, *, limit: int, connect_timeout: float, keep: bool = True
+    ) -> None:
         self.loop = loop
         self.address = address
         self.limit = max(1, limit)
+        # connections kept from one request to the next (FCGI_KEEP_CONN); False: each closes
+        # after its request (php-fpm has fewer children than the workers that reach it)
+        self.keep = keep
         self.connect_timeout = connect_timeout
         self.idle: list[Backend] = []
         self.all: set[Backend] = set()
@@ -187,6 +192,9 @@ class FastCgiPool:
         backend.reader.reset()
         backend.reused = True
         if backend.closed:
+            return
+        if not self.keep:
+            backend.close()  # (php-fpm closes it too: the request did not ask to keep it)
             return
         if self.waiting:
             user = self.waiting.popleft()

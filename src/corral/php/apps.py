@@ -5,7 +5,9 @@ on the worker's loop).
 
 A worker opens at most ``fastcgi_connections`` connections to one php-fpm, and no more than
 its share of php-fpm's children: a connection kept open holds a child, and the workers of
-every pool may reach the same php-fpm (children // workers, at least 1).
+every pool may reach the same php-fpm (children // workers, at least 1). With fewer children
+than workers, connections are not kept (``FCGI_KEEP_CONN`` not asked): each request's
+connection closes after it, freeing its child for another worker's.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class PhpApplication:
         address: str,
         *,
         limit: int,
+        keep: bool = True,
         connect_timeout: float,
         read_timeout: float,
         head_limit: int,
@@ -40,6 +43,7 @@ class PhpApplication:
         self.sites = sites  # by target position (one without targets)
         self.address = address
         self.limit = limit  # connections a worker opens to its php-fpm
+        self.keep = keep  # ... and keeps open between requests (FCGI_KEEP_CONN)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.head_limit = head_limit  # bytes of the CGI head php may send (answer.HeadReader)
@@ -49,7 +53,11 @@ class PhpApplication:
         pool = self.pool
         if pool is None:
             pool = self.pool = FastCgiPool(
-                loop, self.address, limit=self.limit, connect_timeout=self.connect_timeout
+                loop,
+                self.address,
+                limit=self.limit,
+                connect_timeout=self.connect_timeout,
+                keep=self.keep,
             )
         return pool
 
@@ -86,6 +94,9 @@ def php_applications(doc: Any, master_pid: int) -> dict[str, PhpApplication]:
             sites,
             "unix:" + fpm_listen(master_pid, name),
             limit=min(settings.fastcgi_connections, max(1, _children(app) // front)),
+            # a kept connection holds a child: with fewer children than the workers that
+            # reach them, a worker's kept one could wait for ever behind the others'
+            keep=_children(app) >= front,
             connect_timeout=settings.fastcgi_connect_timeout,
             read_timeout=settings.fastcgi_read_timeout,
             head_limit=settings.fastcgi_head_size,
