@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -537,3 +538,31 @@ def test_more_workers_than_php_children_do_not_keep_connections(root: Path) -> N
                 pids.add(body)
             assert len(pids) == 1  # the one child served them all
         assert "answered 504" not in server.stderr
+
+
+def test_a_draining_worker_lets_go_of_php_fpm(root: Path) -> None:
+    """A reload's old worker drains while its client's idle connection may stay for
+    drain_idle_timeout: its connection to php-fpm (of one child) is closed at once, not kept
+    till it exits, so that the new worker's requests are answered meanwhile."""
+    doc = document(root)
+    doc["applications"]["site"]["processes"] = 1
+    doc["settings"].update(fastcgi_read_timeout=20, drain_idle_timeout=8, http={"idle_timeout": 10})
+    path = root / "php-drain.json"
+    path.write_text(json.dumps(doc))
+    app = validate_document(doc).applications["site"]
+    log = root / "php-fpm-drain.log"
+    with (
+        Server(f"--config={path}", bind=None) as server,
+        php_fpm("site", app, server.proc.pid, log),
+    ):
+        kept = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        kept.request("GET", "/")
+        assert kept.getresponse().read() == b"Hello, Unit!\n"  # (and stays open, idle)
+        doc["applications"]["site"]["targets"]["main"]["index"] = "index.php"  # a change
+        path.write_text(json.dumps(doc))
+        server.send(signal.SIGHUP)
+        server.wait_log(r"reload complete: generation 2")
+        started = time.monotonic()
+        assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
+        assert time.monotonic() - started < 4  # not drain_idle_timeout's 8 s
+        kept.close()

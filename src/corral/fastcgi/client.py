@@ -214,6 +214,13 @@ class FastCgiPool:
         if self.waiting and len(self.all) + self.connecting < self.limit:
             self.get(self.waiting.popleft())
 
+    def drain(self) -> None:
+        """No connection kept from now on (the worker drains): the idle ones close, each
+        busy one after its request."""
+        self.keep = False
+        for backend in list(self.idle):
+            backend.close()
+
     def close(self) -> None:
         """The worker exits: every connection goes."""
         self.waiting.clear()

@@ -61,6 +61,12 @@ class PhpApplication:
             )
         return pool
 
+    def drain(self) -> None:
+        """The worker drains: no connection kept from now on, the idle ones closed."""
+        self.keep = False
+        if self.pool is not None:
+            self.pool.drain()
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()

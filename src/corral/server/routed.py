@@ -138,9 +138,13 @@ class Routing:
             php.close()
 
     def drain(self) -> None:
-        """The worker drains: each relayed connection's next request is its last (relay.py)."""
+        """The worker drains: each relayed connection's next request is its last (relay.py);
+        its connections to php-fpm are kept no more (the children they hold are its
+        successors')."""
         for relay in self.relays:
             relay.drain()
+        for php in self.php.values():
+            php.drain()
 
     def attach(self, conn: HttpConnection) -> RouteState:
         """The routing of a new connection on a routed listener (``HttpConnection.__init__``):
