@@ -229,3 +229,13 @@ def test_what_the_workers_know_of_each_php_application(tmp_path: Path) -> None:
     assert php.limit == 2 and php.keep  # its 4 children shared by the 2 workers reaching it
     assert php.read_timeout == 7.0
     assert os.path.isabs(php.sites[0].root)
+
+
+def test_a_php_application_is_said_to_need_php_fpm_started_until_corral_starts_it() -> None:
+    from corral.config.unserved import unserved
+
+    lines = unserved(validate_document(php_doc({"root": "/w"})))
+    assert lines == [
+        "$.applications.php: corral does not start php-fpm yet: its requests are answered "
+        'Bad Gateway until php-fpm runs with the pool corral writes (docs/polyglot.md, "php")'
+    ]

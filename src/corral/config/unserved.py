@@ -33,6 +33,11 @@ def unserved(doc: Document) -> list[str]:
             continue
         version = re.search(r"\d+\.\d+", application.type)
         if application.type.startswith("php"):  # run by php-fpm (docs/polyglot.md)
+            lines.append(
+                f"$.applications{member(name)}: corral does not start php-fpm yet: its "
+                "requests are answered Bad Gateway until php-fpm runs with the pool corral writes "
+                '(docs/polyglot.md, "php")'
+            )
             continue
         if version is not None and version.group() != _RUNNING:
             lines.append(
