@@ -22,7 +22,16 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-__all__ = ["EXTERNAL", "is_external", "kind_problem", "listen_mode", "unserved_external"]
+from corral.config.php_keys import is_php
+
+__all__ = [
+    "EXTERNAL",
+    "is_external",
+    "kind_problem",
+    "listen_mode",
+    "runs_in_workers",
+    "unserved_external",
+]
 
 EXTERNAL = "external"
 
@@ -56,6 +65,13 @@ _PLACEHOLDER = re.compile(r"\{(port|socket)\}")
 def is_external(app: Any) -> bool:
     """Whether ``app`` (a document's application) is a command corral supervises."""
     return bool(app.type == EXTERNAL)
+
+
+def runs_in_workers(app: Any) -> bool:
+    """Whether corral's own workers run ``app`` (a Python application): an external one is
+    a supervised program's (corral/external/), a "php" one php-fpm's (php/fpm.py); those
+    have no pool of workers and no hand-off socket, their requests are sent to them."""
+    return not (is_external(app) or is_php(app))
 
 
 def listen_mode(app: Any) -> str:

@@ -98,7 +98,7 @@ class ConfigError(ValueError):
 
 # Unit's Python 3 ("python", "python 3", "python3.11"...), "external" (config/app_types.py)
 # or "php" ("php 8", "php 8.2": config/php_keys.py)
-_PYTHON = Annotated[
+_APP_TYPE = Annotated[
     str,
     Meta(
         pattern=r"^(python ?(3(\.[0-9]+)?)?|external|php ?([0-9]+(\.[0-9]+)?)?)$",
@@ -210,7 +210,7 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
             "target_names": property(_target_names),
         },
         leading=[
-            ("type", _PYTHON, "python"),
+            ("type", _APP_TYPE, "python"),
             ("module", _MODULE | None, None),  # None only with `targets`
             ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
             ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME

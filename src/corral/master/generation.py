@@ -22,6 +22,7 @@ import msgspec
 
 from corral.actions.external import reach
 from corral.config import Application, Document
+from corral.config.app_types import runs_in_workers
 from corral.config.gate_routes import gate_of
 from corral.config.listener_tls import Tls
 from corral.config.php_keys import is_php
@@ -240,13 +241,9 @@ def scheme_of(doc: Document, address: str) -> str:
 def uses_routes(doc: Document) -> bool:
     """Whether a listener's requests are routed (its pass is not one application's name):
     then the applications sharing such listeners get hand-off sockets."""
-    # (a pass to an external or a php application is routed: to the proxy, actions/external.py,
+    # (a pass to an application no worker runs is routed: to the proxy, actions/external.py,
     # or to php-fpm, actions/fastcgi.py)
-    direct = {
-        f"applications/{name}"
-        for name, app in doc.applications.items()
-        if not (kind_of(app) or is_php(app))
-    }
+    direct = {f"applications/{n}" for n, app in doc.applications.items() if runs_in_workers(app)}
     return any(listener.pass_ not in direct for listener in doc.listeners.values())
 
 
@@ -273,13 +270,8 @@ class Generation:
         self.number = number
         self.doc = doc
         self.settings = doc.settings
-        # (an application a supervised pool runs has no workers: corral/external/; nor has a
-        # "php" one: its processes are php-fpm's, php/fpm.py)
-        self.pools = {
-            n: Pool(n, doc)
-            for n, app in doc.applications.items()
-            if not (kind_of(app) or is_php(app))
-        }
+        apps = doc.applications
+        self.pools = {n: Pool(n, doc) for n, app in apps.items() if runs_in_workers(app)}
         for app in doc.applications.values():  # its user and group resolved now, as a pool's
             if kind_of(app):
                 Identity(app.user, app.group)

@@ -31,9 +31,8 @@ from corral.apps.loader import (
     load_failure,
 )
 from corral.config import Document
-from corral.config.php_keys import is_php
+from corral.config.app_types import runs_in_workers
 from corral.config.unserved import unserved
-from corral.external.kinds import kind_of
 from corral.master import renewal, systemd
 from corral.master.generation import ApplyFailed, Generation, Pool, scheme_of, uses_routes
 from corral.master.listeners import (
@@ -301,9 +300,7 @@ class Reloads:
             return {}
         # (none for an external application: its requests are proxied, generation.py; nor for
         # a "php" one: php-fpm's, over FastCGI)
-        names = [
-            name for name, app in doc.applications.items() if not (kind_of(app) or is_php(app))
-        ]
+        names = [name for name, app in doc.applications.items() if runs_in_workers(app)]
         for name in names:
             if name not in self.handoffs:
                 address = handoff_address(os.getpid(), name)
