@@ -32,17 +32,17 @@ def site_packages(venv: Path) -> Path:
     return venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 
 
-def make_venv(venv: Path) -> Path:
-    """A real virtualenv (without pip: nothing is installed with it) at ``venv``."""
+def make_venv(venv: Path, base: str = BASE_PYTHON) -> Path:
+    """A real virtualenv of ``base`` (without pip: nothing is installed with it) at ``venv``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     subprocess.run(
-        [BASE_PYTHON, "-m", "venv", "--without-pip", str(venv)],
+        [base, "-m", "venv", "--without-pip", str(venv)],
         check=True,
         env=env,
         timeout=120,
         capture_output=True,
     )
-    assert site_packages(venv).is_dir(), list(venv.rglob("site-packages"))
+    assert list(venv.glob("lib/python3*/site-packages")), list(venv.rglob("site-packages"))
     return venv
 
 
@@ -105,13 +105,17 @@ class Sandbox:
         return copy
 
 
-def make_sandbox(root: Path, apps: list[Path]) -> Sandbox:
-    """A virtualenv under ``root`` (0755) with this checkout's corral installed, and ``apps``
-    copied next to it."""
+def make_sandbox(
+    root: Path, apps: list[Path], base: str = BASE_PYTHON, compiled: bool = True
+) -> Sandbox:
+    """A virtualenv of ``base`` under ``root`` (0755) with this checkout's corral installed
+    (its compiled core built unless ``compiled`` is False), and ``apps`` copied next to it."""
     root.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if not compiled:
+        env["CORRAL_NO_EXTENSIONS"] = "1"
     venv = root / "venv"
-    subprocess.run([BASE_PYTHON, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
     # Install from a copy: an in-tree build would leave build/ in the shared checkout.
     source = root / "source"
     shutil.copytree(

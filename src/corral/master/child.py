@@ -5,7 +5,9 @@ hand-off sockets its pool does not use, the control API's connections), the envi
 leaves (what the master took of an application's at start-up) and enters (its own), its
 process title, access log, standard streams and user, and then the `WorkerSpec` it runs. It
 never returns: `run` ends the process with the worker's exit code, and an error on the way is
-one line (or a traceback) and `EXIT_APP_LOAD` where a respawn would fail the same way.
+one line (or a traceback) and `EXIT_APP_LOAD` where a respawn would fail the same way. A worker
+whose application's `home` was made by another Python is not run here: the child executes that
+interpreter instead (`corral.interpreter`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
+from corral.interpreter.choice import foreign_python
+from corral.interpreter.handover import exec_worker
 from corral.master.generation import Pool
 from corral.master.identity import Identity
 from corral.master.title import master_title
@@ -71,7 +75,8 @@ def run(
         os.chdir(start_cwd)  # an application's relative chdir and paths start here
         apply_environment(pool.application)
         fork.hooks.call("post_fork")
-        code = worker_main(fork)
+        python = foreign_python(pool.application.home)  # another Python's virtualenv
+        code = worker_main(fork) if python is None else exec_worker(fork, python, start_cwd)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except ImportError as exc:
