@@ -29,7 +29,15 @@ import pytest
 
 from corral import __version__
 from tests.integration.control import Control, listening_port, short_dir
-from tests.integration.server import APPS, Server, http_json, read_all, wait_for
+from tests.integration.server import (
+    APPS,
+    Server,
+    http_get,
+    http_json,
+    read_all,
+    run_cli,
+    wait_for,
+)
 from tests.integration.test_applications import At
 from tests.integration.venvs import make_sandbox, make_venv
 
@@ -148,9 +156,11 @@ class Running:
             wait_ready=False,
             env={"PYTHONPATH": str(APPS)},  # corral itself: each interpreter's own
         )
-        workers = sum(app["processes"] for app in doc["applications"].values())
+        workers = sum(
+            app["processes"] for app in doc["applications"].values() if app["type"] == "python"
+        )
         try:
-            self.server.wait_log(r"worker \d+ of \w+ ready", count=workers, timeout=60)
+            self.server.wait_log(r"worker \d+ (?:of \w+ )?ready", count=workers, timeout=45)
         except AssertionError:
             self.server.stop()
             raise AssertionError(f"not ready:\n{self.server.stderr}") from None
@@ -226,7 +236,7 @@ def test_a_spawned_worker_is_restarted_reloaded_and_stopped_as_a_forked_one(inte
     server.wait_log(r"worker \d+ of one ready \(pid \d+, generation 2\)", count=2, timeout=60)
     server.wait_log(r"worker \d+ of two ready \(pid \d+, generation 2\)", timeout=60)
     after = running.get("/one/y")
-    assert after["pid"] not in before
+    assert after["pid"] not in before, server.stderr
     assert_served_by(after, "one", one, master)
     workers = server.worker_pids()
     assert server.stop() == 0
@@ -294,3 +304,51 @@ def test_a_virtualenv_of_another_python_without_corral_is_one_line(interpreters,
     assert len(lines) == 1 and lines[0].endswith(f"[CRITICAL] {cause}"), err
     assert "Traceback" not in err
     assert "respawning" not in err
+
+
+def test_a_rate_limit_spawned_workers_would_count_is_refused_in_one_line(interpreters, tmp_path):
+    """Their tables' slots are found by a hash each interpreter keys at its start: such a
+    limit would not hold, so the document is refused (corral/interpreter/limits.py)."""
+    one, _ = interpreters
+    limit = {"rate": "1r/m", "burst": 5, "nodelay": True}
+    doc = {
+        "listeners": {LISTENER: {"pass": "applications/one", "rate_limit": limit}},
+        "applications": {"one": application("one", one.home, processes=2)},
+    }
+    config = tmp_path / "unit.json"
+    config.write_text(json.dumps(doc))
+    result = run_cli(f"--config={config}")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f'corral: error: {config}: $.listeners["{LISTENER}"].rate_limit: application "one" '
+        "runs on its home's Python, whose workers cannot share this limit's counts yet: drop "
+        f"the limit, or make the virtualenv with python{MASTER[0]}.{MASTER[1]} (docs/deploy.md)\n"
+    )
+
+
+def test_a_spawned_worker_proxies_to_an_external_application(interpreters, tmp_path):
+    """The external applications' addresses reach a spawned worker on the master's page."""
+    one, _ = interpreters
+    (tmp_path / "hello.txt").write_bytes(b"Hello, Unit!\n")
+    doc = {
+        "listeners": {LISTENER: {"pass": "routes"}},
+        "routes": [
+            {"match": {"uri": "/hello.txt"}, "action": {"pass": "applications/files"}},
+            {"action": {"pass": "applications/one"}},
+        ],
+        "applications": {
+            "one": application("one", one.home),  # the only worker: it takes every connection
+            "files": {
+                "type": "external",
+                "executable": sys.executable,
+                "arguments": ["-m", "http.server", "{port}", "--bind", "127.0.0.1"],
+                "working_directory": str(tmp_path),
+            },
+        },
+    }
+    with short_dir() as directory:
+        running = Running(directory, doc)
+        running.server.wait_log(r"files process \d+ ready", timeout=20)
+        assert http_get(running.at, "/hello.txt") == (200, b"Hello, Unit!\n")
+        assert_served_by(running.get("/"), "one", one, running.server.proc.pid)
+        assert running.server.stop() == 0

@@ -57,6 +57,7 @@ from corral.config.suggest import did_you_mean
 from corral.config.targets import _CALLABLE, _MODULE, _PREFIX, EntryPoint, Target
 from corral.config.targets import entry_points as _entry_points
 from corral.config.targets import target_names as _target_names
+from corral.interpreter.limits import unshared_limit
 from corral.jsonpath import member
 
 if TYPE_CHECKING:
@@ -406,6 +407,9 @@ def validate_document(data: Any) -> Document:
         _check_request_timeout(app, settings, f"$.applications{member(name)}")
         _check_home(app, f"$.applications{member(name)}")
         _check_stack_size(app, f"$.applications{member(name)}")
+    unshared = unshared_limit(listeners, routes, applications, settings)
+    if unshared is not None:  # (a worker on another Python: corral/interpreter/)
+        raise ConfigError(unshared)
     return Document(
         listeners=listeners,
         routes=routes,

@@ -1122,12 +1122,13 @@ SETTINGS: tuple[Setting, ...] = (
         "home", _APPLICATION, _A, _ABSOLUTE_PATH | None, None,
         "The application's virtualenv (NGINX Unit's `home`, uWSGI's `--home`): each worker "
         "puts its site-packages (with their `.pth` files) ahead of corral's own and sets "
-        "`sys.prefix` and `VIRTUAL_ENV` before importing the application. It must be made "
-        "with the Python version corral runs on (same major.minor), else the application "
-        "fails to load. Modules corral has already imported (msgspec, httptools, uvloop, the "
-        "standard library) stay corral's. A relative path is taken from the directory corral "
-        "starts in, not from `chdir`. Not with `preload`, which imports the application in "
-        "the master.",
+        "`sys.prefix` and `VIRTUAL_ENV` before importing the application; modules corral has "
+        "already imported (msgspec, httptools, uvloop, the standard library) stay corral's. A "
+        "virtualenv made by another Python (3.11 or later, another major.minor than corral's) "
+        "runs on that Python: its workers are spawned (its `bin/python` executed), not forked, "
+        "and corral (the same version) must be installed in it. A relative path is taken from "
+        "the directory corral starts in, not from `chdir`. Not with `preload`, which imports "
+        "the application in the master.",
         flags=("-H", "--home", "--virtualenv"), metavar="DIR", accepts=_NAME | None,
         resolve=_home,
     ),

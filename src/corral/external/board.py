@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import struct
 
 __all__ = ["Board", "board"]
@@ -30,8 +31,14 @@ _TRIES = 100  # reads that met a write under way before the reader keeps its las
 class Board:
     """The table on its shared page: `publish` in the master, `ready` in the workers."""
 
-    def __init__(self) -> None:
-        self._page = mmap.mmap(-1, SIZE, flags=mmap.MAP_SHARED)
+    def __init__(self, fd: int = -1) -> None:
+        """``fd``: the master's page, inherited by a worker spawned on another interpreter
+        (`corral.interpreter`); -1, a new page (a memfd: that worker can map it)."""
+        if fd < 0:
+            fd = os.memfd_create("corral-external-board")
+            os.ftruncate(fd, SIZE)
+        self.fd = fd
+        self._page = mmap.mmap(fd, SIZE)  # MAP_SHARED
         self._seen = 0  # the counter the parsed table is of (0: the empty table)
         self._table: dict[str, list[str]] = {}
         self._turns: dict[str, int] = {}
@@ -77,9 +84,10 @@ class Board:
 _BOARD: list[Board] = []
 
 
-def board() -> Board:
+def board(fd: int = -1) -> Board:
     """This process's board: the master makes it before its first fork (`Externals`), the
-    workers it forks share it."""
+    workers it forks share it; a worker spawned on another interpreter maps the master's,
+    ``fd``, first."""
     if not _BOARD:
-        _BOARD.append(Board())
+        _BOARD.append(Board(fd))
     return _BOARD[0]

@@ -38,12 +38,19 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     listeners: dict[str, int]  # the pool's listening sockets, by address
     handoff_fd: int | None = None  # its hand-off socket (with routes)
     handoff_addresses: dict[str, str] = {}  # where each application takes hand-offs
+    # the memfds of what the pool's workers share, each as the master mapped it (not the
+    # tables of rate_limit and limit_conn, which the document refuses: interpreter/limits.py)
+    tallies: dict[str, int] = {}  # the refusals' counts, by listener address
+    load_board: int | None = None  # a threaded pool's connections per worker (acceptor.py)
+    external_board: int | None = None  # the external applications' addresses (external/)
 
     def descriptors(self) -> list[int]:
         """Every descriptor the exec must keep open."""
         found = [self.beat_fd, self.stacks_fd, self.orders_fd, *self.listeners.values()]
-        if self.handoff_fd is not None:
-            found.append(self.handoff_fd)
+        found += self.tallies.values()
+        for fd in (self.handoff_fd, self.load_board, self.external_board):
+            if fd is not None:
+                found.append(fd)
         return found
 
 

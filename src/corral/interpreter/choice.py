@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import sys
 
-from corral.apps.venv import recorded_version
-
 __all__ = ["OLDEST", "foreign_python", "python_version"]
 
 OLDEST = (3, 11)  # pyproject.toml's requires-python: corral cannot run on an older one
@@ -17,6 +15,8 @@ OLDEST = (3, 11)  # pyproject.toml's requires-python: corral cannot run on an ol
 def python_version(home: str) -> tuple[int, int] | None:
     """The Python (major, minor) ``home``'s ``pyvenv.cfg`` records (None: unreadable, or it
     records none)."""
+    from corral.apps.venv import recorded_version  # (the document checks with this module)
+
     try:
         with open(os.path.join(home, "pyvenv.cfg"), encoding="utf-8", errors="replace") as f:
             return recorded_version(f.read())

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from corral import __version__
 from corral.config.document import document_builtins
+from corral.external.board import board
 from corral.interpreter import brief as briefs
 from corral.wire import Failed, encode
 
@@ -74,6 +75,9 @@ def exec_worker(fork: Fork, python: str, start_cwd: str) -> int:
         listeners={address: sock.fileno() for address, sock in pool.sockets.items()},
         handoff_fd=None if pool.handoff is None else pool.handoff.fileno(),
         handoff_addresses=pool.handoff_addresses,
+        tallies={a: tally.fd for a, tally in pool.tallies.items() if a in pool.sockets},
+        load_board=None if pool.board is None else pool.board.fd,
+        external_board=board().fd,
     )
     for fd in brief.descriptors():
         os.set_inheritable(fd, True)

@@ -20,12 +20,16 @@ import socket
 import sys
 import traceback
 
+from corral.config import Document
 from corral.config.document import validate_document
+from corral.external.board import board
 from corral.hooks import Hooks
 from corral.interpreter import brief as briefs
 from corral.master.child import Fork, apply_environment, worker_main
 from corral.master.generation import Generation, Pool
 from corral.observe.errorlog import setup_logging
+from corral.observe.refusals import Tally
+from corral.server.acceptor import LoadBoard
 from corral.server.worker import EXIT_APP_LOAD
 from corral.wire import Failed, encode
 
@@ -80,12 +84,27 @@ def _failed(beat_fd: int, cause: str) -> int:
     return EXIT_APP_LOAD
 
 
-def rebuilt_pool(brief: briefs.Brief, doc: object) -> Pool:
-    """The pool the master forked from, laid out again on the sockets it kept open."""
+def rebuilt_pool(brief: briefs.Brief, doc: Document) -> Pool:
+    """The pool the master forked from, laid out again on the sockets it kept open, its
+    shared tables the master's."""
+    if brief.external_board is not None:
+        board(brief.external_board)  # before anything asks for it
     sockets = {address: socket.socket(fileno=fd) for address, fd in brief.listeners.items()}
-    pool = Generation(0, doc, sockets).pools[brief.application]  # type: ignore[arg-type]
+    pool = Generation(0, doc, sockets).pools[brief.application]
     pool.sockets = sockets  # (the generation gave it these, by the same routes)
     if brief.handoff_fd is not None:
         pool.handoff = socket.socket(fileno=brief.handoff_fd)
     pool.handoff_addresses = dict(brief.handoff_addresses)
+    shared_tables(pool, brief)
     return pool
+
+
+def shared_tables(pool: Pool, brief: briefs.Brief) -> None:
+    """Each table the generation just made here (the same shape as the master's, from the same
+    document) replaced by the master's, mapped from its inherited memfd; the new one closed."""
+    for address, fd in brief.tallies.items():
+        os.close(pool.tallies[address].fd)
+        pool.tallies = {**pool.tallies, address: Tally(fd)}
+    if brief.load_board is not None and pool.board is not None:
+        os.close(pool.board.fd)
+        pool.board = LoadBoard(pool.board.slots, brief.load_board)

@@ -33,9 +33,13 @@ _INDEX = {reason: index for index, reason in enumerate(REASONS)}
 class Tally:
     """One listener's refusals by reason, every worker's (made by the master)."""
 
-    def __init__(self) -> None:
-        self.fd = os.memfd_create("corral-refusals")
-        os.posix_fallocate(self.fd, 0, len(REASONS) * 8)
+    def __init__(self, fd: int = -1) -> None:
+        """``fd``: the master's tally, inherited by a worker spawned on another interpreter
+        (`corral.interpreter`); -1, a new one."""
+        if fd < 0:
+            fd = os.memfd_create("corral-refusals")
+            os.posix_fallocate(fd, 0, len(REASONS) * 8)
+        self.fd = fd
         self.memory = mmap.mmap(self.fd, len(REASONS) * 8)
         self.view = memoryview(self.memory).cast("Q")
 

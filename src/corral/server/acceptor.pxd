@@ -4,6 +4,7 @@ cimport cython
 
 cdef class LoadBoard:
     cdef readonly Py_ssize_t slots
+    cdef readonly int fd
     cdef object _map
     cdef int[::1] _counts
 

@@ -37,6 +37,7 @@ import _socket
 import asyncio
 import logging
 import mmap
+import os
 import select
 import socket
 from collections.abc import Callable, Coroutine
@@ -59,11 +60,19 @@ class LoadBoard:
     the rule tolerates.
     """
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, fd: int = -1) -> None:
+        """``fd``: the master's board of ``slots``, inherited by a worker spawned on another
+        interpreter (`corral.interpreter`); -1, a new board (a memfd: that worker can map it)."""
         self.slots = slots
-        self._map = mmap.mmap(-1, max(slots, 1) * 4)  # MAP_SHARED | MAP_ANONYMOUS
+        length = max(slots, 1) * 4
+        fresh = fd < 0
+        if fresh:
+            fd = os.memfd_create("corral-load-board")
+            os.ftruncate(fd, length)
+        self.fd = fd
+        self._map = mmap.mmap(fd, length)  # MAP_SHARED
         self._counts = memoryview(self._map).cast("i")
-        for slot in range(slots):
+        for slot in range(slots if fresh else 0):
             self.publish(slot, ABSENT)
 
     def publish(self, slot: int, count: int) -> None:
