@@ -162,23 +162,28 @@ class Running:
         try:
             self.server.wait_log(r"worker \d+ (?:of \w+ )?ready", count=workers, timeout=45)
         except AssertionError:
-            self.server.stop()
+            self.server.__exit__()
             raise AssertionError(f"not ready:\n{self.server.stderr}") from None
+        except BaseException:  # (a test's timeout, an interrupt): leave no server behind
+            self.server.__exit__()
+            raise
         self.control = Control(f"unix:{directory}/control.sock")
         self.at = At("127.0.0.1", listening_port(self.server, LISTENER))
 
     def get(self, path: str) -> dict[str, Any]:
         return http_json(self.at, path)
 
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)  # (its whole process group, workers included)
+
 
 @pytest.fixture
 def running(interpreters) -> Iterator[Running]:
-    with short_dir() as directory:
-        running = Running(directory, document(interpreters, {"timeout": 2}))
-        try:
-            yield running
-        finally:
-            running.server.stop()
+    with short_dir() as directory, Running(directory, document(interpreters, {"timeout": 2})) as r:
+        yield r
 
 
 def exe(pid: int) -> str:
@@ -235,6 +240,7 @@ def test_a_spawned_worker_is_restarted_reloaded_and_stopped_as_a_forked_one(inte
     server.send(signal.SIGHUP)
     server.wait_log(r"worker \d+ of one ready \(pid \d+, generation 2\)", count=2, timeout=60)
     server.wait_log(r"worker \d+ of two ready \(pid \d+, generation 2\)", timeout=60)
+    wait_for(lambda: all(_zombie(pid) for pid in before), timeout=30)  # the old ones retired
     after = running.get("/one/y")
     assert after["pid"] not in before, server.stderr
     assert_served_by(after, "one", one, master)
@@ -346,8 +352,7 @@ def test_a_spawned_worker_proxies_to_an_external_application(interpreters, tmp_p
             },
         },
     }
-    with short_dir() as directory:
-        running = Running(directory, doc)
+    with short_dir() as directory, Running(directory, doc) as running:
         running.server.wait_log(r"files process \d+ ready", timeout=20)
         assert http_get(running.at, "/hello.txt") == (200, b"Hello, Unit!\n")
         assert_served_by(running.get("/"), "one", one, running.server.proc.pid)
