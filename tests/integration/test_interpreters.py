@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -356,4 +357,27 @@ def test_a_spawned_worker_proxies_to_an_external_application(interpreters, tmp_p
         running.server.wait_log(r"files process \d+ ready", timeout=20)
         assert http_get(running.at, "/hello.txt") == (200, b"Hello, Unit!\n")
         assert_served_by(running.get("/"), "one", one, running.server.proc.pid)
+        assert running.server.stop() == 0
+
+
+def test_a_spawned_worker_serves_https_with_the_settings_certificate(interpreters, ca, certificate):
+    """The TLS context is made again in the spawned worker, from the document's files."""
+    one, _ = interpreters
+    chain, key = certificate
+    doc = {
+        "listeners": {LISTENER: {"pass": "applications/one"}},
+        "applications": {"one": application("one", one.home)},
+        "settings": {"certfile": str(chain), "keyfile": str(key)},
+    }
+    with short_dir() as directory, Running(directory, doc) as running:
+        context = ssl.create_default_context()
+        ca.configure_trust(context)
+        with (
+            socket.create_connection((running.at.host, running.at.port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            head, _, body = read_all(tls).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), head
+        assert_served_by(json.loads(body), "one", one, running.server.proc.pid)
         assert running.server.stop() == 0
