@@ -82,7 +82,9 @@ def exec_worker(fork: Fork, python: str, start_cwd: str) -> int:
     for fd in brief.descriptors():
         os.set_inheritable(fd, True)
     fd = briefs.write(brief)
-    argv = [python, "-c", BOOT, str(fd), str(fork.beat_fd), __version__]
+    # -P: not the working directory first on sys.path (a "corral" there would be imported
+    # instead); the worker puts it where a forked worker has it (child.apply_environment)
+    argv = [python, "-P", "-c", BOOT, str(fd), str(fork.beat_fd), __version__]
     sys.stdout.flush()
     sys.stderr.flush()
     try:
