@@ -508,7 +508,8 @@ def test_validate_document_normalizes_listener_keys() -> None:
          "$.applications.main.limits.shm: unknown key"),
         ({"applications": {"main": {"module": "m", "type": "cobol"}}},
          '$.applications.main.type: expected "python" (or "python 3", "python 3.11", '
-         '"python3.11"...), "external" or "php", got "cobol"'),
+         '"python3.11"...), "external", "go", "nodejs", "php", "perl", "ruby" or "java" (or '
+         '"php 8.2", "ruby 3.1"...), got "cobol"'),
         ({"applications": {"main": {"module": "m", "type": "php"}}},
          "$.applications.main.module: a key of Python applications (this one is 'php')"),
         ({"applications": {"main": {"module": "m", "type": "python 2.7"}}},

@@ -5,7 +5,9 @@ external application is a command corral supervises (``corral/external/``), not 
 application: its keys are Unit's (``executable``, ``arguments``, ``working_directory``,
 ``environment``, ``user``, ``group``, ``processes``, ``limits``, ``stdout``, ``stderr``) and
 corral's ``listen``, ``health_path`` and ``health_interval``. The document's `Application`
-struct holds both kinds; this module says which keys each kind may be given, in one line
+struct holds every kind (its ``type``: `APP_TYPE`; Unit's ``"go"`` and corral's ``"nodejs"``
+are external ones, php's keys are ``php_keys.py``'s, perl's, ruby's and java's
+``language_keys.py``'s); this module says which keys each kind may be given, in one line
 naming the JSON path, as the document's own checks do (`kind_problem`, raised by
 ``config/document.py``), and what an external application is given that corral does not apply
 (`unserved_external`).
@@ -17,15 +19,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, Meta
 
+from corral.config.language_keys import is_language
 from corral.config.php_keys import is_php
 
 __all__ = [
+    "APP_TYPE",
     "EXTERNAL",
+    "EXTERNAL_TYPES",
     "is_external",
     "kind_problem",
     "listen_mode",
@@ -34,6 +39,19 @@ __all__ = [
 ]
 
 EXTERNAL = "external"
+
+# Unit's Python 3 ("python", "python 3", "python3.11"...), "external" (and "go", "nodejs":
+# below), "php" ("php 8", "php 8.2": config/php_keys.py), "perl", "ruby" or
+# "java" ("ruby 3.1"...: config/language_keys.py)
+APP_TYPE = Annotated[
+    str,
+    Meta(
+        pattern=r"^(python ?(3(\.[0-9]+)?)?|external|go|nodejs"
+        r"|(php|perl|ruby|java) ?([0-9]+(\.[0-9]+)*)?)$",
+        description='"python" (or "python 3", "python 3.11", "python3.11"...), "external", '
+        '"go", "nodejs", "php", "perl", "ruby" or "java" (or "php 8.2", "ruby 3.1"...)',
+    ),
+]
 
 # (settings.py is not imported: config/document.py and it import each other already)
 # The keys an external application may be given (the others are a Python application's).
@@ -62,16 +80,21 @@ _ONLY_EXTERNAL = ("executable", "arguments", "listen", "health_path", "health_in
 _PLACEHOLDER = re.compile(r"\{(port|socket)\}")
 
 
+# Unit's "go" is its older name of "external"; "nodejs" is corral's, for Unit's Node.js apps
+EXTERNAL_TYPES = frozenset({EXTERNAL, "go", "nodejs"})
+
+
 def is_external(app: Any) -> bool:
     """Whether ``app`` (a document's application) is a command corral supervises."""
-    return bool(app.type == EXTERNAL)
+    return app.type in EXTERNAL_TYPES
 
 
 def runs_in_workers(app: Any) -> bool:
     """Whether corral's own workers run ``app`` (a Python application): an external one is
-    a supervised program's (corral/external/), a "php" one php-fpm's (php/fpm.py); those
-    have no pool of workers and no hand-off socket, their requests are sent to them."""
-    return not (is_external(app) or is_php(app))
+    a supervised program's (corral/external/), a "php" one php-fpm's (php/fpm.py), a perl,
+    ruby or java one its language's server's (external/languages.py); those have no pool of
+    workers and no hand-off socket, their requests are sent to them."""
+    return not (is_external(app) or is_php(app) or is_language(app))
 
 
 def listen_mode(app: Any) -> str:

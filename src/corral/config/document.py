@@ -37,8 +37,9 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from corral import __version__
-from corral.config import php_keys
-from corral.config.app_types import kind_problem
+from corral.config import language_keys, php_keys
+from corral.config.app_types import APP_TYPE, kind_problem
+from corral.config.language_keys import JVM_OPTION, PATH
 from corral.config.listener_limits import ConnLimit, RateLimit
 from corral.config.listener_tls import Tls
 from corral.config.settings import (
@@ -97,15 +98,6 @@ class ConfigError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # The structs.
 
-# Unit's Python 3 ("python", "python 3", "python3.11"...), "external" (config/app_types.py)
-# or "php" ("php 8", "php 8.2": config/php_keys.py)
-_APP_TYPE = Annotated[
-    str,
-    Meta(
-        pattern=r"^(python ?(3(\.[0-9]+)?)?|external|php ?([0-9]+(\.[0-9]+)?)?)$",
-        description='"python" (or "python 3", "python 3.11", "python3.11"...), "external" or "php"',
-    ),
-]
 _HEADER_NAME = Annotated[
     str, Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description="header field name")
 ]
@@ -211,7 +203,7 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
             "target_names": property(_target_names),
         },
         leading=[
-            ("type", _APP_TYPE, "python"),
+            ("type", APP_TYPE, "python"),
             ("module", _MODULE | None, None),  # None only with `targets`
             ("callable", _CALLABLE | None, None),  # None: try `application`, then `app`
             ("prefix", _PREFIX | UnsetType, UNSET),  # NGINX Unit's SCRIPT_NAME
@@ -220,7 +212,13 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
             ("root", php_keys.ROOT | UnsetType, UNSET),
             ("script", php_keys.SCRIPT | UnsetType, UNSET),
             ("index", php_keys.SCRIPT | UnsetType, UNSET),
-            ("options", php_keys.PhpOptions | UnsetType, UNSET),
+            # php's object, or a java application's JVM options
+            ("options", php_keys.PhpOptions | list[JVM_OPTION] | UnsetType, UNSET),
+            # a java or ruby application's (config/language_keys.py); script is perl's too
+            ("webapp", PATH | UnsetType, UNSET),
+            ("classpath", list[PATH] | UnsetType, UNSET),
+            ("unit_jars", PATH | UnsetType, UNSET),
+            ("hooks", PATH | UnsetType, UNSET),
         ],
     )
     Limits = _NESTED["Limits"]
@@ -426,12 +424,16 @@ def _application(raw: Any, where: str) -> Any:
         for name, target in targets.items():
             _struct(target, Target, f"{where}.targets{member(name)}")
     app = _struct(raw, Application, where)
-    problem = php_keys.check(app, where)
+    language = language_keys.is_language(app)
+    if language:  # perl, ruby, java
+        problem = language_keys.check(app, raw, where)
+    else:
+        problem = language_keys.misplaced(app, where) or php_keys.check(app, where)
     if problem is not None:
         raise ConfigError(problem)
     if php_keys.is_php(app):
         return app
-    if (problem := kind_problem(app, raw, where)) is not None:
+    if not language and (problem := kind_problem(app, raw, where)) is not None:
         raise ConfigError(problem)
     if app.targets is not UNSET:
         for key in ("module", "callable", "prefix"):

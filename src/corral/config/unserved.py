@@ -16,6 +16,7 @@ import sys
 
 from corral.config.app_types import is_external, unserved_external
 from corral.config.document import Document
+from corral.config.language_keys import is_language, unserved_language
 from corral.config.settings import show
 from corral.jsonpath import member
 
@@ -30,6 +31,9 @@ def unserved(doc: Document) -> list[str]:
     for name, application in doc.applications.items():
         if is_external(application):
             lines += unserved_external(application, f"$.applications{member(name)}")
+            continue
+        if is_language(application):
+            lines += unserved_language(application, f"$.applications{member(name)}")
             continue
         version = re.search(r"\d+\.\d+", application.type)
         if application.type.startswith("php"):  # run by php-fpm (docs/polyglot.md)

@@ -10,48 +10,30 @@ to ``actions/external.py``'s ``SPEAKERS``). The master adds what every
 kind gets: the socket on descriptor 3 with ``LISTEN_FDS``, ``LISTEN_PID`` and
 ``LISTEN_FDNAMES`` (``fd``), ``PORT`` (``port``), the user and group, the output files.
 
-Another kind (php-fpm for ``"php"``, Starman for ``"perl"``, Puma for ``"ruby"``, a ``java``
-command) is one more entry in `KINDS`: for instance ``Kind(lambda app: "unix",
-php_fpm_command, "connect", "fastcgi")``, whose command writes the pool's configuration with
-``listen = place.path`` and returns ``["php-fpm", "-F", "-y", that_file]``, with
-``processes=lambda app: 1`` (php-fpm's own children are the application's ``processes``).
+Another kind is one more entry in `KINDS`: Starman for ``"perl"``, Puma for ``"ruby"``, Jetty
+for ``"java"`` (their commands are ``languages.py``'s); php-fpm for ``"php"``, for instance
+``Kind(lambda app: "unix", php_fpm_command, "connect", "fastcgi")``, whose command writes the
+pool's configuration with ``listen = place.path`` and returns ``["php-fpm", "-F", "-y",
+that_file]``, with ``processes=lambda app: 1`` (php-fpm's own children are the application's
+``processes``, as Starman's are).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from corral.config.app_types import EXTERNAL, listen_mode
+from corral.config.language_keys import base_type
+from corral.external.command import Command, Mode, Place
+from corral.external.languages import (
+    jetty_command,
+    puma_command,
+    starman_command,
+    starman_processes,
+)
 
-__all__ = ["KINDS", "Command", "Kind", "Place", "kind_of"]
-
-Mode = Literal["fd", "port", "unix"]
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where one process of a pool listens, and how the proxy reaches it."""
-
-    mode: Mode
-    address: str  # "127.0.0.1:PORT" or "unix:PATH": what the proxy connects to
-    port: int | None = None  # the loopback port (fd and port modes)
-    path: str | None = None  # the unix socket's path (unix mode)
-
-
-@dataclass(frozen=True)
-class Command:
-    """What one process runs: its argv, the environment added to corral's, its directory,
-    its user and group (names or ids, None: corral's) and the files its output goes to."""
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    user: str | None = None
-    group: str | None = None
-    stdout: str | None = None
-    stderr: str | None = None
+__all__ = ["KINDS", "Command", "Kind", "Mode", "Place", "kind_of"]
 
 
 class Kind(NamedTuple):
@@ -95,9 +77,18 @@ def _external_listen(app: Any) -> Mode:
     return mode
 
 
-KINDS: dict[str, Kind] = {EXTERNAL: Kind(_external_listen, external_command, "http")}
+_EXTERNAL_KIND = Kind(_external_listen, external_command, "http")
+KINDS: dict[str, Kind] = {
+    EXTERNAL: _EXTERNAL_KIND,
+    "go": _EXTERNAL_KIND,  # Unit's older name of "external"
+    "nodejs": _EXTERNAL_KIND,
+    "perl": Kind(lambda app: "fd", starman_command, "http", processes=starman_processes),
+    "ruby": Kind(lambda app: "fd", puma_command, "http"),
+    "java": Kind(lambda app: "port", jetty_command, "http"),
+}
 
 
 def kind_of(app: Any) -> Kind | None:
-    """The kind of a document's application when a supervised pool runs it, else None."""
-    return KINDS.get(app.type)
+    """The kind of a document's application when a supervised pool runs it, else None
+    (its ``type`` without a version: "ruby 3.1" is "ruby")."""
+    return KINDS.get(base_type(app.type))

@@ -16,7 +16,7 @@ import os
 import socket
 import tempfile
 
-from corral.external.kinds import Mode, Place
+from corral.external.command import Mode, Place
 
 __all__ = ["Places", "run_directory"]
 

@@ -140,7 +140,7 @@ class Externals:
                 "serving %s with %d process(es) of %r (%s)%s",
                 name,
                 pool.count,
-                app.executable if app.type == "external" else app.type,
+                app.executable or app.type,
                 pool.places.mode,
                 "; the running ones serve until these answer" if pool.replaces else "",
             )

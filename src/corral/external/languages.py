@@ -1,0 +1,123 @@
+"""The commands that run NGINX Unit's ``"perl"``, ``"ruby"`` and ``"java"`` applications under
+their languages' own servers, from Debian's packages (docs/polyglot.md).
+
+- perl: Starman (``starman``), a preforking PSGI server: one Starman per application, whose
+  ``--workers`` are the application's ``processes`` and ``--max-requests`` its
+  ``limits.requests`` (Starman counts connections: with ``limits.requests``, its connections
+  are not kept alive, so that each carries one request). It takes the socket corral binds as
+  Server::Starter hands one over: ``SERVER_STARTER_PORT=127.0.0.1:PORT=3``.
+- ruby: Puma (``puma``), in single mode (no forking of its own): one Puma per process of the
+  application, each with ``threads`` threads, all accepting on the socket corral binds, which
+  Puma takes from ``LISTEN_FDS`` when its ``--bind`` names the same address.
+- java: Jetty 9 (``jetty9``, ``default-jdk-headless``): one JVM per process, each binding the
+  loopback port corral picked, with a ``jetty.base`` of its own whose one context deploys the
+  ``webapp`` at ``/`` with the ``classpath`` added; ``options`` are the JVM's, and
+  ``thread_stack_size`` its ``-Xss``.
+
+Each command is otherwise an external application's: the ``environment``, the
+``working_directory`` (where a relative ``script`` or ``webapp`` is found), the ``user`` and
+``group``, the ``stdout`` and ``stderr`` files.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from xml.sax.saxutils import escape
+
+from msgspec import UNSET
+
+from corral.external.command import Command, Place
+from corral.external.places import run_directory
+
+__all__ = ["JETTY_HOME", "jetty_command", "puma_command", "starman_command"]
+
+# Debian's jetty9; an application's environment may name another (JETTY_HOME)
+JETTY_HOME = "/usr/share/jetty9"
+
+
+def _command(app: Any, argv: list[str], **env: str) -> Command:
+    return Command(
+        argv=tuple(argv),
+        env={**env, **app.env},
+        cwd=app.chdir,
+        user=app.user,
+        group=app.group,
+        stdout=app.stdout,
+        stderr=app.stderr,
+    )
+
+
+def starman_processes(app: Any) -> int:
+    """One Starman, whose own workers are the application's processes."""
+    return 1
+
+
+def starman_command(name: str, app: Any, place: Place) -> Command:
+    """Starman serving the PSGI ``script`` with ``processes`` workers on descriptor 3."""
+    del name
+    workers = app.dynamic.max if app.dynamic is not None else app.workers
+    argv = ["starman", "--workers", str(workers)]
+    if app.max_requests:  # Starman counts connections: one request each, so that it counts them
+        argv += ["--max-requests", str(app.max_requests), "--disable-keepalive"]
+    return _command(app, [*argv, app.script], SERVER_STARTER_PORT=f"{place.address}=3")
+
+
+def puma_command(name: str, app: Any, place: Place) -> Command:
+    """One Puma in single mode serving the rack ``script`` with ``threads`` threads on the
+    socket of descriptor 3 (its ``--bind`` names that socket's address; no config file)."""
+    del name
+    threads = f"{app.threads}:{app.threads}"
+    argv = ["puma", "--bind", f"tcp://{place.address}", "--threads", threads, "--config", "-"]
+    return _command(app, [*argv, app.script])
+
+
+def jetty_command(name: str, app: Any, place: Place) -> Command:
+    """One Jetty on the loopback port ``place`` names, deploying ``webapp`` at ``/``."""
+    home = app.env.get("JETTY_HOME", JETTY_HOME)
+    base = _jetty_base(name, app, place)
+    jvm = list(app.options) if isinstance(app.options, list) else []
+    if app.thread_stack_size is not None:
+        jvm.append(f"-Xss{app.thread_stack_size}")
+    argv = [
+        "java",
+        *jvm,
+        "-jar",
+        os.path.join(home, "start.jar"),
+        f"jetty.home={home}",
+        f"jetty.base={base}",
+        "--module=http,deploy",
+        "jetty.http.host=127.0.0.1",
+        f"jetty.http.port={place.port}",
+    ]
+    return _command(app, argv)
+
+
+def _jetty_base(name: str, app: Any, place: Place) -> str:
+    """A ``jetty.base`` for one process (its port's): the context that deploys ``webapp`` at
+    ``/`` with ``classpath`` (paths relative to ``working_directory`` made whole, since Jetty
+    resolves them against its own base)."""
+    base = os.path.join(run_directory(), f"{name}.jetty.{place.port}")
+    webapps = os.path.join(base, "webapps")
+    os.makedirs(webapps, mode=0o755, exist_ok=True)
+    os.chmod(base, 0o755)  # the application's user reads it (run_directory is 0711)
+
+    def whole(path: str) -> str:
+        return os.path.join(app.chdir or os.getcwd(), path)
+
+    extra = ",".join(whole(path) for path in app.classpath) if app.classpath is not UNSET else ""
+    context = (
+        '<?xml version="1.0"?>\n'
+        '<!DOCTYPE Configure PUBLIC "-//Jetty//Configure//EN" '
+        '"http://www.eclipse.org/jetty/configure_9_3.dtd">\n'
+        '<Configure class="org.eclipse.jetty.webapp.WebAppContext">\n'
+        '  <Set name="contextPath">/</Set>\n'
+        f'  <Set name="war">{escape(whole(app.webapp))}</Set>\n'
+        + (f'  <Set name="extraClasspath">{escape(extra)}</Set>\n' if extra else "")
+        + "</Configure>\n"
+    )
+    path = os.path.join(webapps, "root.xml")
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(context)
+    os.chmod(path, 0o644)
+    return base
