@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -185,6 +186,32 @@ def test_perl_under_starman() -> None:
         seen = {first["pid"], *(answers(server, "perl")["pid"] for _ in range(5))}
         assert len(seen) == 6
         wait_for(lambda: len(children(int(starman))) == 3)  # and keeps 3
+
+
+@needs("starman")
+def test_starmans_workers_go_with_a_starman_killed_and_it_is_restarted() -> None:
+    """A Starman master killed with SIGKILL (corral's own death, a stop past
+    ``graceful_timeout``) takes its workers along: none is left serving on the socket."""
+    app = {"type": "perl", "script": str(LANGUAGES / "keys.psgi"), "processes": 2}
+    with serving({"perl": app}, listeners={WEB: {"pass": "applications/perl"}}) as (
+        server,
+        _,
+        _,
+    ):
+        (starman,) = ready(server, "perl", timeout=30)
+        workers = wait_for(lambda: len(found := children(int(starman))) == 2 and found)
+        os.kill(int(starman), signal.SIGKILL)
+        wait_for(lambda: not any(_alive(pid) for pid in workers))
+        server.wait_log(rf"perl process \d+ ready \(pid (?!{starman}\))\d+\)", timeout=30)
+        assert int(answers(server, "perl")["pid"]) not in workers
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 @needs("puma")

@@ -100,15 +100,20 @@ def test_a_mistake_is_one_line_with_its_path(keys: dict[str, Any], message: str)
 FD = Place("fd", "127.0.0.1:8123", port=8123)
 
 
-def test_starman_runs_the_psgi_file_with_the_processes_as_its_workers() -> None:
+def test_starman_runs_the_psgi_file_with_the_processes_as_its_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("corral.external.languages.run_directory", lambda: str(tmp_path))
     perl = app(type="perl", script="app.psgi", processes=3, working_directory="/srv/app")
     command = starman_command("x", perl, FD)
-    assert command.argv == ("starman", "--workers", "3", "app.psgi")
+    module = ("-I", f"{tmp_path}/perl", "-MCorralStarmanWorkers")  # its workers' death signal
+    assert (tmp_path / "perl" / "CorralStarmanWorkers.pm").exists()
+    assert command.argv == ("starman", *module, "--workers", "3", "app.psgi")
     assert command.env["SERVER_STARTER_PORT"] == "127.0.0.1:8123=3"  # descriptor 3
     assert command.cwd == "/srv/app"
     assert KINDS["perl"].processes is not None and KINDS["perl"].processes(perl) == 1
     recycled = app(type="perl", script="app.psgi", limits={"requests": 100})
-    assert starman_command("x", recycled, FD).argv[3:] == (
+    assert starman_command("x", recycled, FD).argv[6:] == (
         "--max-requests",
         "100",
         "--disable-keepalive",  # Starman counts connections

@@ -53,11 +53,49 @@ def starman_processes(app: Any) -> int:
     return 1
 
 
+# Loaded into Starman (-M): each worker asks the kernel for SIGTERM when its master dies, as
+# corral's master does for the Starman it starts (PR_SET_PDEATHSIG is not inherited by a
+# fork): else a Starman master killed with SIGKILL leaves its workers serving on the socket.
+_STARMAN_MODULE = """package CorralStarmanWorkers;
+use strict;
+use warnings;
+use Starman::Server;
+my $init = \\&Starman::Server::child_init_hook;
+my $prctl = eval { require "syscall.ph"; &SYS_prctl };
+{
+    no warnings "redefine";
+    *Starman::Server::child_init_hook = sub {
+        my ($server) = @_;
+        if (defined $prctl) {
+            syscall($prctl, 1, 15);  # PR_SET_PDEATHSIG, SIGTERM
+            exit 0 if getppid() != $server->{server}{ppid};  # the master went before
+        }
+        return $init->(@_);
+    };
+}
+1;
+"""
+
+
+def _starman_module() -> str:
+    """The directory holding ``CorralStarmanWorkers.pm`` (written once per master)."""
+    directory = os.path.join(run_directory(), "perl")
+    path = os.path.join(directory, "CorralStarmanWorkers.pm")
+    if not os.path.exists(path):
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        os.chmod(directory, 0o755)  # the application's user reads it (run_directory is 0711)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(_STARMAN_MODULE)
+        os.chmod(path, 0o644)
+    return directory
+
+
 def starman_command(name: str, app: Any, place: Place) -> Command:
     """Starman serving the PSGI ``script`` with ``processes`` workers on descriptor 3."""
     del name
     workers = app.dynamic.max if app.dynamic is not None else app.workers
-    argv = ["starman", "--workers", str(workers)]
+    module = ["-I", _starman_module(), "-MCorralStarmanWorkers"]
+    argv = ["starman", *module, "--workers", str(workers)]
     if app.max_requests:  # Starman counts connections: one request each, so that it counts them
         argv += ["--max-requests", str(app.max_requests), "--disable-keepalive"]
     return _command(app, [*argv, app.script], SERVER_STARTER_PORT=f"{place.address}=3")
