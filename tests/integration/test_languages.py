@@ -242,6 +242,34 @@ def test_ruby_under_puma() -> None:
         server.wait_log(r"ruby 3\.1.*corral runs the Puma \(and ruby\) found on PATH")
 
 
+@needs("puma")
+def test_rubys_hooks_under_puma() -> None:
+    """Unit's ``hooks``: on_worker_boot before the application loads, on_thread_boot in each
+    thread before its first request, on_worker_shutdown as Puma stops."""
+    with short_dir() as marks:
+        app = {
+            "type": "ruby",
+            "script": "keys.ru",
+            "hooks": "hooks.rb",
+            "working_directory": str(LANGUAGES),
+            "threads": 2,
+            "environment": {"HOOKS_DIR": str(marks)},
+        }
+        with serving({"ruby": app}, listeners={WEB: {"pass": "applications/ruby"}}) as (
+            server,
+            _,
+            _,
+        ):
+            (pid,) = ready(server, "ruby", timeout=30)
+            assert (marks / f"worker_boot.{pid}").exists()
+            for _ in range(4):
+                assert answers(server, "ruby")["pid"] == pid
+            booted = list(marks.glob(f"thread_boot.{pid}.*"))
+            assert 1 <= len(booted) <= 2  # (the probe's thread booted too)
+        assert (marks / f"worker_shutdown.{pid}").exists()
+        assert "on_thread_shutdown is not called" not in server.stderr
+
+
 @needs("java", "javac")
 def test_java_under_jetty(build: Path) -> None:
     """``webapp`` (at ``/``), ``classpath`` (a class outside the webapp), ``options`` (the

@@ -153,11 +153,6 @@ def unserved_language(app: Any, where: str) -> list[str]:
         )
     if app.thread_stack_size is not None and language == "perl":
         lines.append(f"{where}.thread_stack_size: not applied (Starman runs no threads)")
-    if app.hooks is not UNSET:
-        lines.append(
-            f"{where}.hooks: not applied (Unit's on_worker_boot and on_thread_boot hooks have "
-            "no counterpart in Puma's single mode)"
-        )
     if app.unit_jars is not UNSET:
         lines.append(f"{where}.unit_jars: not applied (Jetty brings its own servlet jars)")
     return lines

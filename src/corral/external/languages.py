@@ -8,7 +8,8 @@ their languages' own servers, from Debian's packages (docs/polyglot.md).
   Server::Starter hands one over: ``SERVER_STARTER_PORT=127.0.0.1:PORT=3``.
 - ruby: Puma (``puma``), in single mode (no forking of its own): one Puma per process of the
   application, each with ``threads`` threads, all accepting on the socket corral binds, which
-  Puma takes from ``LISTEN_FDS`` when its ``--bind`` names the same address.
+  Puma takes from ``LISTEN_FDS`` when its ``--bind`` names the same address; Unit's ``hooks``
+  run from a Puma configuration file corral writes.
 - java: Jetty 9 (``jetty9``, ``default-jdk-headless``): one JVM per process, each binding the
   loopback port corral picked, with a ``jetty.base`` of its own whose one context deploys the
   ``webapp`` at ``/`` with the ``classpath`` added; ``options`` are the JVM's, and
@@ -21,6 +22,8 @@ Each command is otherwise an external application's: the ``environment``, the
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from typing import Any
 from xml.sax.saxutils import escape
@@ -103,11 +106,69 @@ def starman_command(name: str, app: Any, place: Place) -> Command:
 
 def puma_command(name: str, app: Any, place: Place) -> Command:
     """One Puma in single mode serving the rack ``script`` with ``threads`` threads on the
-    socket of descriptor 3 (its ``--bind`` names that socket's address; no config file)."""
-    del name
+    socket of descriptor 3 (its ``--bind`` names that socket's address); no config file but
+    the one that runs Unit's ``hooks``."""
     threads = f"{app.threads}:{app.threads}"
-    argv = ["puma", "--bind", f"tcp://{place.address}", "--threads", threads, "--config", "-"]
+    config = "-" if app.hooks is UNSET else _puma_hooks(name, app)
+    argv = ["puma", "--bind", f"tcp://{place.address}", "--threads", threads, "--config", config]
     return _command(app, [*argv, app.script])
+
+
+# Unit's hooks file under Puma's single mode, as a Puma configuration file: the file is
+# evaluated in a module Unit whose on_worker_boot, on_worker_shutdown, on_thread_boot and
+# on_thread_shutdown keep their blocks, as Unit does; the worker's boot runs before the
+# application loads, its shutdown at exit, a thread's boot before the first request it serves
+# (Puma 5 has no thread hooks: the application is wrapped), a thread's shutdown never (said).
+_PUMA_HOOKS = """# Written by corral: NGINX Unit's "hooks" of a ruby application, under Puma.
+hooks_file, rack_file = %s, %s
+module Unit
+  @hooks = {}
+  def self.hooks
+    @hooks
+  end
+  %%w[on_worker_boot on_worker_shutdown on_thread_boot on_thread_shutdown].each do |name|
+    define_singleton_method(name) { |&block| @hooks[name] = block }
+  end
+end
+Unit.module_eval(File.read(hooks_file), hooks_file, 1)
+warn "corral: on_thread_shutdown is not called under Puma" if Unit.hooks["on_thread_shutdown"]
+Unit.hooks["on_worker_boot"]&.call
+at_exit { Unit.hooks["on_worker_shutdown"]&.call }
+thread_boot = Unit.hooks["on_thread_boot"]
+if thread_boot
+  builder = begin  # rack's builder, else Puma's own copy of it (as Puma loads a rackup)
+    require "rack/builder"
+    Rack::Builder
+  rescue LoadError
+    require "puma/rack/builder"
+    Puma::Rack::Builder
+  end
+  inner = builder.parse_file(rack_file)
+  inner = inner.first if inner.is_a?(Array)  # rack 2: [app, options]
+  app(lambda do |env|
+    unless Thread.current.thread_variable_get(:corral_thread_booted)
+      Thread.current.thread_variable_set(:corral_thread_booted, true)
+      thread_boot.call
+    end
+    inner.call(env)
+  end)
+end
+"""
+
+
+def _puma_hooks(name: str, app: Any) -> str:
+    """The Puma configuration file that runs the application's ``hooks`` (one per content)."""
+    directory = app.chdir or os.getcwd()
+    paths = [os.path.join(directory, app.hooks), os.path.join(directory, app.script)]
+    # a JSON string is a Ruby one, but for "#{", which Ruby would interpolate
+    text = _PUMA_HOOKS % tuple(json.dumps(path).replace("#", "\\#") for path in paths)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = os.path.join(run_directory(), f"{name}.puma.{digest}.rb")
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(path, 0o644)
+    return path
 
 
 def jetty_command(name: str, app: Any, place: Place) -> Command:
