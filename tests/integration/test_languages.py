@@ -28,7 +28,7 @@ from corral.external.languages import JETTY_HOME
 from tests.integration.control import listening_port, short_dir
 from tests.integration.phpfpm import needs_php_fpm, php_fpm
 from tests.integration.server import Server, children, wait_for
-from tests.integration.test_external import ready, serving
+from tests.integration.test_external import ready, serving, status_of
 
 LANGUAGES = Path(__file__).parent / "languages"
 PHP = Path(__file__).parent / "apps" / "php"
@@ -135,11 +135,15 @@ def test_the_seven_hello_unit_applications_behind_one_listener(build: Path) -> N
     php = validate_document({"applications": applications}).applications["php"]
     with serving(applications, listeners={WEB: {"pass": "routes"}}, routes=routes) as (
         server,
-        _,
+        control,
         directory,
     ):
         for name in ("go", "nodejs", "java", "perl", "ruby"):
             ready(server, name, timeout=60)
+            pool = status_of(control, name)
+            assert pool["processes"]["running"] == 1, (name, pool)  # supervised, in /status
+            listen = "port" if name == "java" else "fd"
+            assert pool["external"]["listen"] == listen, (name, pool)
         port = wait_for(lambda: listening_port(server, WEB))
         with php_fpm("php", php, server.proc.pid, directory / "php-fpm.log"):
             for name in applications:
