@@ -29,6 +29,7 @@ def app(**keys: Any) -> Any:
     "keys",
     [
         {"type": "perl", "script": "app.psgi", "threads": 2, "thread_stack_size": 65536},
+        {"type": "perl", "script": "../shared/app.psgi"},  # any path, not one under a root
         {"type": "ruby 3.1", "script": "config.ru", "hooks": "hooks.rb", "processes": 2},
         {
             "type": "java",
@@ -88,6 +89,14 @@ def test_unit_keys_are_taken_and_the_document_round_trips(keys: dict[str, Any]) 
         ),
         ({"type": "ruby", "script": "config.ru", "threads": 0}, "$.applications.x.threads: "),
         ({"type": "perl 5.x", "script": "a.psgi"}, "$.applications.x.type: expected"),
+        (
+            {"type": "php", "root": "/srv", "script": "../up.php"},
+            '$.applications.x.script: expected a path under root, got "../up.php"',
+        ),
+        (
+            {"module": "m", "health_path": "/up"},
+            "$.applications.x.health_path: only for applications corral supervises (",
+        ),
     ],
 )
 def test_a_mistake_is_one_line_with_its_path(keys: dict[str, Any], message: str) -> None:

@@ -116,6 +116,8 @@ def kind_problem(app: Any, raw: Mapping[str, Any], where: str) -> str | None:
     if not is_external(app):
         for key in _ONLY_EXTERNAL:
             if key in given:
+                if key.startswith("health_"):  # (a perl, ruby or java one's too)
+                    return f"{where}.{key}: only for applications corral supervises ({_SUPERVISED})"
                 return f'{where}.{key}: only for "type": "external" applications'
         if app.targets is UNSET and app.module is None:
             return f'{where}: missing required key "module" (or "targets")'
@@ -140,6 +142,7 @@ def kind_problem(app: Any, raw: Mapping[str, Any], where: str) -> str | None:
     return None
 
 
+_SUPERVISED = '"external", "go", "nodejs", "perl", "ruby", "java"'
 _HOW = {"fd": "descriptor 3", "port": "PORT and {port}", "unix": "{socket}"}
 
 

@@ -210,7 +210,7 @@ if not TYPE_CHECKING:  # the type checker reads _structs.pyi (config/stubs.py)
             ("targets", dict[str, Target] | UnsetType, UNSET),
             # a php application's (config/php_keys.py)
             ("root", php_keys.ROOT | UnsetType, UNSET),
-            ("script", php_keys.SCRIPT | UnsetType, UNSET),
+            ("script", PATH | UnsetType, UNSET),  # php's is under root: php_keys.check
             ("index", php_keys.SCRIPT | UnsetType, UNSET),
             # php's object, or a java application's JVM options
             ("options", php_keys.PhpOptions | list[JVM_OPTION] | UnsetType, UNSET),

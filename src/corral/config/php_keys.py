@@ -35,9 +35,8 @@ _INI_VALUE = Annotated[
     ),
 ]
 # a script or an index: a file name or a path under root, no ".." and no NUL
-SCRIPT = Annotated[
-    str, Meta(pattern=r"^(?!.*(^|/)\.\.(/|$))[^\x00]+$", description="a path under root")
-]
+_UNDER_ROOT = r"^(?!.*(^|/)\.\.(/|$))[^\x00]+$"
+SCRIPT = Annotated[str, Meta(pattern=_UNDER_ROOT, description="a path under root")]
 ROOT = Annotated[str, Meta(pattern=r"^[^\x00]+$", min_length=1, description="a directory")]
 PHP_KEYS = ("root", "script", "index", "options")
 _PYTHON_KEYS = ("module", "callable", "prefix")
@@ -78,6 +77,10 @@ def check(app: Any, where: str) -> str | None:
     if app.targets is UNSET:
         if app.root is UNSET:
             return f'{where}: missing required key "root" (or "targets")'
+        # (the document's script is any path: a perl or ruby application's is not under a root)
+        if app.script is not UNSET and not re.match(_UNDER_ROOT, app.script):
+            got = msgspec.json.encode(app.script).decode()
+            return f"{where}.script: expected a path under root, got {got}"
         return None
     for key in ("root", "script", "index"):
         if getattr(app, key) is not UNSET:
