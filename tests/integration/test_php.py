@@ -1,12 +1,13 @@
-"""NGINX Unit's ``"php"`` applications, run by a real php-fpm that corral reaches over FastCGI
-(corral/actions/fastcgi.py), on both cores.
+"""NGINX Unit's ``"php"`` applications, run by a real php-fpm that corral's master starts and
+supervises (corral/php/command.py, the "php" kind of corral/external/) and its workers reach
+over FastCGI (corral/actions/fastcgi.py), on both cores.
 
-php-fpm is started here from what corral says it runs (tests/integration/phpfpm.py: the pool
-configuration and command of corral/php/fpm.py) until the master supervises it. Checked: a
-hello, the CGI variables php sees, a POST body echoed (large, chunked), a header and a status
-set by php, a redirect by Location, a script chosen by path, a directory's index, a ``script``
-that answers everything, ``targets``, traversals refused, 502 while php-fpm is down or answers
-what is not FastCGI, 504 for a slow script, a large answer streamed, keep-alive to php-fpm.
+Checked: a hello, the CGI variables php sees, a POST body echoed (large, chunked), a header
+and a status set by php, a redirect by Location, a script chosen by path, a directory's index,
+a ``script`` that answers everything, ``targets``, traversals refused, 502 while php-fpm's
+socket is gone or answers what is not FastCGI, php-fpm killed and restarted by the master,
+504 for a slow script, a large answer streamed, keep-alive to php-fpm, php-fpm in /status.
+Tests skip, saying so, where Debian's php-fpm package is not installed.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ import msgspec
 import pytest
 
 from corral.config.document import validate_document
-from corral.php.fpm import fpm_listen
-from tests.integration.phpfpm import needs_php_fpm, php_fpm
-from tests.integration.server import APPS, Server, read_all, read_response
+from corral.php.fpm import fpm_binary
+from tests.integration.server import APPS, Server, children, read_all, read_response
 from tests.integration.test_static_safety import TRAVERSALS
 
+needs_php_fpm = pytest.mark.skipif(
+    not os.access(fpm_binary(), os.X_OK), reason="php-fpm is not installed (Debian's php-fpm)"
+)
 pytestmark = [pytest.mark.usefixtures("each_core"), needs_php_fpm]
 
 SECRET = b"the php beside the root"
@@ -76,21 +79,36 @@ def document(root: Path) -> dict:
     }
 
 
+def fpm_ready(server: Server, name: str = "site", count: int = 1) -> tuple[int, str]:
+    """The pid of the php-fpm the master started (the ``count``-th time) for ``name`` once it
+    answers, and its socket's path."""
+    started = server.wait_log(
+        rf"{name} process 0 started \(pid (\d+)\) at unix:(\S+)", timeout=20, count=count
+    )
+    pid, path = started[count - 1]
+    server.wait_log(rf"{name} process 0 ready \(pid {pid}\)", timeout=20)
+    return int(pid), path
+
+
+def kill_php_fpm(pid: int) -> None:
+    """php-fpm's master and its children killed (its children outlive a master killed
+    alone: they would go on answering on the socket they share). The master first, else it
+    would replace the children killed before it."""
+    found = children(pid)
+    os.kill(pid, signal.SIGKILL)
+    for child in found:
+        os.kill(child, signal.SIGKILL)
+
+
 @pytest.fixture(scope="module")
 def server(each_core: str, root: Path) -> Iterator[Server]:
     path = root / f"php-{each_core}.json"
     path.write_text(json.dumps(document(root)))
     with Server(f"--config={path}", bind=None) as running:
+        fpm_ready(running)
         yield running
         assert running.proc.poll() is None, "the server died during the tests"
         assert "Traceback" not in running.stderr, running.stderr
-
-
-@pytest.fixture(scope="module")
-def fpm(server: Server, root: Path) -> Iterator[None]:
-    app = validate_document(document(root)).applications["site"]
-    with php_fpm("site", app, server.proc.pid, root / "php-fpm.log"):
-        yield
 
 
 def request(
@@ -115,14 +133,12 @@ def raw(server: Server, data: bytes) -> bytes:
         return read_all(sock)
 
 
-@pytest.mark.usefixtures("fpm")
 def test_hello(server: Server) -> None:
     status, headers, body = request(server, "GET", "/")
     assert (status, body) == (200, b"Hello, Unit!\n")
     assert headers["content-type"].startswith("text/html")  # php's default
 
 
-@pytest.mark.usefixtures("fpm")
 def test_the_cgi_variables_php_sees(server: Server, root: Path) -> None:
     status, _, body = request(
         server,
@@ -151,7 +167,6 @@ def test_the_cgi_variables_php_sees(server: Server, root: Path) -> None:
     assert body == b"page /sub/page.php info /more/path\n"
 
 
-@pytest.mark.usefixtures("fpm")
 @pytest.mark.parametrize("size", [0, 5, 70_000, 3 * 1024 * 1024])
 def test_a_post_body_comes_back_whole(server: Server, size: int) -> None:
     body = os.urandom(size)
@@ -161,7 +176,6 @@ def test_a_post_body_comes_back_whole(server: Server, size: int) -> None:
     assert status == 200 and hashlib.sha256(back).digest() == hashlib.sha256(body).digest()
 
 
-@pytest.mark.usefixtures("fpm")
 def test_a_chunked_post_body_comes_back_whole(server: Server) -> None:
     pieces = [os.urandom(n) for n in (1, 1000, 65536, 300_000, 7)]
 
@@ -184,7 +198,6 @@ def test_a_chunked_post_body_comes_back_whole(server: Server) -> None:
     assert seen["CONTENT_LENGTH"] == "3"  # php reads what it says: known once the body is whole
 
 
-@pytest.mark.usefixtures("fpm")
 def test_expect_continue_is_answered_then_the_body_streams(server: Server) -> None:
     body = b"x" * 100_000
     with server.connect() as sock:
@@ -198,7 +211,6 @@ def test_expect_continue_is_answered_then_the_body_streams(server: Server) -> No
     assert (status, back) == (200, body)
 
 
-@pytest.mark.usefixtures("fpm")
 def test_a_header_and_a_status_set_by_php(server: Server) -> None:
     status, headers, body = request(server, "GET", "/header.php")
     assert (status, body) == (201, b"created\n")
@@ -208,13 +220,11 @@ def test_a_header_and_a_status_set_by_php(server: Server) -> None:
     assert b"\r\nStatus:" not in answer
 
 
-@pytest.mark.usefixtures("fpm")
 def test_a_redirect_by_location(server: Server) -> None:
     status, headers, _ = request(server, "GET", "/redirect.php")
     assert (status, headers["location"]) == (302, "/index.php?from=redirect")
 
 
-@pytest.mark.usefixtures("fpm")
 def test_scripts_chosen_by_path_index_script_and_targets(server: Server) -> None:
     assert request(server, "GET", "/sub/")[2] == b"sub index at /sub/index.php\n"
     status, headers, _ = request(server, "GET", "/sub?x=1")
@@ -228,7 +238,6 @@ def test_scripts_chosen_by_path_index_script_and_targets(server: Server) -> None
     assert request(server, "GET", "/other/")[2] == b"page /other/page.php info \n"
 
 
-@pytest.mark.usefixtures("fpm")
 @pytest.mark.parametrize("target", [*TRAVERSALS, b"/out.php", b"/sub/up.php"])
 def test_a_traversal_is_refused_never_run(server: Server, target: bytes) -> None:
     target = target.replace(b"secret.txt", b"secret.php")
@@ -238,7 +247,6 @@ def test_a_traversal_is_refused_never_run(server: Server, target: bytes) -> None
     assert SECRET not in answer
 
 
-@pytest.mark.usefixtures("fpm")
 def test_a_slow_script_is_answered_504(server: Server) -> None:
     started = time.monotonic()
     status, _, _ = request(server, "GET", "/slow.php?seconds=4")
@@ -247,7 +255,6 @@ def test_a_slow_script_is_answered_504(server: Server) -> None:
     assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"  # and the next is served
 
 
-@pytest.mark.usefixtures("fpm")
 def test_a_large_answer_is_streamed_to_a_slow_reader(server: Server) -> None:
     with server.connect() as sock:
         sock.sendall(b"GET /big.php?pieces=256 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -268,9 +275,8 @@ def accepted_by_php(path: str) -> set[str]:
     return {row[6] for row in rows if row[3] != "00010000" and row[6] != "0"}  # (0: going)
 
 
-@pytest.mark.usefixtures("fpm")
 def test_keep_alive_to_the_client_and_to_php_fpm(server: Server) -> None:
-    fpm_socket = fpm_listen(server.proc.pid, "site")
+    _, fpm_socket = fpm_ready(server)
     conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
     kept: set[str] = set()
     for number in range(20):
@@ -285,18 +291,19 @@ def test_keep_alive_to_the_client_and_to_php_fpm(server: Server) -> None:
 
 
 @pytest.fixture(scope="module")
-def alone(each_core: str, root: Path) -> Iterator[Server]:
-    """Another corral with the same document, whose php-fpm is never started."""
+def alone(each_core: str, root: Path) -> Iterator[tuple[Server, str]]:
+    """Another corral with the same document, which no request reaches php-fpm through
+    (no connection to it is kept): php-fpm runs, its socket's path is the tests' to replace."""
     path = root / f"php-alone-{each_core}.json"
     path.write_text(json.dumps(document(root)))
     with Server(f"--config={path}", bind=None) as running:
-        yield running
+        yield running, fpm_ready(running)[1]
         assert "Traceback" not in running.stderr, running.stderr
 
 
-def test_php_fpm_down_is_502(alone: Server) -> None:
-    server = alone
-    assert not Path(fpm_listen(server.proc.pid, "site")).exists()
+def test_php_fpm_unreachable_is_502(alone: tuple[Server, str]) -> None:
+    server, fpm_socket = alone
+    Path(fpm_socket).unlink()  # php-fpm runs on, none can connect to it
     answer = raw(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 502 Bad Gateway\r\n")
     assert b"Connection: close" not in answer.partition(b"\r\n\r\n")[0]  # the client may go on
@@ -340,10 +347,10 @@ def stdout_record(content: bytes) -> bytes:
     ],
 )
 def test_an_answer_that_is_not_fastcgi_or_cgi_is_502(
-    alone: Server, answer: bytes, logged: str
+    alone: tuple[Server, str], answer: bytes, logged: str
 ) -> None:
-    server = alone
-    path = fpm_listen(server.proc.pid, "site")
+    server, path = alone
+    Path(path).unlink(missing_ok=True)  # php-fpm's socket: this server's instead
     stop = threading.Event()
     thread = serve_garbage(path, answer, stop)
     try:
@@ -371,48 +378,61 @@ def test_requests_past_the_connections_wait_their_turn_in_corral(root: Path) -> 
     path = root / "php-two.json"
     path.write_text(json.dumps(doc))
     with Server(f"--config={path}", bind=None) as server:
-        app = validate_document(doc).applications["site"]
-        with php_fpm("site", app, server.proc.pid, root / "php-fpm-two.log"):
-            fpm_socket = fpm_listen(server.proc.pid, "site")
-            answers: list[int] = []
-            opened: set[str] = set()
+        _, fpm_socket = fpm_ready(server)
+        answers: list[int] = []
+        opened: set[str] = set()
 
-            def ask() -> None:
-                answers.append(request(server, "GET", "/slow.php?seconds=1")[0])
+        def ask() -> None:
+            answers.append(request(server, "GET", "/slow.php?seconds=1")[0])
 
-            threads = [threading.Thread(target=ask) for _ in range(6)]
-            started = time.monotonic()
-            for thread in threads:
-                thread.start()
-            while any(thread.is_alive() for thread in threads):
-                opened |= accepted_by_php(fpm_socket)
-                time.sleep(0.05)
-            took = time.monotonic() - started
+        threads = [threading.Thread(target=ask) for _ in range(6)]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            opened |= accepted_by_php(fpm_socket)
+            time.sleep(0.05)
+        took = time.monotonic() - started
     assert answers == [200] * 6
     assert 2.9 < took < 9, took  # three turns of one second
     assert len(opened) <= 2, opened  # the same two connections all along
 
 
-def test_php_fpm_restarted_under_kept_connections(root: Path) -> None:
-    """The connections a worker keeps die with php-fpm: 502 while it is gone, served again
-    as soon as it is back (a kept connection found closed is replaced, the request sent again)."""
+def test_php_fpm_killed_is_restarted_under_kept_connections(root: Path) -> None:
+    """php-fpm killed (its master and children) is started again by corral's master, at the
+    same socket, and the connections a worker kept to the dead one are replaced (a kept
+    connection found closed: the request sent on a new one); the crash is an event and a
+    restart in /status, as a worker's."""
+    from tests.integration.control import Control, short_dir
+
     doc = document(root)
-    path = root / "php-restart.json"
-    path.write_text(json.dumps(doc))
-    app = validate_document(doc).applications["site"]
-    with Server(f"--config={path}", bind=None) as server:
-        log = root / "php-fpm-restart.log"
-        with php_fpm("site", app, server.proc.pid, log):
+    doc["applications"]["site"]["min_worker_lifetime"] = 0  # restarted at once, not backed off
+    with short_dir() as directory:
+        state = directory / "state"
+        state.mkdir(mode=0o700)
+        (state / "conf.json").write_text(json.dumps(doc))
+        with Server(f"--state-dir={state}", bind=None) as server:
+            pid, fpm_socket = fpm_ready(server)
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
             for _ in range(3):
-                assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
-        assert request(server, "GET", "/")[0] == 502
-        with php_fpm("site", app, server.proc.pid, log):
-            for _ in range(3):
-                assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
-        assert "Traceback" not in server.stderr, server.stderr
+                conn.request("GET", "/")
+                assert conn.getresponse().read() == b"Hello, Unit!\n"
+            kill_php_fpm(pid)
+            server.wait_log(rf"site process 0 \(pid {pid}\) exited: signal SIGKILL .*restarting it")
+            again, at = fpm_ready(server, count=2)
+            assert again != pid and at == fpm_socket
+            for _ in range(3):  # on the same client connection, the worker's kept one dead
+                conn.request("GET", "/")
+                assert conn.getresponse().read() == b"Hello, Unit!\n"
+            conn.close()
+            control = Control.of(server)
+            site = control.get("/status/applications/site").json
+            assert site["external"]["restarts"] == 1 and site["processes"]["running"] == 1
+            events = control.get("/status/events").json
+            assert any(e["kind"] == "crash" and e["pid"] == pid for e in events), events
+            assert "Traceback" not in server.stderr, server.stderr
 
 
-@pytest.mark.usefixtures("fpm")
 def test_head_gets_the_head_of_get(server: Server) -> None:
     answer = raw(server, b"HEAD /header.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     head, _, body = answer.partition(b"\r\n\r\n")
@@ -429,24 +449,27 @@ def test_children_replaced_after_each_request_behind_kept_connections(root: Path
     doc["applications"]["site"]["processes"] = 2
     path = root / "php-max-requests.json"
     path.write_text(json.dumps(doc))
-    app = validate_document(doc).applications["site"]
     with Server(f"--config={path}", bind=None) as server:
-        with php_fpm("site", app, server.proc.pid, root / "php-fpm-max-requests.log"):
-            conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
-            pids = set()
-            for _ in range(40):
-                conn.request("GET", "/pid.php")
-                answer = conn.getresponse()
-                assert answer.status == 200
-                pids.add(answer.read())
-            conn.close()
+        fpm_ready(server)
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        pids = set()
+        for _ in range(40):
+            conn.request("GET", "/pid.php")
+            answer = conn.getresponse()
+            assert answer.status == 200
+            pids.add(answer.read())
+        conn.close()
         assert len(pids) == 40  # a child a request
-        assert "502" not in server.stderr and "Traceback" not in server.stderr, server.stderr
+        assert "answered 502" not in server.stderr and "Traceback" not in server.stderr, (
+            server.stderr
+        )
 
 
 def test_a_php_application_changed_through_the_control_api(root: Path) -> None:
-    """Unit's way: the document PUT on the control socket, then one key changed; the workers
-    that reach php-fpm follow (their pool restarts when a php application changes)."""
+    """Unit's way: the document PUT on the control socket, then one key changed; php-fpm is
+    started with it, and replaced on the change (the old one serving until the new one
+    answers), the workers that reach it follow (their pool restarts when a php application
+    changes); php-fpm is in /status as an external application's pool is."""
     from tests.integration.control import Control, listening_port, short_dir
 
     doc = document(root)
@@ -458,18 +481,20 @@ def test_a_php_application_changed_through_the_control_api(root: Path) -> None:
             answer = control.put("/config", doc)
             assert answer.status == 200, answer.raw
             server.host, server.port = "127.0.0.1", listening_port(server, "127.0.0.1:0")
-            app = validate_document(doc).applications["site"]
-            with php_fpm("site", app, server.proc.pid, root / "php-fpm-control.log"):
-                assert request(server, "GET", "/anything")[0] == 404
-                answer = control.put("/config/applications/site/targets/main/script", "front.php")
-                assert answer.status == 200, answer.raw
-                body = request(server, "GET", "/anything")[2]
-                assert body == b"front controller for /anything\n"
-            status = control.get("/status").json
-            assert "site" in status["applications"]
+            first, _ = fpm_ready(server)
+            assert request(server, "GET", "/anything")[0] == 404
+            answer = control.put("/config/applications/site/targets/main/script", "front.php")
+            assert answer.status == 200, answer.raw
+            body = request(server, "GET", "/anything")[2]
+            assert body == b"front controller for /anything\n"
+            second, at = fpm_ready(server, count=2)
+            server.wait_log(rf"site process 0 \(pid {first}\) exited")  # the replaced one
+            site = control.get("/status/applications/site?workers=1").json
+            assert site["processes"]["running"] == 1, site
+            assert site["external"]["addresses"] == ["unix:" + at]
+            assert [row["pid"] for row in site["workers"]] == [second]
 
 
-@pytest.mark.usefixtures("fpm")
 def test_clients_that_go_while_php_works_leave_the_worker_serving(server: Server) -> None:
     """More clients than the worker's connections to php-fpm leave while php works (their
     requests sent, waiting for a connection, or being answered): the next requests are
@@ -501,15 +526,12 @@ def test_php_runs_as_the_application_user() -> None:
         }
         path = top / "php-user.json"
         path.write_text(json.dumps(doc))
-        app = validate_document(doc).applications["site"]
-        log = top / "php-fpm-user.log"
-        with (
-            Server(f"--config={path}", bind=None) as server,
-            php_fpm("site", app, server.proc.pid, log) as pool,
-        ):
+        with Server(f"--config={path}", bind=None) as server:
+            pid, fpm_socket = fpm_ready(server)
             assert request(server, "GET", "/whoami.php")[2] == b"nobody"
-            owner = Path(pool.listen).stat()
+            owner = Path(fpm_socket).stat()
             assert (owner.st_uid, owner.st_gid) == (65534, 65534)  # nobody, nogroup
+            assert os.stat(f"/proc/{pid}").st_uid == 0  # php-fpm's master: root, as corral
     finally:
         shutil.rmtree(top, ignore_errors=True)
 
@@ -528,41 +550,41 @@ def test_more_workers_than_php_children_do_not_keep_connections(root: Path) -> N
     doc["settings"]["fastcgi_read_timeout"] = 3
     path = root / "php-two-workers.json"
     path.write_text(json.dumps(doc))
-    app = validate_document(doc).applications["site"]
     with Server(f"--config={path}", bind=None) as server:
-        with php_fpm("site", app, server.proc.pid, root / "php-fpm-two-workers.log"):
-            pids = set()
-            for _ in range(16):  # a new connection each: both workers take some
-                status, _, body = request(server, "GET", "/pid.php")
-                assert status == 200, body
-                pids.add(body)
-            assert len(pids) == 1  # the one child served them all
+        fpm_ready(server)
+        pids = set()
+        for _ in range(16):  # a new connection each: both workers take some
+            status, _, body = request(server, "GET", "/pid.php")
+            assert status == 200, body
+            pids.add(body)
+        assert len(pids) == 1  # the one child served them all
         assert "answered 504" not in server.stderr
 
 
 def test_a_draining_worker_lets_go_of_php_fpm(root: Path) -> None:
-    """A reload's old worker drains while its client's idle connection may stay for
-    drain_idle_timeout: its connection to php-fpm (of one child) is closed at once, not kept
-    till it exits, so that the new worker's requests are answered meanwhile."""
+    """A change's old worker drains while its client's idle connection may stay for
+    drain_idle_timeout: its connection to php-fpm (of one child, which the change leaves
+    running) is closed at once, not kept till it exits, so that the new worker's requests are
+    answered meanwhile."""
+    from tests.integration.control import Control, short_dir
+
     doc = document(root)
     doc["applications"]["site"]["processes"] = 1
     doc["settings"].update(fastcgi_read_timeout=20, drain_idle_timeout=8, http={"idle_timeout": 10})
-    path = root / "php-drain.json"
-    path.write_text(json.dumps(doc))
-    app = validate_document(doc).applications["site"]
-    log = root / "php-fpm-drain.log"
-    with (
-        Server(f"--config={path}", bind=None) as server,
-        php_fpm("site", app, server.proc.pid, log),
-    ):
-        kept = http.client.HTTPConnection(server.host, server.port, timeout=10)
-        kept.request("GET", "/")
-        assert kept.getresponse().read() == b"Hello, Unit!\n"  # (and stays open, idle)
-        doc["applications"]["site"]["targets"]["main"]["index"] = "index.php"  # a change
-        path.write_text(json.dumps(doc))
-        server.send(signal.SIGHUP)
-        server.wait_log(r"reload complete: generation 2")
-        started = time.monotonic()
-        assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
-        assert time.monotonic() - started < 4  # not drain_idle_timeout's 8 s
-        kept.close()
+    with short_dir() as directory:
+        state = directory / "state"
+        state.mkdir(mode=0o700)
+        (state / "conf.json").write_text(json.dumps(doc))
+        with Server(f"--state-dir={state}", bind=None) as server:
+            pid, _ = fpm_ready(server)
+            kept = http.client.HTTPConnection(server.host, server.port, timeout=10)
+            kept.request("GET", "/")
+            assert kept.getresponse().read() == b"Hello, Unit!\n"  # (and stays open, idle)
+            # a setting the workers hold: they are replaced, php-fpm is not
+            answer = Control.of(server).put("/config/settings/fastcgi_read_timeout", 19)
+            assert answer.status == 200, answer.raw
+            started = time.monotonic()
+            assert request(server, "GET", "/")[2] == b"Hello, Unit!\n"
+            assert time.monotonic() - started < 4  # not drain_idle_timeout's 8 s
+            kept.close()
+            assert f"site process 0 (pid {pid}) exited" not in server.stderr

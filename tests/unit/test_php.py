@@ -11,7 +11,7 @@ import pytest
 
 from corral.config.document import ConfigError, validate_document
 from corral.php.apps import php_applications
-from corral.php.fpm import fpm_listen, fpm_pool
+from corral.php.fpm import fpm_pool
 from corral.php.site import Site
 
 
@@ -156,8 +156,9 @@ def test_the_pool_php_fpm_runs_from_unit_keys() -> None:
             }
         )
     )
-    pool = fpm_pool("php", doc.applications["php"], master_pid=42, binary="/usr/sbin/php-fpm8.2")
-    assert pool.listen == fpm_listen(42, "php") and "corral-42-php-" in pool.listen
+    at = "/run/corral/php/0.0.sock"
+    pool = fpm_pool("php", doc.applications["php"], listen=at, binary="/usr/sbin/php-fpm8.2")
+    assert (pool.listen, pool.config_path) == (at, "/run/corral/php/0.0.conf")
     assert pool.command == (
         "/usr/sbin/php-fpm8.2",
         "--nodaemonize",
@@ -191,19 +192,21 @@ def test_the_pool_php_fpm_runs_from_unit_keys() -> None:
 
 def test_pm_static_and_ondemand_and_root() -> None:
     static = validate_document(php_doc({"root": "/w", "processes": 3})).applications["php"]
-    pool = fpm_pool("php", static, master_pid=1, as_root=True)
+    pool = fpm_pool("php", static, listen="/x.sock", as_root=True)
     assert "pm = static" in pool.config and "pm.max_children = 3" in pool.config
     assert pool.command[-1] == "--allow-to-run-as-root"  # as corral's own workers would
-    assert "--allow-to-run-as-root" not in fpm_pool("php", static, master_pid=1, as_root=False)[0]
+    assert (
+        "--allow-to-run-as-root" not in fpm_pool("php", static, listen="/x.sock", as_root=False)[0]
+    )
     lazy = validate_document(php_doc({"root": "/w", "processes": {"max": 4, "idle_timeout": 9}}))
-    config = fpm_pool("php", lazy.applications["php"], master_pid=1).config
+    config = fpm_pool("php", lazy.applications["php"], listen="/x.sock").config
     assert "pm = ondemand" in config and "pm.process_idle_timeout = 9s" in config
 
 
 def test_an_environment_value_php_fpm_cannot_take_is_named() -> None:
     doc = validate_document(php_doc({"root": "/w", "environment": {"A": 'x"y'}}))
     with pytest.raises(ValueError, match=r"\$.applications.php.environment.A: php-fpm cannot"):
-        fpm_pool("php", doc.applications["php"], master_pid=1)
+        fpm_pool("php", doc.applications["php"], listen="/x.sock")
 
 
 def test_what_the_workers_know_of_each_php_application(tmp_path: Path) -> None:
@@ -222,8 +225,10 @@ def test_what_the_workers_know_of_each_php_application(tmp_path: Path) -> None:
             "settings": {"fastcgi_connections": 8, "fastcgi_read_timeout": 7},
         }
     )
-    [php] = php_applications(doc, 99).values()
-    assert php.address == "unix:" + fpm_listen(99, "php")
+    [php] = php_applications(doc).values()
+    assert php.address is None  # the board's, at each request
+    assert php.at("unix:/a.sock").address == "unix:/a.sock"
+    assert php.at("unix:/a.sock") is php.at("unix:/a.sock")  # its connections kept there
     assert [site.root for site in php.sites] == ["/w", "/v"]
     assert php.sites[1].script == b"/s.php"
     assert php.limit == 2 and php.keep  # its 4 children shared by the 2 workers reaching it
@@ -231,11 +236,15 @@ def test_what_the_workers_know_of_each_php_application(tmp_path: Path) -> None:
     assert os.path.isabs(php.sites[0].root)
 
 
-def test_a_php_application_is_said_to_need_php_fpm_started_until_corral_starts_it() -> None:
+def test_a_php_application_is_served_by_the_php_kind() -> None:
+    """php-fpm, started by the master's supervision: nothing said unserved, whatever the
+    version the type names (php-fpm's is the installed one)."""
     from corral.config.unserved import unserved
+    from corral.external.kinds import KINDS, kind_of
 
-    lines = unserved(validate_document(php_doc({"root": "/w"})))
-    assert lines == [
-        "$.applications.php: corral does not start php-fpm yet: its requests are answered "
-        'Bad Gateway until php-fpm runs with the pool corral writes (docs/polyglot.md, "php")'
-    ]
+    for kind in ("php", "php 8.2"):
+        doc = validate_document(php_doc({"root": "/w", "type": kind, "processes": 3}))
+        app = doc.applications["php"]
+        assert unserved(doc) == []
+        assert kind_of(app) is KINDS["php"]
+        assert kind_of(app).speaks == "fastcgi" and kind_of(app).processes(app) == 1

@@ -2,8 +2,9 @@
 adapter, with the target the action names (NGINX Unit's ``targets``: the exchange carries its
 position; a pass that names none, or an application without targets, is target 0); another
 application's request is handed off with its connection to a worker of that application
-(the mechanism: `corral.server.routed.RouteState`, `corral.server.handoff`); a ``"php"``
-application's is sent to its php-fpm (`corral.actions.fastcgi`).
+(the mechanism: `corral.server.routed.RouteState`, `corral.server.handoff`); that of an
+application a supervised pool runs (an external one, a ``"php"`` one) is sent to one of its
+processes (`corral.actions.external`), with the target the action names (php's ``targets``).
 
 What a hand-off cannot do is answered here instead: 502 when no hand-off address is known,
 503 when the request's start in the bytes read is lost (routed.py's boundary rule), 508 when
@@ -14,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from corral.actions.external import MARK, to_external
-from corral.actions.fastcgi import to_php
 from corral.actions.respond import respond
 from corral.routing import Respond
 
@@ -57,12 +57,10 @@ def to_application(conn: HttpConnection, exchange: Exchange, action: Any) -> boo
         exchange.target = action.target
         return True
     address = routing.addresses.get(name)
-    if address is not None and address.startswith(MARK):  # a program's: proxied to it
+    if address is not None and address.startswith(MARK):  # a program's: sent to it
+        exchange.target = action.target
         return to_external(conn, exchange, name)
     if address is None:
-        php = routing.php.get(name)  # a "php" application: php-fpm's, over FastCGI
-        if php is not None:
-            return to_php(conn, exchange, php, action.target)
         routing.log.warning("no hand-off address for application %r", name)
         return respond(conn, exchange, NO_ADDRESS)
     if route.raw_first is None:

@@ -1,5 +1,7 @@
-"""``pass`` to an external application (`corral.external`): the request is proxied to one of
-its ready processes, in turn, through the proxy's entry point (`corral.actions.proxy.forward`).
+"""``pass`` to an application a supervised pool runs (`corral.external`): the request goes to
+one of its ready processes, in turn, in the protocol its kind speaks (`SPEAKERS`): HTTP
+through the proxy's entry point (`corral.actions.proxy.forward`), FastCGI to php-fpm
+(`corral.actions.fastcgi.to_fpm`).
 
 Which processes are ready is the master's board (`corral.external.board`), read at each
 request: a program that has not answered yet, or is being stopped, gets none; with none ready
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from corral.actions.fastcgi import to_fpm
 from corral.actions.proxy import forward
 from corral.actions.respond import respond
 from corral.external.board import board
@@ -28,11 +31,18 @@ __all__ = ["MARK", "SPEAKERS", "reach", "to_external"]
 
 MARK = "external:"  # a hand-off address that is an external application's name, not a socket
 NOT_READY = Respond(503)
-# (conn, exchange, address, options) -> an action handler's result: True
-Speaker = Callable[[Any, Any, str, ProxyOptions], bool]
-# How a worker talks to a kind's processes, by its `Kind.speaks`: HTTP through the proxy; a
-# kind whose processes speak another protocol (php-fpm: FastCGI) adds its client here.
-SPEAKERS: dict[str, Speaker] = {"http": forward}
+# (conn, exchange, application, address, options) -> an action handler's result: True
+Speaker = Callable[[Any, Any, str, str, ProxyOptions], bool]
+
+
+def _http(conn: Any, exchange: Any, name: str, address: str, options: ProxyOptions) -> bool:
+    del name  # the proxy needs no more than the address
+    return forward(conn, exchange, address, options)
+
+
+# How a worker talks to a kind's processes, by its `Kind.speaks`: HTTP through the proxy,
+# FastCGI to php-fpm (which needs the application's scripts: the worker's, by name).
+SPEAKERS: dict[str, Speaker] = {"http": _http, "fastcgi": to_fpm}
 _ROUTES: dict[str, tuple[Speaker, ProxyOptions]] = {}  # by application: what `reach` set
 
 
@@ -57,5 +67,5 @@ def to_external(conn: HttpConnection, exchange: Exchange, name: str) -> bool:
     address = board().next_address(name)
     if address is None:
         return respond(conn, exchange, NOT_READY)
-    speak, options = _ROUTES.get(name, (forward, DEFAULT_OPTIONS))
-    return speak(conn, exchange, address, options)
+    speak, options = _ROUTES.get(name, (_http, DEFAULT_OPTIONS))
+    return speak(conn, exchange, name, address, options)

@@ -2,7 +2,8 @@
 worker that holds the connection, the answer streamed back through the one response path
 (`corral.server.exchange`).
 
-`to_php` runs when routing passes a request to a php application (`actions.application`):
+`to_php` runs when routing passes a request to a php application (`actions.application`,
+through `to_fpm`, with the address of its php-fpm that the master's supervision publishes):
 the script is chosen at once (`corral.php.site`), so a 404, 403 or 301 is answered without
 php-fpm; otherwise a `FastCgiReply` answers, in order with the connection's other answers.
 
@@ -76,6 +77,14 @@ def to_php(conn: HttpConnection, exchange: Exchange, app: PhpApplication, target
         return True
     exchange.action = exchange.body = FastCgiReply(app, site, choice, request.host())
     return True
+
+
+def to_fpm(conn: HttpConnection, exchange: Exchange, name: str, address: str, _: Any) -> bool:
+    """`corral.actions.external`'s speaker of FastCGI: the request for the php application
+    ``name`` (at ``exchange.target``) goes to its php-fpm at ``address``, one the master's
+    board says is ready, over this worker's connections there."""
+    php = conn.plan.routing.php[name]
+    return to_php(conn, exchange, php.at(address), exchange.target)
 
 
 class FastCgiReply:

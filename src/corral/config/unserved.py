@@ -17,6 +17,7 @@ import sys
 from corral.config.app_types import is_external, unserved_external
 from corral.config.document import Document
 from corral.config.language_keys import is_language, unserved_language
+from corral.config.php_keys import is_php
 from corral.config.settings import show
 from corral.jsonpath import member
 
@@ -35,14 +36,9 @@ def unserved(doc: Document) -> list[str]:
         if is_language(application):
             lines += unserved_language(application, f"$.applications{member(name)}")
             continue
-        version = re.search(r"\d+\.\d+", application.type)
-        if application.type.startswith("php"):  # run by php-fpm (docs/polyglot.md)
-            lines.append(
-                f"$.applications{member(name)}: corral does not start php-fpm yet: its "
-                "requests are answered Bad Gateway until php-fpm runs with the pool corral writes "
-                '(docs/polyglot.md, "php")'
-            )
+        if is_php(application):  # its version is php-fpm's, whichever is installed
             continue
+        version = re.search(r"\d+\.\d+", application.type)
         if version is not None and version.group() != _RUNNING:
             lines.append(
                 f"$.applications{member(name)}.type: {show(application.type)}: corral runs the "

@@ -1,8 +1,9 @@
 """What one process of a supervised pool runs (`Command`) and where it listens (`Place`).
 
 The values the seam (``kinds.py``) and the command builders (``kinds.py`` for ``external``,
-``languages.py`` for Starman, Puma and Jetty) pass to the master's ``spawn.py``; kept apart
-from `KINDS` so that a builder in another module needs no import of the table that lists it.
+``languages.py`` for Starman, Puma and Jetty, ``php/command.py`` for php-fpm) pass to the
+master's ``spawn.py``; kept apart from `KINDS` so that a builder in another module needs no
+import of the table that lists it.
 """
 
 from __future__ import annotations

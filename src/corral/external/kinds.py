@@ -11,11 +11,11 @@ kind gets: the socket on descriptor 3 with ``LISTEN_FDS``, ``LISTEN_PID`` and
 ``LISTEN_FDNAMES`` (``fd``), ``PORT`` (``port``), the user and group, the output files.
 
 Another kind is one more entry in `KINDS`: Starman for ``"perl"``, Puma for ``"ruby"``, Jetty
-for ``"java"`` (their commands are ``languages.py``'s); php-fpm for ``"php"``, for instance
-``Kind(lambda app: "unix", php_fpm_command, "connect", "fastcgi")``, whose command writes the
-pool's configuration with ``listen = place.path`` and returns ``["php-fpm", "-F", "-y",
-that_file]``, with ``processes=lambda app: 1`` (php-fpm's own children are the application's
-``processes``, as Starman's are).
+for ``"java"`` (their commands are ``languages.py``'s), php-fpm for ``"php"``: at a unix socket
+(``corral/php/command.py`` writes its pool's configuration with ``listen = place.path``), asked
+by a connection, spoken to in FastCGI, one process (php-fpm's own children are the
+application's ``processes``, as Starman's are). A type with a version (``"php 8.2"``,
+``"ruby 3.1"``) is its kind's (`kind_of`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from corral.external.languages import (
     starman_command,
     starman_processes,
 )
+from corral.php.command import php_fpm_command
 
 __all__ = ["KINDS", "Command", "Kind", "Mode", "Place", "kind_of"]
 
@@ -85,6 +86,7 @@ KINDS: dict[str, Kind] = {
     "perl": Kind(lambda app: "fd", starman_command, "http", processes=starman_processes),
     "ruby": Kind(lambda app: "fd", puma_command, "http"),
     "java": Kind(lambda app: "port", jetty_command, "http"),
+    "php": Kind(lambda app: "unix", php_fpm_command, "connect", "fastcgi", lambda app: 1),
 }
 
 

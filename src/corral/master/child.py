@@ -151,7 +151,7 @@ def worker_main(fork: Fork) -> int:
         route_limiters=pool.route_limiters,
         seat=fork.seat,
         total_conns=pool.total_conns,
-        php=php_applications(pool.doc, os.getppid()),
+        php=php_applications(pool.doc),
     )
     return run_worker(spec)
 

@@ -1,10 +1,11 @@
 """The php-fpm that runs a ``"php"`` application: its configuration file and its command, as
 a pure function of the document (`fpm_pool`). Who starts it and restarts it is the master's
-supervision of processes that are not corral's; this module writes nothing and starts nothing.
+supervision of processes that are not corral's (`corral.php.command`, the ``"php"`` kind);
+this module writes nothing and starts nothing.
 
-The pool is named after the application and listens on a unix socket in the temporary
-directory named after the master's pid and the application (`fpm_listen`), which every worker
-derives the same way to reach it (`corral.actions.fastcgi`). From Unit's keys:
+The pool is named after the application and listens on the unix socket the supervision chose
+(which the workers read on its board to reach it: `corral.actions.fastcgi`), its
+configuration file beside it. From Unit's keys:
 
 - ``processes``: a number is ``pm = static`` with that many children; ``{max, spare,
   idle_timeout}`` is ``pm = ondemand`` (children made as requests come, each ended after
@@ -31,14 +32,13 @@ import glob
 import hashlib
 import os
 import shutil
-import tempfile
 from typing import Any, NamedTuple
 
 from msgspec import UNSET
 
 from corral.jsonpath import member
 
-__all__ = ["FpmPool", "fpm_binary", "fpm_listen", "fpm_pool"]
+__all__ = ["FpmPool", "fpm_binary", "fpm_pool"]
 
 
 class FpmPool(NamedTuple):
@@ -70,13 +70,6 @@ def _digest(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
-def fpm_listen(master_pid: int, application: str) -> str:
-    """The socket php-fpm listens on for ``application`` of the master ``master_pid``."""
-    return os.path.join(
-        tempfile.gettempdir(), f"corral-{master_pid}-php-{_digest(application)}.sock"
-    )
-
-
 def _quoted(value: str, where: str) -> str:
     if '"' in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ValueError(f"{where}: php-fpm cannot be given a quote or a control character")
@@ -87,22 +80,16 @@ def fpm_pool(
     name: str,
     app: Any,
     *,
-    master_pid: int,
+    listen: str,
     binary: str | None = None,
     as_root: bool | None = None,
-    listen: str | None = None,
 ) -> FpmPool:
-    """The php-fpm of the php application ``name`` (``app``, the document's) run by the
-    master ``master_pid``. ``as_root``: whether that master runs as root (None: this
-    process's); ``listen``: another socket path than `fpm_listen`'s (a supervisor's choice,
-    whose workers then learn it from the supervisor), the configuration file beside it.
-    Raises ValueError naming the JSON path of a value php-fpm cannot take."""
+    """The php-fpm of the php application ``name`` (``app``, the document's) listening on
+    the unix socket ``listen``, its configuration file beside it. ``as_root``: whether
+    corral's master runs as root (None: this process's). Raises ValueError naming the JSON
+    path of a value php-fpm cannot take."""
     where = f"$.applications{member(name)}"
-    if listen is None:
-        listen = fpm_listen(master_pid, name)
-        config_path = listen.removesuffix(".sock") + ".conf"
-    else:
-        config_path = listen + ".conf"
+    config_path = listen.removesuffix(".sock") + ".conf"
     if as_root is None:
         as_root = os.geteuid() == 0
     lines = [
