@@ -12,6 +12,7 @@ Tests skip, saying so, where Debian's php-fpm package is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -30,7 +31,7 @@ import pytest
 
 from corral.config.document import validate_document
 from corral.php.fpm import fpm_binary
-from tests.integration.server import APPS, Server, children, read_all, read_response
+from tests.integration.server import APPS, Server, children, read_all, read_response, wait_for
 from tests.integration.test_static_safety import TRAVERSALS
 
 needs_php_fpm = pytest.mark.skipif(
@@ -588,3 +589,25 @@ def test_a_draining_worker_lets_go_of_php_fpm(root: Path) -> None:
             assert time.monotonic() - started < 4  # not drain_idle_timeout's 8 s
             kept.close()
             assert f"site process 0 (pid {pid}) exited" not in server.stderr
+
+
+def test_php_fpm_and_its_children_go_with_a_master_killed_outright(root: Path) -> None:
+    """corral's master killed alone (SIGKILL, not its process group): php-fpm gets SIGTERM
+    (its death signal, not SIGKILL, which would leave its children running), and its
+    children go with it."""
+    from tests.integration.supervision import alive
+
+    path = root / "php-master-killed.json"
+    path.write_text(json.dumps(document(root)))
+    with Server(f"--config={path}", bind=None) as server:
+        pid, _ = fpm_ready(server)
+        found = children(pid)
+        assert len(found) == 4  # "processes": 4
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(5)
+        try:
+            wait_for(lambda: not any(alive(p) for p in (pid, *found)), timeout=10)
+        finally:  # (those left would hold the server's output open)
+            for left in (pid, *found):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(left, signal.SIGKILL)

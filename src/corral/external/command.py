@@ -8,6 +8,7 @@ import of the table that lists it.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -30,7 +31,8 @@ class Place:
 @dataclass(frozen=True)
 class Command:
     """What one process runs: its argv, the environment added to corral's, its directory,
-    its user and group (names or ids, None: corral's) and the files its output goes to."""
+    its user and group (names or ids, None: corral's), the files its output goes to, and the
+    signal it gets if corral's master dies (``PR_SET_PDEATHSIG``)."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
@@ -39,3 +41,6 @@ class Command:
     group: str | None = None
     stdout: str | None = None
     stderr: str | None = None
+    # SIGKILL: nothing outlives the master; a program whose children would outlive its own
+    # death (php-fpm's) is given the signal it ends them on instead
+    death_signal: int = signal.SIGKILL

@@ -9,8 +9,8 @@ directory or user that fails) is said to the master before `start` returns, thro
 that the exec closes, as `subprocess` does: one line, not a silent early exit.
 
 The child stays in corral's process group, so that a whole server killed by its group takes
-its programs along, and it is killed if the master dies (``PR_SET_PDEATHSIG``), so that no
-program outlives the server that supervised it.
+its programs along, and it is killed if the master dies (``PR_SET_PDEATHSIG``; SIGKILL, or
+the command's ``death_signal``), so that no program outlives the server that supervised it.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _become(
     """In the child: everything between the fork and the exec (returns only by raising)."""
     signal.set_wakeup_fd(-1)  # the master's: a signal here must not reach the master's loop
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, command.death_signal)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; the program won't
         signal.signal(sig, signal.SIG_DFL)
     stdio = open_stdio(command.stdout, command.stderr)  # as corral's user, as workers do

@@ -12,6 +12,7 @@ corral does (root when corral is), so that it can give its children the applicat
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 from corral.external.command import Command, Place
@@ -32,4 +33,8 @@ def php_fpm_command(name: str, app: Any, place: Place) -> Command:
     descriptor = os.open(pool.config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as config:
         config.write(pool.config)
-    return Command(argv=pool.command, stdout=app.stdout, stderr=app.stderr)
+    # php-fpm's children outlive a master killed outright: should corral's master die, php-fpm
+    # gets SIGTERM, on which it ends them and exits
+    return Command(
+        argv=pool.command, stdout=app.stdout, stderr=app.stderr, death_signal=signal.SIGTERM
+    )
