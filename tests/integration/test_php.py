@@ -17,6 +17,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -471,7 +472,7 @@ def test_a_php_application_changed_through_the_control_api(root: Path) -> None:
     started with it, and replaced on the change (the old one serving until the new one
     answers), the workers that reach it follow (their pool restarts when a php application
     changes); php-fpm is in /status as an external application's pool is."""
-    from tests.integration.control import Control, listening_port, short_dir
+    from tests.integration.control import Control, ctl, listening_port, short_dir
 
     doc = document(root)
     with short_dir() as directory:
@@ -494,6 +495,12 @@ def test_a_php_application_changed_through_the_control_api(root: Path) -> None:
             assert site["processes"]["running"] == 1, site
             assert site["external"]["addresses"] == ["unix:" + at]
             assert [row["pid"] for row in site["workers"]] == [second]
+            metrics = control.get("/metrics").raw.decode()
+            assert 'corral_processes{application="site",state="running"} 1' in metrics
+            top = ctl("--socket", control.address, "top", "--once")
+            assert top.returncode == 0, top.stderr
+            assert re.search(r"^site\s+1\s", top.stdout, re.M), top.stdout
+            assert str(second) in top.stdout
 
 
 def test_clients_that_go_while_php_works_leave_the_worker_serving(server: Server) -> None:
