@@ -7,8 +7,7 @@ Node.js ones use their standard libraries where the article's linked Unit's own)
 side behind one listener's routes; then each type's keys, with applications that say what
 their server gave them. Real servers from Debian's packages (starman, puma, jetty9 with
 default-jdk-headless, golang-go, nodejs, php-fpm: .ci/run installs them); a test skips naming
-the package it lacks. php-fpm is started by the test (tests/integration/phpfpm.py) as long as
-the master does not start it.
+the package it lacks.
 """
 
 from __future__ import annotations
@@ -23,10 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from corral.config.document import validate_document
 from corral.external.languages import JETTY_HOME
+from corral.php.fpm import fpm_binary
 from tests.integration.control import listening_port, short_dir
-from tests.integration.phpfpm import needs_php_fpm, php_fpm
 from tests.integration.server import Server, children, wait_for
 from tests.integration.test_external import ready, serving, status_of
 
@@ -48,7 +46,9 @@ TOOLS = {
 
 
 def needs(*tools: str) -> pytest.MarkDecorator:
-    missing = {TOOLS[tool] for tool in tools if shutil.which(tool) is None}
+    missing = {TOOLS[tool] for tool in tools if tool in TOOLS and shutil.which(tool) is None}
+    if "php-fpm" in tools and not os.access(fpm_binary(), os.X_OK):
+        missing.add("php-fpm")
     if "java" in tools and not os.path.exists(os.path.join(JETTY_HOME, "start.jar")):
         missing.add("jetty9")
     if "javac" in tools and not os.path.exists(SERVLET_API):
@@ -111,8 +111,7 @@ def go_hello(build: Path) -> Path:
     return binary
 
 
-@needs("starman", "puma", "java", "javac", "go", "node")
-@needs_php_fpm
+@needs("starman", "puma", "java", "javac", "go", "node", "php-fpm")
 @pytest.mark.usefixtures("each_core")
 def test_the_seven_hello_unit_applications_behind_one_listener(build: Path) -> None:
     applications = {
@@ -132,28 +131,26 @@ def test_the_seven_hello_unit_applications_behind_one_listener(build: Path) -> N
         {"match": {"uri": f"/{name}"}, "action": {"pass": f"applications/{name}"}}
         for name in applications
     ]
-    php = validate_document({"applications": applications}).applications["php"]
     with serving(applications, listeners={WEB: {"pass": "routes"}}, routes=routes) as (
         server,
         control,
-        directory,
+        _,
     ):
-        for name in ("go", "nodejs", "java", "perl", "ruby"):
+        listens = {"java": "port", "php": "unix"}
+        for name in ("go", "nodejs", "java", "perl", "php", "ruby"):
             ready(server, name, timeout=60)
             pool = status_of(control, name)
             assert pool["processes"]["running"] == 1, (name, pool)  # supervised, in /status
-            listen = "port" if name == "java" else "fd"
-            assert pool["external"]["listen"] == listen, (name, pool)
+            assert pool["external"]["listen"] == listens.get(name, "fd"), (name, pool)
         port = wait_for(lambda: listening_port(server, WEB))
-        with php_fpm("php", php, server.proc.pid, directory / "php-fpm.log"):
-            for name in applications:
-                path = f"/{name}"
-                wait_for(lambda: request(port, path)[0] == 200, timeout=30)  # noqa: B023
-                _, headers, body = request(port, path)
-                assert body == HELLO, (name, body)
-                kind = "text/html" if name == "php" else "text/plain"  # php's default
-                assert headers["content-type"].startswith(kind), (name, headers)
-            assert request(port, "/cobol")[0] == 404  # no route: corral's own answer
+        for name in applications:
+            path = f"/{name}"
+            wait_for(lambda: request(port, path)[0] == 200, timeout=30)  # noqa: B023
+            _, headers, body = request(port, path)
+            assert body == HELLO, (name, body)
+            kind = "text/html" if name == "php" else "text/plain"  # php's default
+            assert headers["content-type"].startswith(kind), (name, headers)
+        assert request(port, "/cobol")[0] == 404  # no route: corral's own answer
         assert "Traceback" not in server.stderr, server.stderr
 
 
