@@ -203,6 +203,15 @@ def test_pm_static_and_ondemand_and_root() -> None:
     assert "pm = ondemand" in config and "pm.process_idle_timeout = 9s" in config
 
 
+def test_the_pool_is_named_after_its_application_when_php_fpm_can_take_the_name() -> None:
+    app = validate_document(php_doc({"root": "/w"})).applications["php"]
+    assert "\n[shop.v2]\n" in fpm_pool("shop.v2", app, listen="/x.sock").config
+    for name in ("global", "a b", "x]y", "n" * 33):  # [global] is php-fpm's own section
+        config = fpm_pool(name, app, listen="/x.sock").config
+        sections = [line for line in config.splitlines() if line.startswith("[")]
+        assert sections[0] == "[global]" and sections[1] != f"[{name}]", sections
+
+
 def test_an_environment_value_php_fpm_cannot_take_is_named() -> None:
     doc = validate_document(php_doc({"root": "/w", "environment": {"A": 'x"y'}}))
     with pytest.raises(ValueError, match=r"\$.applications.php.environment.A: php-fpm cannot"):

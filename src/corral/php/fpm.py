@@ -31,6 +31,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 import shutil
 from typing import Any, NamedTuple
 
@@ -66,7 +67,15 @@ def _version(path: str) -> tuple[int, ...]:
     return tuple(int(part) for part in digits.split(".") if part.isdigit())
 
 
-def _digest(name: str) -> str:
+_SECTION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
+
+def _section(name: str) -> str:
+    """The pool's section name, which php-fpm puts in its children's process titles: the
+    application's own name when php-fpm's ini syntax takes it as it is (and it is not the
+    ``[global]`` section's), else a digest of it."""
+    if _SECTION_NAME.fullmatch(name) and name.lower() != "global":
+        return name
     return hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
@@ -99,7 +108,7 @@ def fpm_pool(
         "log_level = notice",
         "daemonize = no",
         "",
-        f"[{_digest(name)}]",
+        f"[{_section(name)}]",
         f"listen = {listen}",
         "listen.mode = 0660",
         "listen.backlog = 511",
