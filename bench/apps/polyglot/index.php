@@ -1,0 +1,3 @@
+<?php
+header("Content-Type: text/plain");
+echo "Hello, PHP on corral!\n";

@@ -1,0 +1,443 @@
+"""Each language's hello behind corral and behind nginx (issue 35, point 5).
+
+    .venv/bin/python bench/polyglot.py [--rounds 3] [--cases node-direct,node-nginx,...]
+        [--requests 100000] [--duration 5] [--json FILE] [--markdown FILE]
+
+A case is a front and a backend, or a backend alone (``*-direct``). The backends are each
+language's own server running the seed article's hello (bench/apps/polyglot/): Node.js's
+``http`` module, php-fpm (Debian's ``php-fpm``) with ``index.php``. The fronts, one worker
+each:
+
+- ``node-corral-proxy``: corral's routes pool with a route whose action is Unit's ``proxy`` to
+  a node process this script starts;
+- ``node-corral-external``: the same node program as Unit's ``"type": "external"`` application,
+  started by corral's master (``processes: 1``), reached through the proxy;
+- ``node-nginx``: nginx ``proxy_pass`` to a node process, ``keepalive`` to the upstream
+  (HTTP/1.1, ``Connection ""``), as its documentation sets a kept upstream up;
+- ``php-corral``: Unit's ``"type": "php"`` application (``processes: 4``: php-fpm's children),
+  over FastCGI; php-fpm is the master's when it starts one, else this script starts it from
+  corral's own pool configuration (`corral.php.fpm.fpm_pool`), as tests/integration do;
+- ``php-nginx``: nginx ``fastcgi_pass`` with ``fastcgi_keep_conn on`` and upstream
+  ``keepalive`` to a php-fpm of the same configuration (4 children);
+- ``node-direct``: the node process alone, the reference for what a front costs.
+
+Every server process (front, backend, php-fpm's children) runs under ``taskset -c 0``, the
+clients under ``taskset -c 1`` (bench/run.py's pinning): a front and its backend share one
+core, so a front that spends more per request leaves the backend less of it, and the figure
+says so. Two loads per case, as the issue asks: ``ab -n REQUESTS -c 100`` (the article's: a
+new connection per request, HTTP/1.0) and ``wrk -t1 -c100`` keep-alive for ``--duration``
+seconds after a 1 s warm-up. Each round starts every case once, in an order rotated by
+round; the tables give medians over the rounds and the ratios of the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import run  # noqa: E402 (bench/run.py: servers, wrk, machine facts, pinning)
+import tls_load  # noqa: E402 (ab's report)
+
+APPS = BENCH / "apps" / "polyglot"
+OUT = BENCH / "out" / "polyglot"
+NODE = shutil.which("node") or "/usr/bin/node"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+BODIES = {"node": b"Hello, Node.js on corral!\n", "php": b"Hello, PHP on corral!\n"}
+PHP_CHILDREN = 4
+CONNECTIONS = 100
+# (case, reference): the ratios the issue's point 5 names
+RATIOS = [
+    ("node-corral-proxy", "node-nginx"),
+    ("node-corral-external", "node-nginx"),
+    ("node-corral-proxy", "node-direct"),
+    ("node-nginx", "node-direct"),
+    ("php-corral", "php-nginx"),
+]
+
+
+@dataclass
+class Running:
+    """A case's processes, and the port its clients use."""
+
+    port: int
+    processes: list[run.ServerProcess]
+    front: run.ServerProcess
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+
+def _free_port(ports: run.Ports) -> int:
+    return ports.take()
+
+
+def _start(argv: list[str], name: str, env: dict[str, str] | None = None) -> run.ServerProcess:
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        return run.ServerProcess(argv, APPS, OUT / f"{name}.log", pin=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _answers(port: int, body: bytes, deadline_s: float = 20.0) -> tuple[int, bytes] | None:
+    """GET / until it answers (its status and body), None if nothing did in time."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            return run.http_get(port, "/")
+        except OSError:
+            time.sleep(0.1)
+        except Exception:  # (http.client's: not ready yet)
+            time.sleep(0.1)
+    return None
+
+
+def _ready(running: Running, body: bytes, name: str) -> Running:
+    got = _answers(running.port, body)
+    if got != (200, body):
+        running.stop()
+        raise SystemExit(f"{name} did not answer {body!r}: {got}\n{running.front.log_tail()}")
+    return running
+
+
+def node(ports: run.Ports, name: str) -> run.ServerProcess:
+    """A node hello on a port of its own; its port in ``.port``."""
+    port = _free_port(ports)
+    process = _start([NODE, str(APPS / "hello.js")], name, {"PORT": str(port)})
+    process.port = port  # type: ignore[attr-defined]
+    if _answers(port, BODIES["node"]) != (200, BODIES["node"]):
+        process.stop()
+        raise SystemExit(f"node did not start: {process.log_tail()}")
+    return process
+
+
+def corral(document: dict[str, Any], name: str) -> run.ServerProcess:
+    path = OUT / f"{name}.json"
+    path.write_text(json.dumps(document, indent=1))
+    return _start([sys.executable, "-m", "corral", f"--config={path}"], name)
+
+
+def listener(port: int, target: str) -> dict[str, Any]:
+    return {f"{run.HOST}:{port}": {"pass": target}}
+
+
+def php_app() -> dict[str, Any]:
+    return {"type": "php", "root": str(APPS), "processes": PHP_CHILDREN}
+
+
+def php_fpm(name: str, master_pid: int, listen: str | None = None) -> tuple[run.ServerProcess, str]:
+    """php-fpm for the bench's php application as corral configures it: the process and
+    its socket."""
+    from corral.config.document import validate_document
+    from corral.php.fpm import fpm_pool
+
+    app = validate_document({"applications": {"php": php_app()}}).applications["php"]
+    pool = fpm_pool("php", app, master_pid=master_pid, listen=listen)
+    Path(pool.listen).unlink(missing_ok=True)
+    Path(pool.config_path).write_text(pool.config)
+    process = _start(list(pool.command), name)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not _unix_answers(pool.listen):
+        time.sleep(0.05)
+    return process, pool.listen
+
+
+def _unix_answers(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+def nginx(port: int, name: str, location: str, upstream: str, keep: int = 32) -> run.ServerProcess:
+    """nginx, 1 worker, answering ``location``'s way from ``upstream``'s servers, keeping
+    ``keep`` idle connections to them."""
+    prefix = OUT / name
+    for temp in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (prefix / "tmp" / temp).mkdir(parents=True, exist_ok=True)
+    # (php-fpm's socket is its application user's: root's when corral runs as root, and
+    # nginx's workers would otherwise be nobody)
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    (prefix / "nginx.conf").write_text(
+        f"""daemon off;
+{user}master_process on;
+worker_processes 1;
+pid nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    server_tokens off;
+    keepalive_requests 1000000;
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    upstream backend {{
+        {upstream}
+        keepalive {keep};
+        keepalive_requests 1000000;
+    }}
+    server {{
+        listen {run.HOST}:{port};
+        root {APPS};
+        location / {{
+            {location}
+        }}
+    }}
+}}
+"""
+    )
+    return _start(
+        [NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-e", "stderr"], name
+    )
+
+
+# -- the cases: each starts its processes and returns them once they answer
+
+
+def node_direct(ports: run.Ports) -> Running:
+    backend = node(ports, "node-direct")
+    return Running(backend.port, [backend], backend)  # type: ignore[attr-defined]
+
+
+def node_nginx(ports: run.Ports) -> Running:
+    backend = node(ports, "node-nginx-backend")
+    port = _free_port(ports)
+    front = nginx(
+        port,
+        "node-nginx",
+        'proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection "";',
+        f"server {run.HOST}:{backend.port};",  # type: ignore[attr-defined]
+    )
+    return _ready(Running(port, [backend, front], front), BODIES["node"], "nginx")
+
+
+def node_corral_proxy(ports: run.Ports) -> Running:
+    backend = node(ports, "node-corral-backend")
+    port = _free_port(ports)
+    address = f"http://{run.HOST}:{backend.port}"  # type: ignore[attr-defined]
+    document = {
+        "listeners": listener(port, "routes"),
+        "routes": [{"action": {"proxy": address}}],
+    }
+    front = corral(document, "node-corral-proxy")
+    return _ready(Running(port, [backend, front], front), BODIES["node"], "corral")
+
+
+def node_corral_external(ports: run.Ports) -> Running:
+    port = _free_port(ports)
+    document = {
+        "listeners": listener(port, "applications/node"),
+        "applications": {
+            "node": {
+                "type": "external",
+                "executable": NODE,
+                "arguments": [str(APPS / "hello.js")],
+                "processes": 1,
+            }
+        },
+    }
+    front = corral(document, "node-corral-external")
+    return _ready(Running(port, [front], front), BODIES["node"], "corral")
+
+
+def php_corral(ports: run.Ports) -> Running:
+    port = _free_port(ports)
+    document = {
+        "listeners": listener(port, "applications/php"),
+        "applications": {"php": php_app()},
+    }
+    front = corral(document, "php-corral")
+    running = Running(port, [front], front)
+    got = _answers(port, BODIES["php"])
+    if got is not None and got[0] == 502:  # the master does not start php-fpm (yet): start it
+        time.sleep(1.0)  # (the master's own, if it starts one, has had its time)
+        if _answers(port, BODIES["php"]) == got:
+            fpm, _ = php_fpm("php-corral-fpm", front.proc.pid)
+            running.processes.insert(0, fpm)
+    return _ready(running, BODIES["php"], "corral")
+
+
+def php_nginx(ports: run.Ports) -> Running:
+    fpm, listen = php_fpm("php-nginx-fpm", os.getpid(), listen=str(OUT / "php-nginx.sock"))
+    port = _free_port(ports)
+    front = nginx(
+        port,
+        "php-nginx",
+        "include /etc/nginx/fastcgi_params; "
+        "fastcgi_param SCRIPT_FILENAME $document_root/index.php; "
+        "fastcgi_pass backend; fastcgi_keep_conn on;",
+        f"server unix:{listen};",
+        # a kept connection holds a php-fpm child while idle, and nginx opens a connection per
+        # request beyond those kept (no queue in its free version): kept as many as there are
+        # children, the last requests of a load wait in php-fpm's backlog behind idle kept
+        # connections until ab gives up (seen). Half the children kept: never all held.
+        keep=PHP_CHILDREN // 2,
+    )
+    return _ready(Running(port, [fpm, front], front), BODIES["php"], "nginx")
+
+
+CASES: dict[str, Callable[[run.Ports], Running]] = {
+    "node-direct": node_direct,
+    "node-nginx": node_nginx,
+    "node-corral-proxy": node_corral_proxy,
+    "node-corral-external": node_corral_external,
+    "php-nginx": php_nginx,
+    "php-corral": php_corral,
+}
+LOADS = ("ab", "wrk")
+
+
+def ab(port: int, requests: int) -> dict[str, Any]:
+    argv = ["taskset", "-c", run.CLIENT_CPU, "ab", "-q", "-r", "-n", str(requests)]
+    argv += ["-c", str(CONNECTIONS), f"http://{run.HOST}:{port}/"]
+    before = run.cpu_seconds_busy()[0]
+    start = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    elapsed = time.monotonic() - start
+    result = tls_load.parse_ab(done.stdout)
+    result["busy_cores"] = round((run.cpu_seconds_busy()[0] - before) / elapsed, 2)
+    if result["rps"] is None:
+        result["error"] = f"ab failed ({done.returncode}): {(done.stderr or done.stdout)[-300:]}"
+    return result
+
+
+def measure(running: Running, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    load = run.Load(CONNECTIONS)
+    run.run_wrk(load, running.port, "/", 1.0)  # warm-up
+    wrk = run.run_wrk(load, running.port, "/", args.duration, server_pid=running.front.proc.pid)
+    return {"wrk": wrk, "ab": ab(running.port, args.requests)}
+
+
+def rounds(args: argparse.Namespace) -> dict[str, Any]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    names = [name.strip() for name in args.cases.split(",")] if args.cases else list(CASES)
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {n: {x: [] for x in LOADS} for n in names}
+    ports = run.Ports()
+    for number in range(args.rounds):
+        order = names[number % len(names) :] + names[: number % len(names)]
+        for name in order:
+            running = CASES[name](ports)
+            try:
+                got = measure(running, args)
+            finally:
+                running.stop()
+            for load in LOADS:
+                results[name][load].append(got[load])
+            line = ", ".join(
+                f"{load} {got[load]['rps'] or 0:,.0f}"
+                + (f" ({run.error_count(got[load])} errors)" if run.error_count(got[load]) else "")
+                for load in LOADS
+            )
+            print(f"round {number + 1}: {name}: {line} req/s", flush=True)
+    return {
+        "machine": run.machine_info(),
+        "arguments": vars(args),
+        "results": results,
+    }
+
+
+def median(figures: list[dict[str, Any]]) -> float | None:
+    values = [f["rps"] for f in figures if f.get("rps") and not run.error_count(f)]
+    return statistics.median(values) if values else None
+
+
+def markdown(data: dict[str, Any]) -> str:
+    machine = data["machine"]
+    arguments = data["arguments"]
+    results = data["results"]
+    lines = [
+        f"Measured {machine['date']} by `bench/polyglot.py --rounds {arguments['rounds']} "
+        f"--requests {arguments['requests']} --duration {arguments['duration']:g}` on "
+        f"{machine['nproc']} x {machine['cpu']} ({machine['os']}, {machine['kernel']}), "
+        f"{machine['tools']['nginx']}, node {_version([NODE, '--version'])}, "
+        f"{_version([_fpm(), '-v'])}. Every server process under `taskset -c 0` (a front and "
+        "its backend share the core), the clients under `taskset -c 1`; "
+        f"`ab -n {arguments['requests']} -c {CONNECTIONS}` (a connection per request) and "
+        f"`wrk -t1 -c{CONNECTIONS} -d{arguments['duration']:g}s` keep-alive. "
+        f"Median req/s over {arguments['rounds']} rounds (each figure: the rounds' figures).",
+        "",
+        "| case | ab -c100 | wrk keep-alive -c100 |",
+        "| --- | --- | --- |",
+    ]
+    for name, loads in results.items():
+        cells = []
+        for load in LOADS:
+            figures = loads[load]
+            middle = median(figures)
+            each = " / ".join(f"{f['rps'] or 0:,.0f}" for f in figures)
+            errors = sum(run.error_count(f) for f in figures)
+            cell = f"**{middle:,.0f}** ({each})" if middle else f"failed ({each})"
+            cells.append(cell + (f" ⚠ {errors} errors" if errors else ""))
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    lines += ["", "| ratio | ab -c100 | wrk keep-alive -c100 |", "| --- | --- | --- |"]
+    for case, reference in RATIOS:
+        if case not in results or reference not in results:
+            continue
+        cells = []
+        for load in LOADS:
+            a, b = median(results[case][load]), median(results[reference][load])
+            cells.append(f"{a / b:.2f}" if a and b else "-")
+        lines.append(f"| {case} / {reference} | {' | '.join(cells)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _version(argv: list[str]) -> str:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (done.stdout or done.stderr).strip().splitlines()[0]
+    return "?"
+
+
+def _fpm() -> str:
+    from corral.php.fpm import fpm_binary
+
+    return fpm_binary()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cases", default="", help=f"some of {','.join(CASES)}")
+    parser.add_argument("--requests", type=int, default=100_000, help="ab's -n (100000)")
+    parser.add_argument("--duration", type=float, default=5.0, help="wrk's seconds (5)")
+    parser.add_argument("--json", type=Path, default=OUT / "results.json")
+    parser.add_argument("--markdown", type=Path, help="also write the tables here")
+    parser.add_argument("--render", action="store_true", help="only render --json's tables")
+    args = parser.parse_args()
+    if args.render:
+        print(markdown(json.loads(args.json.read_text())))
+        return
+    data = rounds(args)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(data, indent=1, default=str))
+    text = markdown(data)
+    if args.markdown:
+        args.markdown.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
