@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -78,9 +80,9 @@ class Running:
     processes: list[run.ServerProcess]
     front: run.ServerProcess
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 8.0) -> None:
         for process in reversed(self.processes):
-            process.stop()
+            process.stop(grace)
 
 
 def _free_port(ports: run.Ports) -> int:
@@ -97,21 +99,25 @@ def _start(argv: list[str], name: str, env: dict[str, str] | None = None) -> run
         os.environ.update(saved)
 
 
-def _answers(port: int, body: bytes, deadline_s: float = 20.0) -> tuple[int, bytes] | None:
-    """GET / until it answers (its status and body), None if nothing did in time."""
-    deadline = time.monotonic() + deadline_s
+def _answers(port: int, deadline_s: float = 0.0) -> tuple[int, bytes] | None:
+    """GET / until it answers 200 (a 502 or 503 while a backend starts is waited past): the
+    last status and body, None if nothing answered in time."""
+    deadline = time.monotonic() + (deadline_s or (300.0 if WRAP else 20.0))
+    got = None
     while time.monotonic() < deadline:
         try:
-            return run.http_get(port, "/")
-        except OSError:
-            time.sleep(0.1)
-        except Exception:  # (http.client's: not ready yet)
-            time.sleep(0.1)
-    return None
+            got = run.http_get(port, "/")
+        except (OSError, http.client.HTTPException):
+            pass
+        else:
+            if got[0] not in (502, 503):
+                return got
+        time.sleep(0.1)
+    return got
 
 
 def _ready(running: Running, body: bytes, name: str) -> Running:
-    got = _answers(running.port, body)
+    got = _answers(running.port)
     if got != (200, body):
         running.stop()
         raise SystemExit(f"{name} did not answer {body!r}: {got}\n{running.front.log_tail()}")
@@ -123,16 +129,20 @@ def node(ports: run.Ports, name: str) -> run.ServerProcess:
     port = _free_port(ports)
     process = _start([NODE, str(APPS / "hello.js")], name, {"PORT": str(port)})
     process.port = port  # type: ignore[attr-defined]
-    if _answers(port, BODIES["node"]) != (200, BODIES["node"]):
+    if _answers(port) != (200, BODIES["node"]):
         process.stop()
         raise SystemExit(f"node did not start: {process.log_tail()}")
     return process
 
 
+# a command the fronts run under (--instructions: callgrind)
+WRAP: list[str] = []
+
+
 def corral(document: dict[str, Any], name: str) -> run.ServerProcess:
     path = OUT / f"{name}.json"
     path.write_text(json.dumps(document, indent=1))
-    return _start([sys.executable, "-m", "corral", f"--config={path}"], name)
+    return _start([*WRAP, sys.executable, "-m", "corral", f"--config={path}"], name)
 
 
 def listener(port: int, target: str) -> dict[str, Any]:
@@ -271,12 +281,12 @@ def php_corral(ports: run.Ports) -> Running:
     }
     front = corral(document, "php-corral")
     running = Running(port, [front], front)
-    got = _answers(port, BODIES["php"])
-    if got is not None and got[0] == 502:  # the master does not start php-fpm (yet): start it
-        time.sleep(1.0)  # (the master's own, if it starts one, has had its time)
-        if _answers(port, BODIES["php"]) == got:
-            fpm, _ = php_fpm("php-corral-fpm", front.proc.pid)
-            running.processes.insert(0, fpm)
+    if _answers(port, deadline_s=20.0 if WRAP else 3.0) != (
+        200,
+        BODIES["php"],
+    ):  # no php-fpm from the master
+        fpm, _ = php_fpm("php-corral-fpm", front.proc.pid)
+        running.processes.insert(0, fpm)
     return _ready(running, BODIES["php"], "corral")
 
 
@@ -417,6 +427,56 @@ def _fpm() -> str:
     return fpm_binary()
 
 
+# -- instructions per request (callgrind)
+
+
+def _ask(port: int, requests: int, body: bytes) -> None:
+    """Keep-alive GETs on one connection, one after the other, each answer read whole."""
+    with socket.create_connection((run.HOST, port), timeout=600) as sock:
+        for _ in range(requests):
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
+            data = b""
+            while not data.endswith((body, b"\r\n0\r\n\r\n")):  # (php's: chunked)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise RuntimeError("closed")
+                data += chunk
+
+
+def _worker_instructions(case: str, requests: int) -> int:
+    """The instructions corral's workers ran over a front's life (callgrind, the master's
+    left out) in which ``requests`` requests went one after the other."""
+    directory = OUT / "callgrind"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    WRAP[:] = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/cg.%p"]
+    try:
+        running = CASES[case](run.Ports())
+        try:
+            _ask(running.port, requests, BODIES[case.partition("-")[0]])
+        finally:
+            running.stop(grace=60.0)
+    finally:
+        WRAP.clear()
+    total = 0
+    for found in directory.glob("cg.*"):
+        if found.name != f"cg.{running.front.proc.pid}":
+            text = found.read_text(errors="replace")
+            total += int(re.search(r"^(?:totals|summary): (\d+)", text, re.M).group(1))  # type: ignore[union-attr]
+    return total
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """User-space instructions per request in the front's worker: two lives of different
+    lengths, the difference over the difference in requests (start and stop left out)."""
+    os.environ["PYTHONHASHSEED"] = "0"  # string hashes decide dict probes: counts repeat
+    short, long = (int(n) for n in args.requests_per_life.split(","))
+    names = [name.strip() for name in args.cases.split(",")] if args.cases else ["php-corral"]
+    for case in names:
+        few, many = (_worker_instructions(case, n) for n in (short, long))
+        print(f"{case}: {(many - few) / (long - short):,.0f} instructions per request", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -426,7 +486,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=OUT / "results.json")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
     parser.add_argument("--render", action="store_true", help="only render --json's tables")
+    parser.add_argument(
+        "--instructions", action="store_true", help="callgrind: the front worker's count"
+    )
+    parser.add_argument("--requests-per-life", default="500,1500", help="(--instructions)")
     args = parser.parse_args()
+    if args.instructions:
+        instructions(args)
+        return
     if args.render:
         print(markdown(json.loads(args.json.read_text())))
         return

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the parser written in Cython, and the request path's modules compiled as they are
 # (setup.py's MODULES and TWINS)
 COMPILED = [
+    "corral/actions/fastcgi",
     "corral/actions/share",
     "corral/apps/asgi/adapter",
     "corral/apps/asgi/runner",
@@ -36,6 +37,10 @@ COMPILED = [
     "corral/apps/wsgi/environ",
     "corral/apps/wsgi/response",
     "corral/apps/wsgi/runner",
+    "corral/fastcgi/answer",
+    "corral/fastcgi/client",
+    "corral/fastcgi/params",
+    "corral/fastcgi/records",
     "corral/filters/connlimit",
     "corral/filters/forwarded",
     "corral/filters/gate",

@@ -21,7 +21,6 @@ __all__ = ["AnswerError", "CgiHead", "HeadReader"]
 
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
-_BLANK = re.compile(rb"\r?\n\r?\n")
 _STATUS = re.compile(rb"([1-5][0-9][0-9])(?:[ \t].*)?")
 
 
@@ -60,7 +59,7 @@ class HeadReader:
         if end > self.limit:
             raise AnswerError(f"a head longer than {self.limit} bytes")
         self.buffer = b""
-        return parse_head(buffer[:end]), buffer[end + skip :]
+        return parsed_head(buffer[:end]), buffer[end + skip :]
 
     def finish(self) -> None:
         """The stream ended: a head never ended is an error."""
@@ -69,11 +68,44 @@ class HeadReader:
 
 def _head_end(buffer: bytes) -> tuple[int, int]:
     """Where the empty line that ends the head begins, and the length of the line break
-    before it and of itself; (-1, 0): not yet."""
+    before it and of itself; (-1, 0): not yet. (``\\r?\\n\\r?\\n``'s first match, found
+    with ``find``: a regular expression's search cost more than the rest of the head.)"""
     if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":  # an empty head
         return 0, 1 if buffer[:1] == b"\n" else 2
-    match = _BLANK.search(buffer)
-    return (-1, 0) if match is None else (match.start(), match.end() - match.start())
+    at = buffer.find(b"\n")
+    while at >= 0:
+        after = at + 1
+        if buffer[after : after + 1] == b"\n":
+            end = after + 1
+        elif buffer[after : after + 2] == b"\r\n":
+            end = after + 2
+        else:
+            at = buffer.find(b"\n", after)
+            continue
+        start = at - 1 if buffer[at - 1 : at] == b"\r" else at
+        return start, end - start
+    return -1, 0
+
+
+# heads already parsed, by their bytes: an application answers most requests with the same
+# few heads, and parsing one costs more than the rest of the answer's path (a pure function
+# of the bytes: the same bytes, the same head). Bounded: emptied when full.
+_PARSED: dict[bytes, tuple[int, tuple[tuple[str, str], ...]]] = {}
+_PARSED_KEPT = 64
+_PARSED_SIZE = 1024  # the longest head kept
+
+
+def parsed_head(data: bytes) -> CgiHead:
+    """`parse_head`'s answer, from the heads parsed before when it is one of them."""
+    known = _PARSED.get(data)
+    if known is not None:
+        return CgiHead(known[0], list(known[1]))  # (a list of its own: the caller's to change)
+    head = parse_head(data)
+    if len(data) <= _PARSED_SIZE:
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[data] = (head.status, tuple(head.fields))
+    return head
 
 
 def parse_head(data: bytes) -> CgiHead:

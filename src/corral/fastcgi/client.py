@@ -26,6 +26,8 @@ from corral.net.upstream import parse_address
 
 __all__ = ["Backend", "FastCgiPool"]
 
+_PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
+
 
 class Backend(asyncio.Protocol):
     """One connection to the application."""
@@ -38,29 +40,35 @@ class Backend(asyncio.Protocol):
         self.closed = False
         self.write_paused = False
         self.reused = False  # it served a request before this one
-        self.fd = -1
-        self.family = socket.AF_UNIX
+        # a socket object on the transport's descriptor, made once for `gone` (making one per
+        # request cost more than the rest of the check); detached, never closed, by `_ended`
+        self.peek: socket.socket | None = None
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         sock = transport.get_extra_info("socket")
-        self.fd = sock.fileno()
-        self.family = sock.family
+        self.peek = socket.socket(sock.family, socket.SOCK_STREAM, 0, fileno=sock.fileno())
 
     def gone(self) -> bool:
         """Whether php-fpm closed (or wrote on) this idle connection, though the loop has not
         read it yet: a child that ended after its request (``pm.max_requests``) closes the
         connection as the answer leaves, often before the next request takes it."""
-        peek = socket.socket(self.family, socket.SOCK_STREAM, 0, fileno=self.fd)
+        peek = self.peek
+        if peek is None:
+            return True
         try:
-            peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            peek.recv(1, _PEEK)
         except BlockingIOError:
             return False  # nothing to read: open and quiet
         except OSError:
             return True
-        finally:
-            peek.detach()
         return True
+
+    def _ended(self) -> None:
+        """The transport is closing its descriptor: the peeking socket lets go of it first."""
+        peek, self.peek = self.peek, None
+        if peek is not None:
+            peek.detach()
 
     def data_received(self, data: bytes) -> None:
         user = self.user
@@ -80,6 +88,7 @@ class Backend(asyncio.Protocol):
         return False  # closes
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._ended()
         self.closed = True
         self.pool.forget(self)
         user, self.user = self.user, None
@@ -104,6 +113,7 @@ class Backend(asyncio.Protocol):
             self.closed = True
             self.user = None
             self.pool.forget(self)
+            self._ended()
             self.transport.abort()
 
 

@@ -95,18 +95,19 @@ def params(pairs: Iterable[tuple[bytes, bytes]]) -> bytes:
 def encode_pairs(pairs: Iterable[tuple[bytes, bytes]]) -> bytes:
     """Name-value pairs as ``PARAMS`` carries them (a part that does not change can be
     encoded once and joined to the others: `params_of`)."""
-    parts: list[bytes] = []
-    append = parts.append
-    for name, value in pairs:  # (one loop without calls: every request's variables pass here)
+    out = bytearray()
+    for name, value in pairs:  # (one loop, bytearray's own calls: every request's pairs pass)
         name_length = len(name)
         value_length = len(value)
         if name_length < 128 and value_length < 128:
-            append(bytes((name_length, value_length)))
+            out.append(name_length)
+            out.append(value_length)
         else:
-            append(_length(name_length) + _length(value_length))
-        append(name)
-        append(value)
-    return b"".join(parts)
+            out += _length(name_length)
+            out += _length(value_length)
+        out += name
+        out += value
+    return bytes(out)
 
 
 def params_of(encoded: bytes) -> bytes:
