@@ -1,2 +1,30 @@
-# fastcgi.py is compiled as it is (setup.py's TWINS; the .py is the Python core): a php request's
-# FastCGI exchange runs through it, untyped.
+# Types of fastcgi.py when compiled (setup.py's TWINS; the .py is the Python core): the
+# FastCgiReply of every php request, its fields in C (its methods untyped).
+
+cdef class FastCgiReply:
+    cdef public object app
+    cdef public object site
+    cdef public object choice
+    cdef public object host
+    cdef public object conn
+    cdef public object exchange
+    cdef public object backend
+    cdef public object connecting
+    cdef public list pending
+    cdef public Py_ssize_t pending_size
+    cdef public object sent
+    cdef public Py_ssize_t sent_size
+    cdef public bint retried
+    cdef public object spool
+    cdef public Py_ssize_t body_size
+    cdef public bint body_done
+    cdef public bint stdin_done
+    cdef public object head
+    cdef public bint heard
+    cdef public bint answered
+    cdef public bint over
+    cdef public double deadline
+    cdef public double sent_at
+    cdef public object timer
+    cdef public bint client_paused
+    cdef public list out
