@@ -30,7 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # (setup.py's MODULES and TWINS)
 COMPILED = [
     "corral/actions/fastcgi",
+    "corral/actions/proxy",
+    "corral/actions/proxy_head",
     "corral/actions/share",
+    "corral/actions/upstreams",
     "corral/apps/asgi/adapter",
     "corral/apps/asgi/runner",
     "corral/apps/asgi/scope",
@@ -49,6 +52,7 @@ COMPILED = [
     "corral/http/chunked",
     "corral/http/head",
     "corral/http/response",
+    "corral/http/upstream",
     "corral/routing/compiler",
     "corral/routing/conditions",
     "corral/routing/patterns",
@@ -68,9 +72,10 @@ COMPILED = [
 # information; 3.9 MB without them as pip builds it, 4.9 MB at these tests' -O0, and 0.3 MB
 # more with the documentation (share/doc/corral); 8.4 MB at -O0 once routing and the share
 # action were compiled too (nine more twins); 10.7 MB with the rate limit's and the TLS
-# transport's (twenty-five twins). Either coming back passes this bound by far; a tenth of it
-# is room for the code to grow
-WHEEL_BOUND = 12_000_000
+# transport's (twenty-five twins); 12.9 MB with the FastCGI and proxy modules (thirty-seven
+# twins, issue 35). Either coming back passes this bound by far; a tenth of it is room for
+# the code to grow
+WHEEL_BOUND = 14_000_000
 # the pages setup.py's data_files install to <prefix>/share/doc/corral, beside README.md
 USER_DOCS = sorted(f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md"))
 # a compiled build's environment: the suite may run with the Python core asked for
