@@ -15,10 +15,10 @@ each:
 - ``node-nginx``: nginx ``proxy_pass`` to a node process, ``keepalive`` to the upstream
   (HTTP/1.1, ``Connection ""``), as its documentation sets a kept upstream up;
 - ``php-corral``: Unit's ``"type": "php"`` application (``processes: 4``: php-fpm's children),
-  over FastCGI; php-fpm is the master's when it starts one, else this script starts it from
-  corral's own pool configuration (`corral.php.fpm.fpm_pool`), as tests/integration do;
+  over FastCGI, php-fpm started and supervised by corral's master;
 - ``php-nginx``: nginx ``fastcgi_pass`` with ``fastcgi_keep_conn on`` and upstream
-  ``keepalive`` to a php-fpm of the same configuration (4 children);
+  ``keepalive`` to a php-fpm of the same configuration (4 children: corral's own pool
+  configuration, `corral.php.fpm.fpm_pool`, started by this script);
 - ``node-direct``: the node process alone, the reference for what a front costs.
 
 Every server process (front, backend, php-fpm's children) runs under ``taskset -c 0``, the
@@ -153,21 +153,21 @@ def php_app() -> dict[str, Any]:
     return {"type": "php", "root": str(APPS), "processes": PHP_CHILDREN}
 
 
-def php_fpm(name: str, master_pid: int, listen: str | None = None) -> tuple[run.ServerProcess, str]:
-    """php-fpm for the bench's php application as corral configures it: the process and
-    its socket."""
+def php_fpm(name: str, listen: str) -> run.ServerProcess:
+    """php-fpm for the bench's php application as corral configures it (for nginx), listening
+    on ``listen`` once this returns."""
     from corral.config.document import validate_document
     from corral.php.fpm import fpm_pool
 
     app = validate_document({"applications": {"php": php_app()}}).applications["php"]
-    pool = fpm_pool("php", app, master_pid=master_pid, listen=listen)
+    pool = fpm_pool("php", app, listen=listen)
     Path(pool.listen).unlink(missing_ok=True)
     Path(pool.config_path).write_text(pool.config)
     process = _start(list(pool.command), name)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and not _unix_answers(pool.listen):
         time.sleep(0.05)
-    return process, pool.listen
+    return process
 
 
 def _unix_answers(path: str) -> bool:
@@ -279,19 +279,13 @@ def php_corral(ports: run.Ports) -> Running:
         "listeners": listener(port, "applications/php"),
         "applications": {"php": php_app()},
     }
-    front = corral(document, "php-corral")
-    running = Running(port, [front], front)
-    if _answers(port, deadline_s=20.0 if WRAP else 3.0) != (
-        200,
-        BODIES["php"],
-    ):  # no php-fpm from the master
-        fpm, _ = php_fpm("php-corral-fpm", front.proc.pid)
-        running.processes.insert(0, fpm)
-    return _ready(running, BODIES["php"], "corral")
+    front = corral(document, "php-corral")  # (its master starts php-fpm)
+    return _ready(Running(port, [front], front), BODIES["php"], "corral")
 
 
 def php_nginx(ports: run.Ports) -> Running:
-    fpm, listen = php_fpm("php-nginx-fpm", os.getpid(), listen=str(OUT / "php-nginx.sock"))
+    listen = str(OUT / "php-nginx.sock")
+    fpm = php_fpm("php-nginx-fpm", listen)
     port = _free_port(ports)
     front = nginx(
         port,
