@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,6 +136,30 @@ def test_a_websocket_passes_through_as_a_tunnel(each_core: str) -> None:
             assert ws.recv(timeout=30) == big
         # the connection is over on both sides: the front answers the next request
         assert get(server.host, server.port, "/")[0] == 200
+
+
+def test_a_silent_tunnel_is_closed_after_proxy_tunnel_timeout(each_core: str) -> None:
+    """A WebSocket through the proxy that passes no byte for ``proxy_tunnel_timeout`` is
+    closed; one that talks more often than that stays open past it."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    settings = {"proxy_tunnel_timeout": 1.0}
+    with (
+        Server("websocket_apps:app") as upstream,
+        front({"proxy": f"http://127.0.0.1:{upstream.port}"}, settings=settings) as server,
+    ):
+        url = f"ws://127.0.0.1:{server.port}/echo"
+        with connect(url, open_timeout=30, ping_interval=None) as ws:
+            for _ in range(6):  # 3 s in all, a message every 0.5 s: never silent for 1 s
+                time.sleep(0.5)
+                ws.send("still here")
+                assert ws.recv(timeout=10) == "still here"
+            started = time.monotonic()  # the tunnel's last byte
+            with pytest.raises(ConnectionClosed):
+                ws.recv(timeout=10)  # nothing sent: the tunnel goes quiet
+            assert 0.9 < time.monotonic() - started < 3.0
+        assert get(server.host, server.port, "/")[0] == 200  # the front is fine
 
 
 def test_an_upgrade_the_upstream_refuses_is_an_ordinary_answer(proxied: Server) -> None:

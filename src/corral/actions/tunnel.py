@@ -9,6 +9,10 @@ Ends: an EOF is passed on as a half-close (``write_eof``), so each side may stil
 either connection is lost, the other is closed once what it holds is sent (aborted if the
 client is the one gone). The client's HTTP connection is then over, as after a WebSocket
 session (`HttpConnection.connection_lost`, then ``finish``, for the counts and the access log).
+A tunnel that passes no byte either way for ``proxy_tunnel_timeout`` is closed on both sides:
+a peer gone without a word (a laptop shut, a NAT that forgot it) would otherwise hold both
+connections for ever. Each read notes the loop's time; one timer, moved only when it fires,
+looks at it.
 """
 
 from __future__ import annotations
@@ -38,20 +42,36 @@ def open_tunnel(conn: Any, exchange: Any, call: Any, response: Any) -> Tunnel | 
         call.upstream_failed("101 answer refused")
         return None
     exchange.status = 101
-    return Tunnel(conn, exchange, wire, head)
+    return Tunnel(conn, exchange, wire, head, call.options.tunnel_timeout)
 
 
 class Tunnel:
     """Both connections of one upgraded request."""
 
-    __slots__ = ("client", "conn", "eofs", "exchange", "finished", "upstream")
+    __slots__ = (
+        "client",
+        "conn",
+        "eofs",
+        "exchange",
+        "finished",
+        "idle_timeout",
+        "last_read",
+        "timer",
+        "upstream",
+    )
 
-    def __init__(self, conn: Any, exchange: Any, wire: Any, head: bytes) -> None:
+    def __init__(
+        self, conn: Any, exchange: Any, wire: Any, head: bytes, idle_timeout: float
+    ) -> None:
         self.conn = conn
         self.exchange = exchange
         self.finished = False
         self.eofs = 0  # sides that ended their sending: at 2 both connections close
         conn.deadline = NEVER
+        loop = conn.loop
+        self.idle_timeout = idle_timeout
+        self.last_read = loop.time()
+        self.timer = loop.call_later(idle_timeout, self.idle) if idle_timeout > 0 else None
         client = self.client = conn.transport
         upstream = self.upstream = wire.transport
         client.write(head)
@@ -66,10 +86,23 @@ class Tunnel:
         client.resume_reading()
         upstream.resume_reading()
 
+    def idle(self) -> None:
+        """The timer: closes both sides after ``idle_timeout`` without a byte, else waits
+        for what is left of it since the last read."""
+        left = self.last_read + self.idle_timeout - self.conn.loop.time()
+        if left > 0:
+            self.timer = self.conn.loop.call_later(left, self.idle)
+            return
+        self.timer = None
+        self.upstream.close()
+        self.client.close()  # client_lost follows, which ends the exchange
+
     def client_lost(self, exc: Exception | None) -> None:
         if self.finished:
             return
         self.finished = True
+        if self.timer is not None:
+            self.timer.cancel()
         self.upstream.abort()
         conn = self.conn
         conn.connection_lost(exc)
@@ -106,6 +139,7 @@ class _Side:
         pass
 
     def data_received(self, data: bytes) -> None:
+        self.tunnel.last_read = self.tunnel.conn.loop.time()
         self.other.write(data)
 
     def eof_received(self) -> bool:

@@ -1776,6 +1776,14 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-read-timeout",), metavar="SECONDS",
     ),
     Setting(
+        "proxy_tunnel_timeout", _PROXY, _S, _SECONDS, 3600.0,
+        "How long an upgraded connection through the proxy (a WebSocket, or another "
+        "protocol the upstream switched to with 101) may pass no byte either way before both "
+        "its connections are closed (nginx closes one after proxy_read_timeout of silence "
+        "from the upstream; its guides raise that to hours for WebSocket). 0: never.",
+        flags=("--proxy-tunnel-timeout",), metavar="SECONDS",
+    ),
+    Setting(
         "proxy_fail_timeout", _PROXY, _S, _SECONDS, 10.0,
         "How long an upstream server that refused or timed out a connection, or did not "
         "answer, is left out of its group's choice (nginx's fail_timeout). 0: never left out.",

@@ -22,6 +22,7 @@ class ProxyOptions:
         "keepalive_timeout",
         "read_timeout",
         "send_timeout",
+        "tunnel_timeout",
     )
 
     def __init__(
@@ -33,6 +34,7 @@ class ProxyOptions:
         keepalive: int = 128,
         keepalive_timeout: float = 60.0,
         buffer_size: int = 65536,
+        tunnel_timeout: float = 3600.0,
     ) -> None:
         self.connect_timeout = connect_timeout
         self.send_timeout = send_timeout
@@ -41,6 +43,7 @@ class ProxyOptions:
         self.keepalive = keepalive
         self.keepalive_timeout = keepalive_timeout
         self.buffer_size = buffer_size
+        self.tunnel_timeout = tunnel_timeout
 
     @property
     def shortest(self) -> float:
@@ -60,6 +63,7 @@ class ProxyOptions:
             settings.proxy_keepalive,
             settings.proxy_keepalive_timeout,
             settings.proxy_buffer_size,
+            settings.proxy_tunnel_timeout,
         )
 
     def _fields(self) -> tuple[Any, ...]:
