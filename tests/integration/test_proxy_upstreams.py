@@ -57,6 +57,23 @@ def test_weights_spread_the_requests(two_upstreams: tuple[Server, Server]) -> No
     assert counts[first.worker_pids()[0]] == 30
 
 
+def test_a_pass_built_from_variables_chooses_the_upstream_group(
+    two_upstreams: tuple[Server, Server],
+) -> None:
+    """Unit's ``"pass": "upstreams/$arg_group"``: the group named by the request; a name of no
+    group is a 404, as for ``applications/$...``."""
+    first, second = two_upstreams
+    upstreams = {
+        "blue": {"servers": {f"127.0.0.1:{first.port}": {}}},
+        "green": {"servers": {f"127.0.0.1:{second.port}": {}}},
+    }
+    with front({"pass": "upstreams/$arg_group"}, upstreams=upstreams) as server:
+        assert pid_of(server, "/?group=blue") == first.worker_pids()[0]
+        assert pid_of(server, "/?group=green") == second.worker_pids()[0]
+        assert get(server.host, server.port, "/?group=red")[0] == 404
+        assert get(server.host, server.port, "/")[0] == 404
+
+
 def test_a_refusing_server_is_left_out_for_a_while(two_upstreams: tuple[Server, Server]) -> None:
     live = two_upstreams[0]
     dead = f"127.0.0.1:{free_port()}"

@@ -149,6 +149,7 @@ class _Compiler:
         self.reads_more = False
         self.reading_more: set[str | None] = set()
         self.upstreams: dict[str, Any] = {}  # each upstream group's servers
+        self.upstream_actions: dict[str, Proxy] = {}
         self.proxy: Any = DEFAULT_OPTIONS  # the proxy's settings, in every Proxy action
         for name, route_path, steps in route_tables(routes, path):
             self.routes[name] = Route("routes" if name is None else f"routes/{name}")
@@ -282,10 +283,20 @@ class _Compiler:
             return self.static_pass(value, path)
         self.reached = None
         self.reads_more = True  # it may lead to any route
+        upstreams = {name: self.upstream_action(name) for name in self.upstreams}
         dynamic = DynamicPass(
-            template, self.routes, self.array_mode, self.applications, self.targets
+            template, self.routes, self.array_mode, self.applications, self.targets, upstreams
         )
         return DYNAMIC, dynamic
+
+    def upstream_action(self, name: str) -> Proxy:
+        """The one action of the upstream group ``name``: every pass to it shares the group's
+        kept connections and its servers' failures (as one nginx ``upstream`` block does)."""
+        action = self.upstream_actions.get(name)
+        if action is None:
+            action = Proxy(f"upstreams/{name}", self.upstreams[name], self.proxy)
+            self.upstream_actions[name] = action
+        return action
 
     def static_pass(self, target: str, path: str) -> tuple[int, Any]:
         segments = split_pass(target)
@@ -316,7 +327,7 @@ class _Compiler:
         if head == "upstreams":
             if len(segments) != 2 or segments[1] not in self.upstreams:
                 raise RouteError(path, f"{target!r} names no upstream of the configuration")
-            return FINAL, Proxy(target, self.upstreams[segments[1]], self.proxy)
+            return FINAL, self.upstream_action(segments[1])
         raise RouteError(
             path,
             f"invalid pass target {target!r} "

@@ -100,7 +100,15 @@ def target_index(
 class DynamicPass:
     """A pass with variables: expanded, split and looked up per request (unknown: 404)."""
 
-    __slots__ = ("applications", "array_mode", "cache", "routes", "targets", "template")
+    __slots__ = (
+        "applications",
+        "array_mode",
+        "cache",
+        "routes",
+        "targets",
+        "template",
+        "upstreams",
+    )
 
     def __init__(
         self,
@@ -109,12 +117,15 @@ class DynamicPass:
         array_mode: bool,
         applications: frozenset[str] | None,
         targets: Mapping[str, Sequence[str]] | None,
+        upstreams: Mapping[str, Action] | None = None,
     ) -> None:
         self.template = template
         self.routes = routes
         self.array_mode = array_mode
         self.applications = applications
         self.targets = targets
+        # each upstream group's one Proxy action, which the static passes to it share too
+        self.upstreams = upstreams or {}
         # bounded by the configuration, not by requests: only known names are cached
         self.cache: dict[str, ToApplication] = {}
 
@@ -151,6 +162,8 @@ class DynamicPass:
             route = segments[1] if len(segments) == 2 else None
             if (route is None) == self.array_mode and route in self.routes:
                 return self.routes[route]
+        if head == "upstreams" and len(segments) == 2:
+            return self.upstreams.get(segments[1], NOT_FOUND)
         return NOT_FOUND
 
 
