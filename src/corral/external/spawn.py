@@ -112,7 +112,9 @@ def _become(
     for target, fd in stdio.items():
         os.dup2(fd, target)
     if shared is not None:
-        os.dup2(shared.fileno(), _LISTEN_FD)  # inheritable
+        os.dup2(shared.fileno(), _LISTEN_FD)
+        # a socket that is descriptor 3 already is not duplicated: its close-on-exec stays
+        os.set_inheritable(_LISTEN_FD, True)
     identity.switch()
     if command.cwd:
         os.chdir(command.cwd)
