@@ -19,7 +19,17 @@ each:
 - ``php-nginx``: nginx ``fastcgi_pass`` with ``fastcgi_keep_conn on`` and upstream
   ``keepalive`` to a php-fpm of the same configuration (4 children: corral's own pool
   configuration, `corral.php.fpm.fpm_pool`, started by this script);
-- ``node-direct``: the node process alone, the reference for what a front costs.
+- ``node-direct``: the node process alone, the reference for what a front costs;
+- ``go-``, ``perl-``, ``ruby-`` and ``java-corral``: Unit's ``"go"`` (the Go hello built with
+  ``go build``, on descriptor 3), ``"perl"`` (Starman, ``processes: 4``: its workers),
+  ``"ruby"`` (one Puma, ``threads: 4``) and ``"java"`` (one Jetty 9 deploying the hello
+  servlet's webapp) applications, started and supervised by corral's master, reached through
+  the proxy;
+- ``go-``, ``perl-``, ``ruby-`` and ``java-nginx``: nginx ``proxy_pass`` with upstream
+  ``keepalive`` to the same backend, started as corral's master starts it (bench/backends.py:
+  the same command, workers and threads, the same socket handed over), by this script.
+
+Python has no pair: corral is the Python server (bench/run.py measures it against the others).
 
 Every server process (front, backend, php-fpm's children) runs under ``taskset -c 0``, the
 clients under ``taskset -c 1`` (bench/run.py's pinning): a front and its backend share one
@@ -34,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -52,14 +63,20 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+import backends  # noqa: E402 (the go, perl, ruby and java backends nginx fronts)
 import run  # noqa: E402 (bench/run.py: servers, wrk, machine facts, pinning)
 import tls_load  # noqa: E402 (ab's report)
 
 APPS = BENCH / "apps" / "polyglot"
+# the languages whose servers corral's master runs as Unit's types (bench/backends.py)
+LANGUAGES = ("go", "perl", "ruby", "java")
+PERL_WORKERS = 4  # Starman's (preforking: a worker per connection at a time)
+RUBY_THREADS = 4  # one Puma's
 OUT = BENCH / "out" / "polyglot"
 NODE = shutil.which("node") or "/usr/bin/node"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 BODIES = {"node": b"Hello, Node.js on corral!\n", "php": b"Hello, PHP on corral!\n"}
+BODIES.update((name, f"Hello, {name.title()} on corral!\n".encode()) for name in LANGUAGES)
 PHP_CHILDREN = 4
 CONNECTIONS = 100
 # (case, reference): the ratios the issue's point 5 names
@@ -69,6 +86,7 @@ RATIOS = [
     ("node-corral-proxy", "node-direct"),
     ("node-nginx", "node-direct"),
     ("php-corral", "php-nginx"),
+    *((f"{name}-corral", f"{name}-nginx") for name in LANGUAGES),
 ]
 
 
@@ -116,8 +134,8 @@ def _answers(port: int, deadline_s: float = 0.0) -> tuple[int, bytes] | None:
     return got
 
 
-def _ready(running: Running, body: bytes, name: str) -> Running:
-    got = _answers(running.port)
+def _ready(running: Running, body: bytes, name: str, deadline_s: float = 0.0) -> Running:
+    got = _answers(running.port, deadline_s)
     if got != (200, body):
         running.stop()
         raise SystemExit(f"{name} did not answer {body!r}: {got}\n{running.front.log_tail()}")
@@ -303,6 +321,49 @@ def php_nginx(ports: run.Ports) -> Running:
     return _ready(Running(port, [fpm, front], front), BODIES["php"], "nginx")
 
 
+def language_app(language: str) -> dict[str, Any]:
+    """The language's hello as Unit's application (its program built first)."""
+    if language == "go":
+        return {"type": "go", "executable": str(backends.go_hello(APPS, OUT))}
+    if language == "perl":
+        return {"type": "perl", "script": str(APPS / "hello.psgi"), "processes": PERL_WORKERS}
+    if language == "ruby":
+        return {"type": "ruby", "script": str(APPS / "config.ru"), "threads": RUBY_THREADS}
+    return {"type": "java", "webapp": str(backends.java_webapp(APPS, OUT))}
+
+
+# a JVM on a shared core takes its time
+STARTUP = {"java": 120.0}
+
+
+def language_corral(language: str, ports: run.Ports) -> Running:
+    port = _free_port(ports)
+    document = {
+        "listeners": listener(port, f"applications/{language}"),
+        "applications": {language: language_app(language)},
+    }
+    front = corral(document, f"{language}-corral")  # (its master starts the backend)
+    running = Running(port, [front], front)
+    return _ready(running, BODIES[language], "corral", STARTUP.get(language, 0.0))
+
+
+def language_nginx(language: str, ports: run.Ports) -> Running:
+    backend = backends.Pool(language, language_app(language), OUT / f"{language}-backend.log")
+    wait = STARTUP.get(language, 0.0)
+    if _answers(backend.port, wait) != (200, BODIES[language]):
+        backend.stop()
+        raise SystemExit(f"{language} did not start: {backend.log_tail()}")
+    port = _free_port(ports)
+    front = nginx(
+        port,
+        f"{language}-nginx",
+        'proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection "";',
+        " ".join(f"server {address};" for address in backend.addresses),
+    )
+    running = Running(port, [backend, front], front)  # type: ignore[list-item]
+    return _ready(running, BODIES[language], "nginx", wait)
+
+
 CASES: dict[str, Callable[[run.Ports], Running]] = {
     "node-direct": node_direct,
     "node-nginx": node_nginx,
@@ -311,6 +372,9 @@ CASES: dict[str, Callable[[run.Ports], Running]] = {
     "php-nginx": php_nginx,
     "php-corral": php_corral,
 }
+for _language in LANGUAGES:
+    CASES[f"{_language}-nginx"] = functools.partial(language_nginx, _language)
+    CASES[f"{_language}-corral"] = functools.partial(language_corral, _language)
 LOADS = ("ab", "wrk")
 
 
@@ -339,7 +403,7 @@ def rounds(args: argparse.Namespace) -> dict[str, Any]:
     OUT.mkdir(parents=True, exist_ok=True)
     names = [name.strip() for name in args.cases.split(",")] if args.cases else list(CASES)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {n: {x: [] for x in LOADS} for n in names}
-    ports = run.Ports()
+    ports = run.Ports(args.first_port)
     for number in range(args.rounds):
         order = names[number % len(names) :] + names[: number % len(names)]
         for name in order:
@@ -377,7 +441,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"--requests {arguments['requests']} --duration {arguments['duration']:g}` on "
         f"{machine['nproc']} x {machine['cpu']} ({machine['os']}, {machine['kernel']}), "
         f"{machine['tools']['nginx']}, node {_version([NODE, '--version'])}, "
-        f"{_version([_fpm(), '-v'])}. Every server process under `taskset -c 0` (a front and "
+        f"{_version([_fpm(), '-v'])}{backends.versions(LANGUAGES, list(results))}. "
+        "Every server process under `taskset -c 0` (a front and "
         "its backend share the core), the clients under `taskset -c 1`; "
         f"`ab -n {arguments['requests']} -c {CONNECTIONS}` (a connection per request) and "
         f"`wrk -t1 -c{CONNECTIONS} -d{arguments['duration']:g}s` keep-alive. "
@@ -437,7 +502,7 @@ def _ask(port: int, requests: int, body: bytes) -> None:
                 data += chunk
 
 
-def _worker_instructions(case: str, requests: int) -> int:
+def _worker_instructions(case: str, requests: int, args: argparse.Namespace) -> int:
     """The instructions corral's workers ran over a front's life (callgrind, the master's
     left out) in which ``requests`` requests went one after the other."""
     directory = OUT / "callgrind"
@@ -445,7 +510,7 @@ def _worker_instructions(case: str, requests: int) -> int:
     directory.mkdir(parents=True)
     WRAP[:] = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/cg.%p"]
     try:
-        running = CASES[case](run.Ports())
+        running = CASES[case](run.Ports(args.first_port))
         try:
             _ask(running.port, requests, BODIES[case.partition("-")[0]])
         finally:
@@ -467,7 +532,7 @@ def instructions(args: argparse.Namespace) -> None:
     short, long = (int(n) for n in args.requests_per_life.split(","))
     names = [name.strip() for name in args.cases.split(",")] if args.cases else ["php-corral"]
     for case in names:
-        few, many = (_worker_instructions(case, n) for n in (short, long))
+        few, many = (_worker_instructions(case, n, args) for n in (short, long))
         print(f"{case}: {(many - few) / (long - short):,.0f} instructions per request", flush=True)
 
 
@@ -484,6 +549,12 @@ def main() -> None:
         "--instructions", action="store_true", help="callgrind: the front worker's count"
     )
     parser.add_argument("--requests-per-life", default="500,1500", help="(--instructions)")
+    parser.add_argument(
+        "--first-port",
+        type=int,
+        default=run.FIRST_PORT,
+        help="the servers' ports from here (another bench on the machine: another range)",
+    )
     args = parser.parse_args()
     if args.instructions:
         instructions(args)
