@@ -3,9 +3,12 @@ their languages' own servers, from Debian's packages (docs/polyglot.md).
 
 - perl: Starman (``starman``), a preforking PSGI server: one Starman per application, whose
   ``--workers`` are the application's ``processes`` and ``--max-requests`` its
-  ``limits.requests`` (Starman counts connections: with ``limits.requests``, its connections
-  are not kept alive, so that each carries one request). It takes the socket corral binds as
-  Server::Starter hands one over: ``SERVER_STARTER_PORT=127.0.0.1:PORT=3``.
+  ``limits.requests``. Its connections are not kept alive (``--disable-keepalive``): a worker
+  serves one connection at a time, and corral's proxy keeps more idle connections than
+  Starman has workers, so the connections beyond those would wait in the backlog behind kept
+  ones (Starman's documented case for the flag; and Starman's ``--max-requests`` counts
+  connections, which are then requests). It takes the socket corral binds as Server::Starter
+  hands one over: ``SERVER_STARTER_PORT=127.0.0.1:PORT=3``.
 - ruby: Puma (``puma``), in single mode (no forking of its own): one Puma per process of the
   application, each with ``threads`` threads, all accepting on the socket corral binds, which
   Puma takes from ``LISTEN_FDS`` when its ``--bind`` names the same address; Unit's ``hooks``
@@ -98,9 +101,10 @@ def starman_command(name: str, app: Any, place: Place) -> Command:
     del name
     workers = app.dynamic.max if app.dynamic is not None else app.workers
     module = ["-I", _starman_module(), "-MCorralStarmanWorkers"]
-    argv = ["starman", *module, "--workers", str(workers)]
-    if app.max_requests:  # Starman counts connections: one request each, so that it counts them
-        argv += ["--max-requests", str(app.max_requests), "--disable-keepalive"]
+    # a connection per request (the module's text says why)
+    argv = ["starman", *module, "--workers", str(workers), "--disable-keepalive"]
+    if app.max_requests:
+        argv += ["--max-requests", str(app.max_requests)]
     return _command(app, [*argv, app.script], SERVER_STARTER_PORT=f"{place.address}=3")
 
 
