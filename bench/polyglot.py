@@ -26,8 +26,13 @@ each:
   servlet's webapp) applications, started and supervised by corral's master, reached through
   the proxy;
 - ``go-``, ``perl-``, ``ruby-`` and ``java-nginx``: nginx ``proxy_pass`` with upstream
-  ``keepalive`` to the same backend, started as corral's master starts it (bench/backends.py:
-  the same command, workers and threads, the same socket handed over), by this script.
+  ``keepalive 128`` (corral's ``proxy_keepalive``) to the same backend, started as corral's
+  master starts it (bench/backends.py: the same command, workers and threads, the same socket
+  handed over), by this script;
+- ``node-nginx-keep128``: ``node-nginx`` keeping 128 idle connections rather than 32 (with 100
+  requests at once, 32 kept make nginx open an upstream connection every other request).
+
+A java case's wrk warm-up is 10 s rather than 1 (the JVM compiles its hot code meanwhile).
 
 Python has no pair: corral is the Python server (bench/run.py measures it against the others).
 
@@ -72,6 +77,12 @@ APPS = BENCH / "apps" / "polyglot"
 LANGUAGES = ("go", "perl", "ruby", "java")
 PERL_WORKERS = 4  # Starman's (preforking: a worker per connection at a time)
 RUBY_THREADS = 4  # one Puma's
+# nginx's idle connections kept per upstream in the language pairs and node-nginx-keep128:
+# corral's proxy_keepalive default, so both fronts keep as many. (node-nginx keeps 32: with
+# 100 requests at once, it then opens about one upstream connection every two requests.)
+NGINX_KEEPALIVE = 128
+# seconds of wrk before the measured one: a JVM compiles its hot code in the first seconds
+WARMUP = {"java": 10.0}
 OUT = BENCH / "out" / "polyglot"
 NODE = shutil.which("node") or "/usr/bin/node"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -85,6 +96,7 @@ RATIOS = [
     ("node-corral-external", "node-nginx"),
     ("node-corral-proxy", "node-direct"),
     ("node-nginx", "node-direct"),
+    ("node-corral-proxy", "node-nginx-keep128"),
     ("php-corral", "php-nginx"),
     *((f"{name}-corral", f"{name}-nginx") for name in LANGUAGES),
 ]
@@ -262,6 +274,19 @@ def node_nginx(ports: run.Ports) -> Running:
     return _ready(Running(port, [backend, front], front), BODIES["node"], "nginx")
 
 
+def node_nginx_keep128(ports: run.Ports) -> Running:
+    backend = node(ports, "node-nginx-keep128-backend")
+    port = _free_port(ports)
+    front = nginx(
+        port,
+        "node-nginx-keep128",
+        'proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection "";',
+        f"server {run.HOST}:{backend.port};",  # type: ignore[attr-defined]
+        keep=NGINX_KEEPALIVE,
+    )
+    return _ready(Running(port, [backend, front], front), BODIES["node"], "nginx")
+
+
 def node_corral_proxy(ports: run.Ports) -> Running:
     backend = node(ports, "node-corral-backend")
     port = _free_port(ports)
@@ -359,6 +384,7 @@ def language_nginx(language: str, ports: run.Ports) -> Running:
         f"{language}-nginx",
         'proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection "";',
         " ".join(f"server {address};" for address in backend.addresses),
+        keep=NGINX_KEEPALIVE,
     )
     running = Running(port, [backend, front], front)  # type: ignore[list-item]
     return _ready(running, BODIES[language], "nginx", wait)
@@ -367,6 +393,7 @@ def language_nginx(language: str, ports: run.Ports) -> Running:
 CASES: dict[str, Callable[[run.Ports], Running]] = {
     "node-direct": node_direct,
     "node-nginx": node_nginx,
+    "node-nginx-keep128": node_nginx_keep128,
     "node-corral-proxy": node_corral_proxy,
     "node-corral-external": node_corral_external,
     "php-nginx": php_nginx,
@@ -392,9 +419,9 @@ def ab(port: int, requests: int) -> dict[str, Any]:
     return result
 
 
-def measure(running: Running, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+def measure(running: Running, args: argparse.Namespace, name: str) -> dict[str, dict[str, Any]]:
     load = run.Load(CONNECTIONS)
-    run.run_wrk(load, running.port, "/", 1.0)  # warm-up
+    run.run_wrk(load, running.port, "/", WARMUP.get(name.partition("-")[0], 1.0))  # warm-up
     wrk = run.run_wrk(load, running.port, "/", args.duration, server_pid=running.front.proc.pid)
     return {"wrk": wrk, "ab": ab(running.port, args.requests)}
 
@@ -409,7 +436,7 @@ def rounds(args: argparse.Namespace) -> dict[str, Any]:
         for name in order:
             running = CASES[name](ports)
             try:
-                got = measure(running, args)
+                got = measure(running, args, name)
             finally:
                 running.stop()
             for load in LOADS:
