@@ -127,9 +127,13 @@ def test_starman_runs_the_psgi_file_with_the_processes_as_its_workers(
     assert starman_command("x", recycled, FD).argv[7:] == ("--max-requests", "100", "app.psgi")
 
 
-def test_puma_binds_the_address_of_the_socket_it_is_handed() -> None:
+def test_puma_binds_the_address_of_the_socket_it_is_handed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("corral.external.languages.run_directory", lambda: str(tmp_path))
     ruby = app(type="ruby", script="config.ru", threads=4, environment={"RACK_ENV": "x"})
     command = puma_command("x", ruby, FD)
+    settings = tmp_path / "puma-settings.rb"
     assert command.argv == (
         "puma",
         "--bind",
@@ -137,9 +141,11 @@ def test_puma_binds_the_address_of_the_socket_it_is_handed() -> None:
         "--threads",
         "4:4",
         "--config",
-        "-",
+        str(settings),
         "config.ru",
     )
+    # no thread waits on a kept connection for its next request while others have one
+    assert "max_fast_inline 0" in settings.read_text().splitlines()
     assert command.env == {"RACK_ENV": "x"}
     assert KINDS["ruby"].listen(ruby) == "fd" and KINDS["ruby"].processes is None
 
@@ -150,7 +156,8 @@ def test_unit_hooks_are_a_puma_configuration_file(
     monkeypatch.setattr("corral.external.languages.run_directory", lambda: str(tmp_path))
     ruby = app(type="ruby", script="config.ru", hooks="my#{hooks}.rb", working_directory="/srv")
     argv = puma_command("shop", ruby, FD).argv
-    config = Path(argv[argv.index("--config") + 1])
+    assert argv[argv.index("--config") + 1] == str(tmp_path / "puma-settings.rb")
+    config = Path(argv[len(argv) - 1 - argv[::-1].index("--config") + 1])  # the last --config
     assert config.parent == tmp_path and config.name.startswith("shop.puma.")
     text = config.read_text()
     # the paths as Ruby strings, "#{" not interpolated
