@@ -221,6 +221,22 @@ def test_a_program_that_ignores_sigterm_is_killed_after_graceful_timeout() -> No
         assert not alive(stubborn) and not alive(polite)
 
 
+def test_a_terminals_ctrl_c_stops_the_programs_in_order() -> None:
+    """SIGINT to the master's whole process group, as a terminal's Ctrl-C sends it: the
+    programs are in groups of their own, so the master stops them (SIGTERM) rather than
+    finding them dead first and restarting them."""
+    apps = {name: external("binds.py", "port", "{port}") for name in ("one", "two")}
+    with serving(apps) as (server, _, _):
+        one, two = int(ready(server, "one")[0]), int(ready(server, "two")[0])
+        assert os.getpgid(one) == one and os.getpgid(two) == two
+        os.killpg(server.proc.pid, signal.SIGINT)
+        assert server.proc.wait(15) == 0
+        log = server.stderr
+        assert "SIGINT: graceful shutdown" in log
+        assert "restarting" not in log and "crash" not in log, log
+        assert not alive(one) and not alive(two)
+
+
 def test_a_program_that_cannot_run_is_said_in_one_line_and_retried() -> None:
     apps = {"missing": {"type": "external", "executable": "/nonexistent/program"}}
     with serving(apps) as (server, _, _):

@@ -104,6 +104,10 @@ def _become(
 ) -> None:
     """In the child: everything between the fork and the exec (returns only by raising)."""
     signal.set_wakeup_fd(-1)  # the master's: a signal here must not reach the master's loop
+    # a process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
+    # the master, which stops the program in order, instead of the program first, which the
+    # master would take for a crash; and a SIGKILL reaches the program's own children too
+    os.setpgid(0, 0)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, command.death_signal)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; the program won't

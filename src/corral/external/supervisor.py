@@ -409,5 +409,11 @@ def _or_none(number: int | None) -> int:
 
 
 def _signal(pid: int, sig: int) -> None:
+    """``sig`` to the program; a SIGKILL to its process group (spawn.py makes one per
+    program), so that the children of a program killed outright (php-fpm's, Starman's) do not
+    outlive it, holding its socket."""
     with contextlib.suppress(ProcessLookupError):
+        if sig == signal.SIGKILL:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
         os.kill(pid, sig)
