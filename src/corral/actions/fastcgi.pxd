@@ -9,12 +9,14 @@ cdef class FastCgiReply:
     cdef public object conn
     cdef public object exchange
     cdef public object backend
+    cdef public object pool
     cdef public object connecting
     cdef public list pending
     cdef public Py_ssize_t pending_size
     cdef public object sent
     cdef public Py_ssize_t sent_size
     cdef public bint retried
+    cdef public bint check_kept
     cdef public object spool
     cdef public Py_ssize_t body_size
     cdef public bint body_done
@@ -25,6 +27,6 @@ cdef class FastCgiReply:
     cdef public bint over
     cdef public double deadline
     cdef public double sent_at
-    cdef public object timer
+    cdef public bint watched
     cdef public bint client_paused
     cdef public list out

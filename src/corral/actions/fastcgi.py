@@ -24,12 +24,15 @@ read, php-fpm is not read either. ``STDERR`` goes to corral's error log, a line 
 
 Failures: php-fpm unreachable, refusing, or answering what is not FastCGI or not a CGI head:
 502; no byte for ``fastcgi_read_timeout`` while corral waits on php-fpm (not on the client):
-504; after the head has gone the client's connection is closed instead, so that a broken answer
-never passes for a whole one. A connection to php-fpm that was not left clean is closed,
-never reused. A connection kept from an earlier request that php-fpm closed before answering
-is seen before it is used (`client.Backend.gone`); one found closed only as a request went on
-it is replaced and the request sent again, once, while its bytes sent are held, if its method
-is idempotent or the close came within ``UNSEEN_WINDOW`` (no php ran it).
+504 (within a sweep's period after: `client.FastCgiPool.watch`); after the head has gone the
+client's connection is closed instead, so that a broken answer never passes for a whole one.
+A connection to php-fpm that was not left clean is closed, never reused. A kept connection
+found closed as a request went on it, before any answer, is replaced and the request sent
+again, once, while its bytes sent are held, if its method is idempotent or the close came
+within ``UNSEEN_WINDOW`` (no php ran it). A request that could not be sent again so (a method
+not idempotent, a body longer than ``RETRY_HELD``), and one sent again, first has its kept
+connection checked for a close the loop has not read yet (`client.Backend.gone`: a system
+call the others spare).
 """
 
 from __future__ import annotations
@@ -99,12 +102,14 @@ class FastCgiReply:
         self.conn: Any = None
         self.exchange: Any = None
         self.backend: Any = None
+        self.pool: Any = None  # the application's connections (client.FastCgiPool), from `start`
         self.connecting: Any = None  # the connect's task while it runs (client.FastCgiPool)
         self.pending: list[bytes] = []  # body bytes not yet written to php-fpm
         self.pending_size = 0
         self.sent: list[bytes] | None = []  # body bytes written, while a retry may resend them
         self.sent_size = 0
         self.retried = False
+        self.check_kept = True  # a kept connection is checked before use (see the docstring)
         self.spool: Any = None  # a chunked body's file
         self.body_size = 0
         self.body_done = False  # the whole body is in (or there is none)
@@ -115,7 +120,7 @@ class FastCgiReply:
         self.over = False  # the exchange is finished (or abandoned)
         self.deadline = 0.0
         self.sent_at = 0.0  # when the request went to php-fpm (clock seconds)
-        self.timer: Any = None
+        self.watched = False  # in its pool's sweep (`_wait`)
         self.client_paused = False  # php-fpm not read while the client does not read
         self.out: list[bytes] = []  # the answer's bytes from one read of php-fpm's, written once
 
@@ -147,6 +152,7 @@ class FastCgiReply:
     def close(self) -> None:
         """The exchange is over."""
         self.over = True
+        self._stop_timer()
         if self.spool is not None:
             self.spool.close()
             self.spool = None
@@ -164,18 +170,23 @@ class FastCgiReply:
         self.conn = conn
         self.exchange = exchange
         head = exchange.head
+        # sent again, were its kept connection found closed: no need to look for that first
+        self.check_kept = head.method not in IDEMPOTENT or (
+            not head.chunked and (head.content_length or 0) > RETRY_HELD
+        )
         if not (head.chunked or head.content_length):
             self.body_done = True  # no body
         elif not exchange.complete and head.expect_continue:
             conn.send_continue(exchange)
+        self.pool = self.app.connections(conn.loop)
         self._wait()  # (a connection may have to be waited for: also within the read timeout)
-        self.app.connections(conn.loop).get(self)
+        self.pool.get(self)
 
     # -- the connection to php-fpm (client.Backend's user)
 
     def connected(self, backend: Any) -> None:
         if self.over or self.conn.closed:  # the client went meanwhile
-            self.app.connections(self.conn.loop).put(backend)
+            self.pool.put(backend)
             return
         self.backend = backend
         conn = self.conn
@@ -185,12 +196,12 @@ class FastCgiReply:
             exchange.head,
             self.choice,
             self.site.raw_root,
-            peer=conn.peer,
-            local=conn.sockname,
-            scheme="https" if conn.encrypted else "http",
-            content_length=length,
-            host=self.host,
-            forwarded=exchange.forwarded,
+            conn.peer,
+            conn.sockname,
+            "https" if conn.encrypted else "http",
+            length,
+            self.host,
+            exchange.forwarded,
         )
         if self.spool is not None:
             self.spool.seek(0)
@@ -254,6 +265,7 @@ class FastCgiReply:
             # on it (client.Backend.gone missed it): once more, anew; a request php may have
             # run (a POST) only if the connection closed at once
             self.retried = True
+            self.check_kept = True  # (no third time)
             self.conn.plan.routing.log.debug(
                 "%s: php application %r had closed a kept connection: sent again on another",
                 self.exchange.where(),
@@ -263,7 +275,7 @@ class FastCgiReply:
                 self.pending[:0] = self.sent
                 self.pending_size += self.sent_size
             self.sent, self.sent_size, self.stdin_done = [], 0, False
-            self.app.connections(self.conn.loop).get(self)
+            self.pool.get(self)
             return
         self._log(
             "%s: php application %r closed the connection before its answer ended", self.app.name
@@ -309,24 +321,24 @@ class FastCgiReply:
             backend.write(out[0] if len(out) == 1 else b"".join(out))
 
     def _wait(self) -> None:
-        """php-fpm's next bytes are due within the read timeout (one timer, moved on by
-        each read: `_check`)."""
+        """php-fpm's next bytes are due within the read timeout (a deadline moved on by each
+        read; the pool's sweep, `FastCgiPool.watch`, calls `expired` once it passed: no timer
+        made and cancelled per request)."""
         self.deadline = clock.now() + self.app.read_timeout
-        if self.timer is None:
-            self.timer = self.conn.loop.call_later(self.app.read_timeout, self._check)
+        if not self.watched:
+            self.watched = True
+            self.pool.watch(self)
 
-    def _check(self) -> None:
-        self.timer = None
+    def expired(self, now: float) -> None:
+        """The deadline passed (the pool's sweep, at ``now``)."""
         if self.over:
+            self._stop_timer()
             return
-        now = clock.now()
         if self.client_paused or self.conn.write_paused or self.connecting is not None:
             self.deadline = now + self.app.read_timeout  # the client's wait, or the connect's
-        if now < self.deadline:
-            self.timer = self.conn.loop.call_later(self.deadline - now, self._check)
             return
         if self.backend is None:  # every connection busy all that time
-            self.app.connections(self.conn.loop).leave(self)
+            self.pool.leave(self)
             what = "no connection to it came free"
         else:
             what = "it sent nothing"
@@ -392,7 +404,7 @@ class FastCgiReply:
 
     def _ended(self) -> None:
         backend, self.backend = self.backend, None
-        pool = self.app.connections(self.conn.loop)
+        pool = self.pool
         if backend is not None:
             if backend.reader.buffer or not self.stdin_done:
                 backend.close()  # not clean: the request's bytes are not all sent, or more came
@@ -437,8 +449,8 @@ class FastCgiReply:
     def _abandon(self) -> None:
         self.over = True
         self._stop_timer()
-        if self.conn is not None:
-            self.app.connections(self.conn.loop).leave(self)
+        if self.pool is not None:
+            self.pool.leave(self)
         if self.connecting is not None:
             self.connecting.cancel()
             self.connecting = None
@@ -447,9 +459,9 @@ class FastCgiReply:
             backend.close()
 
     def _stop_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        if self.watched:
+            self.watched = False
+            self.pool.unwatch(self)
 
     def _log(self, message: str, *args: Any) -> None:
         conn = self.conn

@@ -15,10 +15,12 @@ read of 8 bytes, not a parse).
 
 from __future__ import annotations
 
+import itertools
 import json
 import mmap
 import os
 import struct
+from collections.abc import Iterator
 
 __all__ = ["Board", "board"]
 
@@ -40,8 +42,11 @@ class Board:
         self.fd = fd
         self._page = mmap.mmap(fd, SIZE)  # MAP_SHARED
         self._seen = 0  # the counter the parsed table is of (0: the empty table)
+        self._seen_bytes = bytes(_COUNTER.size)  # ... as the page holds it (compared per request)
         self._table: dict[str, list[str]] = {}
-        self._turns: dict[str, int] = {}
+        # each application's ready addresses in turn (`next_address`), made again from each
+        # table parsed: a request's turn is a `next`, not an index and a counter kept
+        self._turns: dict[str, Iterator[str]] = {}
 
     def publish(self, table: dict[str, list[str]]) -> None:
         """The master's: ``table`` becomes what the workers read."""
@@ -56,18 +61,23 @@ class Board:
 
     def ready(self, name: str) -> list[str]:
         """The addresses of ``name``'s ready processes now (empty: none is ready)."""
-        if _COUNTER.unpack_from(self._page, 0)[0] != self._seen:
+        if self._page[: _COUNTER.size] != self._seen_bytes:
             self._reread()
         return self._table.get(name, [])
 
     def next_address(self, name: str) -> str | None:
-        """One of ``name``'s ready addresses, each in turn; None when none is ready."""
-        addresses = self.ready(name)
-        if not addresses:
-            return None
-        turn = self._turns.get(name, 0)
-        self._turns[name] = turn + 1
-        return addresses[turn % len(addresses)]
+        """One of ``name``'s ready addresses, each in turn; None when none is ready. (Every
+        request routed to an external application asks: the counter's bytes compared, one
+        dictionary look-up, one `next`.)"""
+        if self._page[: _COUNTER.size] != self._seen_bytes:
+            self._reread()
+        turns = self._turns.get(name)
+        if turns is None:
+            addresses = self._table.get(name)
+            if not addresses:
+                return None
+            turns = self._turns[name] = itertools.cycle(addresses)
+        return next(turns)
 
     def _reread(self) -> None:
         for _ in range(_TRIES):
@@ -77,7 +87,9 @@ class Board:
             data = self._page[_HEAD.size : _HEAD.size + length]
             if _COUNTER.unpack_from(self._page, 0)[0] == counter:
                 self._table = json.loads(data) if data else {}
+                self._turns = {}
                 self._seen = counter
+                self._seen_bytes = _COUNTER.pack(counter)
                 return
 
 

@@ -11,7 +11,14 @@ closed for each request). A user that cannot connect is told so (``failed``: 502
 refused or missing, 504 when ``connect_timeout`` passed). While it serves a request the
 backend passes everything to its user (``records``, ``lost``, ``writable``, ``broken``);
 once the request ended cleanly the user gives it back (`FastCgiPool.put`). An idle
-connection that php-fpm closes (a child that ended) leaves the pool.
+connection that php-fpm closes (a child that ended) leaves the pool: the loop reads it, and
+a close it has not read yet is looked for (`Backend.gone`, a system call) only for a user
+that asks (``user.check_kept``: one that could not be sent again on another connection if
+this one turned out closed).
+
+The pool also keeps its users' read deadlines (`FastCgiPool.watch`): one timer a period
+(``sweep``) while any request is under way, which tells each user whose ``deadline`` passed
+(``expired``), rather than a timer made and cancelled for each request.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 
 from corral.fastcgi.records import FastCgiError, RecordReader
 from corral.net.upstream import parse_address
+from corral.server import clock
 
 __all__ = ["Backend", "FastCgiPool"]
 
@@ -122,7 +130,14 @@ class FastCgiPool:
     ``host:port``), at most ``limit``."""
 
     def __init__(
-        self, loop: Any, address: str, *, limit: int, connect_timeout: float, keep: bool = True
+        self,
+        loop: Any,
+        address: str,
+        *,
+        limit: int,
+        connect_timeout: float,
+        keep: bool = True,
+        sweep: float = 1.0,
     ) -> None:
         self.loop = loop
         self.address = address
@@ -135,14 +150,18 @@ class FastCgiPool:
         self.all: set[Backend] = set()
         self.connecting = 0
         self.waiting: deque[Any] = deque()  # users waiting for a connection, in order
+        self.sweep = max(0.01, sweep)  # seconds between two looks at the users' deadlines
+        self.watched: set[Any] = set()  # users whose deadline is kept (`watch`)
+        self.sweeping: Any = None  # the sweep's timer while there are users
 
     def get(self, user: Any) -> None:
-        """``user.connected(backend)`` now or later, or ``user.failed(status, why)``."""
+        """``user.connected(backend)`` now or later, or ``user.failed(status, why)``; a kept
+        connection is checked first (`Backend.gone`) when ``user.check_kept``."""
         while self.idle:
             backend = self.idle.pop()
             if backend.closed:
                 continue
-            if backend.gone():
+            if user.check_kept and backend.gone():
                 backend.close()
                 continue
             backend.user = user
@@ -153,6 +172,26 @@ class FastCgiPool:
             user.connecting = self.loop.create_task(self._connect(user))
         else:
             self.waiting.append(user)
+
+    def watch(self, user: Any) -> None:
+        """``user.expired(now)`` once ``user.deadline`` (a `corral.server.clock` time, which
+        the user may move on) passed, within ``sweep`` seconds after, until `unwatch`."""
+        self.watched.add(user)
+        if self.sweeping is None:
+            self.sweeping = self.loop.call_later(self.sweep, self._sweep)
+
+    def unwatch(self, user: Any) -> None:
+        self.watched.discard(user)
+
+    def _sweep(self) -> None:
+        self.sweeping = None
+        if not self.watched:
+            return  # (kept through quiet periods: started again by the next `watch`)
+        now = clock.now()
+        for user in [user for user in self.watched if user.deadline <= now]:
+            user.expired(now)
+        if self.watched and self.sweeping is None:
+            self.sweeping = self.loop.call_later(self.sweep, self._sweep)
 
     def leave(self, user: Any) -> None:
         """``user`` no longer waits (its client went, or it timed out)."""
@@ -234,5 +273,9 @@ class FastCgiPool:
     def close(self) -> None:
         """The worker exits: every connection goes."""
         self.waiting.clear()
+        self.watched.clear()
+        if self.sweeping is not None:
+            self.sweeping.cancel()
+            self.sweeping = None
         for backend in list(self.all):
             backend.close()

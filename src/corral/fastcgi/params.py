@@ -51,6 +51,24 @@ def _address(address: Any) -> tuple[bytes, bytes]:
     return b"", b""
 
 
+# the listeners' addresses as `_address` gives them (``SERVER_ADDR``, ``SERVER_PORT``): a
+# worker has a few, and every request asks
+_locals: dict[Any, tuple[bytes, bytes]] = {}
+_LOCALS_KEPT = 64
+
+
+def _local(address: Any) -> tuple[bytes, bytes]:
+    found = _locals.get(address)
+    if found is None:
+        found = _address(address)
+        if len(_locals) < _LOCALS_KEPT:
+            _locals[address] = found
+    return found
+
+
+_PROTOCOLS = {"1.1": b"HTTP/1.1", "1.0": b"HTTP/1.0"}
+
+
 # the same for every request
 _CONSTANT = [
     (b"GATEWAY_INTERFACE", b"CGI/1.1"),
@@ -73,15 +91,28 @@ def cgi_params(
     ]
 
 
-def encoded_params(head: Any, choice: Any, document_root: bytes, **connection: Any) -> bytes:
+def encoded_params(
+    head: Any,
+    choice: Any,
+    document_root: bytes,
+    peer: Any,
+    local: Any,
+    scheme: str,
+    content_length: int,
+    host: str,
+    forwarded: Any = None,
+) -> bytes:
     """`cgi_params` encoded for ``PARAMS`` (`corral.fastcgi.records.params_of`): the
-    script's part encoded once per choice (a `Choice` is kept per path a while)."""
+    script's part encoded once per choice (a `Choice` is kept per path a while). (Every php
+    request's: its arguments are positional, as keywords cost a dictionary per call.)"""
     script = choice.encoded
     if script is None:
         script = choice.encoded = encode_pairs(script_params(choice, document_root)) + (
             _CONSTANT_ENCODED
         )
-    return script + encode_pairs(request_params(head, **connection))
+    return script + encode_pairs(
+        request_params(head, peer, local, scheme, content_length, host, forwarded)
+    )
 
 
 def script_params(choice: Any, document_root: bytes) -> list[tuple[bytes, bytes]]:
@@ -101,7 +132,6 @@ def script_params(choice: Any, document_root: bytes) -> list[tuple[bytes, bytes]
 
 def request_params(
     head: Any,
-    *,
     peer: Any,
     local: Any,
     scheme: str,
@@ -114,7 +144,7 @@ def request_params(
     target = head.target
     query = target.partition(b"?")[2]
     remote_addr, remote_port = _address(peer)
-    server_addr, server_port = _address(local)
+    server_addr, server_port = _local(local)
     if forwarded is not None:  # a trusted proxy's client (filters/forwarded.py)
         if forwarded.address is not None:
             remote_addr = forwarded.address.encode()
@@ -125,7 +155,7 @@ def request_params(
         (b"REQUEST_URI", target),
         (b"QUERY_STRING", query),
         (b"REQUEST_METHOD", head.method.encode("latin-1")),
-        (b"SERVER_PROTOCOL", b"HTTP/" + head.version.encode()),
+        (b"SERVER_PROTOCOL", _PROTOCOLS.get(head.version) or b"HTTP/" + head.version.encode()),
         (b"REQUEST_SCHEME", scheme.encode()),
         (b"REMOTE_ADDR", remote_addr),
         (b"REMOTE_PORT", remote_port),

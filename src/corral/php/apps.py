@@ -83,6 +83,8 @@ class PhpApplication:
                 limit=self.limit,
                 connect_timeout=self.connect_timeout,
                 keep=self.keep,
+                # a read timeout's 504 comes within a quarter of it after, a second at most
+                sweep=min(1.0, self.read_timeout / 4),
             )
         return pool
 
