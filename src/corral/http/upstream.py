@@ -85,6 +85,86 @@ class ResponseHead:
         self.chunked = chunked
 
 
+# heads already parsed, by their bytes: an upstream answers most requests with the same few
+# heads (a Date changes once a second), and parsing one costs more than the rest of the
+# answer's way through the proxy (a pure function of the bytes: the same bytes, the same
+# fields; errors are never kept). Bounded: emptied when full.
+_PARSED: dict[bytes, tuple[Any, ...]] = {}
+_PARSED_KEPT = 64
+_PARSED_SIZE = 2048  # the longest head kept
+
+
+def _parsed(raw: bytes, most: int) -> tuple[Any, ...]:
+    """A head's status line and fields (``raw``: each line with its CRLF, at most ``most``
+    fields), checked: (status, reason, version, fields, Content-Length or None, whether a
+    Transfer-Encoding came, whether it ends in chunked, whether Connection says close, whether
+    it says keep-alive). Raises `UpstreamError`."""
+    lines = raw.split(b"\r\n")
+    lines.pop()  # (after the last CRLF)
+    match = _STATUS_LINE.fullmatch(lines[0])
+    if match is None:
+        raise UpstreamError("invalid status line")
+    minor, code, reason = match.groups()
+    if len(lines) - 1 > most:
+        raise UpstreamError("too many header fields")
+    version = "1.1" if minor == b"1" else "1.0"
+    status = int(code)
+    headers: list[tuple[bytes, bytes]] = []
+    length: int | None = None
+    te = chunked = close = keep_alive_option = False
+    # every field line well formed, checked in one match (the request parser's); a line
+    # at a time only to say which rule one broke
+    whole = _FIELD_BLOCK.fullmatch(raw, len(lines[0]) + 2) is not None
+    for index in range(1, len(lines)):
+        name, colon, value = lines[index].partition(b":")
+        if not whole and (not colon or _TOKEN.fullmatch(name) is None):
+            raise UpstreamError("invalid header field line")
+        value = value.strip(b" \t")
+        if not whole and _BAD_VALUE.search(value) is not None:
+            raise UpstreamError("invalid character in a header field value")
+        headers.append((name, value))
+        size = len(name)
+        if size != 14 and size != 17 and size != 10:
+            continue  # (not one of the three below: no lower case made)
+        lower = name.lower()
+        if lower == b"content-length":
+            if length is not None:
+                raise UpstreamError("repeated Content-Length")
+            if te:
+                raise UpstreamError("Content-Length with Transfer-Encoding")
+            if not value.isdigit() or int(value) > _MAX_LENGTH:
+                raise UpstreamError("invalid Content-Length")
+            length = int(value)
+        elif lower == b"transfer-encoding":
+            if length is not None:
+                raise UpstreamError("Transfer-Encoding with Content-Length")
+            if te:
+                raise UpstreamError("repeated Transfer-Encoding")
+            te = True
+            codings = [c.strip(b" \t").lower() for c in value.split(b",")]
+            if codings[-1] != b"chunked" or b"chunked" in codings[:-1]:
+                raise UpstreamError("Transfer-Encoding whose final coding is not chunked")
+            chunked = True
+        elif lower == b"connection":
+            for option in value.split(b","):
+                option = option.strip(b" \t").lower()
+                if option == b"close":
+                    close = True
+                elif option == b"keep-alive":
+                    keep_alive_option = True
+    return (
+        status,
+        reason or b"",
+        version,
+        tuple(headers),
+        length,
+        te,
+        chunked,
+        close,
+        keep_alive_option,
+    )
+
+
 class ResponseParser:
     """Parses the answers to requests sent on one upstream connection, one at a time:
     `expect` says what the next one answers (a HEAD has no body)."""
@@ -212,59 +292,18 @@ class ResponseParser:
             return len(data)
         if stop + 4 - pos > self._head_limit:
             raise UpstreamError("answer head too large")
-        lines = data[pos:stop].split(b"\r\n")
-        match = _STATUS_LINE.fullmatch(lines[0])
-        if match is None:
-            raise UpstreamError("invalid status line")
-        minor, code, reason = match.groups()
-        if len(lines) - 1 > self._fields:
+        raw = data[pos : stop + 2]  # the status line and the field lines, each with its CRLF
+        known = _PARSED.get(raw)
+        if known is None:
+            known = _parsed(raw, self._fields)
+            if len(raw) <= _PARSED_SIZE:
+                if len(_PARSED) >= _PARSED_KEPT:
+                    _PARSED.clear()
+                _PARSED[raw] = known
+        elif len(known[3]) > self._fields:
             raise UpstreamError("too many header fields")
-        version = "1.1" if minor == b"1" else "1.0"
-        status = int(code)
-        headers: list[tuple[bytes, bytes]] = []
-        length: int | None = None
-        te = chunked = close = keep_alive_option = False
-        # every field line well formed, checked in one match (the request parser's); a line
-        # at a time only to say which rule one broke
-        fields_start = pos + len(lines[0]) + 2
-        whole = _FIELD_BLOCK.fullmatch(data, fields_start, stop + 2) is not None
-        for index in range(1, len(lines)):
-            name, colon, value = lines[index].partition(b":")
-            if not whole and (not colon or _TOKEN.fullmatch(name) is None):
-                raise UpstreamError("invalid header field line")
-            value = value.strip(b" \t")
-            if not whole and _BAD_VALUE.search(value) is not None:
-                raise UpstreamError("invalid character in a header field value")
-            headers.append((name, value))
-            size = len(name)
-            if size != 14 and size != 17 and size != 10:
-                continue  # (not one of the three below: no lower case made)
-            lower = name.lower()
-            if lower == b"content-length":
-                if length is not None:
-                    raise UpstreamError("repeated Content-Length")
-                if te:
-                    raise UpstreamError("Content-Length with Transfer-Encoding")
-                if not value.isdigit() or int(value) > _MAX_LENGTH:
-                    raise UpstreamError("invalid Content-Length")
-                length = int(value)
-            elif lower == b"transfer-encoding":
-                if length is not None:
-                    raise UpstreamError("Transfer-Encoding with Content-Length")
-                if te:
-                    raise UpstreamError("repeated Transfer-Encoding")
-                te = True
-                codings = [c.strip(b" \t").lower() for c in value.split(b",")]
-                if codings[-1] != b"chunked" or b"chunked" in codings[:-1]:
-                    raise UpstreamError("Transfer-Encoding whose final coding is not chunked")
-                chunked = True
-            elif lower == b"connection":
-                for option in value.split(b","):
-                    option = option.strip(b" \t").lower()
-                    if option == b"close":
-                        close = True
-                    elif option == b"keep-alive":
-                        keep_alive_option = True
+        status, reason, version, fields, length, te, chunked, close, keep_alive_option = known
+        headers = list(fields)  # (the head's own: its user may change it)
         pos = stop + 4
         if 100 <= status < 200 and status != 101:
             return pos  # interim: the answer proper follows
@@ -276,7 +315,7 @@ class ResponseParser:
         keep_alive = not close and (version == "1.1" or keep_alive_option)
         head = ResponseHead(
             status,
-            reason or b"",
+            reason,
             version,
             headers,
             keep_alive,
