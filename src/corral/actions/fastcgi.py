@@ -66,6 +66,16 @@ IDEMPOTENT = frozenset(("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"))  # 
 UNSEEN_WINDOW = 0.05
 
 
+_status_texts: dict[int, str] = {}  # "200 OK" by code (100-599: the CGI head's Status)
+
+
+def _status_text(status: int) -> str:
+    text = _status_texts.get(status)
+    if text is None:
+        text = _status_texts[status] = f"{status} {reason(status)}"
+    return text
+
+
 def to_php(conn: HttpConnection, exchange: Exchange, app: PhpApplication, target: int) -> bool:
     route = conn.route
     assert route is not None  # only routed connections have actions
@@ -367,7 +377,7 @@ class FastCgiReply:
             cgi, data = got
             self.head = None
             try:
-                out = conn.begin(exchange, f"{cgi.status} {reason(cgi.status)}", cgi.fields, None)
+                out = conn.begin(exchange, _status_text(cgi.status), cgi.fields, None)
             except InvalidResponse as exc:
                 self._log("%s: php application %r: %s", self.app.name, str(exc))
                 self._error(502)

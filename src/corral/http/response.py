@@ -60,13 +60,15 @@ class InvalidResponse(Exception):
     """The application produced a status or header that must not be sent."""
 
 
+# the reason phrase of each code that has one (an enum's look-up cost more than a whole
+# FastCGI answer's head: every php answer asks)
+_PHRASES = {int(status): status.phrase for status in HTTPStatus}
+
+
 def reason(status: int) -> str:
     """The reason phrase of ``status`` ("" for a code without one, as Unit's ``return`` may
     give any code from 0 to 999)."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
+    return _PHRASES.get(status, "")
 
 
 def server_head(status: int, prefix: str, fields: str, close: bool) -> bytes:
