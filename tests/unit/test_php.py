@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from corral.config import parse_command_line
 from corral.config.document import ConfigError, validate_document
 from corral.php.apps import php_applications
 from corral.php.fpm import fpm_pool
@@ -257,3 +258,10 @@ def test_a_php_application_is_served_by_the_php_kind() -> None:
         assert unserved(doc) == []
         assert kind_of(app) is KINDS["php"]
         assert kind_of(app).speaks == "fastcgi" and kind_of(app).processes(app) == 1
+
+
+@pytest.mark.parametrize("flag", ["--fastcgi-connect-timeout", "--fastcgi-read-timeout"])
+def test_a_fastcgi_timeout_of_zero_is_refused_in_one_line(flag: str) -> None:
+    # 0 would answer every php request 504 at once: no setting says 0 is "no limit" here
+    with pytest.raises(ConfigError, match=rf"{flag}: expected number > 0"):
+        parse_command_line(["examples.hello", flag, "0"])

@@ -1448,14 +1448,14 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--handoff-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "fastcgi_connect_timeout", _TIMEOUTS, _S, _SECONDS, 5.0,
+        "fastcgi_connect_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 5.0,
         'How long a worker waits to connect to a `"php"` application\'s php-fpm (docs/'
         "polyglot.md); then the client is answered 502, as when php-fpm refuses or is not "
         "there.",
         flags=("--fastcgi-connect-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "fastcgi_read_timeout", _TIMEOUTS, _S, _SECONDS, 60.0,
+        "fastcgi_read_timeout", _TIMEOUTS, _S, Annotated[float, Meta(gt=0, le=86400)], 60.0,
         "How long a worker waits for php-fpm's next bytes while it answers a request (and for "
         "php-fpm to take more of the request's body), as nginx's `fastcgi_read_timeout`: then "
         "the client is answered 504 if the answer has not begun, else its connection is "
