@@ -262,29 +262,25 @@ def node_direct(ports: run.Ports) -> Running:
     return Running(backend.port, [backend], backend)  # type: ignore[attr-defined]
 
 
-def node_nginx(ports: run.Ports) -> Running:
-    backend = node(ports, "node-nginx-backend")
+def _node_nginx(ports: run.Ports, name: str, keep: int) -> Running:
+    backend = node(ports, f"{name}-backend")
     port = _free_port(ports)
     front = nginx(
         port,
-        "node-nginx",
+        name,
         'proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection "";',
         f"server {run.HOST}:{backend.port};",  # type: ignore[attr-defined]
+        keep=keep,
     )
     return _ready(Running(port, [backend, front], front), BODIES["node"], "nginx")
+
+
+def node_nginx(ports: run.Ports) -> Running:
+    return _node_nginx(ports, "node-nginx", 32)
 
 
 def node_nginx_keep128(ports: run.Ports) -> Running:
-    backend = node(ports, "node-nginx-keep128-backend")
-    port = _free_port(ports)
-    front = nginx(
-        port,
-        "node-nginx-keep128",
-        'proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection "";',
-        f"server {run.HOST}:{backend.port};",  # type: ignore[attr-defined]
-        keep=NGINX_KEEPALIVE,
-    )
-    return _ready(Running(port, [backend, front], front), BODIES["node"], "nginx")
+    return _node_nginx(ports, "node-nginx-keep128", NGINX_KEEPALIVE)
 
 
 def node_corral_proxy(ports: run.Ports) -> Running:
