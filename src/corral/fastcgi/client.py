@@ -14,7 +14,10 @@ once the request ended cleanly the user gives it back (`FastCgiPool.put`). An id
 connection that php-fpm closes (a child that ended) leaves the pool: the loop reads it, and
 a close it has not read yet is looked for (`Backend.gone`, a system call) only for a user
 that asks (``user.check_kept``: one that could not be sent again on another connection if
-this one turned out closed).
+this one turned out closed). When php-fpm's children are recycled (``pm.max_requests``,
+``recycled``) such a user gets a new connection instead: a child that reached its count
+closes its connection as its last answer leaves, and that close can cross the next request
+after any look at it; a new connection is accepted by a child that reads it.
 
 The pool also keeps its users' read deadlines (`FastCgiPool.watch`): one timer a period
 (``sweep``) while any request is under way, which tells each user whose ``deadline`` passed
@@ -138,6 +141,7 @@ class FastCgiPool:
         connect_timeout: float,
         keep: bool = True,
         sweep: float = 1.0,
+        recycled: bool = False,
     ) -> None:
         self.loop = loop
         self.address = address
@@ -145,6 +149,9 @@ class FastCgiPool:
         # connections kept from one request to the next (FCGI_KEEP_CONN); False: each closes
         # after its request (php-fpm has fewer children than the workers that reach it)
         self.keep = keep
+        # php-fpm's children end after pm.max_requests: a kept connection may be closing as
+        # a request goes on it, too late for `Backend.gone` to see
+        self.recycled = recycled
         self.connect_timeout = connect_timeout
         self.idle: list[Backend] = []
         self.all: set[Backend] = set()
@@ -156,17 +163,22 @@ class FastCgiPool:
 
     def get(self, user: Any) -> None:
         """``user.connected(backend)`` now or later, or ``user.failed(status, why)``; a kept
-        connection is checked first (`Backend.gone`) when ``user.check_kept``."""
-        while self.idle:
-            backend = self.idle.pop()
-            if backend.closed:
-                continue
-            if user.check_kept and backend.gone():
-                backend.close()
-                continue
-            backend.user = user
-            user.connected(backend)
-            return
+        connection is checked first (`Backend.gone`) when ``user.check_kept``, or not used
+        at all when children are recycled: a new one takes an idle one's place."""
+        if user.check_kept and self.recycled:
+            if self.idle and len(self.all) + self.connecting >= self.limit:
+                self.idle[0].close()  # (the oldest; `forget` takes it out of `idle`)
+        else:
+            while self.idle:
+                backend = self.idle.pop()
+                if backend.closed:
+                    continue
+                if user.check_kept and backend.gone():
+                    backend.close()
+                    continue
+                backend.user = user
+                user.connected(backend)
+                return
         if len(self.all) + self.connecting < self.limit:
             self.connecting += 1
             user.connecting = self.loop.create_task(self._connect(user))
@@ -246,6 +258,9 @@ class FastCgiPool:
             backend.close()  # (php-fpm closes it too: the request did not ask to keep it)
             return
         if self.waiting:
+            if self.waiting[0].check_kept and self.recycled:
+                backend.close()  # (its place to a new connection: `forget` calls `_next`)
+                return
             user = self.waiting.popleft()
             backend.user = user
             user.connected(backend)

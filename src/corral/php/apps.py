@@ -39,6 +39,7 @@ class PhpApplication:
         *,
         limit: int,
         keep: bool = True,
+        recycled: bool = False,
         connect_timeout: float,
         read_timeout: float,
         head_limit: int,
@@ -48,6 +49,7 @@ class PhpApplication:
         self.address = address
         self.limit = limit  # connections a worker opens to its php-fpm
         self.keep = keep  # ... and keeps open between requests (FCGI_KEEP_CONN)
+        self.recycled = recycled  # its children end after a number of requests (limits)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.head_limit = head_limit  # bytes of the CGI head php may send (answer.HeadReader)
@@ -67,6 +69,7 @@ class PhpApplication:
                 address,
                 limit=self.limit,
                 keep=self.keep,
+                recycled=self.recycled,
                 connect_timeout=self.connect_timeout,
                 read_timeout=self.read_timeout,
                 head_limit=self.head_limit,
@@ -83,6 +86,7 @@ class PhpApplication:
                 limit=self.limit,
                 connect_timeout=self.connect_timeout,
                 keep=self.keep,
+                recycled=self.recycled,
                 # a read timeout's 504 comes within a quarter of it after, a second at most
                 sweep=min(1.0, self.read_timeout / 4),
             )
@@ -132,6 +136,7 @@ def php_applications(doc: Any) -> dict[str, PhpApplication]:
             # a kept connection holds a child: with fewer children than the workers that
             # reach them, a worker's kept one could wait for ever behind the others'
             keep=_children(app) >= front,
+            recycled=bool(app.max_requests),
             connect_timeout=settings.fastcgi_connect_timeout,
             read_timeout=settings.fastcgi_read_timeout,
             head_limit=settings.fastcgi_head_size,
