@@ -4,10 +4,12 @@ Each answer is fed whole and split at every byte: the same events, or the same r
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
+from corral.http.parser import _CHUNK_SIZE_LINE
 from corral.http.upstream import ResponseParser, UpstreamError
 
 
@@ -147,3 +149,39 @@ def test_malformed_answers_are_refused(data: bytes, why: str) -> None:
 )
 def test_an_answer_cut_short_is_refused_at_eof(data: bytes) -> None:
     assert "closed before the answer's end" in refused(data, eof=True)
+
+
+def chunked_answer(size_line: bytes, data: bytes) -> bytes:
+    """An answer whose first chunk-size line is ``size_line``, with ``data`` (none after a
+    last chunk's line)."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    if not data:
+        return head + size_line + b"\r\n\r\n"
+    return head + size_line + b"\r\n" + data + b"\r\n0\r\n\r\n"
+
+
+def test_chunk_size_lines_read_as_the_grammar_says() -> None:
+    """The common line (hex digits, CRLF) is read apart from the grammar's match: every short
+    line over digits, letters and the bytes around them, and long ones, are taken or refused
+    as `_CHUNK_SIZE_LINE` (with no bare CR or LF) says, whole or cut."""
+    alphabet = b"09afAF/:@G`g;= \t\r\n-+_x"  # (with the bytes on each side of each range)
+    lines = [bytes(line) for n in (1, 2, 3) for line in itertools.product(alphabet, repeat=n)]
+    lines = [line for line in lines if b"\r\n" not in line]  # (a CRLF would end the line)
+    lines += [b"0" * 15 + b"5", b"0" * 16 + b"5", b"0" * 40 + b"a", b"00000000000000A;x=y"]
+    for line in lines:
+        if _CHUNK_SIZE_LINE.fullmatch(line) and b"\r" not in line and b"\n" not in line:
+            size = int(line.split(b";")[0], 16)
+            data = b"z" * size
+            body = [("body", data)] if data else []
+            assert parse([chunked_answer(line, data)])[1:] == [*body, ("end",)], line
+        else:
+            with pytest.raises(UpstreamError, match=r"chunk-size|bare CR"):
+                parse([chunked_answer(line, b"")])
+    for line in (b"a", b"0a", b"0" * 15 + b"1", b"0" * 16 + b"1", b"A;e"):
+        assert every_split(chunked_answer(line, b"z" * int(line.split(b";")[0], 16)))
+
+
+def test_chunk_sizes_up_to_2_to_the_64_less_one() -> None:
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert parse([head + b"f" * 16 + b"\r\nabc"])[1:] == [("body", b"abc")]  # the rest to come
+    assert "overflow" in refused(head + b"1" + b"0" * 16 + b"\r\n")

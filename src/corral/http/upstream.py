@@ -54,7 +54,11 @@ class UpstreamError(Exception):
 
 
 class ResponseHead:
-    """One parsed status line and its fields (names and values as received)."""
+    """One parsed status line and its fields (names and values as received): ``status``,
+    ``reason``, ``version`` ("1.1" or "1.0"), ``headers`` (the answer's own list: its user may
+    change it), ``keep_alive`` (the upstream keeps its connection open after it),
+    ``content_length`` (None: chunked, until close, or no body) and ``chunked``. Made by
+    `_Parsed.head`, one per answer."""
 
     __slots__ = (
         "chunked",
@@ -66,39 +70,98 @@ class ResponseHead:
         "version",
     )
 
+    status: int
+    reason: bytes
+    version: str
+    headers: list[tuple[bytes, bytes]]
+    keep_alive: bool
+    content_length: int | None
+    chunked: bool
+
+
+class _Parsed:
+    """What a head's bytes say, checked (`_parsed`): kept by those bytes, shared by every
+    answer with the same head; what depends on the request is decided in `head`."""
+
+    __slots__ = (
+        "chunked",
+        "close",
+        "fields",
+        "keep_alive_option",
+        "length",
+        "reason",
+        "status",
+        "te",
+        "version",
+    )
+
     def __init__(
         self,
         status: int,
         reason: bytes,
         version: str,
-        headers: list[tuple[bytes, bytes]],
-        keep_alive: bool,
-        content_length: int | None,
+        fields: tuple[tuple[bytes, bytes], ...],
+        length: int | None,
+        te: bool,
         chunked: bool,
+        close: bool,
+        keep_alive_option: bool,
     ) -> None:
         self.status = status
         self.reason = reason
-        self.version = version  # "1.1" or "1.0"
-        self.headers = headers
-        self.keep_alive = keep_alive  # the upstream keeps its connection open after it
-        self.content_length = content_length  # None: chunked, until close, or no body
-        self.chunked = chunked
+        self.version = version
+        self.fields = fields
+        self.length = length  # Content-Length, or None
+        self.te = te  # a Transfer-Encoding came
+        self.chunked = chunked  # ... and its final coding is chunked
+        self.close = close  # Connection says close
+        self.keep_alive_option = keep_alive_option  # Connection says keep-alive
+
+    def head(self, bodiless: bool) -> ResponseHead:
+        """The answer's head, ``bodiless`` (a HEAD's, a 101, 204 or 304) or not."""
+        head = ResponseHead.__new__(ResponseHead)
+        head.status = self.status
+        head.reason = self.reason
+        head.version = self.version
+        head.headers = list(self.fields)  # (the answer's own)
+        close = self.close
+        if bodiless:
+            head.content_length = None
+            head.chunked = False
+        else:
+            head.content_length = self.length
+            head.chunked = self.chunked
+            if self.length is None and not self.chunked:
+                close = True  # delimited by the end of the stream
+        head.keep_alive = not close and (self.version == "1.1" or self.keep_alive_option)
+        return head
 
 
 # heads already parsed, by their bytes: an upstream answers most requests with the same few
 # heads (a Date changes once a second), and parsing one costs more than the rest of the
 # answer's way through the proxy (a pure function of the bytes: the same bytes, the same
 # fields; errors are never kept). Bounded: emptied when full.
-_PARSED: dict[bytes, tuple[Any, ...]] = {}
+_PARSED: dict[bytes, _Parsed] = {}
 _PARSED_KEPT = 64
 _PARSED_SIZE = 2048  # the longest head kept
+# the last head found or parsed: most answers repeat it, and comparing it where it lies in
+# the data costs neither a copy of the head nor a hash of it
+_last_raw = b""  # (none yet: no head is empty)
+_NOTHING = _Parsed(0, b"", "1.1", (), None, False, False, False, False)  # (never matched)
+_last_parsed = _NOTHING
 
 
-def _parsed(raw: bytes, most: int) -> tuple[Any, ...]:
+def _forget() -> None:
+    """Forget every head kept (the tests' clean start)."""
+    global _last_raw, _last_parsed
+    _PARSED.clear()
+    _last_raw = b""
+    _last_parsed = _NOTHING
+
+
+def _parsed(raw: bytes, most: int) -> _Parsed:
     """A head's status line and fields (``raw``: each line with its CRLF, at most ``most``
-    fields), checked: (status, reason, version, fields, Content-Length or None, whether a
-    Transfer-Encoding came, whether it ends in chunked, whether Connection says close, whether
-    it says keep-alive). Raises `UpstreamError`."""
+    fields), checked. Raises `UpstreamError`."""
     lines = raw.split(b"\r\n")
     lines.pop()  # (after the last CRLF)
     match = _STATUS_LINE.fullmatch(lines[0])
@@ -152,7 +215,7 @@ def _parsed(raw: bytes, most: int) -> tuple[Any, ...]:
                     close = True
                 elif option == b"keep-alive":
                     keep_alive_option = True
-    return (
+    return _Parsed(
         status,
         reason or b"",
         version,
@@ -228,7 +291,9 @@ class ResponseParser:
             if state == _HEAD:
                 pos = self._head(data, pos)
             elif state in (_LENGTH, _CHUNK_DATA):
-                take = min(self._remaining, end - pos)
+                take = end - pos
+                if self._remaining < take:
+                    take = self._remaining
                 sink.on_body(data if pos == 0 and take == end else data[pos : pos + take])
                 pos += take
                 self._remaining -= take
@@ -241,15 +306,26 @@ class ResponseParser:
                 sink.on_body(data if pos == 0 else data[pos:])
                 return
             elif state == _CHUNK_END:
+                # the CRLF after chunk data, read where it lies (a copy only when cut)
+                if end - pos >= 2 and data[pos] == 13 and data[pos + 1] == 10:
+                    pos += 2
+                    self._state = _CHUNK_SIZE
+                    continue
                 have = data[pos : pos + 2]
                 if have != b"\r\n"[: len(have)]:
                     raise UpstreamError("chunk data not followed by CRLF")
-                if len(have) < 2:
-                    self._partial = have
-                    return
-                pos += 2
-                self._state = _CHUNK_SIZE
+                self._partial = have
+                return
             elif state in (_CHUNK_SIZE, _TRAILERS):
+                if state == _CHUNK_SIZE:
+                    line_end = self._plain_chunk_size(data, pos, end)
+                    if line_end >= 0:  # the common line: read where it lies
+                        pos = line_end
+                        continue
+                elif end - pos >= 2 and data[pos] == 13 and data[pos + 1] == 10:
+                    pos += 2  # the empty line that ends the trailers (the common one: none)
+                    self._end()
+                    continue
                 eol = data.find(b"\r\n", pos)
                 if eol < 0:
                     if end - pos > self._head_limit:
@@ -258,7 +334,8 @@ class ResponseParser:
                     return
                 line = data[pos:eol]
                 pos = eol + 2
-                if b"\n" in line or b"\r" in line:
+                # (find, not `in`: `bytes in bytes` tries the needle as an int first)
+                if line.find(b"\n") >= 0 or line.find(b"\r") >= 0:
                     raise UpstreamError("a bare CR or LF in a chunk-size or trailer line")
                 if state == _CHUNK_SIZE:
                     self._chunk_size(line)
@@ -284,6 +361,7 @@ class ResponseParser:
     # -- the head
 
     def _head(self, data: bytes, pos: int) -> int:
+        global _last_raw, _last_parsed
         stop = data.find(b"\r\n\r\n", pos)
         if stop < 0:
             if len(data) - pos > self._head_limit:
@@ -292,53 +370,73 @@ class ResponseParser:
             return len(data)
         if stop + 4 - pos > self._head_limit:
             raise UpstreamError("answer head too large")
-        raw = data[pos : stop + 2]  # the status line and the field lines, each with its CRLF
-        known = _PARSED.get(raw)
-        if known is None:
-            known = _parsed(raw, self._fields)
+        # the status line and the field lines, each with its CRLF: data[pos : stop + 2]
+        if stop + 2 - pos == len(_last_raw) and data.startswith(_last_raw, pos):
+            parsed = _last_parsed
+        else:
+            raw = data[pos : stop + 2]
+            known = _PARSED.get(raw)
+            if known is None:
+                parsed = _parsed(raw, self._fields)
+                if len(raw) <= _PARSED_SIZE:
+                    if len(_PARSED) >= _PARSED_KEPT:
+                        _PARSED.clear()
+                    _PARSED[raw] = parsed
+            else:
+                parsed = known
             if len(raw) <= _PARSED_SIZE:
-                if len(_PARSED) >= _PARSED_KEPT:
-                    _PARSED.clear()
-                _PARSED[raw] = known
-        elif len(known[3]) > self._fields:
+                _last_raw = raw
+                _last_parsed = parsed
+        if len(parsed.fields) > self._fields:
             raise UpstreamError("too many header fields")
-        status, reason, version, fields, length, te, chunked, close, keep_alive_option = known
-        headers = list(fields)  # (the head's own: its user may change it)
         pos = stop + 4
+        status = parsed.status
         if 100 <= status < 200 and status != 101:
             return pos  # interim: the answer proper follows
-        if te and version == "1.0":
+        if parsed.te and parsed.version == "1.0":
             raise UpstreamError("Transfer-Encoding in an HTTP/1.0 answer")
         bodiless = self.head_method or status == 101 or status == 204 or status == 304
-        if not bodiless and length is None and not chunked:
-            close = True  # delimited by the end of the stream
-        keep_alive = not close and (version == "1.1" or keep_alive_option)
-        head = ResponseHead(
-            status,
-            reason,
-            version,
-            headers,
-            keep_alive,
-            None if bodiless else length,
-            chunked and not bodiless,
-        )
-        self._sink.on_response(head)
+        self._sink.on_response(parsed.head(bodiless))
         if status == 101:
             self.upgraded = data[pos:]
             self._state = _DONE
             return len(data)
-        if bodiless or length == 0:
+        if bodiless or parsed.length == 0:
             self._end()
-        elif chunked:
+        elif parsed.chunked:
             self._state = _CHUNK_SIZE
-        elif length is not None:
-            self._remaining = length
+        elif parsed.length is not None:
+            self._remaining = parsed.length
             self._state = _LENGTH
         else:
             self._state = _UNTIL_CLOSE
         return pos
 
     # -- the chunked body
+
+    def _plain_chunk_size(self, data: bytes, pos: int, end: int) -> int:
+        """Where the chunk-size line at ``pos`` ends when it is the common one, 1 to 15 hex
+        digits and CRLF (its size taken), read where it lies: no copy of the line, no match.
+        -1 for any other line, or one not whole before ``end``: the full grammar decides
+        those (`_chunk_size`)."""
+        size = 0
+        at = pos
+        most = end if end < pos + 16 else pos + 16
+        while at < most:
+            byte = data[at]
+            if 48 <= byte <= 57:  # 0-9
+                size = size * 16 + byte - 48
+            elif 97 <= byte <= 102:  # a-f
+                size = size * 16 + byte - 87
+            elif 65 <= byte <= 70:  # A-F
+                size = size * 16 + byte - 55
+            else:
+                break
+            at += 1
+        if at == pos or at - pos > 15 or at + 1 >= end or data[at] != 13 or data[at + 1] != 10:
+            return -1
+        self._sized(size)
+        return at + 2
 
     def _chunk_size(self, line: bytes) -> None:
         match = _CHUNK_SIZE_LINE.fullmatch(line)
@@ -347,6 +445,10 @@ class ResponseParser:
         size = int(match.group(1), 16)
         if size > _MAX_LENGTH:
             raise UpstreamError("chunk size overflow")
+        self._sized(size)
+
+    def _sized(self, size: int) -> None:
+        """A chunk of ``size`` bytes follows, or the trailers (size 0)."""
         if not size:
             self._trailers = 0
             self._state = _TRAILERS
