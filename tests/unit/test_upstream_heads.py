@@ -69,6 +69,11 @@ def test_each_answer_has_fields_of_its_own() -> None:
     first.headers.append((b"X-Changed", b"by its user"))
     again = answer(HEAD + b"hello").heads[0]
     assert again.headers == [(b"Content-Length", b"5"), (b"X-A", b"1"), (b"X-B", b"2")]
+    # ... and the fields as parsed, shared while the head is kept (a key for what is derived
+    # from them alone), unchanged
+    assert again.fields is first.fields and again.fields == tuple(again.headers)
+    upstream._forget()
+    assert answer(HEAD + b"hello").heads[0].fields is not first.fields
 
 
 def test_heads_kept_are_bounded() -> None:

@@ -13,6 +13,7 @@ cdef class ResponseHead:
     cdef public bytes reason
     cdef public str version
     cdef public list headers
+    cdef public tuple fields
     cdef public bint keep_alive
     cdef public object content_length
     cdef public bint chunked

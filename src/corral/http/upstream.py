@@ -58,11 +58,16 @@ class ResponseHead:
     ``reason``, ``version`` ("1.1" or "1.0"), ``headers`` (the answer's own list: its user may
     change it), ``keep_alive`` (the upstream keeps its connection open after it),
     ``content_length`` (None: chunked, until close, or no body) and ``chunked``. Made by
-    `_Parsed.head`, one per answer."""
+    `_Parsed.head`, one per answer.
+
+    ``fields``: the same fields as parsed, a tuple shared by the answers whose heads had the
+    same bytes (while they are kept): what a user derives from the fields alone can be kept
+    by it, found by its identity first (the common case: the same head again) or its value."""
 
     __slots__ = (
         "chunked",
         "content_length",
+        "fields",
         "headers",
         "keep_alive",
         "reason",
@@ -74,6 +79,7 @@ class ResponseHead:
     reason: bytes
     version: str
     headers: list[tuple[bytes, bytes]]
+    fields: tuple[tuple[bytes, bytes], ...]
     keep_alive: bool
     content_length: int | None
     chunked: bool
@@ -123,6 +129,7 @@ class _Parsed:
         head.status = self.status
         head.reason = self.reason
         head.version = self.version
+        head.fields = self.fields
         head.headers = list(self.fields)  # (the answer's own)
         close = self.close
         if bodiless:
