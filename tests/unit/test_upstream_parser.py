@@ -181,7 +181,11 @@ def test_chunk_size_lines_read_as_the_grammar_says() -> None:
         assert every_split(chunked_answer(line, b"z" * int(line.split(b";")[0], 16)))
 
 
-def test_chunk_sizes_up_to_2_to_the_64_less_one() -> None:
+def test_lengths_and_chunk_sizes_up_to_2_to_the_64_less_one() -> None:
+    """(The compiled parser counts what remains of a body in 64 bits, unsigned.)"""
     head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     assert parse([head + b"f" * 16 + b"\r\nabc"])[1:] == [("body", b"abc")]  # the rest to come
     assert "overflow" in refused(head + b"1" + b"0" * 16 + b"\r\n")
+    length = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\nabc"
+    assert parse([length % (2**64 - 1)])[1:] == [("body", b"abc")]
+    assert "invalid Content-Length" in refused(length % 2**64)
