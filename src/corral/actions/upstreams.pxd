@@ -1,2 +1,57 @@
-# upstreams.py is compiled as it is (setup.py's TWINS; the .py is the Python core): every proxied
-# request runs through it, untyped.
+# Types of upstreams.py when compiled (setup.py's TWINS; the .py is the Python core): an
+# upstream's servers and connections, their fields in C. (ResponseParser, ProxyCall: objects.)
+
+cimport cython
+
+from corral.server cimport clock
+
+
+@cython.final
+cdef class UpstreamServer:
+    cdef public str name
+    cdef public int family
+    cdef public object address
+    cdef public int protocol
+    cdef public double weight
+    cdef public double current
+    cdef public double failed_until
+    cdef public double failed_at
+    cdef public list idle
+
+    @cython.locals(now=double)
+    cpdef failed(self, object options)
+    @cython.locals(idle=list, kept=UpstreamConnection, now=double)
+    cpdef UpstreamConnection take_idle(self, object options)
+    cpdef keep(self, UpstreamConnection kept, object options)
+    cpdef connect(self, object loop, object options, object then)
+
+
+@cython.final
+cdef class Upstream:
+    cdef public str name
+    cdef public object options
+    cdef public list servers
+    cdef public double total
+
+    @cython.locals(now=double, best=UpstreamServer, oldest=UpstreamServer, server=UpstreamServer,
+                   total=double)
+    cpdef UpstreamServer choose(self, list tried)
+
+
+@cython.final
+cdef class UpstreamConnection:
+    cdef public object call
+    cdef public bint closed
+    cdef public double idle_since
+    cdef public object loop
+    cdef public object making
+    cdef public object parser
+    cdef public UpstreamServer server
+    cdef public object sock
+    cdef public object then
+    cdef public object timer
+    cdef public object transport
+    cdef public bint write_paused
+
+    @cython.locals(server=UpstreamServer, error=int)
+    cpdef dial(self, object loop, double timeout, object then)
