@@ -38,7 +38,7 @@ import socket
 import struct
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.proxy_head import answer_fields, request_head, upgrade_of
+from corral.actions.proxy_head import answer_of, request_head, upgrade_of
 from corral.actions.respond import reply
 from corral.actions.upstreams import Upstream, UpstreamConnection, UpstreamServer, upstream_at
 from corral.http.chunked import LAST, chunk
@@ -271,9 +271,8 @@ class ProxyCall:
             self._over()
             self.tunnel = open_tunnel(conn, exchange, self, response)
             return
-        status = f"{response.status} {response.reason.decode('latin-1')}"
         try:
-            fields = answer_fields(response.headers)
+            status, fields = answer_of(response.status, response.reason, response.headers)
             data = conn.begin(exchange, status, fields, response.content_length)
         except (InvalidResponse, UnicodeDecodeError) as exc:
             self.upstream_failed(f"answer refused: {exc}")

@@ -13,45 +13,85 @@ upgrade ``Connection: upgrade`` with its ``Upgrade``. Every value comes from the
 parser, which refuses CR, LF and NUL in one, or from the proxy itself: nothing can split the
 head.
 
-Toward the client (`answer_fields`): the upstream's fields but the hop-by-hop ones, decoded as
-latin-1 for the connection's response path (`HttpConnection.begin`, which checks them again and
-frames the body itself), and ``Via``.
+Toward the client (`answer_fields`, and `answer_of` with the status line's text): the
+upstream's fields but the hop-by-hop ones, decoded as latin-1 for the connection's response
+path (`HttpConnection.begin`, which checks them again and frames the body itself), and ``Via``.
+
+Both run for every proxied request, so what depends only on a name's spelling or on a whole
+answer head is worked out once and kept (bounded tables, emptied when full): a field name's
+kind by its spelling, an answer's status text and fields by its head's content.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["answer_fields", "request_head"]
+__all__ = ["answer_fields", "answer_of", "request_head", "upgrade_of"]
 
 VIA = "1.1 corral"
+_VIA_LINE = b"Via: 1.1 corral\r\n"
 
-# hop-by-hop (RFC 9110 7.6.1) and what the proxy writes itself, lower-case
-_NOT_FORWARDED = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"te",
-        b"transfer-encoding",
-        b"upgrade",
-        b"content-length",
-        b"expect",
-        b"x-forwarded-proto",
-        b"x-forwarded-host",
-    }
-)
+# what a request's field is to the proxy: forwarded as it is, dropped (hop-by-hop, RFC 9110
+# 7.6.1, or one the proxy writes itself), or one of those the proxy adds to
+_FORWARD = 0
+_DROP = 1
+_HOST = 2
+_FORWARDED_FOR = 3
+_VIA = 4
+_FORWARDED = 5
+_KIND_OF_LOWER = {
+    b"connection": _DROP,
+    b"keep-alive": _DROP,
+    b"proxy-connection": _DROP,
+    b"te": _DROP,
+    b"transfer-encoding": _DROP,
+    b"upgrade": _DROP,
+    b"content-length": _DROP,
+    b"expect": _DROP,
+    b"x-forwarded-proto": _DROP,
+    b"x-forwarded-host": _DROP,
+    b"host": _HOST,
+    b"x-forwarded-for": _FORWARDED_FOR,
+    b"via": _VIA,
+    b"forwarded": _FORWARDED,
+}
+# the kind by the name as a client spells it: its lower case made once per spelling
+_kinds: dict[bytes, int] = {}
+_KINDS_KEPT = 256
+
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding", b"upgrade"}
 )
 
+# `answer_of`'s results by the answer head's status, reason and fields (an upstream answers
+# most requests with the same few heads; a Date changes once a second): heads up to
+# _ANSWER_SIZE bytes of names and values, _ANSWERS_KEPT of them
+_answers: dict[tuple[Any, ...], tuple[str, list[tuple[str, str]]]] = {}
+_ANSWERS_KEPT = 64
+_ANSWER_SIZE = 2048
 
-def _named_by_connection(headers: list[tuple[bytes, bytes]]) -> set[bytes]:
-    named: set[bytes] = set()
+
+def _kind(name: bytes) -> int:
+    kind = _kinds.get(name)
+    if kind is None:
+        kind = _KIND_OF_LOWER.get(name.lower(), _FORWARD)
+        if len(_kinds) >= _KINDS_KEPT:
+            _kinds.clear()
+        _kinds[name] = kind
+    return kind
+
+
+def _named_by_connection(headers: list[tuple[bytes, bytes]]) -> set[bytes] | None:
+    """The field names (lower case) a ``Connection`` field names; None without one."""
+    named: set[bytes] | None = None
     for name, value in headers:
         if len(name) == 10 and name.lower() == b"connection":  # (no lower case made for others)
-            named.update(option.strip(b" \t").lower() for option in value.split(b","))
-    named.discard(b"host")  # a client's Connection does not take the request's Host away
+            if named is None:
+                named = set()
+            for option in value.split(b","):
+                named.add(option.strip(b" \t").lower())
+    if named is not None:
+        named.discard(b"host")  # a client's Connection does not take the request's Host away
     return named
 
 
@@ -71,58 +111,81 @@ def request_head(
     absolute = head.absolute
     if absolute is not None:
         target = (absolute.path or b"/") + (b"?" + absolute.query if absolute.query else b"")
-    named = _named_by_connection(head.headers)
+    headers = head.headers
+    named = _named_by_connection(headers)
     # the head's pieces, joined once (a %-format per line cost more than the rest of it)
     lines = [head.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
     host = b""
     forwarded_for = b""
     via = b""
     forwarded = b""
-    for name, value in head.headers:
-        lower = name.lower()
-        if lower in _NOT_FORWARDED or lower in named:
+    for name, value in headers:
+        kind = _kind(name)
+        if kind == _DROP or (named is not None and name.lower() in named):
             continue
-        if lower == b"host":
-            host = value
-        elif lower == b"x-forwarded-for":
+        if kind in (_FORWARD, _HOST):
+            if kind == _HOST:
+                host = value
+            lines.append(name)
+            lines.append(b": ")
+            lines.append(value)
+            lines.append(b"\r\n")
+        elif kind == _FORWARDED_FOR:
             forwarded_for = value if not forwarded_for else forwarded_for + b", " + value
-            continue
-        elif lower == b"via":
+        elif kind == _VIA:
             via = value if not via else via + b", " + value
-            continue
-        elif lower == b"forwarded":
+        else:
             forwarded = value if not forwarded else forwarded + b", " + value
-            continue
-        lines += (name, b": ", value, b"\r\n")
     address = client.encode("latin-1")
-    via_line = (via + b", " if via else b"") + VIA.encode()
-    lines.append(b"Via: %s\r\n" % via_line)
-    lines.append(
-        b"X-Forwarded-For: %s\r\n" % (forwarded_for + b", " + address if forwarded_for else address)
-    )
-    lines.append(b"X-Forwarded-Proto: %s\r\n" % scheme.encode())
+    proto = scheme.encode("latin-1")
+    if via:
+        lines.append(b"Via: " + via + b", " + VIA.encode() + b"\r\n")
+    else:
+        lines.append(_VIA_LINE)
+    lines.append(b"X-Forwarded-For: ")
+    if forwarded_for:
+        lines.append(forwarded_for)
+        lines.append(b", ")
+    lines.append(address)
+    lines.append(b"\r\nX-Forwarded-Proto: ")
+    lines.append(proto)
     if host:
-        lines.append(b"X-Forwarded-Host: %s\r\n" % host)
-    element = f"for={_forwarded_node(client)};proto={scheme}".encode("latin-1")
+        lines.append(b"\r\nX-Forwarded-Host: ")
+        lines.append(host)
+    lines.append(b"\r\nForwarded: ")
+    if forwarded:
+        lines.append(forwarded)
+        lines.append(b", ")
+    lines.append(b"for=")
+    lines.append(_forwarded_node(client).encode("latin-1") if ":" in client else address)
+    lines.append(b";proto=")
+    lines.append(proto)
     if host:
-        element += b';host="%s"' % host.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
-    lines.append(b"Forwarded: %s\r\n" % (forwarded + b", " + element if forwarded else element))
+        lines.append(b';host="')
+        lines.append(host.replace(b"\\", b"\\\\").replace(b'"', b'\\"'))
+        lines.append(b'"')
     if upgrade is not None:
-        lines.append(b"Connection: upgrade\r\nUpgrade: %s\r\n" % upgrade)
+        lines.append(b"\r\nConnection: upgrade\r\nUpgrade: ")
+        lines.append(upgrade)
+        lines.append(b"\r\n\r\n")
     elif chunked:
-        lines.append(b"Transfer-Encoding: chunked\r\n")
+        lines.append(b"\r\nTransfer-Encoding: chunked\r\n\r\n")
     elif head.content_length:
-        lines.append(b"Content-Length: %d\r\n" % head.content_length)
+        lines.append(b"\r\nContent-Length: ")
+        lines.append(str(head.content_length).encode("ascii"))
+        lines.append(b"\r\n\r\n")
     elif head.method in ("POST", "PUT", "PATCH"):
-        lines.append(b"Content-Length: 0\r\n")  # RFC 9110 8.6: a body is expected, none came
-    lines.append(b"\r\n")
+        # RFC 9110 8.6: a body is expected, none came
+        lines.append(b"\r\nContent-Length: 0\r\n\r\n")
+    else:
+        lines.append(b"\r\n\r\n")
     return b"".join(lines)
 
 
 def upgrade_of(head: Any) -> bytes | None:
     """The ``Upgrade`` value of a request that asks for one (``Connection: upgrade``)."""
     named = _named_by_connection(head.headers)
-    if b"upgrade" not in named:
+    if named is None or b"upgrade" not in named:
         return None
     for name, value in head.headers:
         if name.lower() == b"upgrade":
@@ -138,7 +201,7 @@ def answer_fields(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     via = ""
     for name, value in headers:
         lower = name.lower()
-        if lower in _HOP_BY_HOP or lower in named:
+        if lower in _HOP_BY_HOP or (named is not None and lower in named):
             continue
         if lower == b"via":
             via += value.decode("latin-1") + ", "
@@ -146,3 +209,21 @@ def answer_fields(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
         fields.append((name.decode("latin-1"), value.decode("latin-1")))
     fields.append(("Via", via + VIA))
     return fields
+
+
+def answer_of(
+    status: int, reason: bytes, headers: list[tuple[bytes, bytes]]
+) -> tuple[str, list[tuple[str, str]]]:
+    """The status line's text ("200 OK") and `answer_fields` of an upstream's answer head:
+    for a head seen lately, the same status text and field tuples as then (which the response
+    head's own cache then finds by identity), in a list of its own (its user may change it)."""
+    fields = tuple(headers)
+    key = (status, reason, fields)
+    known = _answers.get(key)
+    if known is None:
+        known = (f"{status} {reason.decode('latin-1')}", answer_fields(headers))
+        if sum([len(name) + len(value) for name, value in fields]) <= _ANSWER_SIZE:
+            if len(_answers) >= _ANSWERS_KEPT:
+                _answers.clear()
+            _answers[key] = known
+    return known[0], list(known[1])
