@@ -5,6 +5,7 @@
 
 cimport cython
 
+from corral.actions.proxy_head cimport answer_of, request_head
 from corral.http.head cimport RequestHead
 from corral.server cimport clock
 from corral.server.connection cimport HttpConnection

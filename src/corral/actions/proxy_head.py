@@ -29,7 +29,6 @@ from typing import Any
 __all__ = ["answer_fields", "answer_of", "request_head", "upgrade_of"]
 
 VIA = "1.1 corral"
-_VIA_LINE = b"Via: 1.1 corral\r\n"
 
 # what a request's field is to the proxy: forwarded as it is, dropped (hop-by-hop, RFC 9110
 # 7.6.1, or one the proxy writes itself), or one of those the proxy adds to
@@ -58,7 +57,15 @@ _KIND_OF_LOWER = {
 # the kind by the name as a client spells it: its lower case made once per spelling
 _kinds: dict[bytes, int] = {}
 _KINDS_KEPT = 256
+# the request line's start by method ("GET" -> b"GET ")
+_openings: dict[str, bytes] = {}
+_OPENINGS_KEPT = 64
+# the lines the proxy adds for a client that sent none of its own, by (address, scheme, Host):
+# the same for every request of a connection
+_added_lines: dict[tuple[str, str, bytes], bytes] = {}
+_ADDED_KEPT = 256
 
+_BODY_EXPECTED = frozenset({"POST", "PUT", "PATCH"})  # (RFC 9110 8.6: a length even when 0)
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding", b"upgrade"}
 )
@@ -69,6 +76,12 @@ _HOP_BY_HOP = frozenset(
 _answers: dict[tuple[Any, ...], tuple[str, list[tuple[str, str]]]] = {}
 _ANSWERS_KEPT = 64
 _ANSWER_SIZE = 2048
+# the last head `answer_of` was asked for, and its answer: compared field by field (by identity
+# first) before any key is made
+_last_status = 0
+_last_reason = b""
+_last_fields: tuple[Any, ...] = ()
+_last_answer: tuple[str, list[tuple[str, str]]] = ("", [])
 
 
 def _kind(name: bytes) -> int:
@@ -111,10 +124,17 @@ def request_head(
     absolute = head.absolute
     if absolute is not None:
         target = (absolute.path or b"/") + (b"?" + absolute.query if absolute.query else b"")
+    method = head.method
+    opening = _openings.get(method)
+    if opening is None:
+        opening = method.encode("ascii") + b" "
+        if len(_openings) >= _OPENINGS_KEPT:
+            _openings.clear()
+        _openings[method] = opening
     headers = head.headers
     named = _named_by_connection(headers)
     # the head's pieces, joined once (a %-format per line cost more than the rest of it)
-    lines = [head.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    lines = [opening, target, b" HTTP/1.1\r\n"]
     host = b""
     forwarded_for = b""
     via = b""
@@ -136,49 +156,49 @@ def request_head(
             via = value if not via else via + b", " + value
         else:
             forwarded = value if not forwarded else forwarded + b", " + value
+    if forwarded_for or via or forwarded:
+        lines.append(_added(client, scheme, host, forwarded_for, via, forwarded))
+    else:  # (the lines of a client that came straight: the same for each of its requests)
+        key = (client, scheme, host)
+        added = _added_lines.get(key)
+        if added is None:
+            added = _added(client, scheme, host, b"", b"", b"")
+            if len(_added_lines) >= _ADDED_KEPT:
+                _added_lines.clear()
+            _added_lines[key] = added
+        lines.append(added)
+    if upgrade is not None:
+        lines.append(b"Connection: upgrade\r\nUpgrade: " + upgrade + b"\r\n\r\n")
+    elif chunked:
+        lines.append(b"Transfer-Encoding: chunked\r\n\r\n")
+    elif head.content_length:
+        lines.append(b"Content-Length: " + str(head.content_length).encode("ascii") + b"\r\n\r\n")
+    elif method in _BODY_EXPECTED:
+        # RFC 9110 8.6: a body is expected, none came
+        lines.append(b"Content-Length: 0\r\n\r\n")
+    else:
+        lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+def _added(
+    client: str, scheme: str, host: bytes, forwarded_for: bytes, via: bytes, forwarded: bytes
+) -> bytes:
+    """The lines the proxy adds: ``Via``, ``X-Forwarded-For``, ``-Proto``, ``-Host`` and
+    ``Forwarded``, each after what the client's own said (``forwarded_for``, ``via``,
+    ``forwarded``: its values, joined)."""
     address = client.encode("latin-1")
     proto = scheme.encode("latin-1")
-    if via:
-        lines.append(b"Via: " + via + b", " + VIA.encode() + b"\r\n")
-    else:
-        lines.append(_VIA_LINE)
-    lines.append(b"X-Forwarded-For: ")
-    if forwarded_for:
-        lines.append(forwarded_for)
-        lines.append(b", ")
-    lines.append(address)
-    lines.append(b"\r\nX-Forwarded-Proto: ")
-    lines.append(proto)
+    lines = [b"Via: ", via + b", " if via else b"", VIA.encode(), b"\r\n"]
+    lines += (b"X-Forwarded-For: ", forwarded_for + b", " if forwarded_for else b"", address)
+    lines += (b"\r\nX-Forwarded-Proto: ", proto, b"\r\n")
     if host:
-        lines.append(b"\r\nX-Forwarded-Host: ")
-        lines.append(host)
-    lines.append(b"\r\nForwarded: ")
-    if forwarded:
-        lines.append(forwarded)
-        lines.append(b", ")
-    lines.append(b"for=")
-    lines.append(_forwarded_node(client).encode("latin-1") if ":" in client else address)
-    lines.append(b";proto=")
-    lines.append(proto)
+        lines += (b"X-Forwarded-Host: ", host, b"\r\n")
+    lines += (b"Forwarded: ", forwarded + b", " if forwarded else b"", b"for=")
+    lines += (_forwarded_node(client).encode("latin-1"), b";proto=", proto)
     if host:
-        lines.append(b';host="')
-        lines.append(host.replace(b"\\", b"\\\\").replace(b'"', b'\\"'))
-        lines.append(b'"')
-    if upgrade is not None:
-        lines.append(b"\r\nConnection: upgrade\r\nUpgrade: ")
-        lines.append(upgrade)
-        lines.append(b"\r\n\r\n")
-    elif chunked:
-        lines.append(b"\r\nTransfer-Encoding: chunked\r\n\r\n")
-    elif head.content_length:
-        lines.append(b"\r\nContent-Length: ")
-        lines.append(str(head.content_length).encode("ascii"))
-        lines.append(b"\r\n\r\n")
-    elif head.method in ("POST", "PUT", "PATCH"):
-        # RFC 9110 8.6: a body is expected, none came
-        lines.append(b"\r\nContent-Length: 0\r\n\r\n")
-    else:
-        lines.append(b"\r\n\r\n")
+        lines += (b';host="', host.replace(b"\\", b"\\\\").replace(b'"', b'\\"'), b'"')
+    lines.append(b"\r\n")
     return b"".join(lines)
 
 
@@ -217,13 +237,39 @@ def answer_of(
     """The status line's text ("200 OK") and `answer_fields` of an upstream's answer head:
     for a head seen lately, the same status text and field tuples as then (which the response
     head's own cache then finds by identity), in a list of its own (its user may change it)."""
-    fields = tuple(headers)
-    key = (status, reason, fields)
-    known = _answers.get(key)
-    if known is None:
-        known = (f"{status} {reason.decode('latin-1')}", answer_fields(headers))
-        if sum([len(name) + len(value) for name, value in fields]) <= _ANSWER_SIZE:
-            if len(_answers) >= _ANSWERS_KEPT:
-                _answers.clear()
-            _answers[key] = known
-    return known[0], list(known[1])
+    global _last_status, _last_reason, _last_fields, _last_answer
+    if (
+        status == _last_status
+        and (reason is _last_reason or reason == _last_reason)
+        and _same_fields(_last_fields, headers)
+    ):
+        known = _last_answer  # (the parser's own cache hands the same field tuples again)
+    else:
+        fields = tuple(headers)
+        key = (status, reason, fields)
+        kept = _answers.get(key)
+        if kept is None:
+            known = (f"{status} {reason.decode('latin-1')}", answer_fields(headers))
+            if sum([len(name) + len(value) for name, value in fields]) <= _ANSWER_SIZE:
+                if len(_answers) >= _ANSWERS_KEPT:
+                    _answers.clear()
+                _answers[key] = known
+        else:
+            known = kept
+        _last_status = status
+        _last_reason = reason
+        _last_fields = fields
+        _last_answer = known
+    fields_given = known[1]
+    return known[0], fields_given[:]
+
+
+def _same_fields(fields: tuple[Any, ...], headers: Any) -> bool:
+    if len(fields) != len(headers):
+        return False
+    for index in range(len(fields)):
+        field = fields[index]
+        header = headers[index]
+        if field is not header and field != header:
+            return False
+    return True
