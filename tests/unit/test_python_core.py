@@ -34,6 +34,7 @@ REQUEST_PATH_TESTS = (
     "tests/unit/test_routing.py",
     "tests/unit/test_ratelimit.py",
     "tests/unit/test_connlimit.py",
+    "tests/unit/test_proxy_head.py",
 )
 
 
