@@ -1,12 +1,13 @@
 # Types of proxy.py when compiled (setup.py's TWINS; the .py is the Python core): the ProxyCall
 # of every proxied request, its fields in C and its methods called as C functions among
-# themselves. Other modules' classes (Upstream, UpstreamConnection, the parsed answer) are
-# objects here.
+# themselves. The upstreams' classes (Upstream, UpstreamServer, UpstreamConnection) are objects
+# here.
 
 cimport cython
 
 from corral.actions.proxy_head cimport answer_of, request_head
 from corral.http.head cimport RequestHead
+from corral.http.upstream cimport ResponseHead
 from corral.server cimport clock
 from corral.server.connection cimport HttpConnection
 from corral.server.exchange cimport Exchange
@@ -79,7 +80,7 @@ cdef class ProxyCall:
     @cython.locals(head=RequestHead, conn=HttpConnection, client=str, scheme=str, data=bytes)
     cpdef _send(self, object wire, bint reused)
     @cython.locals(conn=HttpConnection, exchange=Exchange, status=str, fields=list, data=bytes)
-    cpdef on_response(self, object response)
+    cpdef on_response(self, ResponseHead response)
     @cython.locals(conn=HttpConnection, out=bytes, wire=object)
     cpdef on_body(self, data)
     @cython.locals(wire=object)

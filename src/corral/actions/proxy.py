@@ -332,7 +332,7 @@ class ProxyCall:
             self.tunnel = open_tunnel(conn, exchange, self, response)
             return
         try:
-            status, fields = answer_of(response.status, response.reason, response.headers)
+            status, fields = answer_of(response.status, response.reason, response.fields)
             data = conn.begin(exchange, status, fields, response.content_length)
         except (InvalidResponse, UnicodeDecodeError) as exc:
             self.upstream_failed(f"answer refused: {exc}")

@@ -24,6 +24,7 @@ kind by its spelling, an answer's status text and fields by its head's content.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["answer_fields", "answer_of", "request_head", "upgrade_of"]
@@ -94,7 +95,7 @@ def _kind(name: bytes) -> int:
     return kind
 
 
-def _named_by_connection(headers: list[tuple[bytes, bytes]]) -> set[bytes] | None:
+def _named_by_connection(headers: Sequence[tuple[bytes, bytes]]) -> set[bytes] | None:
     """The field names (lower case) a ``Connection`` field names; None without one."""
     named: set[bytes] | None = None
     for name, value in headers:
@@ -213,7 +214,7 @@ def upgrade_of(head: Any) -> bytes | None:
     return None
 
 
-def answer_fields(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+def answer_fields(headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     """The upstream's fields the client gets (the connection frames the body: the upstream's
     ``Content-Length`` stays, as the length it announces), then ``Via``."""
     named = _named_by_connection(headers)
@@ -232,18 +233,19 @@ def answer_fields(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
 
 
 def answer_of(
-    status: int, reason: bytes, headers: list[tuple[bytes, bytes]]
+    status: int, reason: bytes, headers: Sequence[tuple[bytes, bytes]]
 ) -> tuple[str, list[tuple[str, str]]]:
-    """The status line's text ("200 OK") and `answer_fields` of an upstream's answer head:
-    for a head seen lately, the same status text and field tuples as then (which the response
-    head's own cache then finds by identity), in a list of its own (its user may change it)."""
+    """The status line's text ("200 OK") and `answer_fields` of an upstream's answer head
+    (``headers``: its fields as parsed, `ResponseHead.fields`): for a head seen lately, the
+    same status text and field tuples as then (which the response head's own cache then finds
+    by identity), in a list of its own (its user may change it)."""
     global _last_status, _last_reason, _last_fields, _last_answer
     if (
         status == _last_status
         and (reason is _last_reason or reason == _last_reason)
-        and _same_fields(_last_fields, headers)
+        and (headers is _last_fields or _same_fields(_last_fields, headers))
     ):
-        known = _last_answer  # (the parser's own cache hands the same field tuples again)
+        known = _last_answer  # (the parser's own table hands the same fields again)
     else:
         fields = tuple(headers)
         key = (status, reason, fields)
