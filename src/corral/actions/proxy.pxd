@@ -1,11 +1,11 @@
 # Types of proxy.py when compiled (setup.py's TWINS; the .py is the Python core): the ProxyCall
 # of every proxied request, its fields in C and its methods called as C functions among
-# themselves. The upstreams' classes (Upstream, UpstreamServer, UpstreamConnection) are objects
-# here.
+# themselves.
 
 cimport cython
 
 from corral.actions.proxy_head cimport answer_of, request_head
+from corral.actions.upstreams cimport Upstream, UpstreamConnection, UpstreamServer
 from corral.http.head cimport RequestHead
 from corral.http.upstream cimport ResponseHead
 from corral.server cimport clock
@@ -20,7 +20,7 @@ cdef frozenset _IDEMPOTENT
 cpdef bint forward(HttpConnection conn, Exchange exchange, str address, object options=*) except -1
 @cython.locals(entry=tuple)
 cpdef bint proxy(HttpConnection conn, Exchange exchange, object action) except -1
-cpdef bint proxy_to(HttpConnection conn, Exchange exchange, object upstream) except -1
+cpdef bint proxy_to(HttpConnection conn, Exchange exchange, Upstream upstream) except -1
 
 @cython.final
 cdef class ProxySweep:
@@ -41,12 +41,12 @@ cdef ProxySweep _SWEEP
 
 @cython.final
 cdef class ProxyCall:
-    cdef public object upstream
+    cdef public Upstream upstream
     cdef public object options
     cdef public HttpConnection conn
     cdef public Exchange exchange
-    cdef public object server
-    cdef public object wire
+    cdef public UpstreamServer server
+    cdef public UpstreamConnection wire
     cdef public list tried
     cdef public list pending
     cdef public Py_ssize_t pending_size
@@ -64,37 +64,37 @@ cdef class ProxyCall:
     cdef public bint upstream_keeps
 
     cpdef ProxyCall take_body(self, HttpConnection conn, Exchange exchange)
-    @cython.locals(wire=object)
+    @cython.locals(wire=UpstreamConnection)
     cpdef bint feed(self, data) except -1
     cpdef finish(self)
-    @cython.locals(wire=object)
+    @cython.locals(wire=UpstreamConnection)
     cpdef feed_raw(self, bytes data)
     @cython.locals(conn=HttpConnection)
     cpdef fail(self)
     cpdef close(self)
     @cython.locals(head=RequestHead)
     cpdef start(self, HttpConnection conn, Exchange exchange)
-    @cython.locals(server=object, kept=object)
+    @cython.locals(server=UpstreamServer, kept=UpstreamConnection)
     cpdef _connect(self)
-    cpdef _connected(self, object wire, bint timed_out=*)
+    cpdef _connected(self, UpstreamConnection wire, bint timed_out=*)
     @cython.locals(head=RequestHead, conn=HttpConnection, client=str, scheme=str, data=bytes)
-    cpdef _send(self, object wire, bint reused)
+    cpdef _send(self, UpstreamConnection wire, bint reused)
     @cython.locals(conn=HttpConnection, exchange=Exchange, status=str, fields=list, data=bytes)
     cpdef on_response(self, ResponseHead response)
-    @cython.locals(conn=HttpConnection, out=bytes, wire=object)
+    @cython.locals(conn=HttpConnection, out=bytes, wire=UpstreamConnection)
     cpdef on_body(self, data)
-    @cython.locals(wire=object)
+    @cython.locals(wire=UpstreamConnection)
     cpdef _client_drained(self)
-    @cython.locals(wire=object, exchange=Exchange, conn=HttpConnection, last=bytes)
+    @cython.locals(wire=UpstreamConnection, exchange=Exchange, conn=HttpConnection, last=bytes)
     cpdef on_response_end(self)
     @cython.locals(conn=HttpConnection)
     cpdef upstream_drained(self)
-    @cython.locals(wire=object, server=object)
+    @cython.locals(wire=UpstreamConnection, server=UpstreamServer)
     cpdef upstream_failed(self, str why, bint nothing_came=*)
-    @cython.locals(wire=object, options=object, limit=double)
+    @cython.locals(wire=UpstreamConnection, options=object, limit=double)
     cpdef expired(self, double now)
     cpdef _over(self)
-    @cython.locals(wire=object)
+    @cython.locals(wire=UpstreamConnection)
     cpdef _drop_wire(self, bint abort)
     @cython.locals(conn=HttpConnection, exchange=Exchange, head=RequestHead, keep_alive=bint,
                    data=bytes)
