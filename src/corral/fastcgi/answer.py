@@ -69,22 +69,30 @@ class HeadReader:
 def _head_end(buffer: bytes) -> tuple[int, int]:
     """Where the empty line that ends the head begins, and the length of the line break
     before it and of itself; (-1, 0): not yet. (``\\r?\\n\\r?\\n``'s first match, found
-    with ``find``: a regular expression's search cost more than the rest of the head.)"""
-    if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":  # an empty head
-        return 0, 1 if buffer[:1] == b"\n" else 2
+    with ``find`` and a look at the bytes after each line feed: a regular expression's search
+    cost more than the rest of the head.)"""
+    size = len(buffer)
+    if size and buffer[0] == _LF:  # an empty head
+        return 0, 1
+    if size > 1 and buffer[0] == _CR and buffer[1] == _LF:
+        return 0, 2
     at = buffer.find(b"\n")
     while at >= 0:
         after = at + 1
-        if buffer[after : after + 1] == b"\n":
+        if after < size and buffer[after] == _LF:
             end = after + 1
-        elif buffer[after : after + 2] == b"\r\n":
+        elif after + 1 < size and buffer[after] == _CR and buffer[after + 1] == _LF:
             end = after + 2
         else:
             at = buffer.find(b"\n", after)
             continue
-        start = at - 1 if buffer[at - 1 : at] == b"\r" else at
+        start = at - 1 if at > 0 and buffer[at - 1] == _CR else at
         return start, end - start
     return -1, 0
+
+
+_CR = 13
+_LF = 10
 
 
 # heads already parsed, by their bytes: an application answers most requests with the same

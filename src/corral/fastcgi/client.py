@@ -40,8 +40,10 @@ __all__ = ["Backend", "FastCgiPool"]
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 
 
-class Backend(asyncio.Protocol):
-    """One connection to the application."""
+class Backend:
+    """One connection to the application (an `asyncio.Protocol`: the loop's only calls)."""
+
+    __slots__ = ("closed", "peek", "pool", "reader", "reused", "transport", "user", "write_paused")
 
     def __init__(self, pool: FastCgiPool) -> None:
         self.pool = pool
@@ -131,6 +133,22 @@ class Backend(asyncio.Protocol):
 class FastCgiPool:
     """One FastCGI address's connections in one worker (``address``: ``unix:/path`` or
     ``host:port``), at most ``limit``."""
+
+    __slots__ = (
+        "address",
+        "all",
+        "connect_timeout",
+        "connecting",
+        "idle",
+        "keep",
+        "limit",
+        "loop",
+        "recycled",
+        "sweep",
+        "sweeping",
+        "waiting",
+        "watched",
+    )
 
     def __init__(
         self,

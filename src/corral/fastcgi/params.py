@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.fastcgi.records import encode_pairs
+from corral.fastcgi.records import append_pair, encode_pairs, parse_pairs
 
 __all__ = ["cgi_params", "encoded_params", "request_params", "script_params"]
 
@@ -66,7 +66,31 @@ def _local(address: Any) -> tuple[bytes, bytes]:
     return found
 
 
+# the last client's address as `_address` gave it, by the address object's identity (a
+# connection's requests share one: a kept-alive client's next request asks again)
+_last_peer: list[Any] = [None, (b"", b"")]
+
+
+def _remote(peer: Any) -> tuple[bytes, bytes]:
+    if peer is not _last_peer[0]:
+        _last_peer[1] = _address(peer)
+        _last_peer[0] = peer
+    return _last_peer[1]
+
+
 _PROTOCOLS = {"1.1": b"HTTP/1.1", "1.0": b"HTTP/1.0"}
+_SCHEMES = {"http": b"http", "https": b"https"}
+_METHODS: dict[str, bytes] = {}  # a method's bytes by its string (a few, every request's)
+_METHODS_KEPT = 64
+
+
+def _method(method: str) -> bytes:
+    found = _METHODS.get(method)
+    if found is None:
+        found = method.encode("latin-1")
+        if len(_METHODS) < _METHODS_KEPT:
+            _METHODS[method] = found
+    return found
 
 
 # the same for every request
@@ -110,9 +134,9 @@ def encoded_params(
         script = choice.encoded = encode_pairs(script_params(choice, document_root)) + (
             _CONSTANT_ENCODED
         )
-    return script + encode_pairs(
-        request_params(head, peer, local, scheme, content_length, host, forwarded)
-    )
+    out = bytearray(script)
+    _add_request_params(out, head, peer, local, scheme, content_length, host, forwarded)
+    return bytes(out)
 
 
 def script_params(choice: Any, document_root: bytes) -> list[tuple[bytes, bytes]]:
@@ -141,9 +165,24 @@ def request_params(
 ) -> list[tuple[bytes, bytes]]:
     """The variables of the request ``head`` on a connection from ``peer`` to ``local``;
     ``host``: routing's (the Host field's name without its port, "" for none)."""
+    out = bytearray()
+    _add_request_params(out, head, peer, local, scheme, content_length, host, forwarded)
+    return parse_pairs(bytes(out))
+
+
+def _add_request_params(
+    out: bytearray,
+    head: Any,
+    peer: Any,
+    local: Any,
+    scheme: str,
+    content_length: int,
+    host: str,
+    forwarded: Any,
+) -> None:
+    """`request_params`, encoded onto ``out`` as they are found (no pair made)."""
     target = head.target
-    query = target.partition(b"?")[2]
-    remote_addr, remote_port = _address(peer)
+    remote_addr, remote_port = _remote(peer)
     server_addr, server_port = _local(local)
     if forwarded is not None:  # a trusted proxy's client (filters/forwarded.py)
         if forwarded.address is not None:
@@ -151,28 +190,29 @@ def request_params(
             remote_port = b"" if forwarded.port is None else str(forwarded.port).encode()
         if forwarded.scheme is not None:
             scheme = forwarded.scheme
-    params = [
-        (b"REQUEST_URI", target),
-        (b"QUERY_STRING", query),
-        (b"REQUEST_METHOD", head.method.encode("latin-1")),
-        (b"SERVER_PROTOCOL", _PROTOCOLS.get(head.version) or b"HTTP/" + head.version.encode()),
-        (b"REQUEST_SCHEME", scheme.encode()),
-        (b"REMOTE_ADDR", remote_addr),
-        (b"REMOTE_PORT", remote_port),
-        (b"SERVER_ADDR", server_addr),
-        (b"SERVER_PORT", server_port),
-        (b"SERVER_NAME", host.encode("latin-1") if host else server_addr or b"localhost"),
-    ]
+    version = head.version
+    append_pair(out, b"REQUEST_URI", target)
+    append_pair(out, b"QUERY_STRING", target.partition(b"?")[2])
+    append_pair(out, b"REQUEST_METHOD", _method(head.method))
+    append_pair(out, b"SERVER_PROTOCOL", _PROTOCOLS.get(version) or b"HTTP/" + version.encode())
+    append_pair(out, b"REQUEST_SCHEME", _SCHEMES.get(scheme) or scheme.encode())
+    append_pair(out, b"REMOTE_ADDR", remote_addr)
+    append_pair(out, b"REMOTE_PORT", remote_port)
+    append_pair(out, b"SERVER_ADDR", server_addr)
+    append_pair(out, b"SERVER_PORT", server_port)
+    append_pair(
+        out, b"SERVER_NAME", host.encode("latin-1") if host else server_addr or b"localhost"
+    )
     if scheme == "https":
-        params.append((b"HTTPS", b"on"))
+        append_pair(out, b"HTTPS", b"on")
     if content_length or head.content_length is not None or head.chunked:
-        params.append((b"CONTENT_LENGTH", str(content_length).encode()))
+        append_pair(out, b"CONTENT_LENGTH", str(content_length).encode())
     fields: dict[bytes, bytes] = {}
     content_type = None
     for name, value in head.headers:
         key = _key(name)
         if key is None:
-            if name.lower() == b"content-type" and content_type is None:
+            if content_type is None and name.lower() == b"content-type":
                 content_type = value
             continue
         if key in fields:
@@ -181,6 +221,6 @@ def request_params(
         else:
             fields[key] = value
     if content_type is not None:
-        params.append((b"CONTENT_TYPE", content_type))
-    params.extend(fields.items())
-    return params
+        append_pair(out, b"CONTENT_TYPE", content_type)
+    for key, value in fields.items():
+        append_pair(out, key, value)

@@ -3,5 +3,19 @@
 
 cimport cython
 
-@cython.locals(out=bytearray, name_length=Py_ssize_t, value_length=Py_ssize_t)
 cpdef bytes encode_pairs(pairs)
+
+@cython.locals(name_length=Py_ssize_t, value_length=Py_ssize_t)
+cpdef void append_pair(bytearray out, bytes name, bytes value)
+
+
+@cython.final
+cdef class RecordReader:
+    cdef public bytes buffer
+    cdef public bint ended
+
+    @cython.locals(buffer=bytes, events=list, at=Py_ssize_t, size=Py_ssize_t, version=int,
+                   kind=int, request_id=int, length=Py_ssize_t, padding=Py_ssize_t,
+                   end=Py_ssize_t, content=bytes, protocol_status=int)
+    cpdef list feed(self, data)
+    cpdef reset(self)

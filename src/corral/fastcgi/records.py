@@ -27,6 +27,7 @@ __all__ = [
     "FastCgiError",
     "RecordReader",
     "abort_request",
+    "append_pair",
     "begin_request",
     "encode_pairs",
     "params",
@@ -58,7 +59,6 @@ PROTOCOL_STATUS = {
 
 MAX_CONTENT = 0xFFFF  # a record's content length is 16 bits
 HEADER = struct.Struct("!BBHHBx")
-_END_BODY = struct.Struct("!IB3x")
 
 
 class FastCgiError(Exception):
@@ -96,18 +96,24 @@ def encode_pairs(pairs: Iterable[tuple[bytes, bytes]]) -> bytes:
     """Name-value pairs as ``PARAMS`` carries them (a part that does not change can be
     encoded once and joined to the others: `params_of`)."""
     out = bytearray()
-    for name, value in pairs:  # (one loop, bytearray's own calls: every request's pairs pass)
-        name_length = len(name)
-        value_length = len(value)
-        if name_length < 128 and value_length < 128:
-            out.append(name_length)
-            out.append(value_length)
-        else:
-            out += _length(name_length)
-            out += _length(value_length)
-        out += name
-        out += value
+    for name, value in pairs:
+        append_pair(out, name, value)
     return bytes(out)
+
+
+def append_pair(out: bytearray, name: bytes, value: bytes) -> None:
+    """One name-value pair added to ``out`` as ``PARAMS`` carries it (every request's
+    variables pass here: bytearray's own calls)."""
+    name_length = len(name)
+    value_length = len(value)
+    if name_length < 128 and value_length < 128:
+        out.append(name_length)
+        out.append(value_length)
+    else:
+        out += _length(name_length)
+        out += _length(value_length)
+    out += name
+    out += value
 
 
 def params_of(encoded: bytes) -> bytes:
@@ -186,7 +192,12 @@ class RecordReader:
         while size - at >= 8:
             if self.ended:
                 raise FastCgiError("bytes after END_REQUEST")
-            version, kind, request_id, length, padding = HEADER.unpack_from(buffer, at)
+            # (HEADER's fields read one by one: every record of every answer passes here)
+            version = buffer[at]
+            kind = buffer[at + 1]
+            request_id = buffer[at + 2] << 8 | buffer[at + 3]
+            length = buffer[at + 4] << 8 | buffer[at + 5]
+            padding = buffer[at + 6]
             if version != VERSION:
                 raise FastCgiError(f"FastCGI version {version}, not 1")
             if request_id != REQUEST_ID:
@@ -202,7 +213,8 @@ class RecordReader:
             elif kind == END_REQUEST:
                 if length != 8:
                     raise FastCgiError(f"END_REQUEST of {length} bytes, not 8")
-                app_status, protocol_status = _END_BODY.unpack(content)
+                app_status = int.from_bytes(content[:4], "big")
+                protocol_status = content[4]
                 if protocol_status != REQUEST_COMPLETE:
                     why = PROTOCOL_STATUS.get(protocol_status, f"status {protocol_status}")
                     raise FastCgiError(f"the request was refused: {why}")
