@@ -19,3 +19,8 @@ cdef class RecordReader:
                    end=Py_ssize_t, content=bytes, protocol_status=int)
     cpdef list feed(self, data)
     cpdef reset(self)
+
+
+@cython.locals(length=Py_ssize_t, padding=Py_ssize_t)
+cpdef bytes _record(int kind, bytes content, bytes end=*)
+cpdef bytes params_of(bytes encoded)

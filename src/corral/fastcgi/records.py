@@ -66,11 +66,16 @@ class FastCgiError(Exception):
     502 and the connection is closed."""
 
 
-def _record(kind: int, content: bytes) -> bytes:
-    # padded to a multiple of 8, as the specification recommends
-    padding = -len(content) % 8
-    header = HEADER.pack(VERSION, kind, REQUEST_ID, len(content), padding)
-    return header + content + bytes(padding)
+def _record(kind: int, content: bytes, end: bytes = b"") -> bytes:
+    """A record of ``content``, followed by ``end`` (another record's bytes), in one piece."""
+    length = len(content)
+    padding = -length % 8  # padded to a multiple of 8, as the specification recommends
+    # (HEADER's layout, its bytes made at once: every request's PARAMS pass here)
+    header = bytes((VERSION, kind, 0, REQUEST_ID, length >> 8, length & 0xFF, padding, 0))
+    return b"".join((header, content, _PADDINGS[padding], end))
+
+
+_PADDINGS = [bytes(n) for n in range(8)]
 
 
 def begin_request(keep_conn: bool = True) -> bytes:
@@ -119,7 +124,7 @@ def append_pair(out: bytearray, name: bytes, value: bytes) -> None:
 def params_of(encoded: bytes) -> bytes:
     """The ``PARAMS`` stream of pairs already encoded (`encode_pairs`), its end included."""
     if len(encoded) <= MAX_CONTENT:
-        return _record(PARAMS, encoded) + _PARAMS_END
+        return _record(PARAMS, encoded, _PARAMS_END)
     out = [
         _record(PARAMS, encoded[at : at + MAX_CONTENT])
         for at in range(0, len(encoded), MAX_CONTENT)
