@@ -35,5 +35,3 @@ cpdef list answer_fields(object headers)
 @cython.locals(fields=tuple, key=tuple, known=tuple, kept=tuple, fields_given=list)
 cpdef tuple answer_of(int status, object reason, object headers)
 
-@cython.locals(index=Py_ssize_t, field=object, header=object)
-cdef bint _same_fields(tuple fields, object headers) except -1

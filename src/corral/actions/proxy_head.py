@@ -243,9 +243,11 @@ def answer_of(
     if (
         status == _last_status
         and (reason is _last_reason or reason == _last_reason)
-        and (headers is _last_fields or _same_fields(_last_fields, headers))
+        and (headers is _last_fields or headers == _last_fields)
     ):
-        known = _last_answer  # (the parser's own table hands the same fields again)
+        # (the parser's own table hands the same fields again; a tuple's == sees identity
+        # first)
+        known = _last_answer
     else:
         fields = tuple(headers)
         key = (status, reason, fields)
@@ -264,14 +266,3 @@ def answer_of(
         _last_answer = known
     fields_given = known[1]
     return known[0], fields_given[:]
-
-
-def _same_fields(fields: tuple[Any, ...], headers: Any) -> bool:
-    if len(fields) != len(headers):
-        return False
-    for index in range(len(fields)):
-        field = fields[index]
-        header = headers[index]
-        if field is not header and field != header:
-            return False
-    return True
