@@ -6,8 +6,10 @@ through the proxy's entry point (`corral.actions.proxy.forward`), FastCGI to php
 Which processes are ready is the master's board (`corral.external.board`), read at each
 request: a program that has not answered yet, or is being stopped, gets none; with none ready
 the answer is 503. The proxy's options are the document's ``proxy_*`` settings, the read
-timeout the application's ``limits.timeout`` when it has one; the master sets them (`reach`)
-before it forks the workers that route there, which keep them.
+timeout the application's ``limits.timeout`` when it has one, the cap on a worker's
+connections its kind's (`Kind.connections`: ruby's and perl's) when ``proxy_max_conns`` is
+0; the master sets them (`reach`) before it forks the workers that route there, which keep
+them.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def reach(doc: Any) -> dict[str, str]:
         options = ProxyOptions.of(doc.settings)
         if app.request_timeout:  # how long its answer may take
             options.read_timeout = app.request_timeout
+        if not options.max_conns and kind.connections is not None:  # its server's capacity
+            options.max_conns = kind.connections(app)
         _ROUTES[name] = (SPEAKERS[kind.speaks], options)
     return {name: MARK + name for name in _ROUTES}
 

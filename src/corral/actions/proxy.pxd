@@ -62,6 +62,7 @@ cdef class ProxyCall:
     cdef public object tunnel
     cdef public bint reused
     cdef public bint upstream_keeps
+    cdef public bint queued
 
     cpdef ProxyCall take_body(self, HttpConnection conn, Exchange exchange)
     @cython.locals(wire=UpstreamConnection)
@@ -76,6 +77,8 @@ cdef class ProxyCall:
     cpdef start(self, HttpConnection conn, Exchange exchange)
     @cython.locals(server=UpstreamServer, kept=UpstreamConnection)
     cpdef _connect(self)
+    @cython.locals(server=UpstreamServer)
+    cpdef bint handed(self, UpstreamConnection wire) except -1
     cpdef _connected(self, UpstreamConnection wire, bint timed_out=*)
     @cython.locals(head=RequestHead, conn=HttpConnection, client=str, scheme=str, data=bytes)
     cpdef _send(self, UpstreamConnection wire, bint reused)

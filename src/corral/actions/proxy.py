@@ -20,6 +20,9 @@ A request (one :class:`ProxyCall`, the exchange's answerer and its body's sink):
   began, else the client's connection aborted), within a quarter of the shorter of the two (a
   second at most) after it: the worker's requests under way are looked at by one sweep
   (`ProxySweep`), no timer made and cancelled per request. A refused connection is 502.
+- **A server at its cap** (``max_conns``, `corral.actions.upstreams`): the request waits in
+  the server's line for a connection given back or a place freed, at most ``connect_timeout``
+  (then 504), watched by the sweep as the others; a client that goes leaves the line.
 - **Retry**: a server that refuses or times out a connection is marked failed
   (`corral.actions.upstreams`) and the request, which never reached it, tries the next one;
   a kept connection that turns out closed before any byte of the answer (the upstream's
@@ -165,6 +168,7 @@ class ProxyCall:
         "options",
         "pending",
         "pending_size",
+        "queued",
         "reused",
         "server",
         "timed_out",
@@ -199,6 +203,7 @@ class ProxyCall:
         self.tunnel: Any = None
         self.reused = False  # the connection in use was kept from an earlier request
         self.upstream_keeps = False  # the answer lets its connection serve another request
+        self.queued = False  # in its server's line (`UpstreamServer.waiting`)
 
     # -- the request's body, from the client
 
@@ -272,7 +277,31 @@ class ProxyCall:
         if kept is not None:
             self._send(kept, reused=True)
             return
+        # capped: in line (`handed`) when at the cap, or behind others waiting for a place
+        if server.max_conns > 0 and (server.open >= server.max_conns or server.waiting):
+            self.queued = True
+            server.waiting.append(self)
+            self.activity = clock.now()  # connect_timeout runs from now (`expired`)
+            if not self.watched:
+                self.watched = True
+                _SWEEP.watch(self)
+            return
         server.connect(self.conn.loop, self.options, self._connected)
+
+    def handed(self, wire: UpstreamConnection | None) -> bool:
+        """Out of its server's line: a kept connection given back, or (None) a place freed
+        for a new one. False when its client went meanwhile (the next in line takes it)."""
+        self.queued = False
+        if self.conn.closed:
+            self.fail()
+            return False
+        if wire is not None:
+            self._send(wire, reused=True)
+        else:
+            server = self.server
+            assert server is not None
+            server.connect(self.conn.loop, self.options, self._connected)
+        return True
 
     def _connected(self, wire: UpstreamConnection | None, timed_out: bool = False) -> None:
         server = self.server
@@ -435,9 +464,18 @@ class ProxyCall:
             self._over()
             return
         wire = self.wire
-        if wire is None:  # connecting: connect_timeout runs there
-            return
         options = self.options
+        if wire is None:  # connecting: connect_timeout runs there; or in its server's line
+            if self.queued and self.conn.closed:  # its client went: out of the line
+                self.fail()
+            elif self.queued and self.activity + options.connect_timeout <= now:
+                _log.warning(
+                    "proxy: %s: no connection free in time (%s)",
+                    self.server.name,  # type: ignore[union-attr]
+                    self.exchange.where(),
+                )
+                self._refuse(504, "no connection to the upstream server came free in time")
+            return
         if self.conn.on_writable is not None:  # the client is slow: its send_timeout runs
             self.activity = now
             return
@@ -461,6 +499,9 @@ class ProxyCall:
 
     def _over(self) -> None:
         self.ended = True
+        if self.queued:  # it leaves its server's line
+            self.queued = False
+            self.server.waiting.remove(self)  # type: ignore[union-attr]
         if self.watched:
             self.watched = False
             _SWEEP.unwatch(self)

@@ -32,6 +32,7 @@ def open_tunnel(conn: Any, exchange: Any, call: Any, response: Any) -> Tunnel | 
     wire = call.wire
     call.wire = None
     wire.call = None
+    wire.uncount()  # a tunnel, no longer its server's to count against proxy_max_conns
     fields = f"Upgrade: {call.upgrade.decode('latin-1')}\r\nConnection: Upgrade\r\n"
     try:
         head = switching_head(conn.server.prefix, fields, answer_fields(response.headers))

@@ -17,6 +17,9 @@ cdef class UpstreamServer:
     cdef public double failed_until
     cdef public double failed_at
     cdef public list idle
+    cdef public int max_conns
+    cdef public int open
+    cdef public object waiting
 
     @cython.locals(now=double)
     cpdef failed(self, object options)
@@ -24,6 +27,9 @@ cdef class UpstreamServer:
     cpdef UpstreamConnection take_idle(self, object options)
     cpdef keep(self, UpstreamConnection kept, object options)
     cpdef connect(self, object loop, object options, object then)
+    cpdef bint full(self)
+    cpdef closed_one(self, object loop)
+    cpdef _free_place(self)
 
 
 @cython.final
@@ -42,6 +48,7 @@ cdef class Upstream:
 cdef class UpstreamConnection:
     cdef public object call
     cdef public bint closed
+    cdef public bint counted
     cdef public double idle_since
     cdef public object loop
     cdef public object making
@@ -55,3 +62,5 @@ cdef class UpstreamConnection:
 
     @cython.locals(server=UpstreamServer, error=int)
     cpdef dial(self, object loop, double timeout, object then)
+    cpdef close(self, bint abort=*)
+    cpdef uncount(self)

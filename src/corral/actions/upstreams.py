@@ -19,6 +19,16 @@ lock. `forward`'s callers that name an address at run time get one `Upstream` pe
   (the oldest then time out at the upstream, not here); one idle longer than
   ``keepalive_timeout`` is closed when next looked at, one the upstream closes leaves the pool
   when it does.
+- **Cap**: with ``max_conns`` (the ``proxy_max_conns`` setting, or the one a ruby or perl
+  application's capacity gives: `corral.actions.external`), a worker has at most that many
+  connections to a server, in use, idle or opening (nginx's ``max_conns``). A request that
+  finds none idle and the server at its cap, or others waiting, waits in the server's line
+  (`waiting`), in turn:
+  a kept connection given back goes to the first in line at once (not idle), a place freed by
+  a close lets it open one. Behind Puma, whose threads close a connection when more wait on
+  its listener, opening more connections than it has threads made it close them one request
+  in three; capped, it kept them (docs/polyglot.md). An upgraded connection (a tunnel) leaves
+  the count: it is no longer the pool's.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -50,12 +61,15 @@ class UpstreamServer:
         "failed_until",
         "family",
         "idle",
+        "max_conns",
         "name",
+        "open",
         "protocol",
+        "waiting",
         "weight",
     )
 
-    def __init__(self, name: str, weight: float) -> None:
+    def __init__(self, name: str, weight: float, max_conns: int = 0) -> None:
         self.name = name  # as the configuration writes it (logs)
         self.family, self.address = parse_address(name)
         self.protocol = 0 if self.family == socket.AF_UNIX else socket.IPPROTO_TCP
@@ -64,6 +78,9 @@ class UpstreamServer:
         self.failed_until = 0.0
         self.failed_at = 0.0
         self.idle: list[UpstreamConnection] = []
+        self.max_conns = max_conns  # 0: no cap
+        self.open = 0  # its connections in use, idle or opening (UpstreamConnection.counted)
+        self.waiting: deque[Any] = deque()  # the ProxyCalls waiting for one, first first
 
     def failed(self, options: ProxyOptions) -> None:
         now = clock.now()
@@ -84,8 +101,19 @@ class UpstreamServer:
             return kept
         return None
 
+    def full(self) -> bool:
+        """At its cap: a request finding no idle connection waits (`waiting`)."""
+        return self.max_conns > 0 and self.open >= self.max_conns
+
     def keep(self, kept: UpstreamConnection, options: ProxyOptions) -> None:
-        """An answer is over on ``kept``, which may serve another request."""
+        """An answer is over on ``kept``, which may serve another request: the first one
+        waiting, at once, else a later one."""
+        waiting = self.waiting
+        if waiting:
+            kept.call = None
+            while waiting:
+                if waiting.popleft().handed(kept):
+                    return
         if len(self.idle) >= options.keepalive:
             kept.close()
             return
@@ -100,6 +128,20 @@ class UpstreamServer:
         it fails or takes more than ``connect_timeout`` (always later than this call)."""
         UpstreamConnection(self, options.buffer_size).dial(loop, options.connect_timeout, then)
 
+    def closed_one(self, loop: Any) -> None:
+        """One of its connections ended: its place goes to the first request waiting, once
+        the loop has closed its socket (else, for that moment, the server would see one more
+        connection than the cap)."""
+        self.open -= 1
+        if self.waiting and self.open < self.max_conns:
+            loop.call_soon(self._free_place)
+
+    def _free_place(self) -> None:
+        waiting = self.waiting
+        while waiting and self.open < self.max_conns:
+            if waiting.popleft().handed(None):
+                return
+
 
 class Upstream:
     """The servers one ``proxy`` or ``upstreams`` object names, with the proxy's settings."""
@@ -110,7 +152,8 @@ class Upstream:
         self, name: str, servers: list[tuple[str, float]], options: ProxyOptions = DEFAULT_OPTIONS
     ) -> None:
         self.name = name
-        self.servers = [UpstreamServer(address, weight) for address, weight in servers]
+        cap = options.max_conns
+        self.servers = [UpstreamServer(address, weight, cap) for address, weight in servers]
         self.total = sum(server.weight for server in self.servers)
         self.options = options
 
@@ -177,6 +220,7 @@ class UpstreamConnection:
     __slots__ = (
         "call",
         "closed",
+        "counted",
         "idle_since",
         "loop",
         "making",
@@ -191,6 +235,8 @@ class UpstreamConnection:
 
     def __init__(self, server: UpstreamServer, head_limit: int) -> None:
         self.server = server
+        server.open += 1
+        self.counted = True  # in its server's `open` until it ends (`uncount`)
         self.transport: Any = None
         self.call: Any = None
         self.closed = False
@@ -291,6 +337,7 @@ class UpstreamConnection:
             sock.close()
         self.closed = True
         then(None, timed_out)
+        self.uncount()
 
     # -- the parser's sink: to the call
 
@@ -345,6 +392,7 @@ class UpstreamConnection:
                 f"connection lost: {exc}" if exc else "connection closed",
                 self.parser.received == 0,
             )
+        self.uncount()
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -363,3 +411,10 @@ class UpstreamConnection:
                 self.transport.abort()
             else:
                 self.transport.close()
+        self.uncount()
+
+    def uncount(self) -> None:
+        """It ended, or became a tunnel: out of its server's count (once)."""
+        if self.counted:
+            self.counted = False
+            self.server.closed_one(self.loop)

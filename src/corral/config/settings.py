@@ -1802,6 +1802,14 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-keepalive-timeout",), metavar="SECONDS",
     ),
     Setting(
+        "proxy_max_conns", _PROXY, _S, _int(ge=0, le=65536), 0,
+        "Connections (in use, idle or opening) each worker may have to one upstream server "
+        "(nginx's max_conns); a request that finds none free waits, in turn, for one to be "
+        "given back or closed, at most `proxy_connect_timeout` (then 504). 0: no cap, but a "
+        "ruby or perl application gets one from its capacity (docs/polyglot.md).",
+        flags=("--proxy-max-conns",), metavar="CONNECTIONS",
+    ),
+    Setting(
         "proxy_buffer_size", _PROXY, _S, _int(ge=1024, le=1 << 30), 65536,
         "Bytes of a request's body held while its upstream connection opens; past it the "
         "client is not read until the upstream takes them. Also the longest answer head an "

@@ -29,7 +29,9 @@ from corral.external.command import Command, Mode, Place
 from corral.external.languages import (
     jetty_command,
     puma_command,
+    puma_connections,
     starman_command,
+    starman_connections,
     starman_processes,
 )
 from corral.php.command import php_fpm_command
@@ -48,6 +50,9 @@ class Kind(NamedTuple):
     # how many processes its pool runs; None: the application's ``processes`` (``max`` of
     # the object form). php-fpm is one process whose own children are the ``processes``.
     processes: Callable[[Any], int] | None = None
+    # a worker's connections to its processes at most when ``proxy_max_conns`` is 0 (what
+    # its server can serve at once, known from the application's keys); None: no cap
+    connections: Callable[[Any], int] | None = None
 
 
 def substitute(argument: str, place: Place) -> str:
@@ -83,8 +88,14 @@ KINDS: dict[str, Kind] = {
     EXTERNAL: _EXTERNAL_KIND,
     "go": _EXTERNAL_KIND,  # Unit's older name of "external"
     "nodejs": _EXTERNAL_KIND,
-    "perl": Kind(lambda app: "fd", starman_command, "http", processes=starman_processes),
-    "ruby": Kind(lambda app: "fd", puma_command, "http"),
+    "perl": Kind(
+        lambda app: "fd",
+        starman_command,
+        "http",
+        processes=starman_processes,
+        connections=starman_connections,
+    ),
+    "ruby": Kind(lambda app: "fd", puma_command, "http", connections=puma_connections),
     "java": Kind(lambda app: "port", jetty_command, "http"),
     "php": Kind(lambda app: "unix", php_fpm_command, "connect", "fastcgi", lambda app: 1),
 }

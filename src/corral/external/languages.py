@@ -37,7 +37,14 @@ from msgspec import UNSET
 from corral.external.command import Command, Place
 from corral.external.places import run_directory
 
-__all__ = ["JETTY_HOME", "jetty_command", "puma_command", "starman_command"]
+__all__ = [
+    "JETTY_HOME",
+    "jetty_command",
+    "puma_command",
+    "puma_connections",
+    "starman_command",
+    "starman_connections",
+]
 
 # Debian's jetty9; an application's environment may name another (JETTY_HOME)
 JETTY_HOME = "/usr/share/jetty9"
@@ -53,6 +60,29 @@ def _command(app: Any, argv: list[str], **env: str) -> Command:
         stdout=app.stdout,
         stderr=app.stderr,
     )
+
+
+def _processes(app: Any) -> int:
+    return int(app.dynamic.max if app.dynamic is not None else app.workers)
+
+
+# A corral worker's connections to a Starman or a Puma at most (``proxy_max_conns`` when that
+# setting is 0), twice what the server serves at once: a connection per Starman worker or per
+# Puma thread busy, as many waiting (a request's next one, a closing one). More would not be
+# served sooner: they would wait in the listener's backlog, and Puma, whose threads keep a
+# connection alive only while none waits there (lib/puma/request.rb, with max_fast_inline 0),
+# then closes a connection after nearly every answer (behind 4 threads, wrk -c100: one
+# connection ended per three requests, 7,903 req/s; capped at 8: 25 in 5 s, 10,950 req/s).
+
+
+def starman_connections(app: Any) -> int:
+    """Twice Starman's workers (the comment above says why)."""
+    return 2 * _processes(app)
+
+
+def puma_connections(app: Any) -> int:
+    """Twice the threads of all the application's Pumas (the comment above says why)."""
+    return 2 * int(app.threads) * _processes(app)
 
 
 def starman_processes(app: Any) -> int:
@@ -100,7 +130,7 @@ def _starman_module() -> str:
 def starman_command(name: str, app: Any, place: Place) -> Command:
     """Starman serving the PSGI ``script`` with ``processes`` workers on descriptor 3."""
     del name
-    workers = app.dynamic.max if app.dynamic is not None else app.workers
+    workers = _processes(app)
     module = ["-I", _starman_module(), "-MCorralStarmanWorkers"]
     # a connection per request (the module's text says why)
     argv = ["starman", *module, "--workers", str(workers), "--disable-keepalive"]

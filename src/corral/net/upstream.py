@@ -20,6 +20,7 @@ class ProxyOptions:
         "fail_timeout",
         "keepalive",
         "keepalive_timeout",
+        "max_conns",
         "read_timeout",
         "send_timeout",
         "tunnel_timeout",
@@ -35,6 +36,7 @@ class ProxyOptions:
         keepalive_timeout: float = 60.0,
         buffer_size: int = 65536,
         tunnel_timeout: float = 3600.0,
+        max_conns: int = 0,
     ) -> None:
         self.connect_timeout = connect_timeout
         self.send_timeout = send_timeout
@@ -44,11 +46,13 @@ class ProxyOptions:
         self.keepalive_timeout = keepalive_timeout
         self.buffer_size = buffer_size
         self.tunnel_timeout = tunnel_timeout
+        self.max_conns = max_conns  # a worker's connections to one server at most (0: any)
 
     @property
     def shortest(self) -> float:
-        """How often a request's clock is looked at: its send or read timeout may run."""
-        return min(self.send_timeout, self.read_timeout)
+        """How often a request's clock is looked at: its send or read timeout may run, or its
+        wait for a connection to a server at its ``max_conns`` (``connect_timeout``)."""
+        return min(self.send_timeout, self.read_timeout, self.connect_timeout)
 
     @classmethod
     def of(cls, settings: Any) -> ProxyOptions:
@@ -64,6 +68,7 @@ class ProxyOptions:
             settings.proxy_keepalive_timeout,
             settings.proxy_buffer_size,
             settings.proxy_tunnel_timeout,
+            settings.proxy_max_conns,
         )
 
     def _fields(self) -> tuple[Any, ...]:
