@@ -27,7 +27,6 @@ cdef class UpstreamServer:
     cpdef UpstreamConnection take_idle(self, object options)
     cpdef keep(self, UpstreamConnection kept, object options)
     cpdef connect(self, object loop, object options, object then)
-    cpdef bint full(self)
     cpdef closed_one(self, object loop)
     cpdef _free_place(self)
 

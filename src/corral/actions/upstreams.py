@@ -23,12 +23,11 @@ lock. `forward`'s callers that name an address at run time get one `Upstream` pe
   application's capacity gives: `corral.actions.external`), a worker has at most that many
   connections to a server, in use, idle or opening (nginx's ``max_conns``). A request that
   finds none idle and the server at its cap, or others waiting, waits in the server's line
-  (`waiting`), in turn:
-  a kept connection given back goes to the first in line at once (not idle), a place freed by
-  a close lets it open one. Behind Puma, whose threads close a connection when more wait on
-  its listener, opening more connections than it has threads made it close them one request
-  in three; capped, it kept them (docs/polyglot.md). An upgraded connection (a tunnel) leaves
-  the count: it is no longer the pool's.
+  (`waiting`), in turn: a kept connection given back goes to the first in line at once (not
+  idle), a place freed by a close lets it open one. Behind Puma, whose threads close a
+  connection when more wait on its listener, opening more connections than it has threads
+  made it close them one request in three; capped, it kept them (docs/polyglot.md). An
+  upgraded connection (a tunnel) leaves the count: it is no longer the pool's.
 """
 
 from __future__ import annotations
@@ -100,10 +99,6 @@ class UpstreamServer:
                 continue
             return kept
         return None
-
-    def full(self) -> bool:
-        """At its cap: a request finding no idle connection waits (`waiting`)."""
-        return self.max_conns > 0 and self.open >= self.max_conns
 
     def keep(self, kept: UpstreamConnection, options: ProxyOptions) -> None:
         """An answer is over on ``kept``, which may serve another request: the first one
