@@ -1806,7 +1806,8 @@ SETTINGS: tuple[Setting, ...] = (
         "Connections (in use, idle or opening) each worker may have to one upstream server "
         "(nginx's max_conns); a request that finds none free waits, in turn, for one to be "
         "given back or closed, at most `proxy_connect_timeout` (then 504). 0: no cap, but a "
-        "ruby or perl application gets one from its capacity (docs/polyglot.md).",
+        "ruby or perl application gets one from its capacity (docs/polyglot.md; a number "
+        "larger than the connections it will ever need leaves it uncapped).",
         flags=("--proxy-max-conns",), metavar="CONNECTIONS",
     ),
     Setting(
