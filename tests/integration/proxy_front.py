@@ -9,6 +9,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,11 +59,14 @@ def read_until_closed(sock: socket.socket) -> bytes:
 
 class RawUpstream:
     """An upstream of the tests' own on a loopback port: it reads each request's head, then
-    sends ``answer`` as it is (malformed on purpose, or cut short), then closes (``ending``
+    sends ``answer`` as it is (malformed on purpose, or cut short; a tuple: its parts a
+    moment apart, each a read of its own at the proxy), then closes (``ending``
     "close"), resets ("reset"), holds the connection open ("hold") or sends chunks for ever
     ("endless": ``ended`` is set once a send fails). ``accepted``: the connections it took."""
 
-    def __init__(self, answer: bytes, ending: str = "close", read: bool = True) -> None:
+    def __init__(
+        self, answer: bytes | tuple[bytes, ...], ending: str = "close", read: bool = True
+    ) -> None:
         self.answer = answer
         self.ending = ending
         self.read = read  # False: never reads (a server that does not take a request's body)
@@ -94,7 +98,11 @@ class RawUpstream:
                 if not more:
                     return
                 data += more
-            sock.sendall(self.answer)
+            parts = self.answer if isinstance(self.answer, tuple) else (self.answer,)
+            for number, part in enumerate(parts):
+                if number:
+                    time.sleep(0.2)
+                sock.sendall(part)
             if self.ending == "endless":
                 piece = b"10000\r\n" + b"e" * 0x10000 + b"\r\n"
                 try:

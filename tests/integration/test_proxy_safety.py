@@ -34,11 +34,19 @@ MALFORMED = {
         b"2\r\nok\r\n0\r\n\r\n"
     ),
     "head-cut": b"HTTP/1.1 200 OK\r\nContent-Le",
+    # spoiled within the read that would begin it: nothing went, the client gets a 502
+    "bad-chunk-size-at-once": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"
+    ),
 }
 BEGUN_THEN_CUT = {
     "length": b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000,
     "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
-    "bad-chunk-size": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n",
+    # spoiled in a later read than the one that began it (one read is checked whole first)
+    "bad-chunk-size": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        b"zz\r\n",
+    ),
     "extra-bytes": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n",
 }
 

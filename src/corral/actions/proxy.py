@@ -195,7 +195,7 @@ class ProxyCall:
         self.chunked = False  # the body goes chunked
         self.upgrade: bytes | None = None
         self.answered = False  # the answer's head went to the client (or is in `held`)
-        self.held = b""  # the answer's head, until its body's first piece goes with it
+        self.held = b""  # what one read of the upstream's gave the client, until `deliver`
         self.ended = False  # the exchange is over (finished or failed)
         self.timed_out = False  # the last failure to connect was a timeout
         self.activity = 0.0  # the last sign of the upstream (clock seconds)
@@ -368,23 +368,28 @@ class ProxyCall:
             return
         self.answered = True
         self.upstream_keeps = response.keep_alive
-        # held for the first piece of the body, or the end: most answers arrive whole in one
-        # read, and go to the client in one write (a syscall per answer, not two)
         self.held = data
 
     def on_body(self, data: bytes) -> None:
         if self.ended:
             return
-        conn = self.conn
-        if conn.closed:  # the client went: nobody reads the rest (an endless stream, say)
+        if self.conn.closed:  # the client went: nobody reads the rest (an endless stream, say)
             self._refuse(502, "the client went away")
             return
         out = self.exchange.frame(data)
-        if self.held:
-            out = self.held + out
-            self.held = b""
         if out:
-            conn.write(out)
+            self.held = self.held + out if self.held else out
+
+    def deliver(self) -> None:
+        """One read of the upstream's is parsed: what it gave the client goes in one write
+        (most answers arrive whole in one read: head, body and end in one syscall, not three);
+        while the client does not read, the upstream is not read either."""
+        out = self.held
+        if self.ended or not out:
+            return
+        self.held = b""
+        conn = self.conn
+        conn.write(out)
         if conn.write_paused and conn.on_writable is None:
             wire = self.wire
             if wire is not None:
@@ -521,7 +526,7 @@ class ProxyCall:
         conn = self.conn
         exchange = self.exchange
         conn.on_writable = None
-        if (self.answered and not self.held) or conn.closed:  # (a head held never went)
+        if (self.answered and not self.held) or conn.closed:  # (bytes held never went)
             reset(conn)
             conn.finish(exchange, False)
             return

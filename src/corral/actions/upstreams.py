@@ -366,6 +366,8 @@ class UpstreamConnection:
             if self.call is not None:
                 self.call.upstream_failed(str(exc))
             self.close()
+            return
+        call.deliver()  # (the call's, even if the answer ended: what it held went already)
 
     def eof_received(self) -> bool:
         call = self.call
