@@ -52,6 +52,8 @@ TWINS = [
     "corral.fastcgi.client",
     "corral.fastcgi.params",
     "corral.fastcgi.records",
+    "corral.php.site",
+    "corral.php.apps",
     "corral.routing.request",
     "corral.routing.router",
     "corral.routing.conditions",

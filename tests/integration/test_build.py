@@ -53,6 +53,8 @@ COMPILED = [
     "corral/http/head",
     "corral/http/response",
     "corral/http/upstream",
+    "corral/php/apps",
+    "corral/php/site",
     "corral/routing/compiler",
     "corral/routing/conditions",
     "corral/routing/patterns",

@@ -6,16 +6,32 @@ cimport cython
 
 from corral.fastcgi.answer cimport CgiHead, HeadReader
 from corral.fastcgi.client cimport Backend, FastCgiPool
+from corral.http.head cimport RequestHead
+from corral.php.apps cimport PhpApplication
+from corral.php.site cimport Choice, Site
+from corral.routing.request cimport RouteRequest
+from corral.server cimport clock
+from corral.server.connection cimport HttpConnection
+from corral.server.exchange cimport Exchange
+
+cdef dict _status_texts
+
+@cython.locals(text=str)
+cpdef str _status_text(int status)
+@cython.locals(request=RouteRequest, site=Site, choice=Choice)
+cpdef bint to_php(HttpConnection conn, Exchange exchange, PhpApplication app, Py_ssize_t target) except -1
+@cython.locals(php=PhpApplication)
+cpdef bint to_fpm(HttpConnection conn, Exchange exchange, str name, str address, object _) except -1
 
 
 @cython.final
 cdef class FastCgiReply:
-    cdef public object app
-    cdef public object site
-    cdef public object choice
+    cdef public PhpApplication app
+    cdef public Site site
+    cdef public Choice choice
     cdef public object host
-    cdef public object conn
-    cdef public object exchange
+    cdef public HttpConnection conn
+    cdef public Exchange exchange
     cdef public Backend backend
     cdef public FastCgiPool pool
     cdef public object connecting
@@ -39,7 +55,12 @@ cdef class FastCgiReply:
     cdef public bint client_paused
     cdef public list out
 
+    @cython.locals(conn=HttpConnection, exchange=Exchange, length=Py_ssize_t, encoded=bytes,
+                   paused=bint)
     cpdef connected(self, Backend backend)
+    @cython.locals(head=RequestHead)
+    cpdef start(self, HttpConnection conn, Exchange exchange)
+    cpdef _wait(self)
     @cython.locals(kind=int)
     cpdef records(self, list events)
     @cython.locals(backend=Backend)

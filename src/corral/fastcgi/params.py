@@ -134,9 +134,9 @@ def encoded_params(
         script = choice.encoded = encode_pairs(script_params(choice, document_root)) + (
             _CONSTANT_ENCODED
         )
-    out = bytearray(script)
+    out = [script]
     _add_request_params(out, head, peer, local, scheme, content_length, host, forwarded)
-    return bytes(out)
+    return b"".join(out)
 
 
 def script_params(choice: Any, document_root: bytes) -> list[tuple[bytes, bytes]]:
@@ -165,13 +165,13 @@ def request_params(
 ) -> list[tuple[bytes, bytes]]:
     """The variables of the request ``head`` on a connection from ``peer`` to ``local``;
     ``host``: routing's (the Host field's name without its port, "" for none)."""
-    out = bytearray()
+    out: list[bytes] = []
     _add_request_params(out, head, peer, local, scheme, content_length, host, forwarded)
-    return parse_pairs(bytes(out))
+    return parse_pairs(b"".join(out))
 
 
 def _add_request_params(
-    out: bytearray,
+    out: list[bytes],
     head: Any,
     peer: Any,
     local: Any,
@@ -180,7 +180,7 @@ def _add_request_params(
     host: str,
     forwarded: Any,
 ) -> None:
-    """`request_params`, encoded onto ``out`` as they are found (no pair made)."""
+    """`request_params`, encoded onto ``out`` (pieces) as they are found (no pair made)."""
     target = head.target
     remote_addr, remote_port = _remote(peer)
     server_addr, server_port = _local(local)

@@ -3,10 +3,12 @@
 
 cimport cython
 
-cpdef bytes encode_pairs(pairs)
+cdef list _SHORT_LENGTHS
 
+@cython.locals(out=list)
+cpdef bytes encode_pairs(pairs)
 @cython.locals(name_length=Py_ssize_t, value_length=Py_ssize_t)
-cpdef void append_pair(bytearray out, bytes name, bytes value)
+cpdef void append_pair(list out, bytes name, bytes value)
 
 
 @cython.final

@@ -22,3 +22,17 @@ cdef class RouteRequest:
 
     @cython.locals(raw=str, path=str, query=str)
     cpdef str _load_path(self)
+    cpdef str _load_query(self)
+    @cython.locals(raw=object)
+    cpdef str _load_host(self)
+    cpdef str path(self)
+    cpdef str query(self)
+    cpdef str host(self)
+
+
+cdef list _last_host
+
+@cython.locals(last=list, found=str)
+cpdef str _normalize_host(raw)
+@cython.locals(host=bytes, end=Py_ssize_t)
+cpdef str _normalized_host(bytes raw)

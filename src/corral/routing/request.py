@@ -265,9 +265,23 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(kept) + ("/" if trailing else "")
 
 
+# the last Host field normalized, and what it gave: a server's clients name it in a few
+# spellings, and every request that routes by host or names it (php's SERVER_NAME) asks
+_last_host: list[Any] = [b"", ""]
+
+
 def _normalize_host(raw: bytes | None) -> str:
     if not raw:
         return ""
+    last = _last_host
+    if raw == last[0]:
+        return last[1]
+    last[1] = found = _normalized_host(raw)
+    last[0] = raw
+    return found
+
+
+def _normalized_host(raw: bytes) -> str:
     host = raw.lower()
     if host[:1] == b"[":
         end = host.find(b"]")
