@@ -47,6 +47,11 @@ BEGUN_THEN_CUT = {
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
         b"zz\r\n",
     ),
+    # ... a later read whose first chunk is whole (held, not yet gone) and the next spoiled
+    "bad-chunk-size-after-a-chunk": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        b"5\r\nworld\r\nzz\r\n",
+    ),
     "extra-bytes": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n",
 }
 

@@ -55,6 +55,7 @@ cdef class ProxyCall:
     cdef public object upgrade
     cdef public bint answered
     cdef public bytes held
+    cdef public bint delivered
     cdef public bint ended
     cdef public bint timed_out
     cdef public double activity

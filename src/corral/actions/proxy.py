@@ -162,6 +162,7 @@ class ProxyCall:
         "body_done",
         "chunked",
         "conn",
+        "delivered",
         "ended",
         "exchange",
         "held",
@@ -196,6 +197,7 @@ class ProxyCall:
         self.upgrade: bytes | None = None
         self.answered = False  # the answer's head went to the client (or is in `held`)
         self.held = b""  # what one read of the upstream's gave the client, until `deliver`
+        self.delivered = False  # some of the answer went to the client
         self.ended = False  # the exchange is over (finished or failed)
         self.timed_out = False  # the last failure to connect was a timeout
         self.activity = 0.0  # the last sign of the upstream (clock seconds)
@@ -389,6 +391,10 @@ class ProxyCall:
             return
         self.held = b""
         conn = self.conn
+        if conn.closed:  # the client went: nobody reads the rest
+            self._refuse(502, "the client went away")
+            return
+        self.delivered = True
         conn.write(out)
         if conn.write_paused and conn.on_writable is None:
             wire = self.wire
@@ -526,7 +532,7 @@ class ProxyCall:
         conn = self.conn
         exchange = self.exchange
         conn.on_writable = None
-        if (self.answered and not self.held) or conn.closed:  # (bytes held never went)
+        if self.delivered or conn.closed:
             reset(conn)
             conn.finish(exchange, False)
             return
