@@ -170,6 +170,13 @@ WRAP: list[str] = []
 
 
 def corral(document: dict[str, Any], name: str) -> run.ServerProcess:
+    from corral.core import _stale
+
+    # a source edited since the build makes corral run its Python core (its log's first line
+    # says so): a figure of that is not one of corral's, and a run's rounds would mix both
+    stale = _stale()
+    if stale is not None:
+        raise SystemExit(f"the compiled core is older than {stale}: pip install -e . first")
     path = OUT / f"{name}.json"
     path.write_text(json.dumps(document, indent=1))
     return _start([*WRAP, sys.executable, "-m", "corral", f"--config={path}"], name)
