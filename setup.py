@@ -43,6 +43,8 @@ TWINS = [
     "corral.static.answer",
     "corral.static.files",
     "corral.actions.share",
+    "corral.actions.application",
+    "corral.actions.external",
     "corral.actions.fastcgi",
     "corral.actions.proxy",
     "corral.actions.proxy_head",
