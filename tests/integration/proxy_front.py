@@ -57,22 +57,12 @@ def read_until_closed(sock: socket.socket) -> bytes:
         out += data
 
 
-class RawUpstream:
-    """An upstream of the tests' own on a loopback port: it reads each request's head, then
-    sends ``answer`` as it is (malformed on purpose, or cut short; a tuple: its parts a
-    moment apart, each a read of its own at the proxy), then closes (``ending``
-    "close"), resets ("reset"), holds the connection open ("hold") or sends chunks for ever
-    ("endless": ``ended`` is set once a send fails). ``accepted``: the connections it took."""
+class ThreadedUpstream:
+    """An upstream of the tests' own on a loopback port: a thread accepts, a thread per
+    connection answers it (`_answer`, a subclass's); ``accepted``: the connections it took."""
 
-    def __init__(
-        self, answer: bytes | tuple[bytes, ...], ending: str = "close", read: bool = True
-    ) -> None:
-        self.answer = answer
-        self.ending = ending
-        self.read = read  # False: never reads (a server that does not take a request's body)
+    def __init__(self) -> None:
         self.accepted = 0
-        self.ended = threading.Event()
-        self.held: list[socket.socket] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -85,7 +75,32 @@ class RawUpstream:
             except OSError:
                 return
             self.accepted += 1
+            self._took()
             threading.Thread(target=self._answer, args=(sock,), daemon=True).start()
+
+    def _took(self) -> None:
+        """A connection was accepted (before its thread starts)."""
+
+    def _answer(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class RawUpstream(ThreadedUpstream):
+    """An upstream of the tests' own on a loopback port: it reads each request's head, then
+    sends ``answer`` as it is (malformed on purpose, or cut short; a tuple: its parts a
+    moment apart, each a read of its own at the proxy), then closes (``ending``
+    "close"), resets ("reset"), holds the connection open ("hold") or sends chunks for ever
+    ("endless": ``ended`` is set once a send fails). ``accepted``: the connections it took."""
+
+    def __init__(
+        self, answer: bytes | tuple[bytes, ...], ending: str = "close", read: bool = True
+    ) -> None:
+        self.answer = answer
+        self.ending = ending
+        self.read = read  # False: never reads (a server that does not take a request's body)
+        self.ended = threading.Event()
+        self.held: list[socket.socket] = []
+        super().__init__()
 
     def _answer(self, sock: socket.socket) -> None:
         try:

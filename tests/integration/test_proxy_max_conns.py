@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.control import listening_port
-from tests.integration.proxy_front import front, read_until_closed
+from tests.integration.proxy_front import ThreadedUpstream, front, read_until_closed
 from tests.integration.server import Server, wait_for
 from tests.integration.test_external import ready, serving, status_of
 from tests.integration.test_languages import WEB, needs
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("each_core")
 LANGUAGES = Path(__file__).parent / "languages"
 
 
-class HoldingUpstream:
+class HoldingUpstream(ThreadedUpstream):
     """An HTTP/1.1 upstream on a loopback port that keeps connections alive and answers each
     request (its path as the body) only once `release` lets one more go. ``arrived``: the
     paths in the order they came; ``most``: the most connections it had open at once."""
@@ -39,28 +39,18 @@ class HoldingUpstream:
         self.arrived: list[str] = []
         self.open = 0
         self.most = 0
-        self.accepted = 0
         self.go = threading.Semaphore(0)
         self.lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
     def release(self, count: int = 1) -> None:
         for _ in range(count):
             self.go.release()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.accepted += 1
-                self.open += 1
-                self.most = max(self.most, self.open)
-            threading.Thread(target=self._answer, args=(sock,), daemon=True).start()
+    def _took(self) -> None:
+        with self.lock:
+            self.open += 1
+            self.most = max(self.most, self.open)
 
     def _answer(self, sock: socket.socket) -> None:
         data = b""
