@@ -124,9 +124,11 @@ def test_a_program_takes_its_socket_the_systemd_way() -> None:
                     "LISTEN_FDNAMES": "fds",
                     "LISTEN_PID": str(answer["pid"]),  # its own pid, set after the fork
                 }
-                # descriptor 3 is the socket; nothing else of the master's reached it (4
-                # and 5 are the accepted connection and the listing of /proc/self/fd)
-                assert answer["fds"][:4] == [0, 1, 2, 3] and len(answer["fds"]) <= 6
+                assert answer["fds"][:4] == [0, 1, 2, 3]  # descriptor 3 is the socket
+            # nothing else of the master's reached it: 4 and 5 are the accepted connection and
+            # the listing of /proc/self/fd (the smallest count: a connection before this one
+            # may not be closed yet by its thread, a descriptor leaked is there every time)
+            assert min(len(answer["fds"]) for answer in answers) <= 6
             rows = found["workers"]
             assert sorted(row["pid"] for row in rows) == sorted(pids)
             assert {row["state"] for row in rows} == {"ready"}
