@@ -519,8 +519,16 @@ def _fpm() -> str:
 # -- instructions per request (callgrind)
 
 
-def _ask(port: int, requests: int, body: bytes) -> None:
-    """Keep-alive GETs on one connection, one after the other, each answer read whole."""
+def _ask(port: int, requests: int, body: bytes, close: bool = False) -> None:
+    """Keep-alive GETs on one connection, one after the other, each answer read whole;
+    ``close``: each on a new connection, HTTP/1.0, as ab sends them."""
+    if close:
+        for _ in range(requests):
+            with socket.create_connection((run.HOST, port), timeout=600) as sock:
+                sock.sendall(b"GET / HTTP/1.0\r\nHost: bench\r\n\r\n")
+                while sock.recv(65536):
+                    pass
+        return
     with socket.create_connection((run.HOST, port), timeout=600) as sock:
         for _ in range(requests):
             sock.sendall(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
@@ -542,7 +550,7 @@ def _worker_instructions(case: str, requests: int, args: argparse.Namespace) -> 
     try:
         running = CASES[case](run.Ports(args.first_port))
         try:
-            _ask(running.port, requests, BODIES[case.partition("-")[0]])
+            _ask(running.port, requests, BODIES[case.partition("-")[0]], args.close)
         finally:
             running.stop(grace=60.0)
     finally:
@@ -579,6 +587,9 @@ def main() -> None:
         "--instructions", action="store_true", help="callgrind: the front worker's count"
     )
     parser.add_argument("--requests-per-life", default="500,1500", help="(--instructions)")
+    parser.add_argument(
+        "--close", action="store_true", help="(--instructions) a new connection per request"
+    )
     parser.add_argument(
         "--first-port",
         type=int,
