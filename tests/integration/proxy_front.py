@@ -86,11 +86,10 @@ class ThreadedUpstream:
 
 
 class RawUpstream(ThreadedUpstream):
-    """An upstream of the tests' own on a loopback port: it reads each request's head, then
-    sends ``answer`` as it is (malformed on purpose, or cut short; a tuple: its parts a
-    moment apart, each a read of its own at the proxy), then closes (``ending``
-    "close"), resets ("reset"), holds the connection open ("hold") or sends chunks for ever
-    ("endless": ``ended`` is set once a send fails). ``accepted``: the connections it took."""
+    """An upstream that reads each request's head, then sends ``answer`` as it is (malformed
+    on purpose, or cut short; a tuple: its parts a moment apart, each a read of its own at the
+    proxy), then closes (``ending`` "close"), resets ("reset"), holds the connection open
+    ("hold") or sends chunks for ever ("endless": ``ended`` is set once a send fails)."""
 
     def __init__(
         self, answer: bytes | tuple[bytes, ...], ending: str = "close", read: bool = True
