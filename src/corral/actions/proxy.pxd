@@ -53,7 +53,6 @@ cdef class ProxyCall:
     cdef public bint body_done
     cdef public bint chunked
     cdef public object upgrade
-    cdef public bint answered
     cdef public bytes held
     cdef public bint delivered
     cdef public bint ended

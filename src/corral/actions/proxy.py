@@ -158,7 +158,6 @@ class ProxyCall:
 
     __slots__ = (
         "activity",
-        "answered",
         "body_done",
         "chunked",
         "conn",
@@ -195,7 +194,6 @@ class ProxyCall:
         self.body_done = False  # the client's body is all here (or there is none)
         self.chunked = False  # the body goes chunked
         self.upgrade: bytes | None = None
-        self.answered = False  # the answer's head went to the client (or is in `held`)
         self.held = b""  # what one read of the upstream's gave the client, until `deliver`
         self.delivered = False  # some of the answer went to the client
         self.ended = False  # the exchange is over (finished or failed)
@@ -358,7 +356,6 @@ class ProxyCall:
                 return
             from corral.actions.tunnel import open_tunnel
 
-            self.answered = True
             self._over()
             self.tunnel = open_tunnel(conn, exchange, self, response)
             return
@@ -368,15 +365,11 @@ class ProxyCall:
         except (InvalidResponse, UnicodeDecodeError) as exc:
             self.upstream_failed(f"answer refused: {exc}")
             return
-        self.answered = True
         self.upstream_keeps = response.keep_alive
         self.held = data
 
     def on_body(self, data: bytes) -> None:
         if self.ended:
-            return
-        if self.conn.closed:  # the client went: nobody reads the rest (an endless stream, say)
-            self._refuse(502, "the client went away")
             return
         out = self.exchange.frame(data)
         if out:
@@ -391,7 +384,7 @@ class ProxyCall:
             return
         self.held = b""
         conn = self.conn
-        if conn.closed:  # the client went: nobody reads the rest
+        if conn.closed:  # the client went: nobody reads the rest (an endless stream, say)
             self._refuse(502, "the client went away")
             return
         self.delivered = True

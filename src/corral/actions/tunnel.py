@@ -38,7 +38,6 @@ def open_tunnel(conn: Any, exchange: Any, call: Any, response: Any) -> Tunnel | 
         head = switching_head(conn.server.prefix, fields, answer_fields(response.headers))
     except (InvalidResponse, UnicodeDecodeError):
         wire.close(abort=True)
-        call.answered = False
         call.ended = False
         call.upstream_failed("101 answer refused")
         return None
