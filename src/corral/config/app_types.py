@@ -34,6 +34,7 @@ __all__ = [
     "is_external",
     "kind_problem",
     "listen_mode",
+    "pool_size",
     "runs_in_workers",
     "unserved_external",
 ]
@@ -87,6 +88,12 @@ EXTERNAL_TYPES = frozenset({EXTERNAL, "go", "nodejs"})
 def is_external(app: Any) -> bool:
     """Whether ``app`` (a document's application) is a command corral supervises."""
     return app.type in EXTERNAL_TYPES
+
+
+def pool_size(app: Any) -> int:
+    """The processes an application's pool runs: ``processes``, or the object form's ``max``
+    (a pool corral supervises but does not scale, and the servers it sizes, run their most)."""
+    return int(app.dynamic.max if app.dynamic is not None else app.workers)
 
 
 def runs_in_workers(app: Any) -> bool:

@@ -34,6 +34,7 @@ from xml.sax.saxutils import escape
 
 from msgspec import UNSET
 
+from corral.config.app_types import pool_size
 from corral.external.command import Command, Place
 from corral.external.places import run_directory
 
@@ -62,10 +63,6 @@ def _command(app: Any, argv: list[str], **env: str) -> Command:
     )
 
 
-def _processes(app: Any) -> int:
-    return int(app.dynamic.max if app.dynamic is not None else app.workers)
-
-
 # A corral worker's connections to a Starman or a Puma at most (``proxy_max_conns`` when that
 # setting is 0), twice what the server serves at once: a connection per Starman worker or per
 # Puma thread busy, as many waiting (a request's next one, a closing one). More would not be
@@ -77,12 +74,12 @@ def _processes(app: Any) -> int:
 
 def starman_connections(app: Any) -> int:
     """Twice Starman's workers (the comment above says why)."""
-    return 2 * _processes(app)
+    return 2 * pool_size(app)
 
 
 def puma_connections(app: Any) -> int:
     """Twice the threads of all the application's Pumas (the comment above says why)."""
-    return 2 * int(app.threads) * _processes(app)
+    return 2 * int(app.threads) * pool_size(app)
 
 
 def starman_processes(app: Any) -> int:
@@ -130,7 +127,7 @@ def _starman_module() -> str:
 def starman_command(name: str, app: Any, place: Place) -> Command:
     """Starman serving the PSGI ``script`` with ``processes`` workers on descriptor 3."""
     del name
-    workers = _processes(app)
+    workers = pool_size(app)
     module = ["-I", _starman_module(), "-MCorralStarmanWorkers"]
     # a connection per request (the module's text says why)
     argv = ["starman", *module, "--workers", str(workers), "--disable-keepalive"]

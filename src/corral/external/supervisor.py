@@ -23,6 +23,7 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from corral.config.app_types import pool_size
 from corral.external import probe, spawn
 from corral.external.board import board
 from corral.external.kinds import Kind, Place, kind_of
@@ -51,8 +52,7 @@ class ExternalPool:
         owner = (_or_none(identity.uid), _or_none(identity.gid))
         self.places = Places(name, kind.listen(app), owner)
         # a dynamic pool runs its max: the master cannot see how busy a foreign program is
-        count = app.dynamic.max if app.dynamic is not None else app.workers
-        self.count: int = count if kind.processes is None else kind.processes(app)
+        self.count = pool_size(app) if kind.processes is None else kind.processes(app)
         self.restarts = 0  # processes started again after one exited
         # the pool of the same application it replaces: serving until this one answers
         self.replaces: ExternalPool | None = None

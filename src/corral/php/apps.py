@@ -18,7 +18,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from corral.config.app_types import runs_in_workers
+from corral.config.app_types import pool_size, runs_in_workers
 from corral.config.php_keys import is_php
 from corral.external.board import board
 from corral.fastcgi.client import FastCgiPool
@@ -107,17 +107,13 @@ class PhpApplication:
             one.close()
 
 
-def _children(app: Any) -> int:
-    return app.dynamic.max if app.dynamic is not None else app.workers
-
-
 def php_applications(doc: Any) -> dict[str, PhpApplication]:
     """Each php application of ``doc`` by name, as its workers reach it."""
     found: dict[str, PhpApplication] = {}
     settings = doc.settings
     static = settings.static  # the shares' cache_valid: what a path resolved to is trusted
     valid = 1.0 if static is None else static.cache_valid
-    front = sum(_children(app) for app in doc.applications.values() if runs_in_workers(app)) or 1
+    front = sum(pool_size(app) for app in doc.applications.values() if runs_in_workers(app)) or 1
     for name, app in doc.applications.items():
         if not is_php(app):
             continue
@@ -132,10 +128,10 @@ def php_applications(doc: Any) -> dict[str, PhpApplication]:
         found[name] = PhpApplication(
             name,
             sites,
-            limit=min(settings.fastcgi_connections, max(1, _children(app) // front)),
+            limit=min(settings.fastcgi_connections, max(1, pool_size(app) // front)),
             # a kept connection holds a child: with fewer children than the workers that
             # reach them, a worker's kept one could wait for ever behind the others'
-            keep=_children(app) >= front,
+            keep=pool_size(app) >= front,
             recycled=bool(app.max_requests),
             connect_timeout=settings.fastcgi_connect_timeout,
             read_timeout=settings.fastcgi_read_timeout,
