@@ -48,6 +48,25 @@ def test_a_document_of_routes_alone_starts_workers_that_answer(tmp_path: Path) -
         assert server.stop() == 0
 
 
+def test_a_destination_match_reads_the_address_each_client_reached(tmp_path: Path) -> None:
+    """On a wildcard listener the local address differs by client: the routes see the one
+    this connection reached (looked up only because a step matches on ``destination``)."""
+    document = {
+        "listeners": {"0.0.0.0:0": {"pass": "routes"}},
+        "routes": [
+            {"match": {"destination": "127.0.0.2"}, "action": {"return": 204}},
+            {"match": {"destination": "!127.0.0.2"}, "action": {"return": 410}},
+        ],
+    }
+    path = tmp_path / "destination.json"
+    path.write_text(json.dumps(document))
+    with Server(f"--config={path}", bind=None) as server:
+        assert get("127.0.0.2", server.port, "/")[0] == 204
+        assert get("127.0.0.1", server.port, "/")[0] == 410
+        assert get("127.0.0.2", server.port, "/again")[0] == 204
+        assert server.stop() == 0
+
+
 def test_a_document_with_nothing_to_serve_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "empty.json"
     path.write_text(json.dumps({"listeners": {}, "applications": {}}))

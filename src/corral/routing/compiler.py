@@ -148,6 +148,9 @@ class _Compiler:
         # and the routes that have such a step (the others keep their actions by target)
         self.reads_more = False
         self.reading_more: set[str | None] = set()
+        # whether a step matches on ``destination``: only then does a connection look up its
+        # local address (a system call and an address formatted, per connection)
+        self.reads_destination = False
         self.upstreams: dict[str, Any] = {}  # each upstream group's servers
         self.upstream_actions: dict[str, Proxy] = {}
         self.proxy: Any = DEFAULT_OPTIONS  # the proxy's settings, in every Proxy action
@@ -166,7 +169,7 @@ class _Compiler:
             if self.of_target(name, set()):
                 route.by_target = {}
         reached = None if self.reached is None else frozenset(self.reached)
-        return Router(self.routes, self.listener_pass, reached)
+        return Router(self.routes, self.listener_pass, reached, self.reads_destination)
 
     def of_target(self, name: str | None, seen: set[str | None]) -> bool:
         """Whether walking route ``name`` reads nothing of a request but its method and
@@ -209,6 +212,7 @@ class _Compiler:
             match = expect_object(step["match"], f"{path}.match", "match conditions")
             tests = compile_match(match, f"{path}.match")
             self.reads_more = not match.keys() <= _OF_TARGET_CONDITIONS
+            self.reads_destination = self.reads_destination or "destination" in match
         kind, payload = self.action(step["action"], f"{path}.action")
         if self.reads_more:
             self.reading_more.add(self.current)

@@ -14,6 +14,7 @@ cdef class Router:
     cdef public object _compile_pass
     cdef public dict _entries
     cdef public object reached
+    cdef public bint reads_destination
 
     @cython.locals(entry=tuple, kind=int, route=Route, kept=dict, key=tuple)
     cpdef object resolve(self, str pass_target, RouteRequest request)

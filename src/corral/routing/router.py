@@ -199,13 +199,14 @@ class Router:
     """Compiled routes. ``resolve`` is the per-request entry; the rest runs at configuration
     time."""
 
-    __slots__ = ("_compile_pass", "_entries", "_routes", "reached")
+    __slots__ = ("_compile_pass", "_entries", "_routes", "reached", "reads_destination")
 
     def __init__(
         self,
         routes: dict[str | None, Route],
         compile_pass: Callable[[str, str], tuple[int, Any]],
         reached: frozenset[str] | None,
+        reads_destination: bool = False,
     ) -> None:
         self._routes = routes
         # a listener's pass (target, path) compiled against these routes, by their compiler
@@ -214,6 +215,7 @@ class Router:
         # the applications the routes may pass a request to (None: any, a pass is built from
         # variables); the master lets their workers accept on the listeners passing to routes
         self.reached = reached
+        self.reads_destination = reads_destination  # a step matches on the local address
 
     @property
     def route_names(self) -> list[str]:

@@ -233,8 +233,6 @@ class RouteState(RequestSink):
             # counted as accepted by the worker that accepted it: the status counts each
             # client connection once, however many workers it went through
             conn.server.accepted -= 1
-        if self.local is None:  # (a relayed end has none: its hand-off said the client's)
-            self.local = transport.get_extra_info("sockname")
         if self.watch is not None:
             conn.loop.add_reader(self.watch.fileno(), self._relay_drains)
         if self.given_peer is not None:
@@ -315,8 +313,19 @@ class RouteState(RequestSink):
     def resolve(self, exchange: Exchange) -> Any:
         """The action of the routes for ``exchange`` (corral.routing.actions); the request as
         routing read it stays as ``request`` for the action's handler."""
+        router = self.router
+        if self.local is None and router.reads_destination:
+            self.local = self.local_address()
         request = self.request = route_request(self.conn, exchange, self.local)
-        return self.router.resolve(self.pass_target, request)
+        return router.resolve(self.pass_target, request)
+
+    def local_address(self) -> Any:
+        """The address the client reached: a relayed end's hand-off said the client's, the
+        others ask their socket (only when asked: routes that match on ``destination``, a
+        hand-off of a TLS session)."""
+        return (
+            self.local if self.local is not None else self.conn.transport.get_extra_info("sockname")
+        )
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:
@@ -376,7 +385,7 @@ class RouteState(RequestSink):
             header["peer"] = peer[:2]
         if tls is not None:  # the far end of a pair says nothing of the client by itself
             header["tls"] = tls
-            header["local"] = self.local
+            header["local"] = self.local_address()
         if conn.limiter is not None or conn.plan.routing.limiters:
             # its rate limits counted it here (the listener's, its step's): not again there
             header["counted"] = True
