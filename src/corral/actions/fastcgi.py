@@ -166,6 +166,9 @@ class FastCgiReply:
         if self.spool is not None:
             self.spool.close()
             self.spool = None
+        # the exchange holds this reply as its body: without that cycle reference counting
+        # frees both, and the client's connection, now, not the cycle collector later
+        self.exchange = None
 
     # -- the answer (exchange.action)
 
@@ -475,4 +478,6 @@ class FastCgiReply:
 
     def _log(self, message: str, *args: Any) -> None:
         conn = self.conn
-        conn.plan.routing.log.error(message, self.exchange.where(), *args)
+        exchange = self.exchange
+        where = "-" if exchange is None else exchange.where()  # (None: over, a late event)
+        conn.plan.routing.log.error(message, where, *args)

@@ -565,6 +565,7 @@ class HttpConnection(RequestSink):
         body = exchange.body
         if body is not server.empty_body:
             body.close()  # a spilled body's temporary file goes now, not at GC
+        exchange.action = None  # it and its answerer, a cycle, go now, not at the next GC
         if self.closed:
             return
         # a response that promised keep-alive before a drain began is followed by one more
