@@ -81,6 +81,7 @@ def test_empty_start_waits_on_a_private_socket():
                 "connections": {"accepted": 0, "active": 0, "idle": 0, "closed": 0},
                 "requests": {"total": 0},
                 "applications": {},
+                "readiness": "ready",  # nothing to serve, nothing to wait for
             }
             assert server.worker_pids() == []
             server.send(signal.SIGTTIN)  # no application: nothing to start

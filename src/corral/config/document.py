@@ -49,6 +49,7 @@ from corral.config.settings import (
     ProxyMode,
     Scope,
     Setting,
+    address_list,
     describe,
     parse_bind,
     parse_mode,
@@ -247,6 +248,7 @@ class Listener(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=
     tls: Tls | bool | UnsetType = UNSET  # the store's (tls/store.py), certfile's, or plain
     rate_limit: RateLimit | UnsetType = UNSET  # corral's: nginx's limit_req (filters/ratelimit)
     limit_conn: ConnLimit | UnsetType = UNSET  # corral's: nginx's limit_conn (filters/connlimit)
+    health: bool | UnsetType = UNSET  # corral's: its probes here or not; unset: the settings'
 
 
 _ROUTES = list[Any] | dict[str, list[Any]]
@@ -487,8 +489,6 @@ def _check_forwarded(forwarded: Forwarded, where: str) -> None:
 
 
 def _check_proxy_allow(allowed: str | list[str], where: str) -> None:
-    from corral.config.settings import address_list
-
     try:
         address_list(allowed)
     except Invalid as exc:

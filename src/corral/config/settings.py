@@ -1324,6 +1324,25 @@ SETTINGS: tuple[Setting, ...] = (
         resolve=address_list,
     ),
     Setting(
+        "health", _LISTENING, _S, bool, False,
+        "Answer readiness and liveness probes on every listener, in the worker, without the "
+        "application: `readiness_path` is 503 from the moment a graceful stop begins (see "
+        "`shutdown_delay`), 200 otherwise; `liveness_path` is 200 while the server runs, "
+        "draining included. A listener's `health` in the document turns them on or off there "
+        "alone (docs/deploy.md).",
+        flags=("--health",), action=Action.FLAG,
+    ),
+    Setting(
+        "readiness_path", _LISTENING, _S, _HEALTH_PATH, "/readyz",
+        "The path of the readiness probe (with `health`). Its query string is ignored.",
+        flags=("--readiness-path",), metavar="PATH",
+    ),
+    Setting(
+        "liveness_path", _LISTENING, _S, _HEALTH_PATH, "/livez",
+        "The path of the liveness probe (with `health`). Its query string is ignored.",
+        flags=("--liveness-path",), metavar="PATH",
+    ),
+    Setting(
         "reuse_port", _LISTENING, _S, bool, False,
         "Set `SO_REUSEPORT` on the TCP listening sockets, as Gunicorn's `--reuse-port`: "
         "another process may then bind the same address and the kernel spreads new "
@@ -1439,6 +1458,14 @@ SETTINGS: tuple[Setting, ...] = (
         "On shutdown or restart, how long workers may finish in-flight requests before they "
         "are killed.",
         flags=("--graceful-timeout",), metavar="SECONDS",
+    ),
+    Setting(
+        "shutdown_delay", _TIMEOUTS, _S, _SECONDS, 0.0,
+        "On a graceful stop (TERM, INT), how long the server goes on serving as usual, its "
+        "readiness probe already 503 (see `health`), before it stops accepting: the time a "
+        "load balancer takes to notice and send no more (Kubernetes: its endpoints' update). "
+        "`graceful_timeout` runs after it. A second TERM ends the delay.",
+        flags=("--shutdown-delay",), metavar="SECONDS",
     ),
     Setting(
         "handoff_timeout", _TIMEOUTS, _S, _SECONDS, 3.0,

@@ -36,6 +36,7 @@ from corral.master.generation import ROUTES_POOL, ApplyFailed
 from corral.master.process import WorkerProcess
 from corral.observe import latency, refusals
 from corral.observe.refusals import REASONS
+from corral.server.health import server_readiness
 from corral.tls.context import expiries
 
 DONE = "Reconfiguration done."
@@ -277,10 +278,15 @@ def status(arbiter: Arbiter, workers: bool = True) -> dict[str, Any]:
     counted = [arbiter.tally(name) for name in served_by]
     accepted = sum(tally.accepted for tally in counted)
     closed = sum(tally.closed for tally in counted)
+    ready = sum(worker.ready and not worker.retiring for worker in arbiter.workers.values())
     found = {
         "connections": {"accepted": accepted, "active": active, "idle": idle, "closed": closed},
         "requests": {"total": total},
         "applications": applications,
+        # corral's own: what the listeners' readiness probes say of the whole server
+        "readiness": server_readiness(
+            arbiter.stopping, arbiter.all_ready, ready, bool(arbiter.current.pools)
+        ),
     }
     refusals = refused_by_listener(arbiter)
     if refusals:  # corral's own: requests the server refused itself since it started, by reason

@@ -54,7 +54,7 @@ from corral.hooks import Hooks
 from corral.master import child, connlimits, exits, lifecycle, scaling, stopping, systemd, timeouts
 from corral.master.events import Events
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
-from corral.master.listeners import close_all, describe
+from corral.master.listeners import describe
 from corral.master.pidfile import PidFile
 from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
@@ -660,24 +660,7 @@ class Arbiter:
                 self.retire(worker)
 
     def begin_stop(self, *, graceful: bool) -> None:
-        self.stopping = True
-        self.graceful = graceful
-        pending = self.pending
-        if pending is not None and pending.settled is not None and not pending.settled.done():
-            pending.settled.set_result("the server is stopping")
-        if self.new_master is None:  # a master replaced by USR2 is not the service stopping
-            self.notify("STOPPING=1")
-        # the kernel stops queueing connections no worker will take; the socket files
-        # of unix listeners stay when a new master (or systemd) holds them
-        close_all(self.sockets, unlink=self.unlinks_on_close)
-        for _, handoff in self.handoffs.values():
-            handoff.close()
-        self.handoffs.clear()
-        self.externals.stop()
-        sig = signal.SIGTERM if graceful else signal.SIGQUIT
-        for worker in self.workers.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, sig)
+        stopping.begin(self, graceful)
 
 
 # What each signal asks of the master: Gunicorn's meanings, and uWSGI's for WINCH.

@@ -33,6 +33,7 @@ from corral.master.identity import Identity
 from corral.master.ratelimits import limiters
 from corral.observe.refusals import tally_for
 from corral.server.acceptor import LoadBoard
+from corral.server.health import probes_of
 from corral.server.plan import ListenerSpec
 from corral.tls.context import forget_others, session_context
 from corral.tls.served import ListenerTls, TlsError, settings_tls, store_tls
@@ -133,7 +134,7 @@ class Pool:
         found = []
         for address, sock in self.sockets.items():
             listener = self.doc.listeners[address]
-            forwarded = listener.forwarded
+            forwarded, health = listener.forwarded, listener.health
             pass_target = listener.pass_
             gate = None
             if pass_target.startswith("routes") and self.routes is not None:
@@ -152,6 +153,7 @@ class Pool:
                     gate,
                     self.conn_limits.get(address),
                     self.tallies.get(address),
+                    probes_of(None if health is msgspec.UNSET else health, self.settings),
                 )
             )
         return found

@@ -59,6 +59,7 @@ cdef class HttpConnection(RequestSink):
     cdef public bint trusted
     cdef public Limiter limiter
     cdef public ConnGate conns
+    cdef public object probes
     cdef public tuple conns_held
     cdef public list pipeline
     cdef public Exchange active

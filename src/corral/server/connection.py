@@ -158,6 +158,7 @@ class HttpConnection(RequestSink):
         "peer",
         "pipeline",
         "plan",
+        "probes",
         "reader",
         "reading_paused",
         "receiving",
@@ -195,15 +196,14 @@ class HttpConnection(RequestSink):
         # the listener's wire protocol: HTTP/1.1, or uwsgi packets (http/uwsgi.py), which
         # report the same events; everything else here is the same for both
         self.parser = plan.parser(self if route is None else route, server.limits)
-        # the PROXY header's parser until the header is complete (listeners with the PROXY
-        # protocol only: one attribute test per read after that)
-        self.reader: Any = None
+        self.reader: Any = None  # the PROXY header's parser until the header is whole
         # whether the peer is a proxy whose `forwarded` headers count (listeners with it only)
         self.trusted = False
         self.limiter = plan.limiter  # its `rate_limit` (filters/ratelimit.py), None: none
         # allow and deny (filters/gate.py): asked for each request until its client is known
         self.gate = plan.gate  # then what that client is answered (None: served)
         self.conns = plan.conns  # its connection counts (filters/connlimit.py), None: none
+        self.probes = plan.probes  # readiness and liveness (server/health.py), None: none
         self.conns_held: Any = None  # (client, slots) they counted it at
         # a list, not a deque: it holds one exchange but for pipelined requests, and compiled
         # its append, first item and removal are C calls, not method calls
@@ -343,7 +343,8 @@ class HttpConnection(RequestSink):
         if self.trusted:
             exchange.forwarded = self.plan.forwarding.resolve(head.headers)
         if (
-            (self.gate is not None and self.gate.refuses(self, exchange))
+            (self.probes is not None and self.probes.answers(self, exchange))
+            or (self.gate is not None and self.gate.refuses(self, exchange))
             or (
                 self.limiter is not None
                 and self.limiter.refuses(self, exchange, self.peer, self.route)

@@ -22,6 +22,7 @@ from corral.filters.connlimit import ConnGate
 from corral.filters.forwarded import Forwarding
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.refusals import Refusals
+from corral.server.health import Probes, Readiness
 from corral.server.proxied import ProxyPlan
 
 
@@ -41,6 +42,7 @@ class ListenerSpec:
     # its `limit_conn` (connlimit.ConnTable, the master's, its limit, its status), None: none
     conn_limit: Any = None
     tally: Any = None  # its refusals' counts (observe/refusals.Tally, the master's), None: none
+    health: Any = None  # its probes' paths, (readiness, liveness) (server/health.py), None: none
 
 
 class ListenerPlan:
@@ -59,6 +61,7 @@ class ListenerPlan:
         "limiter",
         "parser",
         "pass_target",
+        "probes",
         "proxy",
         "refusals",
         "routing",
@@ -84,6 +87,7 @@ class ListenerPlan:
         gate: Any = None,
         conns: Any = None,
         refusals: Any = None,
+        probes: Any = None,
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
@@ -107,6 +111,8 @@ class ListenerPlan:
         self.conns = conns
         # what counts and logs its refusals (observe/refusals.Refusals), None: not counted
         self.refusals = refusals
+        # its readiness and liveness probes (server/health.Probes), None without
+        self.probes = probes
 
 
 PLAIN = ListenerPlan()  # a listener with none of it, its address read from each connection
@@ -127,8 +133,11 @@ class Plans:
         discard_unsafe_fields: Any,
         steps: Any = None,
         counts: Any = None,
+        readiness: Any = None,
     ) -> None:
         self.own_pass = f"applications/{own_application}"
+        # the worker's readiness (server/health.Readiness), which its listeners' probes say
+        self.readiness = Readiness() if readiness is None else readiness
         self.routing = routing  # routed.Routing, or None when nothing routes here
         self.log = log
         self.steps = steps
@@ -159,6 +168,10 @@ class Plans:
         """What one listener's connections do, decided once: a plain one never pays for
         routing, `forwarded`, the PROXY protocol or another wire protocol."""
         sockname = listener.socket.getsockname()
+        probes = None
+        if listener.health is not None:
+            ready_path, live_path = listener.health
+            probes = Probes(ready_path, live_path, self.readiness)
         proxy = None
         if listener.proxy is not None:
             mode, peers = listener.proxy
@@ -173,6 +186,7 @@ class Plans:
                 limiter=limiter,
                 conns=self.conns.get(sockname),
                 refusals=self.refusals.get(sockname),
+                probes=probes,
             )
         forwarding = self.forwardings.get(sockname)
         tls_proxy = None
@@ -200,6 +214,7 @@ class Plans:
             gate=gate,
             conns=self.conns.get(sockname),
             refusals=self.refusals.get(sockname),
+            probes=probes,
         )
 
     def for_handoff(self, sockname: Any, pass_target: str) -> ListenerPlan:

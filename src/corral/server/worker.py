@@ -24,11 +24,14 @@ Signals: TERM drains: stop accepting (the listeners and the hand-off socket), fi
 in-flight requests within ``graceful_timeout``; every response from then on says
 ``Connection: close``, and idle keep-alive connections are closed ``drain_idle_timeout``
 later, not at once, so that a request a client is already sending on one is served rather
-than reset. QUIT exits at once. USR1 reopens the log files. USR2 writes every thread's
-stack to the error log (faulthandler, from C, so it works while the application holds the
-interpreter), and ABRT reports the request in progress and exits: the master sends both,
-in that order, to a worker it kills for a timeout. INT is ignored because a terminal sends
-it to the whole process group and the master decides.
+than reset. SERVER_STOPS (``server/health.py``: the whole server stops, where TERM alone
+retires one worker) turns the probes' readiness to 503 at once and drains ``shutdown_delay``
+later, serving what waits in the accept queues before the listeners close. QUIT exits at
+once. USR1 reopens the log files. USR2 writes every thread's stack to the error log
+(faulthandler, from C, so it works while the application holds the interpreter), and ABRT
+reports the request in progress and exits: the master sends both, in that order, to a worker
+it kills for a timeout. INT is ignored because a terminal sends it to the whole process group
+and the master decides.
 
 Server hooks (``spec.hooks``, Gunicorn's, see :mod:`corral.hooks`) that run here:
 ``post_worker_init`` once the application is imported, ``worker_int`` on QUIT,
@@ -44,6 +47,7 @@ import faulthandler
 import gc
 import logging
 import os
+import select
 import signal
 import socket
 import threading
@@ -57,7 +61,6 @@ from typing import Any
 # may not be able to read the interpreter's own files (ctypes) to import them then
 from corral.apps.asgi.adapter import AsgiAdapter
 from corral.apps.asgi.lifespan import Lifespan, LifespanFailed
-from corral.apps.asgi.websocket import WebSocketOptions
 from corral.apps.deadline import Watchdog
 from corral.apps.loader import (
     application_traceback,
@@ -69,7 +72,6 @@ from corral.apps.loader import (
 from corral.apps.rootpath import behind
 from corral.apps.venv import activate as activate_home
 from corral.apps.wsgi.environ import set_unsafe_fields
-from corral.apps.wsgi.runner import WsgiAdapter
 from corral.hooks import Hooks
 from corral.http.fields import head_fields, server_fields
 from corral.http.head import Limits
@@ -77,9 +79,12 @@ from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_
 from corral.observe.latency import LatencyHistogram
 from corral.observe.stacks import task_stacks
 from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
+from corral.server.adapters import asgi_adapter, wsgi_adapter
+from corral.server.census import connection_counts, oldest_request
 from corral.server.connection import HttpConnection, ServerState
 from corral.server.expiry import sweep
 from corral.server.handoff import HandoffServer
+from corral.server.health import SERVER_STOPS, Readiness
 from corral.server.plan import Counts, ListenerSpec, Plans
 from corral.server.renewal import Renewals
 from corral.server.routed import Routing, adopt_factory
@@ -92,9 +97,7 @@ from corral.wire import (
     Alive,
     Beat,
     Closed,
-    Connections,
     Failed,
-    InProgress,
     Latency,
     Message,
     Ready,
@@ -182,6 +185,8 @@ class Worker:
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()
         self.routing: Routing | None = None  # with routed listeners or a hand-off socket
         self.handoffs: HandoffServer | None = None
+        self.readiness = Readiness()  # what its listeners' probes say (server/health.py)
+        self.serve_backlog = False  # the whole server stops: the accept queues are served
 
     def run(self) -> int:
         spec = self.spec
@@ -243,7 +248,9 @@ class Worker:
             (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
         )
         if interface == "asgi":
-            self.adapter = self._asgi_adapter(apps[0], entry_points[0].prefix, more_targets)
+            self.adapter = asgi_adapter(
+                apps[0], entry_points[0].prefix, more_targets, spec, self.log, self.hooks
+            )
             if application.lifespan != "off":
                 # each target's own lifespan, all filling the one state the scopes copy
                 self.lifespans = [
@@ -260,8 +267,8 @@ class Worker:
                     self.log,
                     self._send,
                 )
-            self.adapter = self._wsgi_adapter(
-                apps[0], entry_points[0].prefix, more_targets, watchdog, settings, spec
+            self.adapter = wsgi_adapter(
+                apps[0], entry_points[0].prefix, more_targets, watchdog, spec, self.log, self.hooks
             )
         limits = Limits(
             settings.limit_request_line,
@@ -304,53 +311,6 @@ class Worker:
                 self.routing.close()
             loop.close()
 
-    def _wsgi_adapter(
-        self, app: Any, prefix: str, more_targets: Any, watchdog: Any, settings: Any, spec: Any
-    ) -> Any:
-        application = spec.application
-        return WsgiAdapter(
-            app,
-            prefix=prefix,
-            more_targets=more_targets,
-            threads=application.threads,
-            thread_scheduling=application.thread_scheduling,
-            body_buffer_size=settings.body_buffer_size,
-            response_buffer_size=settings.response_buffer_size,
-            response_spool_size=settings.response_spool_size,
-            request_buffering=settings.request_buffering,
-            body_temp_dir=settings.body_temp_dir,
-            multiprocess=spec.multiprocess,
-            log=self.log,
-            watchdog=watchdog,
-            hooks=self.hooks,
-        )
-
-    def _asgi_adapter(self, app: Any, prefix: str, more_targets: Any) -> Any:
-        application = self.spec.application
-        if application.threads > 1 and self.spec.slot == 0:
-            # said once per pool, not by every worker; the setting still applies to WSGI
-            self.log.warning("ASGI application: threads does not apply (its tasks run on the loop)")
-        settings = self.spec.settings
-        return AsgiAdapter(
-            app,
-            log=self.log,
-            prefix=prefix,
-            more_targets=more_targets,
-            request_timeout=application.request_timeout,
-            request_timeout_grace=application.request_timeout_grace,
-            hooks=self.hooks,
-            websocket=None
-            if settings.ws == "none"
-            else WebSocketOptions(
-                max_size=settings.ws_max_size,
-                max_queue=settings.ws_max_queue,
-                ping_interval=settings.ws_ping_interval,
-                ping_timeout=settings.ws_ping_timeout,
-                close_timeout=settings.ws_close_timeout,
-                per_message_deflate=settings.ws_per_message_deflate,
-            ),
-        )
-
     async def _serve(self) -> int:
         loop = self.loop
         state = self.state
@@ -363,6 +323,7 @@ class Worker:
         # ends a starting worker, and USR1 is kept for later.
         loop.add_signal_handler(signal.SIGTERM, self.begin_drain)
         loop.add_signal_handler(signal.SIGUSR1, self.reopen_logs)
+        loop.add_signal_handler(SERVER_STOPS, self.server_stops)
         if self._reopen_asked:
             self.reopen_logs()
         for lifespan in self.lifespans:
@@ -388,6 +349,7 @@ class Worker:
             discard_unsafe_fields=spec.settings.discard_unsafe_fields,
             steps=body_steps(spec.settings),
             counts=Counts(spec),
+            readiness=self.readiness,
         )
         gate = None
         if spec.board is not None and spec.listeners:
@@ -504,26 +466,6 @@ class Worker:
         self._heartbeat()
         self._schedule_tick()
 
-    def _oldest_request(self, now: float) -> InProgress | None:
-        """The oldest request in progress, its age at ``now`` (``time.monotonic()``: the
-        loop's own clock may be uvloop's, read once per loop turn) without the time its
-        answer waited for the client, or None."""
-        state = self.state
-        assert state is not None
-        oldest = None
-        for conn in state.connections:
-            exchange = conn.active
-            if exchange is None or conn.waiting_for_client():
-                continue  # a slow reader is the client's time, not the application's
-            # and so is every wait its answer had: the request's start moves by them
-            started = exchange.request_start + exchange.client_time
-            if oldest is None or started < oldest[0]:
-                oldest = (started, exchange)
-        if oldest is None:
-            return None
-        head = oldest[1].head  # encode() cuts the target and writes its spaces %20
-        return InProgress(now - oldest[0], head.method, head.target.decode("latin-1"))
-
     def _on_finish(self) -> Any:
         """What runs as each response finishes: the access log, the latency histogram."""
         observers = [spec for spec in (self.spec.access_log, self.latency) if spec is not None]
@@ -540,25 +482,12 @@ class Worker:
     def _heartbeat(self) -> None:
         state = self.state
         assert state is not None
-        self._send(self._connections())
+        self._send(connection_counts(state))
         latency = self.latency
         if latency is not None:
             self._send(Latency(latency.sum_us, tuple(latency.counts)))
         at = time.monotonic()
-        self._send(Beat(state.served, at, self._oldest_request(at)))
-
-    def _connections(self) -> Connections:
-        """Connections accepted and closed so far, open ones with a request (active) or
-        without (idle), requests in the application."""
-        state = self.state
-        assert state is not None
-        active = busy = 0
-        for conn in state.connections:
-            if conn.active is not None or conn.pipeline:
-                active += 1
-                busy += conn.active is not None and not conn.waiting_for_client()
-        idle = len(state.connections) - active
-        return Connections(state.accepted, state.closed, active, idle, busy)
+        self._send(Beat(state.served, at, oldest_request(state.connections, at)))
 
     def _send(self, message: Message) -> None:
         """One line to the heartbeat pipe (from the loop, the watchdog thread or a signal
@@ -603,6 +532,15 @@ class Worker:
 
     # -- stopping -----------------------------------------------------------------
 
+    def server_stops(self) -> None:
+        """The master's SERVER_STOPS: the whole server stops. Readiness is 503 at once; the
+        drain begins after ``shutdown_delay`` (or at a TERM), and serves what waits in the
+        accept queues before the listeners close."""
+        self.readiness.ready = False
+        self.serve_backlog = True
+        assert self.loop is not None
+        self.loop.call_later(self.spec.settings.shutdown_delay, self.begin_drain)
+
     def begin_drain(self) -> None:
         """TERM: stop accepting, finish the requests in progress, then leave."""
         if self.stopping:
@@ -612,21 +550,44 @@ class Worker:
         state = self.state
         assert state is not None and self.loop is not None
         state.draining = True
-        for server in self.servers:
-            server.close()
+        settings = self.spec.settings
+        self._drain_deadline = self.loop.time() + settings.graceful_timeout
+        if self.serve_backlog:  # (a retired worker's successors take its accept queues)
+            self._close_when_no_backlog(self.loop.time() + settings.drain_idle_timeout)
+        else:
+            self._close_listeners()
         if self.routing is not None:
             self.routing.drain()
         self.adapter.drain()
-        # the master answers a control API change only once its retired workers said this:
-        # a connection opened after the answer must not reach the old configuration
-        self._send(Closed())
-        grace = min(self.spec.settings.drain_idle_timeout, state.keep_alive)
+        grace = min(settings.drain_idle_timeout, state.keep_alive)
         self.loop.call_later(grace, self._close_idle)
-        self._drain_deadline = self.loop.time() + self.spec.settings.graceful_timeout
         # not at once: a connection accepted in this same loop iteration has its
         # connection_made still queued (call_soon), and an empty set now would end the worker
         # with that connection unanswered
         self.loop.call_soon(self._drain_poll)
+
+    def _close_listeners(self) -> None:
+        for server in self.servers:
+            server.close()
+        self.servers.clear()  # (while any is open, the drain waits: what it accepts is due)
+        # the master answers a control API change only once its retired workers said this:
+        # a connection opened after the answer must not reach the old configuration
+        self._send(Closed())
+
+    def _close_when_no_backlog(self, until: float) -> None:
+        """The listeners stay open while a connection waits in one's accept queue (the
+        loop's accept takes it meanwhile, answered with ``Connection: close``), at most
+        until ``until`` (``drain_idle_timeout``: a balancer that still sends keeps them
+        full), then close: what a client had already sent is served, not reset."""
+        assert self.loop is not None
+        waiting = select.poll()
+        for listener in self.spec.listeners:
+            if listener.socket.fileno() >= 0:
+                waiting.register(listener.socket.fileno(), select.POLLIN)
+        if waiting.poll(0) and self.loop.time() < until:
+            self.loop.call_later(0.005, self._close_when_no_backlog, until)
+        else:
+            self._close_listeners()
 
     def _close_idle(self) -> None:
         state = self.state
@@ -653,7 +614,7 @@ class Worker:
         application's worker (relay.py)."""
         state = self.state
         assert state is not None
-        if state.connections or any(door.arriving for door in self.doors):
+        if self.servers or state.connections or any(door.arriving for door in self.doors):
             return True
         routing = self.routing
         return bool(
@@ -681,7 +642,7 @@ class Worker:
             # is on no thread's stack
             self.log.error("its pending tasks:\n%s", task_stacks(self.loop))
         if self.state is not None and self.loop is not None:
-            self._send(Abort(self._oldest_request(time.monotonic())))
+            self._send(Abort(oldest_request(self.state.connections, time.monotonic())))
         os._exit(EXIT_ABORTED)
 
     def quit(self, *_: object) -> None:

@@ -1,0 +1,123 @@
+"""Readiness and liveness probes, answered by the worker that reads them, never by the
+application: a load balancer or Kubernetes asks whether to send this server traffic
+(readiness) and whether to restart it (liveness).
+
+A listener with probes (``health``, or its own ``health`` key in the document) has a `Probes`
+in its plan; each request's head is compared with the two paths before anything else looks at
+it (limits, routes, the application), so a probe is answered even when those would refuse or
+queue it. Readiness is 503 from the moment a graceful stop begins: at once on TERM, through
+the ``shutdown_delay`` in which the worker still serves everything else as usual (the time
+the balancer takes to stop sending), and through the drain after it. Liveness is 200 while
+the worker answers at all, draining included: a server that drains is not to be restarted.
+
+The master says the same of the whole server in the control API's ``/status`` (`readiness`:
+starting, ready, no worker ready, draining), which a probe cannot: a worker that answers is
+started, and none answers while none is.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import TYPE_CHECKING, Any
+
+from corral.http.response import server_head
+
+if TYPE_CHECKING:
+    from corral.server.connection import HttpConnection
+    from corral.server.exchange import Exchange
+
+# how the master tells its workers that the whole server stops (TERM alone retires one worker,
+# a reload's or a recycle's): readiness 503 now, the drain after ``shutdown_delay``, and what
+# waits in the listeners' accept queues is served before they close
+SERVER_STOPS = signal.SIGRTMIN + 1
+
+READY = b"ready\n"
+DRAINING = b"draining\n"
+LIVE = b"live\n"
+
+
+class Readiness:
+    """One worker's readiness, shared by the probes of all its listeners: False from the
+    moment its server began to stop (the master's word on TERM, or the worker's own drain)."""
+
+    __slots__ = ("ready",)
+
+    def __init__(self) -> None:
+        self.ready = True
+
+
+class Probes:
+    """A listener's two probe paths (bytes, as the request target has them) and the answers."""
+
+    __slots__ = ("liveness", "readiness", "state")
+
+    def __init__(self, readiness: str, liveness: str, state: Readiness) -> None:
+        self.readiness = readiness.encode("latin-1")
+        self.liveness = liveness.encode("latin-1")
+        self.state = state
+
+    def answers(self, conn: HttpConnection, exchange: Exchange) -> bool:
+        """Whether ``exchange`` is a probe: then it is answered in its turn (its answerer set),
+        and nothing else sees it."""
+        target = exchange.head.target
+        query = target.find(b"?")
+        path = target if query < 0 else target[:query]
+        if path == self.readiness:
+            ready = self.state.ready and not conn.server.draining
+            exchange.action = ProbeAnswer(200 if ready else 503, READY if ready else DRAINING)
+            return True
+        if path == self.liveness:
+            exchange.action = ProbeAnswer(200, LIVE)
+            return True
+        return False
+
+
+class ProbeAnswer:
+    """The answerer of a probe (``exchange.action``): a short text, never cached; the body
+    of a probe's request, if any, is read and dropped."""
+
+    __slots__ = ("body", "status")
+
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status = status
+        self.body = body
+
+    def take_body(self, conn: HttpConnection, exchange: Exchange) -> Any:
+        from corral.actions.respond import DISCARD, answer_unread
+
+        answer_unread(exchange)
+        return DISCARD
+
+    def start(self, conn: HttpConnection, exchange: Exchange) -> None:
+        head = exchange.head
+        keep_alive = head.keep_alive and exchange.complete and not conn.server.draining
+        fields = (
+            "Content-Type: text/plain\r\nCache-Control: no-store\r\n"
+            f"Content-Length: {len(self.body)}\r\n"
+        )
+        data = server_head(self.status, conn.server.prefix, fields, not keep_alive)
+        if head.method != "HEAD":
+            data += self.body
+        exchange.status = self.status
+        exchange.response_bytes = len(data)
+        conn.finish(exchange, keep_alive, data)
+
+
+def probes_of(listener_health: Any, settings: Any) -> tuple[str, str] | None:
+    """A listener's probe paths, (readiness, liveness), or None: its own ``health`` key if
+    the document gives one, else the ``health`` setting."""
+    on = settings.health if listener_health is None else listener_health
+    return (settings.readiness_path, settings.liveness_path) if on else None
+
+
+def server_readiness(
+    stopping: bool, ever_ready: bool, ready_workers: int, runs_workers: bool = True
+) -> str:
+    """The whole server's readiness, as ``/status`` says it: ``ever_ready``, its start-up
+    is over; ``runs_workers``, its document has something for workers to serve (without,
+    external programs or nothing: ready once started)."""
+    if stopping:
+        return "draining"
+    if ready_workers or (ever_ready and not runs_workers):
+        return "ready"
+    return "no worker ready" if ever_ready else "starting"
