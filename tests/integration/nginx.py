@@ -37,6 +37,7 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
+{http}
     server {{
         listen 127.0.0.1:{port};
         server_name localhost;
@@ -66,9 +67,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_nginx(prefix: Path, locations: str, user: str | None = None) -> Iterator[int]:
-    """nginx on a free loopback port serving ``locations``; its workers run as ``user``
-    ("USER GROUP", when the master is root), else as whoever starts it. Yields the port."""
+def running_nginx(
+    prefix: Path, locations: str, user: str | None = None, http: str = ""
+) -> Iterator[int]:
+    """nginx on a free loopback port serving ``locations`` (``http``: more of its ``http``
+    block, an ``upstream``); its workers run as ``user`` ("USER GROUP", when the master is
+    root), else as whoever starts it. Yields the port."""
     binary = nginx_binary()
     for attempt in range(5):
         port = free_port()
@@ -79,6 +83,7 @@ def running_nginx(prefix: Path, locations: str, user: str | None = None) -> Iter
                 prefix=prefix,
                 port=port,
                 locations=locations,
+                http=http,
             )
         )
         proc = subprocess.Popen(

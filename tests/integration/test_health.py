@@ -104,8 +104,10 @@ def test_a_term_turns_readiness_503_and_the_delay_serves_on_as_usual() -> None:
         assert time.monotonic() - began < 1.0
         status, _, body = get(server.host, server.port, "/readyz")
         assert (status, body) == (503, b"draining\n")
-        # through the delay: new connections served as before, liveness still 200
-        assert get(server.host, server.port, "/")[:3:2] == (200, b"app /")
+        # through the delay: new connections served, each answer closing its connection (a
+        # balancer's kept ones move elsewhere), liveness still 200
+        status, headers, body = get(server.host, server.port, "/")
+        assert (status, body, headers["connection"]) == (200, b"app /", "close")
         assert get(server.host, server.port, "/livez")[0] == 200
         assert control.get("/status").json["readiness"] == "draining"
         assert server.proc.poll() is None

@@ -1461,10 +1461,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "shutdown_delay", _TIMEOUTS, _S, _SECONDS, 0.0,
-        "On a graceful stop (TERM, INT), how long the server goes on serving as usual, its "
-        "readiness probe already 503 (see `health`), before it stops accepting: the time a "
-        "load balancer takes to notice and send no more (Kubernetes: its endpoints' update). "
-        "`graceful_timeout` runs after it. A second TERM ends the delay.",
+        "On a graceful stop (TERM, INT), how long the server goes on serving and accepting, "
+        "its readiness probe already 503 (see `health`) and each answer closing its "
+        "connection (a balancer's kept connections move to the other instances), before it "
+        "stops accepting: the time a load balancer takes to notice and send no more "
+        "(Kubernetes: its endpoints' update). `graceful_timeout` runs after it. A second "
+        "TERM ends the delay.",
         flags=("--shutdown-delay",), metavar="SECONDS",
     ),
     Setting(

@@ -32,9 +32,12 @@ def begin(arbiter: Arbiter, graceful: bool) -> None:
         arbiter.notify("STOPPING=1")
     if not graceful:
         _close_doors(arbiter)
+    # a master replaced by USR2 retires its workers as a reload does (its successor's take
+    # the same listeners: they stay ready); a worker still starting has no handler for
+    # SERVER_STOPS yet, TERM ends it
+    replaced = arbiter.new_master is not None
     for worker in arbiter.workers.values():
-        # a worker still starting has no handler for SERVER_STOPS yet: TERM ends it
-        sig = SERVER_STOPS if worker.ready else signal.SIGTERM
+        sig = SERVER_STOPS if worker.ready and not replaced else signal.SIGTERM
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, sig if graceful else signal.SIGQUIT)
 

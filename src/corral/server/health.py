@@ -6,9 +6,12 @@ A listener with probes (``health``, or its own ``health`` key in the document) h
 in its plan; each request's head is compared with the two paths before anything else looks at
 it (limits, routes, the application), so a probe is answered even when those would refuse or
 queue it. Readiness is 503 from the moment a graceful stop begins: at once on TERM, through
-the ``shutdown_delay`` in which the worker still serves everything else as usual (the time
-the balancer takes to stop sending), and through the drain after it. Liveness is 200 while
-the worker answers at all, draining included: a server that drains is not to be restarted.
+the ``shutdown_delay`` in which the worker still serves everything else (the time the
+balancer takes to stop sending), and through the drain after it. Through the delay each
+answer closes its connection (``Connection: close``, as in the drain), so that a balancer's
+kept connections leave for the other instances while the answers are the client's, not on a
+close of the server's that could cross a request. Liveness is 200 while the worker answers
+at all, draining included: a server that drains is not to be restarted.
 
 The master says the same of the whole server in the control API's ``/status`` (`readiness`:
 starting, ready, no worker ready, draining), which a probe cannot: a worker that answers is
@@ -36,25 +39,14 @@ DRAINING = b"draining\n"
 LIVE = b"live\n"
 
 
-class Readiness:
-    """One worker's readiness, shared by the probes of all its listeners: False from the
-    moment its server began to stop (the master's word on TERM, or the worker's own drain)."""
-
-    __slots__ = ("ready",)
-
-    def __init__(self) -> None:
-        self.ready = True
-
-
 class Probes:
     """A listener's two probe paths (bytes, as the request target has them) and the answers."""
 
-    __slots__ = ("liveness", "readiness", "state")
+    __slots__ = ("liveness", "readiness")
 
-    def __init__(self, readiness: str, liveness: str, state: Readiness) -> None:
+    def __init__(self, readiness: str, liveness: str) -> None:
         self.readiness = readiness.encode("latin-1")
         self.liveness = liveness.encode("latin-1")
-        self.state = state
 
     def answers(self, conn: HttpConnection, exchange: Exchange) -> bool:
         """Whether ``exchange`` is a probe: then it is answered in its turn (its answerer set),
@@ -63,7 +55,7 @@ class Probes:
         query = target.find(b"?")
         path = target if query < 0 else target[:query]
         if path == self.readiness:
-            ready = self.state.ready and not conn.server.draining
+            ready = not conn.server.draining
             exchange.action = ProbeAnswer(200 if ready else 503, READY if ready else DRAINING)
             return True
         if path == self.liveness:

@@ -22,7 +22,7 @@ from corral.filters.connlimit import ConnGate
 from corral.filters.forwarded import Forwarding
 from corral.http.uwsgi import UwsgiParser
 from corral.observe.refusals import Refusals
-from corral.server.health import Probes, Readiness
+from corral.server.health import Probes
 from corral.server.proxied import ProxyPlan
 
 
@@ -133,11 +133,8 @@ class Plans:
         discard_unsafe_fields: Any,
         steps: Any = None,
         counts: Any = None,
-        readiness: Any = None,
     ) -> None:
         self.own_pass = f"applications/{own_application}"
-        # the worker's readiness (server/health.Readiness), which its listeners' probes say
-        self.readiness = Readiness() if readiness is None else readiness
         self.routing = routing  # routed.Routing, or None when nothing routes here
         self.log = log
         self.steps = steps
@@ -171,7 +168,7 @@ class Plans:
         probes = None
         if listener.health is not None:
             ready_path, live_path = listener.health
-            probes = Probes(ready_path, live_path, self.readiness)
+            probes = Probes(ready_path, live_path)
         proxy = None
         if listener.proxy is not None:
             mode, peers = listener.proxy

@@ -84,7 +84,7 @@ from corral.server.census import connection_counts, oldest_request
 from corral.server.connection import HttpConnection, ServerState
 from corral.server.expiry import sweep
 from corral.server.handoff import HandoffServer
-from corral.server.health import SERVER_STOPS, Readiness
+from corral.server.health import SERVER_STOPS
 from corral.server.plan import Counts, ListenerSpec, Plans
 from corral.server.renewal import Renewals
 from corral.server.routed import Routing, adopt_factory
@@ -185,7 +185,6 @@ class Worker:
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()
         self.routing: Routing | None = None  # with routed listeners or a hand-off socket
         self.handoffs: HandoffServer | None = None
-        self.readiness = Readiness()  # what its listeners' probes say (server/health.py)
         self.serve_backlog = False  # the whole server stops: the accept queues are served
 
     def run(self) -> int:
@@ -349,7 +348,6 @@ class Worker:
             discard_unsafe_fields=spec.settings.discard_unsafe_fields,
             steps=body_steps(spec.settings),
             counts=Counts(spec),
-            readiness=self.readiness,
         )
         gate = None
         if spec.board is not None and spec.listeners:
@@ -533,10 +531,12 @@ class Worker:
     # -- stopping -----------------------------------------------------------------
 
     def server_stops(self) -> None:
-        """The master's SERVER_STOPS: the whole server stops. Readiness is 503 at once; the
-        drain begins after ``shutdown_delay`` (or at a TERM), and serves what waits in the
-        accept queues before the listeners close."""
-        self.readiness.ready = False
+        """The master's SERVER_STOPS: the whole server stops. Readiness is 503 at once and
+        each answer closes its connection (server/health.py says why); the drain begins
+        after ``shutdown_delay`` (or at a TERM), and serves what waits in the accept queues
+        before the listeners close."""
+        assert self.state is not None
+        self.state.draining = True
         self.serve_backlog = True
         assert self.loop is not None
         self.loop.call_later(self.spec.settings.shutdown_delay, self.begin_drain)

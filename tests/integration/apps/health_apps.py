@@ -2,6 +2,7 @@
 
 - ``/sleep?S``: sleeps S seconds, then answers ``slept``;
 - ``/count``: how many requests reached this worker's application before this one;
+- ``/echo``: the request's body;
 - anything else (``/readyz`` too: the application's own, when the probes are elsewhere):
   ``app PATH``.
 """
@@ -23,6 +24,8 @@ def application(environ, start_response):
         body = b"slept"
     elif path == "/count":
         body = str(seen).encode()
+    elif path == "/echo":
+        body = environ["wsgi.input"].read()
     else:
         body = f"app {path}".encode()
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
