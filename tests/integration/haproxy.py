@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.nginx import free_port
+from tests.integration.nginx import free_port, stop_front
 from tests.integration.server import wait_for
 
 _CONF = """\
@@ -94,11 +94,4 @@ def running_haproxy(
         wait_for(listening, 15)
         yield port
     finally:
-        proc.send_signal(signal.SIGUSR1)  # soft stop: our own process, by its id
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop_front(proc, signal.SIGUSR1)  # soft stop: our own process, by its id

@@ -109,11 +109,17 @@ def running_nginx(
     try:
         yield port
     finally:
-        proc.send_signal(signal.SIGQUIT)  # graceful: our own process, by its id
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop_front(proc, signal.SIGQUIT)  # graceful: our own process, by its id
+
+
+def stop_front(proc: subprocess.Popen, sig: int) -> None:
+    """Stop a front (nginx, HAProxy) the test started with ``sig``, its graceful stop; kill
+    it if it is still there 10 s later."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    if proc.stderr is not None:
+        proc.stderr.close()

@@ -25,8 +25,9 @@ in-flight requests within ``graceful_timeout``; every response from then on says
 ``Connection: close``, and idle keep-alive connections are closed ``drain_idle_timeout``
 later, not at once, so that a request a client is already sending on one is served rather
 than reset. SERVER_STOPS (``server/health.py``: the whole server stops, where TERM alone
-retires one worker) turns the probes' readiness to 503 at once and drains ``shutdown_delay``
-later, serving what waits in the accept queues before the listeners close. QUIT exits at
+retires one worker) turns the probes' readiness to 503 and closes each answer's connection
+at once, and drains ``shutdown_delay`` later, serving what waits in the accept queues before
+the listeners close. QUIT exits at
 once. USR1 reopens the log files. USR2 writes every thread's stack to the error log
 (faulthandler, from C, so it works while the application holds the interpreter), and ABRT
 reports the request in progress and exits: the master sends both, in that order, to a worker
