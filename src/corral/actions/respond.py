@@ -2,8 +2,9 @@
 answered in order with the connection's other requests, as Unit does.
 
 400-599 get Unit's small HTML error page, any other status an empty body and the
-``Location`` when given. The request's body is read and dropped, so the connection stays open
-as far as the request allows (``Expect: 100-continue``: answered at once, the body never asked
+``Location`` when given, unless the answer has a body of its own (the probes',
+server/health.py). The request's body is read and dropped, so the connection stays open as
+far as the request allows (``Expect: 100-continue``: answered at once, the body never asked
 for, then closed)."""
 
 from __future__ import annotations
@@ -36,12 +37,19 @@ DISCARD = Discard()
 class Reply:
     """The answerer of a request routing answers itself (``exchange.action``)."""
 
-    __slots__ = ("fields", "location", "status")
+    __slots__ = ("body", "fields", "location", "status")
 
-    def __init__(self, status: int, location: str | None = None, fields: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        location: str | None = None,
+        fields: str = "",
+        body: bytes | None = None,
+    ) -> None:
         self.status = status
         self.location = location
         self.fields = fields  # more head lines, each ending in CRLF (a rate limit's Retry-After)
+        self.body = body  # None: Unit's (an error page, or nothing)
 
     def take_body(self, conn: HttpConnection, exchange: Exchange) -> Discard:
         answer_unread(exchange)
@@ -51,7 +59,9 @@ class Reply:
         server = conn.server
         head = exchange.head
         keep_alive = head.keep_alive and exchange.complete and not server.draining
-        data = reply(self.status, self.location, head, keep_alive, server.prefix, self.fields)
+        data = reply(
+            self.status, self.location, head, keep_alive, server.prefix, self.fields, self.body
+        )
         exchange.status = self.status
         exchange.response_bytes = len(data)
         conn.finish(exchange, keep_alive, data)
@@ -104,13 +114,15 @@ def reply(
     keep_alive: bool,
     prefix: str,
     more: str = "",
+    body: bytes | None = None,
 ) -> bytes:
-    """The bytes of Unit's answer to a ``return`` action (with ``more`` head lines)."""
+    """The bytes of Unit's answer to a ``return`` action (with ``more`` head lines), or of
+    one with its own ``body`` (its Content-Type among ``more``)."""
     fields = [more]
-    if 400 <= status <= 599:
+    if body is None and 400 <= status <= 599:
         body = error_page(status)
         fields.append("Content-Type: text/html\r\n")
-    else:
+    elif body is None:
         body = b""
     if location is not None:
         fields.append(f"Location: {location}\r\n")

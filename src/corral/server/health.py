@@ -23,7 +23,7 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING, Any
 
-from corral.http.response import server_head
+from corral.actions.respond import Reply
 
 if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
@@ -34,9 +34,11 @@ if TYPE_CHECKING:
 # waits in the listeners' accept queues is served before they close
 SERVER_STOPS = signal.SIGRTMIN + 1
 
-READY = b"ready\n"
-DRAINING = b"draining\n"
-LIVE = b"live\n"
+_TEXT = "Content-Type: text/plain\r\nCache-Control: no-store\r\n"
+# the answers, the same for every probe (answered in their turn: actions/respond.py)
+READY = Reply(200, None, _TEXT, b"ready\n")
+DRAINING = Reply(503, None, _TEXT, b"draining\n")
+LIVE = Reply(200, None, _TEXT, b"live\n")
 
 
 class Probes:
@@ -55,44 +57,12 @@ class Probes:
         query = target.find(b"?")
         path = target if query < 0 else target[:query]
         if path == self.readiness:
-            ready = not conn.server.draining
-            exchange.action = ProbeAnswer(200 if ready else 503, READY if ready else DRAINING)
+            exchange.action = DRAINING if conn.server.draining else READY
             return True
         if path == self.liveness:
-            exchange.action = ProbeAnswer(200, LIVE)
+            exchange.action = LIVE
             return True
         return False
-
-
-class ProbeAnswer:
-    """The answerer of a probe (``exchange.action``): a short text, never cached; the body
-    of a probe's request, if any, is read and dropped."""
-
-    __slots__ = ("body", "status")
-
-    def __init__(self, status: int, body: bytes) -> None:
-        self.status = status
-        self.body = body
-
-    def take_body(self, conn: HttpConnection, exchange: Exchange) -> Any:
-        from corral.actions.respond import DISCARD, answer_unread
-
-        answer_unread(exchange)
-        return DISCARD
-
-    def start(self, conn: HttpConnection, exchange: Exchange) -> None:
-        head = exchange.head
-        keep_alive = head.keep_alive and exchange.complete and not conn.server.draining
-        fields = (
-            "Content-Type: text/plain\r\nCache-Control: no-store\r\n"
-            f"Content-Length: {len(self.body)}\r\n"
-        )
-        data = server_head(self.status, conn.server.prefix, fields, not keep_alive)
-        if head.method != "HEAD":
-            data += self.body
-        exchange.status = self.status
-        exchange.response_bytes = len(data)
-        conn.finish(exchange, keep_alive, data)
 
 
 def probes_of(listener_health: Any, settings: Any) -> tuple[str, str] | None:
