@@ -37,7 +37,7 @@ cdef class RouteState(RequestSink):
     cpdef on_message_begin(self)
     cpdef bint route(self, Exchange exchange) except -1
     cpdef bint act(self, Exchange exchange, object action) except -1
-    @cython.locals(request=RouteRequest, router=Router)
+    @cython.locals(request=RouteRequest, router=Router, local=object)
     cpdef object resolve(self, Exchange exchange)
     cpdef object local_address(self)
     cpdef on_request(self, RequestHead head)

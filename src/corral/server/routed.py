@@ -314,18 +314,17 @@ class RouteState(RequestSink):
         """The action of the routes for ``exchange`` (corral.routing.actions); the request as
         routing read it stays as ``request`` for the action's handler."""
         router = self.router
-        if self.local is None and router.reads_destination:
-            self.local = self.local_address()
-        request = self.request = route_request(self.conn, exchange, self.local)
+        local = self.local_address() if router.reads_destination else self.local
+        request = self.request = route_request(self.conn, exchange, local)
         return router.resolve(self.pass_target, request)
 
     def local_address(self) -> Any:
         """The address the client reached: a relayed end's hand-off said the client's, the
-        others ask their socket (only when asked: routes that match on ``destination``, a
-        hand-off of a TLS session)."""
-        return (
-            self.local if self.local is not None else self.conn.transport.get_extra_info("sockname")
-        )
+        others ask their socket once (only when asked: routes that match on ``destination``,
+        a hand-off of a TLS session)."""
+        if self.local is None:
+            self.local = self.conn.transport.get_extra_info("sockname")
+        return self.local
 
     def on_body(self, chunk: bytes) -> None:
         if self.handoff is None:

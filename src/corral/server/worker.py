@@ -186,7 +186,6 @@ class Worker:
         self.hooks = spec.hooks if spec.hooks is not None else Hooks()
         self.routing: Routing | None = None  # with routed listeners or a hand-off socket
         self.handoffs: HandoffServer | None = None
-        self.serve_backlog = False  # the whole server stops: the accept queues are served
 
     def run(self) -> int:
         spec = self.spec
@@ -536,10 +535,8 @@ class Worker:
         each answer closes its connection (server/health.py says why); the drain begins
         after ``shutdown_delay`` (or at a TERM), and serves what waits in the accept queues
         before the listeners close."""
-        assert self.state is not None
-        self.state.draining = True
-        self.serve_backlog = True
-        assert self.loop is not None
+        assert self.state is not None and self.loop is not None
+        self.state.draining = True  # (before the drain: what tells it the server stops)
         self.loop.call_later(self.spec.settings.shutdown_delay, self.begin_drain)
 
     def begin_drain(self) -> None:
@@ -550,10 +547,11 @@ class Worker:
         self.hooks.worker_stopping()
         state = self.state
         assert state is not None and self.loop is not None
+        server_stops = state.draining  # set by server_stops alone, before a drain
         state.draining = True
         settings = self.spec.settings
         self._drain_deadline = self.loop.time() + settings.graceful_timeout
-        if self.serve_backlog:  # (a retired worker's successors take its accept queues)
+        if server_stops:  # (a retired worker's successors take its accept queues)
             self._close_when_no_backlog(self.loop.time() + settings.drain_idle_timeout)
         else:
             self._close_listeners()
