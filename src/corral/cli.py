@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = command.document(base=saved if saved is not None else Document())
         else:
             doc = command.document()
+        if doc.settings.watch_config:
+            _check_watched(command, emperor is not None or bool(control and control.owns_config))
     except ConfigError as exc:
         print(f"corral: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
@@ -96,6 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     if detached is not None:
         detached.exited(code)
     return code
+
+
+def _check_watched(command: CommandLine, document_is_its_own_source: bool) -> None:
+    """``watch_config`` needs a config file that a reload reads again."""
+    if document_is_its_own_source:
+        raise ConfigError(
+            "watch_config: the configuration is the control API's saved document or the "
+            "emperor's files, not a config file a reload reads"
+        )
+    path = command.config_path
+    if path is None or path.startswith("python:"):
+        raise ConfigError("watch_config: there is no config file to watch: give one with -c FILE")
 
 
 def _output(text: str) -> None:

@@ -2128,6 +2128,17 @@ SETTINGS: tuple[Setting, ...] = (
         accepts=list[str] | str, resolve=_path_list,
     ),
     Setting(
+        "watch_config", _PROCESS, _S, bool, False,
+        "Reload (as on HUP) when the config file's content changes, checked every second: "
+        "for a file a deploy tool pushes (written in place, renamed over, or a Kubernetes "
+        "ConfigMap's link swapped). A new modification time with the same bytes is no change; "
+        "a file that does not parse is one error line, the running configuration serves on, "
+        "and its next change is read again. Files the config file includes or imports are not "
+        "watched. Needs a config file (`-c`, `--ini`...): not with the control API's saved "
+        "document or `--emperor`.",
+        flags=("--watch-config",), action=Action.FLAG,
+    ),
+    Setting(
         "touch_reload", _PROCESS, _S, list[str], [],
         "Reload (as on HUP) when this file's modification time changes; repeat for several. "
         "Gunicorn's `--reload-extra-file` is this (and works without `--reload`).",

@@ -477,6 +477,7 @@ class Arbiter:
             touched = self.touched.changed()
             if touched is not None:
                 self.reloads.touched(touched)
+            self.reloads.look_at_config()
             if self.emperor is not None:
                 self._look_at_vassals()
 

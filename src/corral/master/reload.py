@@ -43,6 +43,7 @@ from corral.master.listeners import (
     describe,
     handoff_address,
 )
+from corral.master.watch import ConfigContent
 from corral.tls.served import watched_files
 
 Renew = Literal["never", "allowed", "only"]  # see Reloads.reload
@@ -91,6 +92,14 @@ class Reloads:
         self._lock = asyncio.Lock()
         # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
         self.accepting_changed = asyncio.Event()
+        origin = master.origin
+        config_file = origin.config_file if origin is not None else None
+        # the config file's bytes as last read, for `watch_config`
+        self.config_content = (
+            ConfigContent(os.path.join(origin.cwd, config_file))
+            if origin is not None and config_file is not None
+            else None
+        )
 
     def reload(self, why: str, renew: Renew = "never") -> None:
         """Start a new generation from the configuration as it is now; see the module doc.
@@ -106,6 +115,12 @@ class Reloads:
         with contextlib.suppress(ApplyFailed):  # logged
             self._start(self._reread, "reloading", why, restart=None, renew=renew)
 
+    def look_at_config(self) -> None:
+        """``watch_config``: a config file whose bytes changed reloads, as a HUP does."""
+        content = self.config_content
+        if content is not None and self.current.settings.watch_config and content.changed():
+            self.reload(f"{content.path} changed", "allowed")
+
     def touched(self, path: str) -> None:
         """A watched file changed: a certificate's renews, a ``touch_reload`` one reloads."""
         tls = path in watched_files(self.current.settings)
@@ -116,6 +131,8 @@ class Reloads:
         running document when it is its own source."""
         if self.master.origin is None or self.master.origin.reread is None:
             return self.current.doc
+        if self.config_content is not None:
+            self.config_content.read()
         here = os.getcwd()
         os.chdir(self.master.origin.cwd)  # the command line's relative paths (-c FILE) start here
         try:

@@ -1,7 +1,8 @@
 """What triggers a reload besides HUP: touched files and, with --reload, source changes.
 
 `TouchedFiles` is polled by the master's one-second tick (uWSGI's touch-reload: a
-change of modification time, or a file appearing). `SourceWatcher` runs watchfiles
+change of modification time, or a file appearing), and so is `ConfigContent` (``watch_config``:
+a change of the config file's bytes). `SourceWatcher` runs watchfiles
 on a thread and calls back (thread-safe) with the first path that changed: Python
 sources under the watched directories (and the files `reload_include`'s globs name, less
 those `reload_exclude`'s name, Uvicorn's rule: `matches`), and the config file.
@@ -9,6 +10,7 @@ those `reload_exclude`'s name, Uvicorn's rule: `matches`), and the config file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -29,6 +31,37 @@ class TouchedFiles:
                 self._mtimes[path] = now
                 found = found or path
         return found
+
+
+class ConfigContent:
+    """The config file's bytes as the running configuration last read them (a digest).
+
+    By content, not by modification time: a deploy tool's copy may keep the old time
+    (``rsync -t``, ``cp -p``), a Kubernetes ConfigMap swaps a link to a new file, and a
+    ``touch`` alone is no change. `read` is called as a reload reads the file, before it does,
+    so that a change during the read is seen at the next look; a file caught half written
+    fails that reload, and its last write is a change again."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._digest = self._now()
+
+    def read(self) -> None:
+        """The file as it is now is the one the configuration is read from."""
+        self._digest = self._now()
+
+    def changed(self) -> bool:
+        """Whether the bytes differ from the last `read`; a file missing for the moment (a
+        rename under way) is no change."""
+        now = self._now()
+        return now is not None and now != self._digest
+
+    def _now(self) -> bytes | None:
+        try:
+            with open(self.path, "rb") as file:
+                return hashlib.sha256(file.read()).digest()
+        except OSError:
+            return None
 
 
 def _mtime(path: str) -> int | None:
