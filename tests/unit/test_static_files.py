@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from corral.http.fields import http_date
 from corral.static.files import StaticFiles
-from corral.static.preconditions import http_date
 
 from .share_site import Site, open_descriptors, tree
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from corral.http.fields import http_date
 from corral.routing import RouteError, RouteRequest, Share, compile_routes
 from corral.static.mime import MimeTypes, extension_of
 from corral.static.policy import (
@@ -21,7 +22,6 @@ from corral.static.preconditions import (
     UNSATISFIABLE,
     byte_range,
     etag_matches,
-    http_date,
     parse_http_date,
 )
 

@@ -37,7 +37,6 @@ call the others spare).
 
 from __future__ import annotations
 
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 from corral.actions.respond import Reply, reply
@@ -174,6 +173,8 @@ class FastCgiReply:
 
     def take_body(self, conn: HttpConnection, exchange: Exchange) -> FastCgiReply:
         if exchange.head.chunked:  # its length is known once it is whole
+            import tempfile  # here: its import costs every worker 1 MiB (wsgi/input.py)
+
             self.spool = tempfile.SpooledTemporaryFile(SPOOL_MEMORY, prefix="corral-php-")  # noqa: SIM115
         else:
             exchange.streaming = True

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 
 import msgspec
 
@@ -51,6 +50,8 @@ def load(path: str) -> Document | None:
 def save(path: str, doc: Document) -> None:
     """Replace the file at ``path`` with ``doc`` atomically. Raises OSError."""
     directory = os.path.dirname(path) or "."
+    import tempfile  # here: the workers fork from the master (wsgi/input.py)
+
     fd, temporary = tempfile.mkstemp(prefix=".conf-", suffix=".json", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as stream:

@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 from typing import Any
-from xml.sax.saxutils import escape
 
 from msgspec import UNSET
 
@@ -248,6 +247,12 @@ def jetty_command(name: str, app: Any, place: Place) -> Command:
     return _command(app, argv)
 
 
+def xml_text(text: str) -> str:
+    """``text`` as XML character data. Not xml.sax.saxutils.escape: its import (urllib.request,
+    http.client, email...) cost every worker 2.4 MiB for the one Jetty file written here."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _jetty_base(name: str, app: Any, place: Place) -> str:
     """A ``jetty.base`` for one process (its port's): the context that deploys ``webapp`` at
     ``/`` with ``classpath`` (paths relative to ``working_directory`` made whole, since Jetty
@@ -267,8 +272,8 @@ def _jetty_base(name: str, app: Any, place: Place) -> str:
         '"http://www.eclipse.org/jetty/configure_9_3.dtd">\n'
         '<Configure class="org.eclipse.jetty.webapp.WebAppContext">\n'
         '  <Set name="contextPath">/</Set>\n'
-        f'  <Set name="war">{escape(whole(app.webapp))}</Set>\n'
-        + (f'  <Set name="extraClasspath">{escape(extra)}</Set>\n' if extra else "")
+        f'  <Set name="war">{xml_text(whole(app.webapp))}</Set>\n'
+        + (f'  <Set name="extraClasspath">{xml_text(extra)}</Set>\n' if extra else "")
         + "</Configure>\n"
     )
     path = os.path.join(webapps, "root.xml")

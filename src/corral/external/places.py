@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import os
 import socket
-import tempfile
 
 from corral.external.command import Mode, Place
 
@@ -28,6 +27,8 @@ def run_directory() -> str:
     """The master's directory for unix sockets of programs that bind their own (made once,
     mode 0711: a program running as another user reaches its own socket file)."""
     if not _RUN_DIRECTORY:
+        import tempfile  # here: its import would cost every worker memory (wsgi/input.py)
+
         path = tempfile.mkdtemp(prefix="corral-external-")
         os.chmod(path, 0o711)
         _RUN_DIRECTORY.append(path)

@@ -16,8 +16,8 @@ once a second; `prefix_without` runs for a head that has the application's own `
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
-from email.utils import formatdate
 
 # RFC 9110 5.1: a field name is a token
 TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
@@ -51,9 +51,19 @@ def field_kind(name: str) -> int:
     return OWNED.get(name.lower(), PLAIN)
 
 
+# RFC 9110 5.6.7's names, not the locale's (strftime's %a and %b are the locale's); and not
+# email.utils.formatdate, whose import (email, calendar, random...) costs every worker 0.7 MiB
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def http_date(timestamp: float) -> str:
     """IMF-fixdate, e.g. ``Sun, 06 Nov 1994 08:49:37 GMT``."""
-    return formatdate(timestamp, usegmt=True)
+    t = time.gmtime(timestamp)
+    return (
+        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year:04d} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
+    )
 
 
 def server_fields(timestamp: float, server: str) -> str:

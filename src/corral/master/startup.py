@@ -31,7 +31,7 @@ from corral.master.generation import Origin
 from corral.master.listeners import ListenError, bind_all, close_all
 from corral.master.pidfile import PidFile
 from corral.observe.errorlog import setup_logging
-from corral.server.worker import EXIT_APP_LOAD
+from corral.server.worker import EXIT_APP_LOAD, share_event_loop
 from corral.tls.context import TlsError
 
 
@@ -122,6 +122,7 @@ def _serve(
             "(start with --control unix:PATH to configure them through the control API)\n"
         )
         return EXIT_CONFIG
+    share_event_loop(settings.loop)
     try:
         arbiter = Arbiter(doc, log, origin)
     except ValueError as exc:

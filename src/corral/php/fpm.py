@@ -32,7 +32,6 @@ import glob
 import hashlib
 import os
 import re
-import shutil
 from typing import Any, NamedTuple
 
 from msgspec import UNSET
@@ -55,6 +54,8 @@ class FpmPool(NamedTuple):
 def fpm_binary() -> str:
     """Debian's php-fpm: ``php-fpm`` on the PATH, else the newest ``/usr/sbin/php-fpmX.Y``;
     "php-fpm" when there is none (the command then fails to start, said by its supervisor)."""
+    import shutil  # here: its import (bz2, lzma...) would cost every worker (fork) memory
+
     found = shutil.which("php-fpm")
     if found is not None:
         return found

@@ -31,7 +31,6 @@ Invariants:
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -191,6 +190,8 @@ class BufferedAnswer:
         """Lock held: write ``data`` at the spool's end; its offset (-1: not written)."""
         try:
             if self.file is None:
+                import tempfile  # here: its import costs every worker 1 MiB (wsgi/input.py)
+
                 self.file = tempfile.TemporaryFile(prefix="corral-answer-")  # noqa: SIM115
             fd = self.file.fileno()
             where = self.spool_end

@@ -165,6 +165,14 @@ def new_event_loop(kind: str = "auto") -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+def share_event_loop(kind: str = "auto") -> None:
+    """In the master, before it forks: import the workers' event loop (uvloop), whose pages
+    the workers then share instead of each importing its own (1.2 MiB a worker)."""
+    if kind in ("auto", "uvloop"):
+        with contextlib.suppress(ImportError):
+            import uvloop  # noqa: F401
+
+
 class Worker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec

@@ -45,6 +45,7 @@ from time import monotonic, time
 from typing import TYPE_CHECKING, Any
 
 from corral.http.accept import choose, parse_accept_encoding
+from corral.http.fields import http_date
 from corral.routing.variables import encode_location
 from corral.static.answer import (
     BAD_TARGET,
@@ -61,7 +62,6 @@ from corral.static.preconditions import (
     byte_range,
     entity_tag,
     etag_matches,
-    http_date,
     parse_http_date,
 )
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from email.utils import formatdate
 from typing import Any
+
+from corral.http.fields import http_date
 
 __all__ = [
     "IMMUTABLE_ALL",
@@ -182,7 +183,7 @@ class ShareHeaders:
             seconds = int(expires)
             control = f"max-age={seconds}" if seconds >= 0 else "no-cache"
             fields = (
-                ("Expires", formatdate(now + seconds, usegmt=True)),
+                ("Expires", http_date(now + seconds)),
                 ("Cache-Control", control),
             )
             self._expires_cache = (now, fields)

@@ -25,7 +25,6 @@ the ``ETag`` or ``Last-Modified`` it got) is one ``bytes`` equality.
 from __future__ import annotations
 
 import re
-from email.utils import formatdate
 
 __all__ = [
     "ALL",
@@ -33,7 +32,6 @@ __all__ = [
     "byte_range",
     "entity_tag",
     "etag_matches",
-    "http_date",
     "parse_http_date",
 ]
 
@@ -67,11 +65,6 @@ UNSATISFIABLE = (-1, -1)
 def entity_tag(mtime_ns: int, size: int, inode: int) -> str:
     """A file's strong entity tag, quoted."""
     return f'"{mtime_ns:x}-{size:x}-{inode:x}"'
-
-
-def http_date(timestamp: int) -> str:
-    """IMF-fixdate (``Sun, 06 Nov 1994 08:49:37 GMT``)."""
-    return formatdate(timestamp, usegmt=True)
 
 
 def parse_http_date(value: bytes) -> int | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
@@ -193,6 +192,8 @@ class CertificateStore:
     def _write(self, name: str, data: bytes) -> None:
         for directory in (self.state_dir, self.directory):
             os.makedirs(directory, mode=0o700, exist_ok=True)
+        import tempfile  # here: its import would cost every worker memory (wsgi/input.py)
+
         fd, temporary = tempfile.mkstemp(prefix=".new-", dir=self.directory)  # mode 0600
         try:
             with os.fdopen(fd, "wb") as stream:

@@ -19,7 +19,6 @@ complete), ``fail`` (it never will be: a waiting reader gets an error) and
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -87,6 +86,8 @@ class BufferedInput(_ReadLines):
 
     def __init__(self, spill: int, directory: str | None = None) -> None:
         """``directory``: where a spilled body's file goes (None: the system's temp dir)."""
+        import tempfile  # here: its import (shutil, bz2, lzma, random) costs every worker 1 MiB
+
         self._file: Any = tempfile.SpooledTemporaryFile(  # noqa: SIM115
             max_size=spill, dir=directory
         )
