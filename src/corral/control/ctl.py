@@ -5,13 +5,23 @@ Commands: ``get PATH``, ``put PATH FILE|-|JSON``, ``post PATH FILE|-|JSON``, ``d
 ``upload NAME CERT [CHAIN...] [--key KEY]`` (a PEM bundle to ``/certificates/NAME``);
 options ``--socket ADDRESS`` (``unix:PATH``, a path, or ``HOST:PORT``; default
 ``$CORRAL_CONTROL``, else the default state directory's socket), ``--token TOKEN`` (default
-``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``.
+``$CORRAL_CONTROL_TOKEN``), ``--timeout SECONDS``, ``--one-at-a-time``.
 
 What it prints: the answer's JSON, indented, on stdout, and exit code 0; an error answer is
 one line on stderr (``corral ctl: error 404: Value doesn't exist. ...``) and exit code 1, as
 is a server that cannot be reached (the line says whether a corral master runs on the machine,
 found by its process title, and how the API is turned on); a usage error is one line and exit
 code 2.
+
+Several ``--socket`` (a fleet: one instance per machine or container): ``get``, ``put``,
+``post``, ``delete``, ``status``, ``restart`` and ``upload`` go to every instance, all at once,
+or with ``--one-at-a-time`` in the order given until the first failure (the rest are not
+tried); ``top`` and ``stacks`` are a usage error. A value from standard input is read once and
+sent to each. stdout is one JSON object keyed by address, each value
+``{"status": N, "answer": ...}``, ``{"status": N or null, "error": "..."}`` or
+``{"skipped": "..."}``; each failure is also a line on stderr
+(``corral ctl: ADDRESS: error 404: ...``); the exit code is 0 when every instance succeeded,
+else 1. control/fleet.py does the fan-out.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import sys
 from typing import Any, NoReturn
 from urllib.parse import quote
 
+from corral.control import fleet
 from corral.control.options import SOCKET_NAME, default_state_dir
 from corral.master.title import MASTER_TITLE_START
 
@@ -65,12 +76,19 @@ def _parser() -> _Parser:
     parser = _Parser(
         prog=PROG,
         description="Read and change a running corral through its control API.",
+        epilog="With several --socket, every command but top and stacks goes to every "
+        "instance, all at once (--one-at-a-time: in the order given, stopping at the first "
+        "failure); stdout is one JSON object keyed by address, each value "
+        '{"status", "answer"}, {"status", "error"} or {"skipped"}; each failure is also a '
+        "line on stderr, and the exit code is 1 unless every instance succeeded.",
         allow_abbrev=False,
     )
     parser.add_argument(
         "--socket",
         metavar="ADDRESS",
-        help="unix:PATH, a socket path, or HOST:PORT [default: $CORRAL_CONTROL, else "
+        action="append",
+        help="unix:PATH, a socket path, or HOST:PORT; again for each instance of a fleet "
+        "[default: $CORRAL_CONTROL, else "
         f"unix:{os.path.join(default_state_dir(), SOCKET_NAME)}]",
     )
     parser.add_argument(
@@ -83,6 +101,12 @@ def _parser() -> _Parser:
         default=120.0,
         help="how long to wait for the answer; a change answers once new workers serve "
         "[default: 120]",
+    )
+    parser.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="with several --socket: one instance after the other, in the order given, "
+        "stopping at the first that fails (a canary rollout)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     get = commands.add_parser("get", help="print the value at PATH (/config/...)")
@@ -130,7 +154,11 @@ class ApiError(Exception):
 
     def __str__(self) -> str:
         """Its line for stderr, after ``corral ctl: ``."""
-        return f"error {self.status}: {self.line}" if self.status else f"error: {self.line}"
+        return _error_text(self.status, self.line)
+
+
+def _error_text(status: int | None, line: str) -> str:
+    return f"error {status}: {line}" if status else f"error: {line}"
 
 
 class Client:
@@ -147,6 +175,12 @@ class Client:
     ) -> object:
         """The JSON answer; `ApiError` for an error answer or an API out of reach. ``kind``:
         the body's Content-Type."""
+        return self.exchange(method, path, body, kind)[1]
+
+    def exchange(
+        self, method: str, path: str, body: bytes | None = None, kind: str = "application/json"
+    ) -> tuple[int, object]:
+        """As `call`, with the answer's status too."""
         headers = dict(self.headers)
         if body is not None:
             headers["Content-Type"] = kind
@@ -170,22 +204,26 @@ class Client:
             status, answer = max(status, 500), None  # not the control API's answer
         if status >= 400:
             raise ApiError(status, _error_line(answer, data))
-        return answer
+        return status, answer
 
 
 def main(argv: list[str]) -> int:
     """Run ``corral ctl`` with ``argv`` (after ``ctl``); returns the exit code."""
     try:
         args = _parser().parse_args(argv)
-        address = args.socket or os.environ.get("CORRAL_CONTROL") or _default_socket()
+        addresses = args.socket or [os.environ.get("CORRAL_CONTROL") or _default_socket()]
+        _check_fleet(addresses, args.command)
         token = args.token or os.environ.get("CORRAL_CONTROL_TOKEN")
-        client = Client(address, token, args.timeout)
+        clients = [Client(address, token, args.timeout) for address in addresses]
         request = None if args.command in ("stacks", "top") else _request(args)
         if args.command == "top" and not args.interval > 0:
             raise UsageError(f"--interval {args.interval}: expected a number of seconds above 0")
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if len(clients) > 1 and request is not None:  # (_check_fleet refused top and stacks)
+        return _ask_fleet(clients, request, args.one_at_a_time)
+    client, address = clients[0], addresses[0]
     try:
         if args.command == "top":
             from corral.control import top  # curses, and the view, only for this command
@@ -202,6 +240,41 @@ def main(argv: list[str]) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_API
     return EXIT_OK
+
+
+def _check_fleet(addresses: list[str], command: str) -> None:
+    """A UsageError for what several sockets cannot do: a live view or stacks of several
+    instances, or one address twice (its outcome would hide the other's)."""
+    if len(addresses) < 2:
+        return
+    if command in ("top", "stacks"):
+        raise UsageError(f"{command} reads one instance: give one --socket, not {len(addresses)}")
+    for index, address in enumerate(addresses):
+        if address in addresses[:index]:
+            raise UsageError(f"--socket {address}: given twice")
+
+
+def _ask_fleet(clients: list[Client], request: Request, one_at_a_time: bool) -> int:
+    """``request`` to every client's instance (fleet.py); prints the outcomes keyed by
+    address, and a line on stderr per instance that failed."""
+
+    def ask(address: str) -> fleet.Outcome:
+        try:
+            status, answer = by_address[address].exchange(*request)
+        except ApiError as exc:
+            return fleet.Outcome(exc.status, error=exc.line)
+        return fleet.Outcome(status, answer)
+
+    by_address = {client.address: client for client in clients}
+    addresses = list(by_address)
+    outcomes = fleet.ask_all(addresses, ask, one_at_a_time)
+    print(fleet.report(addresses, outcomes))
+    for address, outcome in zip(addresses, outcomes, strict=True):
+        if outcome.error is not None:
+            print(
+                f"{PROG}: {address}: {_error_text(outcome.status, outcome.error)}", file=sys.stderr
+            )
+    return EXIT_OK if all(outcome.succeeded for outcome in outcomes) else EXIT_API
 
 
 def _print_stacks(client: Client, app: str | None, as_json: bool) -> None:
