@@ -11,9 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _readme_commands() -> list[str]:
     blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    return [
-        line for block in blocks[:2] for line in block.splitlines() if not line.startswith("#")
-    ]
+    return [line for block in blocks[:2] for line in block.splitlines() if not line.startswith("#")]
 
 
 def test_ci_runs_the_readme_test_command_exactly() -> None:
