@@ -51,7 +51,7 @@ from corral import __version__, core
 from corral.config import Document
 from corral.external.supervisor import Externals
 from corral.hooks import Hooks
-from corral.master import child, connlimits, exits, lifecycle, scaling, stopping, systemd, timeouts
+from corral.master import child, connlimits, exits, lifecycle, scaling, stopping, systemd
 from corral.master.events import Events
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
 from corral.master.listeners import describe
@@ -60,6 +60,7 @@ from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
 from corral.master.renewal import orders_pair
+from corral.master.timeouts import Timeouts
 from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 from corral.tls.served import watched_files
@@ -107,6 +108,7 @@ class Arbiter:
         self._vassal_change: asyncio.Task[None] | None = None
         self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
         self.externals = Externals(self)  # the pools of programs that are not workers
+        self.timeouts = Timeouts(self.workers, self.events, log, self.consider_recycling)
 
     @property
     def current(self) -> Generation:
@@ -340,7 +342,7 @@ class Arbiter:
         """One heartbeat message (see corral/wire.py)."""
         if worker.record(message):
             if isinstance(message, Beat):  # its oldest request may be due sooner
-                timeouts.arm(self, worker, time.monotonic())
+                self.timeouts.arm(worker, time.monotonic())
             return
         if isinstance(message, Ready):
             self._on_ready(worker)
@@ -353,12 +355,11 @@ class Arbiter:
             self.consider_recycling(worker)
         elif isinstance(message, Abort):
             worker.report(message.request, time.monotonic())
-            timeouts.finish_kill(self, worker)
+            self.timeouts.finish_kill(worker)
         elif isinstance(message, Stuck) and not worker.timed_out:
             worker.report(message.request, time.monotonic())
             app = worker.pool.application
-            timeouts.kill(
-                self,
+            self.timeouts.kill(
                 worker,
                 "a request did not unwind within request_timeout_grace "
                 f"({app.request_timeout_grace:g}s) after its request_timeout "
@@ -367,7 +368,7 @@ class Arbiter:
 
     def _on_ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
-        timeouts.ready(self, worker)
+        self.timeouts.ready(worker)
         pool = worker.pool
         self.log.info(
             "%s ready (pid %d, generation %d)",
@@ -469,7 +470,14 @@ class Arbiter:
             await asyncio.sleep(1.0)
             now = time.monotonic()
             for worker in list(self.workers.values()):
-                timeouts.check(self, worker, now)
+                self.backoff.settle(
+                    (worker.pool.name, worker.slot),
+                    worker.started,
+                    worker.ready,
+                    now,
+                    worker.pool.application.min_worker_lifetime,
+                )
+                self.timeouts.check(worker, now)
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
                     self._scale(pool, now)

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from corral.apps.loader import load_failure
-from corral.master import connlimits, lifecycle, timeouts
+from corral.master import connlimits, lifecycle
 from corral.master.generation import Pool
 from corral.master.lifecycle import Exit
 from corral.master.process import Tally, WorkerProcess
@@ -78,7 +78,7 @@ def _last_words(arbiter: Arbiter, worker: WorkerProcess) -> None:
         else:
             worker.record(message)
     if worker.kill_reason is not None:
-        timeouts.finish_kill(arbiter, worker)
+        arbiter.timeouts.finish_kill(worker)
 
 
 def on_exit(arbiter: Arbiter, worker: WorkerProcess, status: int) -> None:
