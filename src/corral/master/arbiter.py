@@ -45,6 +45,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from corral import __version__, core
@@ -55,12 +56,12 @@ from corral.master import child, connlimits, exits, lifecycle, scaling, stopping
 from corral.master.events import Events
 from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
 from corral.master.listeners import describe
-from corral.master.pidfile import PidFile
 from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
 from corral.master.renewal import orders_pair
 from corral.master.timeouts import Timeouts
+from corral.master.upgrade import Upgrade
 from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 from corral.tls.served import watched_files
@@ -92,16 +93,12 @@ class Arbiter:
         self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
         self.events = Events()  # the recent ones, for the control API
         self.all_ready = False  # start-up is complete: every pool was ready once
-        self.pidfile: PidFile | None = None
-        self.new_master: int | None = None  # pid of the master a USR2 started
-        self.old_master: int | None = None  # pid of the master this one replaces
-        self.from_systemd = False  # the listeners came from socket activation (or --fd)
-        self.handed = "systemd"  # which of the two, as the log says it
         self.started: Callable[[], None] | None = None  # called once start-up is complete
         self.touched = TouchedFiles([*doc.settings.touch_reload, *watched_files(doc.settings)])
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
+        self.upgrade = Upgrade(log, origin, partial(self.hooks.call, "pre_exec"), self._stopping)
         self.control: Any = None  # the control API's server (corral.control.server), if on
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
@@ -142,11 +139,8 @@ class Arbiter:
         """The workers wanted, all applications together (Gunicorn's ``num_workers``)."""
         return sum(self.counts.values())
 
-    @property
-    def unlinks_on_close(self) -> bool:
-        """Closing the listeners removes unix socket files, unless a new master or systemd
-        owns them."""
-        return self.new_master is None and not self.from_systemd
+    def _stopping(self) -> bool:
+        return self.stopping
 
     # -- start ----------------------------------------------------------------------
 
@@ -161,7 +155,7 @@ class Arbiter:
             loop.run_until_complete(self.main())
         finally:
             if self.control is not None:
-                loop.run_until_complete(self.control.close(unlink=self.unlinks_on_close))
+                loop.run_until_complete(self.control.close(unlink=self.upgrade.unlinks_on_close))
             for sig in SIGNALS:
                 loop.remove_signal_handler(sig)
             if self.watcher is not None:
@@ -175,7 +169,8 @@ class Arbiter:
         if self.origin is not None and self.origin.config_note is not None:
             self.log.info("%s", self.origin.config_note)
         for address, sock in gen.sockets.items():
-            origin = f"from {self.handed}" if self.from_systemd else address
+            activated = self.upgrade.activated
+            origin = f"from {activated}" if activated is not None else address
             scheme = scheme_of(gen.doc, address)
             self.log.info("listening on %s (%s)", describe(sock, scheme), origin)
         loop = self.loop
@@ -220,7 +215,7 @@ class Arbiter:
 
     def notify(self, *lines: str) -> None:
         """Tell systemd, unless this master is a USR2 upgrade that has not taken over yet."""
-        if self.old_master is None:
+        if self.upgrade.old_master is None:
             systemd.notify(*lines)
 
     def notify_ready(self) -> None:
@@ -414,18 +409,10 @@ class Arbiter:
         if self.started is not None:
             self.started()
             self.started = None
-        if self.old_master is None:
+        if self.upgrade.old_master is None:
             self.notify_ready()
         else:
-            # systemd follows this master from now on
-            systemd.notify(f"MAINPID={os.getpid()}", "READY=1", self._status())
-            self.log.info(
-                "upgrade: this master serves; asking the old master (pid %d) to stop",
-                self.old_master,
-            )
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.old_master, signal.SIGTERM)
-            self.old_master = None
+            self.upgrade.take_over(self._status())
 
     def tally(self, app_name: str) -> Tally:
         """What ``app_name``'s workers counted, exited ones included."""
@@ -659,7 +646,10 @@ class Arbiter:
                 os.kill(worker.pid, signal.SIGUSR1)
 
     def _upgrade(self, _: str) -> None:
-        stopping.upgrade_master(self)
+        sockets = dict(self.sockets)
+        if self.control is not None:  # the new master serves the API on the same socket
+            sockets[self.control.inherit_key] = self.control.socket
+        self.upgrade.start(sockets)
 
     def retire_extra_workers(self) -> None:
         """Retire the current workers whose slot is past their pool's count."""

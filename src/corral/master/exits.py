@@ -33,8 +33,7 @@ def reap(arbiter: Arbiter) -> None:
             return
         if pid == 0:
             return
-        if pid == arbiter.new_master:
-            _on_new_master_exit(arbiter, status)
+        if arbiter.upgrade.exited(pid, status):  # the new master of a USR2
             continue
         if arbiter.externals.exited(pid, status):  # not a worker: a supervised program
             continue
@@ -180,16 +179,3 @@ def _failed_at_start(arbiter: Arbiter, pool: Pool, cause: str) -> None:
     if arbiter.all_slots_ready():  # start-up is complete for the ones that load
         arbiter.all_ready = True
         arbiter.on_all_ready()
-
-
-def _on_new_master_exit(arbiter: Arbiter, status: int) -> None:
-    code = os.waitstatus_to_exitcode(status)
-    arbiter.new_master = None
-    if arbiter.stopping:
-        return
-    if arbiter.pidfile is not None:
-        arbiter.pidfile.restore()
-    arbiter.log.error(
-        "upgrade failed: the new master exited (%s) before it took over; this master keeps serving",
-        f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
-    )

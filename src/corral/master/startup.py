@@ -143,9 +143,8 @@ def _serve(
                 f"{sys.executable} -m pip install watchfiles\n"
             )
             return EXIT_CONFIG
-    arbiter.old_master = old_master
-    arbiter.from_systemd = bool(activated)
-    arbiter.handed = handed
+    arbiter.upgrade.old_master = old_master
+    arbiter.upgrade.activated = handed if activated else None
     arbiter.started = started
     if arbiter.current.application is not None:
         arbiter.entered = child.apply_environment(arbiter.current.application)
@@ -164,7 +163,7 @@ def _serve(
             sys.stderr.write(f"corral: error: {exc}\n")
             close_all(inherited, unlink=False)
             return EXIT_LISTEN
-    arbiter.pidfile = pidfile
+    arbiter.upgrade.pidfile = pidfile
     try:
         arbiter.hooks.call("on_starting")
         sockets = {a: s for a, s in inherited.items() if a in doc.listeners}
@@ -210,7 +209,7 @@ def _serve(
                     return EXIT_APP_LOAD
             return arbiter.run()
         finally:
-            close_all(arbiter.sockets, unlink=arbiter.unlinks_on_close)
+            close_all(arbiter.sockets, unlink=arbiter.upgrade.unlinks_on_close)
     finally:
         if pidfile is not None:
             pidfile.remove()

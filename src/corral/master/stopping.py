@@ -8,10 +8,9 @@ import contextlib
 import os
 import signal
 import time
-from functools import partial
 from typing import TYPE_CHECKING
 
-from corral.master import exits, upgrade
+from corral.master import exits
 from corral.master.listeners import close_all
 from corral.server.health import SERVER_STOPS
 
@@ -28,14 +27,14 @@ def begin(arbiter: Arbiter, graceful: bool) -> None:
     pending = arbiter.pending
     if pending is not None and pending.settled is not None and not pending.settled.done():
         pending.settled.set_result("the server is stopping")
-    if arbiter.new_master is None:  # a master replaced by USR2 is not the service stopping
+    if not arbiter.upgrade.replaced:  # a master replaced by USR2 is not the service stopping
         arbiter.notify("STOPPING=1")
     if not graceful:
         _close_doors(arbiter)
     # a master replaced by USR2 retires its workers as a reload does (its successor's take
     # the same listeners: they stay ready); a worker still starting has no handler for
     # SERVER_STOPS yet, TERM ends it
-    replaced = arbiter.new_master is not None
+    replaced = arbiter.upgrade.replaced
     for worker in arbiter.workers.values():
         sig = SERVER_STOPS if worker.ready and not replaced else signal.SIGTERM
         with contextlib.suppress(ProcessLookupError):
@@ -47,7 +46,7 @@ def _close_doors(arbiter: Arbiter) -> None:
     no worker will take, once the workers' close too; the socket files of unix listeners
     stay when a new master or systemd holds them), and so do the hand-off sockets; the
     external programs are asked to stop."""
-    close_all(arbiter.sockets, unlink=arbiter.unlinks_on_close)
+    close_all(arbiter.sockets, unlink=arbiter.upgrade.unlinks_on_close)
     for _, handoff in arbiter.handoffs.values():
         handoff.close()
     arbiter.handoffs.clear()
@@ -59,7 +58,7 @@ async def delay(arbiter: Arbiter) -> None:
     balancers notice. Another TERM ends it, the drain begins; an INT or a QUIT ends it
     and the workers leave at once (as they would in the drain). A master replaced by USR2
     has none: its successor serves the same listeners."""
-    wait = arbiter.settings.shutdown_delay if arbiter.new_master is None else 0.0
+    wait = arbiter.settings.shutdown_delay if not arbiter.upgrade.replaced else 0.0
     until = time.monotonic() + wait
     if wait > 0:
         arbiter.log.info("serving on for the shutdown delay (%g s), readiness 503", wait)
@@ -118,25 +117,3 @@ async def wait(arbiter: Arbiter) -> None:
             arbiter.hooks.call("child_exit", gone)
     externals.closed()
     arbiter.log.info("shutdown complete")
-
-
-def upgrade_master(arbiter: Arbiter) -> None:
-    if arbiter.origin is None or arbiter.new_master is not None:
-        arbiter.log.info("SIGUSR2: an upgrade is already under way; ignored")
-        return
-    if arbiter.pidfile is not None:
-        arbiter.pidfile.set_aside()
-    sockets = dict(arbiter.sockets)
-    if arbiter.control is not None:  # the new master serves the API on the same socket
-        sockets[arbiter.control.inherit_key] = arbiter.control.socket
-    arbiter.new_master = upgrade.start_new_master(
-        arbiter.origin.argv,
-        arbiter.origin.cwd,
-        sockets,
-        partial(arbiter.hooks.call, "pre_exec"),
-        activated=arbiter.handed if arbiter.from_systemd else None,
-    )
-    arbiter.log.info(
-        "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
-        arbiter.new_master,
-    )

@@ -19,17 +19,109 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import signal
 import socket
 import sys
 import traceback
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from corral.master import systemd
+
+if TYPE_CHECKING:
+    from corral.master.generation import Origin
+    from corral.master.pidfile import PidFile
 
 ENV_LISTENERS = "CORRAL_LISTENERS"
 ENV_UPGRADE_FROM = "CORRAL_UPGRADE_FROM"
 ENV_ACTIVATED = "CORRAL_LISTENERS_ACTIVATED"
+
+
+class Upgrade:
+    """USR2 as one master lives it: the new master it started (until that one takes over, or
+    exits first) and the old master it replaces (until it serves itself)."""
+
+    def __init__(
+        self,
+        log: logging.Logger,
+        origin: Origin | None,
+        before_exec: Callable[[], None],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._log = log
+        self._origin = origin  # the command to run again (None: not started from one)
+        self._before_exec = before_exec  # Gunicorn's pre_exec hook
+        self._stopping = stopping  # whether the server is stopping
+        self.new_master: int | None = None  # pid of the master a USR2 started
+        self.old_master: int | None = None  # pid of the master this one replaces
+        self.pidfile: PidFile | None = None  # set aside while a new master starts
+        # who gave the listeners ("systemd", "--fd 3"), when socket activation or --fd did:
+        # they replace the configured binds, in a new master too
+        self.activated: str | None = None
+
+    @property
+    def replaced(self) -> bool:
+        """A new master runs: this one's stop is not the service's."""
+        return self.new_master is not None
+
+    @property
+    def unlinks_on_close(self) -> bool:
+        """Closing the listeners removes unix socket files, unless a new master or systemd
+        owns them."""
+        return self.new_master is None and self.activated is None
+
+    def start(self, sockets: dict[str, socket.socket]) -> None:
+        """USR2: fork and exec a new master on ``sockets`` (the listeners, the control
+        API's), unless one is starting already."""
+        if self._origin is None or self.new_master is not None:
+            self._log.info("SIGUSR2: an upgrade is already under way; ignored")
+            return
+        if self.pidfile is not None:
+            self.pidfile.set_aside()
+        self.new_master = start_new_master(
+            self._origin.argv,
+            self._origin.cwd,
+            sockets,
+            self._before_exec,
+            activated=self.activated,
+        )
+        self._log.info(
+            "SIGUSR2: started a new master (pid %d); this one stops when it is ready",
+            self.new_master,
+        )
+
+    def exited(self, pid: int, status: int) -> bool:
+        """Whether ``pid`` was the new master: one that exits before it took over leaves
+        this master serving (and its pid file back in place)."""
+        if pid != self.new_master:
+            return False
+        code = os.waitstatus_to_exitcode(status)
+        self.new_master = None
+        if self._stopping():
+            return True
+        if self.pidfile is not None:
+            self.pidfile.restore()
+        self._log.error(
+            "upgrade failed: the new master exited (%s) before it took over; "
+            "this master keeps serving",
+            f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}",
+        )
+        return True
+
+    def take_over(self, status: str) -> None:
+        """This master, started by an upgrade, serves: systemd follows it from now on, and
+        the old master is asked to stop."""
+        assert self.old_master is not None
+        systemd.notify(f"MAINPID={os.getpid()}", "READY=1", status)
+        self._log.info(
+            "upgrade: this master serves; asking the old master (pid %d) to stop",
+            self.old_master,
+        )
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.old_master, signal.SIGTERM)
+        self.old_master = None
 
 
 def start_new_master(
