@@ -36,13 +36,9 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
-import os
 import signal
 import socket
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -52,42 +48,32 @@ from corral import __version__, core
 from corral.config import Document
 from corral.external.supervisor import Externals
 from corral.hooks import Hooks
-from corral.master import child, connlimits, exits, lifecycle, scaling, stopping, systemd
+from corral.master import child, exits, lifecycle, stopping, systemd
 from corral.master.events import Events
-from corral.master.generation import ApplyFailed, Generation, Origin, Pool, scheme_of
+from corral.master.generation import ApplyFailed, Generation, Generations, Origin, Pool, scheme_of
 from corral.master.listeners import describe
 from corral.master.process import Tally, WorkerProcess
-from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.reload import Reloads
-from corral.master.renewal import orders_pair
-from corral.master.timeouts import Timeouts
+from corral.master.supervisor import Supervisor
 from corral.master.upgrade import Upgrade
 from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 from corral.tls.served import watched_files
 from corral.tls.session import rotate_due
-from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
 
 
 class Arbiter:
-    def __init__(self, doc: Document, log: logging.Logger, origin: Origin | None = None) -> None:
+    def __init__(
+        self, doc: Document, log: logging.Logger, origin: Origin | None = None, control: Any = None
+    ) -> None:
         self.log = log
         self.origin = origin
-        self.reloads = Reloads(self, doc)
+        self.generations = Generations(Generation(1, doc, {}))
         self.title_name = doc.settings.proc_name or self.current.app_name or "corral"
-        self.workers: dict[int, WorkerProcess] = {}
-        # the workers wanted per application (TTIN and TTOU change it between generations)
-        self.counts = {name: pool.workers for name, pool in self.current.pools.items()}
-        # where a worker starts from before its application's own chdir, pythonpath and env
-        self.start_cwd = os.getcwd()
-        # what the master itself took of an application's environment at start-up (with one
-        # application, as Gunicorn's master does): a worker of another one takes it back
-        self.entered = child.Entered()
         self.signals: asyncio.Queue[int] = asyncio.Queue()
-        self.stopping = False
         self.graceful = True
         self.exit_code = 0
         self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
@@ -99,45 +85,70 @@ class Arbiter:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
         self.upgrade = Upgrade(log, origin, partial(self.hooks.call, "pre_exec"), self._stopping)
-        self.control: Any = None  # the control API's server (corral.control.server), if on
+        self.control = control  # the control API's server (corral.control.server), if on
         self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
         self._vassal_change: asyncio.Task[None] | None = None
-        self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
         self.externals = Externals(self)  # the pools of programs that are not workers
-        self.timeouts = Timeouts(self.workers, self.events, log, self.consider_recycling)
+        self.supervisor = Supervisor(
+            self.generations,
+            self.hooks,
+            self.events,
+            log,
+            control=control,
+            blocked=SIGNALS,
+            other_sockets=lambda: self.externals.sockets,
+            on_ready=self._on_ready,
+        )
+        self.workers = self.supervisor.workers
+        self.timeouts = self.supervisor.timeouts
+        self.reloads = Reloads(self, self.generations)
 
     @property
     def current(self) -> Generation:
-        return self.reloads.current
+        return self.generations.current
 
     @property
     def pending(self) -> Generation | None:
-        return self.reloads.pending
+        return self.generations.pending
 
     @property
     def sockets(self) -> dict[str, socket.socket]:
-        return self.reloads.sockets
+        return self.generations.sockets
 
     @property
     def handoffs(self) -> dict[str, tuple[str, socket.socket]]:
-        return self.reloads.handoffs
+        return self.generations.handoffs
 
     @property
     def settings(self) -> Any:
         return self.current.settings
 
+    @property
+    def stopping(self) -> bool:
+        return self.supervisor.stopping
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.supervisor.counts
+
+    @property
+    def gone(self) -> dict[str, Tally]:
+        return self.supervisor.gone
+
     def latency_histogram(self, settings: Any = None) -> bool:
         """Whether workers count request durations (by ``settings``, the running ones by
-        default): as the setting says, else when the control API (whose /metrics reads them)
-        is on."""
-        wanted = (settings or self.settings).latency_histogram
-        return self.control is not None if wanted is None else bool(wanted)
+        default)."""
+        return self.supervisor.latency_histogram(settings or self.settings)
 
     @property
     def num_workers(self) -> int:
         """The workers wanted, all applications together (Gunicorn's ``num_workers``)."""
-        return sum(self.counts.values())
+        return self.supervisor.num_workers
+
+    def tally(self, app_name: str) -> Tally:
+        """What ``app_name``'s workers counted, exited ones included."""
+        return self.supervisor.tally(app_name)
 
     def _stopping(self) -> bool:
         return self.stopping
@@ -222,187 +233,32 @@ class Arbiter:
         self.notify("READY=1", self._status())
 
     def _status(self) -> str:
-        if not self.counts:
-            return "STATUS=no application configured"
-        serving = ", ".join(f"{name} with {n} worker(s)" for name, n in self.counts.items())
-        return f"STATUS=serving {serving}"
+        return self.supervisor.status()
 
     # -- workers ----------------------------------------------------------------------
 
-    def spawn(
-        self, gen: Generation, pool: Pool, slot: int, replaces: WorkerProcess | None = None
-    ) -> WorkerProcess | None:
-        if self.stopping:
-            return None
-        read_fd, write_fd = os.pipe()
-        stacks, worker_stacks = socket.socketpair()
-        orders, worker_orders = orders_pair()  # master/renewal.py
-        max_requests = draw_max_requests(pool.application)
-        self.hooks.call("pre_fork", self.hooks.new_worker(pool))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # Until the worker sets its own, the child has the master's signal handlers, which
-        # pass a signal on to the master's loop through the wakeup descriptor both hold: the
-        # signals stay blocked across the fork, and Worker.run unblocks them.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-        # what the master holds (a preloaded application too) is frozen in the worker, whose
-        # gc_freeze collection would otherwise write to every object's page the two share
-        frozen = pool.application.gc_freeze
-        if frozen:
-            gc.freeze()
-        seat = connlimits.take_seat()  # its counts' place in the shared tables
-        try:
-            pid = os.fork()
-        except OSError:
-            connlimits.free_seat(None, seat)
-            if frozen:
-                gc.unfreeze()
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            for end in (stacks, worker_stacks, orders, worker_orders):
-                end.close()
-            raise
-        if pid == 0:  # the worker: child.run never returns
-            try:
-                child.run(
-                    child.Fork(
-                        pool=pool,
-                        slot=slot,
-                        seat=seat,
-                        beat_fd=write_fd,
-                        stacks=worker_stacks,
-                        orders=worker_orders,
-                        max_requests=max_requests,
-                        hooks=self.hooks,
-                        latency_histogram=self.latency_histogram(pool.settings),
-                        log=self.log,
-                    ),
-                    close=[read_fd, *(other.beat_fd for other in self.workers.values())],
-                    close_sockets=[
-                        stacks,
-                        orders,
-                        *(s for w in self.workers.values() for s in (w.stacks, w.orders) if s),
-                        # a listener its pool does not serve must not stay open; nor another
-                        # pool's hand-off socket, else a hand-off to an application whose workers
-                        # are all gone would wait for the timeout instead of finding no listener
-                        *(
-                            sock
-                            for address, sock in self.sockets.items()
-                            if address not in pool.sockets
-                        ),
-                        *(h for _, h in self.handoffs.values() if h is not pool.handoff),
-                        *self.externals.sockets,
-                    ],
-                    control=self.control,
-                    entered=self.entered,
-                    start_cwd=self.start_cwd,
-                )
-            finally:
-                os._exit(1)  # not reached, unless its arguments could not be made
-        if frozen:
-            gc.unfreeze()  # the master's own collections go on as before
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(write_fd)
-        for end in (worker_stacks, worker_orders):
-            end.close()
-        stacks.setblocking(False)
-        connlimits.seat_of(pid, seat)
-        worker = WorkerProcess(pid, slot, gen, pool, read_fd, stacks, orders)
-        worker.max_lifetime = draw_max_lifetime(pool.application)
-        worker.replaces = replaces
-        self.workers[pid] = worker
-        self.hooks.adopt(worker)
-        assert self.loop is not None
-        self.loop.add_reader(read_fd, self._on_beat, worker)
-        self.log.debug("%s spawned (pid %d, generation %d)", self.who(slot, pool), pid, gen.number)
-        return worker
-
-    def who(self, slot: int, pool: Pool) -> str:
-        """``worker 2``, or ``worker 2 of blog`` when the server runs several applications."""
-        several = len(self.counts) > 1 or (self.pending is not None and len(self.pending.pools) > 1)
-        return f"worker {slot} of {pool.name}" if several else f"worker {slot}"
-
-    def _on_beat(self, worker: WorkerProcess) -> None:
-        try:
-            data = os.read(worker.beat_fd, 65536)
-        except OSError:
-            data = b""
-        assert self.loop is not None
-        if not data:
-            self.loop.remove_reader(worker.beat_fd)
-            return
-        for message in worker.feed(data):
-            self._on_line(worker, message)
-
-    def _on_line(self, worker: WorkerProcess, message: Message) -> None:
-        """One heartbeat message (see corral/wire.py)."""
-        if worker.record(message):
-            if isinstance(message, Beat):  # its oldest request may be due sooner
-                self.timeouts.arm(worker, time.monotonic())
-            return
-        if isinstance(message, Ready):
-            self._on_ready(worker)
-        elif isinstance(message, Closed):
-            worker.stopped_accepting = True
-            self.reloads.accepting_changed.set()
-        elif isinstance(message, Retire):
-            worker.retire_asked = (message.served, worker.age)
-            worker.served = max(worker.served, message.served)
-            self.consider_recycling(worker)
-        elif isinstance(message, Abort):
-            worker.report(message.request, time.monotonic())
-            self.timeouts.finish_kill(worker)
-        elif isinstance(message, Stuck) and not worker.timed_out:
-            worker.report(message.request, time.monotonic())
-            app = worker.pool.application
-            self.timeouts.kill(
-                worker,
-                "a request did not unwind within request_timeout_grace "
-                f"({app.request_timeout_grace:g}s) after its request_timeout "
-                f"({app.request_timeout:g}s)",
-            )
-
     def _on_ready(self, worker: WorkerProcess) -> None:
-        worker.ready = True
-        self.timeouts.ready(worker)
-        pool = worker.pool
-        self.log.info(
-            "%s ready (pid %d, generation %d)",
-            self.who(worker.slot, pool),
-            worker.pid,
-            worker.generation.number,
-        )
-        if not pool.ever_ready:
-            pool.ever_ready = True  # the application imports: start the others now
-            if worker.generation is self.current:
-                for slot in range(1, self.counts.get(pool.name, 0)):
-                    self.respawn(pool, slot)
-        old = worker.replaces
-        if old is not None:
-            worker.replaces = None
-            old.successor = None
-            if old.pid in self.workers:
-                self.retire(old)
+        """A worker is ready: a pending generation whole is committed; else start-up may be
+        complete."""
         pending = self.pending
-        if worker.generation is pending and all(
-            w.ready for w in self.workers.values() if w.generation is pending
+        if (
+            pending is not None
+            and worker.generation is pending
+            and self.supervisor.generation_ready(pending)
         ):
             self.reloads.commit()
-        elif not self.all_ready and self.all_slots_ready():
+        else:
+            self.check_started()
+
+    def check_started(self) -> None:
+        """Start-up is complete once every pool was ready (and every external program)."""
+        if not self.all_ready and self.all_slots_ready():
             self.all_ready = True
             self.on_all_ready()
 
     def all_slots_ready(self) -> bool:
-        for name, pool in self.current.pools.items():
-            if pool.failed_to_load and not pool.ever_ready:
-                continue
-            ready = {
-                w.slot
-                for w in self.workers.values()
-                if w.pool is pool and w.ready and not w.retiring
-            }
-            if len(ready) < self.counts.get(name, 0):
-                return False
-        return self.externals.answered()  # and the programs it supervises (corral/external/)
+        # and the programs it supervises (corral/external/)
+        return self.supervisor.all_slots_ready() and self.externals.answered()
 
     def on_all_ready(self) -> None:
         """Start-up is complete: every worker of the first generation is ready."""
@@ -414,41 +270,29 @@ class Arbiter:
         else:
             self.upgrade.take_over(self._status())
 
-    def tally(self, app_name: str) -> Tally:
-        """What ``app_name``'s workers counted, exited ones included."""
-        total = Tally()
-        if app_name in self.gone:
-            total.add(self.gone[app_name])
-        for worker in self.workers.values():
-            if worker.pool.name == app_name:
-                total.add(worker)
-        return total
+    # the supervisor's, for the other parts of the master until they are given it
+    def spawn(
+        self, gen: Generation, pool: Pool, slot: int, replaces: WorkerProcess | None = None
+    ) -> WorkerProcess | None:
+        return self.supervisor.spawn(gen, pool, slot, replaces)
 
-    def _slot_taken(self, pool: Pool, slot: int) -> bool:
-        return any(
-            w.slot == slot and w.pool is pool and not w.retiring for w in self.workers.values()
-        )
+    def who(self, slot: int, pool: Pool) -> str:
+        return self.supervisor.who(slot, pool)
 
     def retire(self, worker: WorkerProcess) -> None:
-        """Stop a worker on purpose: drain if it serves, kill if it was still booting."""
-        if worker.retiring:
-            return
-        worker.retiring = True
-        worker.retired_at = time.monotonic()
-        successor = worker.successor
-        if successor is not None:
-            worker.successor = None
-            self.retire(successor)
-        sig = signal.SIGTERM if worker.ready else signal.SIGKILL
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(worker.pid, sig)
+        self.supervisor.retire(worker)
 
     def respawn(self, pool: Pool, slot: int) -> None:
-        """Start the worker of ``slot`` unless it runs, or its pool no longer serves."""
-        gen = self.current
-        wanted = slot < self.counts.get(pool.name, 0)
-        if gen.pools.get(pool.name) is pool and wanted and not self._slot_taken(pool, slot):
-            self.spawn(gen, pool, slot)
+        self.supervisor.respawn(pool, slot)
+
+    def consider_recycling(self, worker: WorkerProcess) -> None:
+        self.supervisor.consider_recycling(worker)
+
+    def more_workers(self, app_name: str) -> None:
+        self.supervisor.more_workers(app_name)
+
+    def fewer_workers(self, app_name: str) -> bool:
+        return self.supervisor.fewer_workers(app_name)
 
     # -- once a second ------------------------------------------------------------------
 
@@ -467,7 +311,7 @@ class Arbiter:
                 self.timeouts.check(worker, now)
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
-                    self._scale(pool, now)
+                    self.supervisor.scale(pool, now)
             rotate_due(now)  # session ticket keys (tls/session.py)
             touched = self.touched.changed()
             if touched is not None:
@@ -491,63 +335,11 @@ class Arbiter:
         except ApplyFailed:  # logged where it failed; the running applications serve on
             self.emperor.forget(change)
 
-    def _scale(self, pool: Pool, now: float) -> None:
-        """A dynamic pool's worker more or less (see master/scaling.py)."""
-        if self.pending is not None or self.stopping:
-            return
-        workers = [w for w in self.workers.values() if w.pool is pool]
-        change, why = scaling.decide(pool.application.dynamic, workers, now)
-        if not change:
-            return
-        self.counts[pool.name] += change
-        count = self.counts[pool.name]
-        self.log.info(
-            "%s: %s to %d worker(s) (%s)", pool.name, "up" if change > 0 else "down", count, why
-        )
-        self.hooks.call("nworkers_changed", self.num_workers)
-        if change > 0:
-            self.respawn(pool, count - 1)
-        else:
-            self.retire_extra_workers()
-
-    def consider_recycling(self, worker: WorkerProcess) -> None:
-        gen = worker.generation
-        if (
-            self.stopping
-            or worker.pid not in self.workers
-            or not worker.ready
-            or worker.retiring
-            or worker.successor is not None
-            or worker.replaces is not None
-            or gen is not self.current
-            or self.pending is not None
-            or time.monotonic() < worker.recycle_not_before
-        ):
-            return
-        reason = recycle_reason(worker, worker.pool.application, worker.age)
-        if reason is None:
-            return
-        self.log.info("worker %d (pid %d) recycled: %s", worker.slot, worker.pid, reason)
-        self.events.record("recycle", reason, worker.pool.name, worker.pid, worker.slot)
-        # retire_asked stays: the worker says it once, and a successor that fails to start
-        # is tried again (recycle_not_before)
-        worker.successor = self.spawn(gen, worker.pool, worker.slot, replaces=worker)
-
     # -- reload -------------------------------------------------------------------------
 
     def committed(self, old: Generation, gen: Generation) -> None:
         """``gen`` took over from ``old`` (reload.py): its workers, counts, logs and title."""
-        # a carried pool keeps the count TTIN/TTOU gave it
-        self.counts = {
-            name: self.counts[name] if name not in gen.fresh and name in self.counts else p.workers
-            for name, p in gen.pools.items()
-        }
-        self.hooks.call("nworkers_changed", self.num_workers)
-        for worker in list(self.workers.values()):
-            if gen.pools.get(worker.pool.name) is worker.pool:
-                worker.generation = gen  # new, or carried over
-            else:
-                self.retire(worker)
+        self.supervisor.committed(gen)
         if logging_changed(gen.settings, old.settings):
             try:
                 setup_logging(gen.settings)
@@ -609,54 +401,27 @@ class Arbiter:
         else:
             self.log.info("%s: already at %d worker(s); ignored", name, self.num_workers)
 
-    def more_workers(self, app_name: str) -> None:
-        """One worker more for ``app_name`` until the next change of its configuration."""
-        self.counts[app_name] += 1
-        self.events.record("scale", f"{self.counts[app_name]} worker(s)", app_name)
-        self.hooks.call("nworkers_changed", self.num_workers)
-        self.respawn(self.current.pools[app_name], self.counts[app_name] - 1)
-
-    def fewer_workers(self, app_name: str) -> bool:
-        """One worker fewer for ``app_name``, never below one; whether there was one to stop."""
-        if self.counts[app_name] <= 1:
-            return False
-        self.counts[app_name] -= 1
-        self.events.record("scale", f"{self.counts[app_name]} worker(s)", app_name)
-        self.hooks.call("nworkers_changed", self.num_workers)
-        self.retire_extra_workers()
-        return True
-
     def _stop_workers(self, name: str) -> None:
         self.log.info(
             "%s: stopping the workers; the listeners stay open (SIGTTIN or SIGHUP "
             "starts workers again)",
             name,
         )
-        self.counts = dict.fromkeys(self.counts, 0)
-        self.hooks.call("nworkers_changed", self.num_workers)
+        self.supervisor.none_wanted()
         if self.pending is not None:
             self.reloads.rollback(name)
-        self.retire_extra_workers()
+        self.supervisor.retire_extra_workers()
 
     def _reopen_logs(self, name: str) -> None:
         self.log.info("%s: reopening the log files", name)
         reopen_error_log()
-        for worker in self.workers.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGUSR1)
+        self.supervisor.signal_all(signal.SIGUSR1)
 
     def _upgrade(self, _: str) -> None:
         sockets = dict(self.sockets)
         if self.control is not None:  # the new master serves the API on the same socket
             sockets[self.control.inherit_key] = self.control.socket
         self.upgrade.start(sockets)
-
-    def retire_extra_workers(self) -> None:
-        """Retire the current workers whose slot is past their pool's count."""
-        for worker in list(self.workers.values()):
-            wanted = self.counts.get(worker.pool.name, 0)
-            if worker.generation is self.current and worker.slot >= wanted:
-                self.retire(worker)
 
     def begin_stop(self, *, graceful: bool) -> None:
         stopping.begin(self, graceful)

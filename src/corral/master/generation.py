@@ -367,3 +367,16 @@ class Generation:
         if len(self.pools) != 1 or ROUTES_POOL in self.pools:
             return None
         return next(iter(self.pools))
+
+
+@dataclass
+class Generations:
+    """The master's generations: the one serving, the one a change is starting (until it
+    commits or rolls back), and the listener and hand-off sockets they share. reload.py's
+    `Reloads` changes them; the other parts of the master read them."""
+
+    current: Generation
+    pending: Generation | None = None
+    sockets: dict[str, socket.socket] = field(default_factory=dict)  # every open listener
+    # with routes, each application's hand-off socket and its address, by name
+    handoffs: dict[str, tuple[str, socket.socket]] = field(default_factory=dict)

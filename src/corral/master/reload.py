@@ -34,7 +34,14 @@ from corral.config import Document
 from corral.config.app_types import runs_in_workers
 from corral.config.unserved import unserved
 from corral.master import renewal, systemd
-from corral.master.generation import ApplyFailed, Generation, Pool, scheme_of, uses_routes
+from corral.master.generation import (
+    ApplyFailed,
+    Generation,
+    Generations,
+    Pool,
+    scheme_of,
+    uses_routes,
+)
 from corral.master.listeners import (
     ListenError,
     bind_all,
@@ -68,20 +75,16 @@ class PreloadFailed(Exception):
 
 
 class Reloads:
-    """The generations of one master: the current one, the pending one while a change is
-    under way, and the listener and hand-off sockets they share."""
+    """The changes of one master's generations (`Generations`: the current one, the pending
+    one while a change is under way, and the listener and hand-off sockets they share)."""
 
-    def __init__(self, master: Arbiter, doc: Document) -> None:
+    def __init__(self, master: Arbiter, generations: Generations) -> None:
         self.master = master
         self.log = master.log
-        self.current = Generation(1, doc, {})
-        self.pending: Generation | None = None
+        self.generations = generations
         # the last number given: a generation that was rolled back keeps its number, so that
         # the log never names two generations alike
-        self.number = 1
-        self.sockets: dict[str, socket.socket] = {}  # every open listener, by address
-        # with routes, each application's hand-off socket and its address, by name
-        self.handoffs: dict[str, tuple[str, socket.socket]] = {}
+        self.number = generations.current.number
         # a reload asked for while a change is under way (its why and renew)
         self.queued: tuple[str, Renew] | None = None
         # a renewal checked for the pending generation, served at its commit (renewal.py),
@@ -90,8 +93,6 @@ class Reloads:
         self.renewals = 0
         self.told: list[Any] = []
         self._lock = asyncio.Lock()
-        # set on a worker's "closed" line or exit: what _retired_stop_accepting waits for
-        self.accepting_changed = asyncio.Event()
         origin = master.origin
         config_file = origin.config_file if origin is not None else None
         # the config file's bytes as last read, for `watch_config`
@@ -109,7 +110,7 @@ class Reloads:
         certificate file: nothing at all changed is nothing to do)."""
         if self.master.stopping:
             return
-        if self.pending is not None:
+        if self.generations.pending is not None:
             self.queued = (why, renew)  # after the one under way, so the latest change counts
             return
         with contextlib.suppress(ApplyFailed):  # logged
@@ -118,19 +119,23 @@ class Reloads:
     def look_at_config(self) -> None:
         """``watch_config``: a config file whose bytes changed reloads, as a HUP does."""
         content = self.config_content
-        if content is not None and self.current.settings.watch_config and content.changed():
+        if (
+            content is not None
+            and self.generations.current.settings.watch_config
+            and content.changed()
+        ):
             self.reload(f"{content.path} changed", "allowed")
 
     def touched(self, path: str) -> None:
         """A watched file changed: a certificate's renews, a ``touch_reload`` one reloads."""
-        tls = path in watched_files(self.current.settings)
+        tls = path in watched_files(self.generations.current.settings)
         self.reload(f"{path} was touched", "only" if tls else "never")
 
     def _reread(self) -> Document:
         """The document a reload starts from: the command line and file read again, or the
         running document when it is its own source."""
         if self.master.origin is None or self.master.origin.reread is None:
-            return self.current.doc
+            return self.generations.current.doc
         if self.config_content is not None:
             self.config_content.read()
         here = os.getcwd()
@@ -157,15 +162,15 @@ class Reloads:
         serves, ``persist`` (if set) saves it, still in turn.
         """
         async with self._lock:
-            while self.pending is not None:
-                assert self.pending.settled is not None
-                await asyncio.shield(self.pending.settled)
+            while self.generations.pending is not None:
+                assert self.generations.pending.settled is not None
+                await asyncio.shield(self.generations.pending.settled)
             if self.master.stopping:
                 raise ApplyFailed("the server is stopping", 503)
-            doc = change(self.current.doc) if callable(change) else change
-            if doc == self.current.doc and not restart:
+            doc = change(self.generations.current.doc) if callable(change) else change
+            if doc == self.generations.current.doc and not restart:
                 return
-            said = unserved(self.current.doc)  # at start, or by an earlier change
+            said = unserved(self.generations.current.doc)  # at start, or by an earlier change
             for line in unserved(doc):
                 if line not in said:
                     self.log.warning("%s", line)
@@ -194,10 +199,11 @@ class Reloads:
         while any(
             w.retiring and w.ready and not w.stopped_accepting for w in self.master.workers.values()
         ):
-            self.accepting_changed.clear()
+            self.master.supervisor.accepting_changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self.accepting_changed.wait(), max(0.0, deadline - time.monotonic())
+                    self.master.supervisor.accepting_changed.wait(),
+                    max(0.0, deadline - time.monotonic()),
                 )
             if time.monotonic() >= deadline:
                 return
@@ -247,10 +253,10 @@ class Reloads:
         if gen is None:  # a certificate file touched, its bytes the same
             self.log.info("the same certificates: nothing to do")
             self.master.notify_ready()
-            return self.current
+            return self.generations.current
         assert self.master.loop is not None
         gen.settled = self.master.loop.create_future()
-        self.pending = gen
+        self.generations.pending = gen
         self.master.hooks.call("on_reload")
         fresh = [gen.pools[name] for name in gen.fresh]
         for pool in fresh:
@@ -263,9 +269,9 @@ class Reloads:
     def _next(
         self, doc: Document, restart: Collection[str] | None, renew: Renew
     ) -> Generation | None:
-        current = self.current
+        current = self.generations.current
         sockets: dict[str, socket.socket] = {}
-        new = [address for address in doc.listeners if address not in self.sockets]
+        new = [address for address in doc.listeners if address not in self.generations.sockets]
         bound = bind_all(
             new,
             backlog=doc.settings.backlog,
@@ -273,8 +279,8 @@ class Reloads:
             reuse_port=doc.settings.reuse_port,
         )
         for address in doc.listeners:
-            sockets[address] = bound.get(address) or self.sockets[address]
-        self.sockets.update(bound)
+            sockets[address] = bound.get(address) or self.generations.sockets[address]
+        self.generations.sockets.update(bound)
         for address, sock in bound.items():
             self.log.info("listening on %s (%s)", describe(sock, scheme_of(doc, address)), address)
         try:
@@ -319,10 +325,13 @@ class Reloads:
         # a "php" one: php-fpm's, over FastCGI)
         names = [name for name, app in doc.applications.items() if runs_in_workers(app)]
         for name in names:
-            if name not in self.handoffs:
+            if name not in self.generations.handoffs:
                 address = handoff_address(os.getpid(), name)
-                self.handoffs[name] = (address, bind_handoff(address, doc.settings.backlog))
-        return {name: self.handoffs[name] for name in names}
+                self.generations.handoffs[name] = (
+                    address,
+                    bind_handoff(address, doc.settings.backlog),
+                )
+        return {name: self.generations.handoffs[name] for name in names}
 
     def _preload(self, pool: Pool, old: Pool | None) -> Any:
         """The application object for a preloaded pool: its predecessor's if it imports the
@@ -339,11 +348,11 @@ class Reloads:
             raise PreloadFailed(pool.name, app.entry_points) from exc
 
     def commit(self) -> None:
-        gen = self.pending
+        gen = self.generations.pending
         assert gen is not None
-        old = self.current
-        self.pending = None
-        self.current = gen
+        old = self.generations.current
+        self.generations.pending = None
+        self.generations.current = gen
         self.master.committed(old, gen)
         if self.renewing:
             self.renewals += 1
@@ -365,17 +374,21 @@ class Reloads:
         self._after()
 
     def rollback(self, why: str, cause: str | None = None) -> None:
-        gen = self.pending
+        gen = self.generations.pending
         assert gen is not None
-        self.pending = None
+        self.generations.pending = None
         self.renewing = []
         for worker in list(self.master.workers.values()):
             if worker.generation is gen:
                 self.master.retire(worker)
-        self.close_unused(set(self.current.sockets))
+        self.close_unused(set(self.generations.current.sockets))
         told = f"{why}: {cause}" if cause else why  # the worker sent the cause, and logged no more
-        self.log.error("reload failed: %s; generation %d keeps serving", told, self.current.number)
-        self.master.events.record("rollback", f"{why}; generation {self.current.number} serves")
+        self.log.error(
+            "reload failed: %s; generation %d keeps serving", told, self.generations.current.number
+        )
+        self.master.events.record(
+            "rollback", f"{why}; generation {self.generations.current.number} serves"
+        )
         if gen.settled is not None and not gen.settled.done():
             gen.settled.set_result(told)
         self._after()
@@ -390,15 +403,19 @@ class Reloads:
     def close_unused(self, keep: set[str]) -> None:
         """Close the master's listeners outside ``keep`` (and the pending generation's), and
         the hand-off sockets no pool of the current or pending generation holds."""
-        if self.pending is not None:
-            keep |= set(self.pending.sockets)
-        unused = {a: s for a, s in self.sockets.items() if a not in keep}
+        if self.generations.pending is not None:
+            keep |= set(self.generations.pending.sockets)
+        unused = {a: s for a, s in self.generations.sockets.items() if a not in keep}
         for address in unused:
-            del self.sockets[address]
+            del self.generations.sockets[address]
         close_all(unused)
-        generations = [self.current] if self.pending is None else [self.current, self.pending]
+        generations = (
+            [self.generations.current]
+            if self.generations.pending is None
+            else [self.generations.current, self.generations.pending]
+        )
         held = {id(p.handoff) for gen in generations for p in gen.pools.values()}
-        for name, (_, sock) in list(self.handoffs.items()):
+        for name, (_, sock) in list(self.generations.handoffs.items()):
             if id(sock) not in held:
-                del self.handoffs[name]
+                del self.generations.handoffs[name]
                 sock.close()

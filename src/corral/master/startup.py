@@ -124,14 +124,13 @@ def _serve(
         return EXIT_CONFIG
     share_event_loop(settings.loop)
     try:
-        arbiter = Arbiter(doc, log, origin)
+        arbiter = Arbiter(doc, log, origin, control_server)
     except ValueError as exc:
         sys.stderr.write(f"corral: error: {exc}\n")
         return EXIT_CONFIG
     arbiter.emperor = vassals
     if control_server is not None:
         control_server.arbiter = arbiter
-        arbiter.control = control_server
         if control_server.options.owns_config:
             arbiter.persist = control_server.save
     if settings.reload:
@@ -147,7 +146,7 @@ def _serve(
     arbiter.upgrade.activated = handed if activated else None
     arbiter.started = started
     if arbiter.current.application is not None:
-        arbiter.entered = child.apply_environment(arbiter.current.application)
+        arbiter.supervisor.entered = child.apply_environment(arbiter.current.application)
     try:
         arbiter.hooks.load(settings.hooks)
     except HookError as exc:
@@ -181,7 +180,7 @@ def _serve(
             sys.stderr.write(f"corral: error: {exc}\n")
             close_all(sockets, unlink=False)
             return EXIT_LISTEN
-        arbiter.reloads.sockets = dict(sockets)
+        arbiter.generations.sockets = dict(sockets)
         try:
             arbiter.current.attach(
                 sockets, arbiter.reloads.bind_handoffs(doc), arbiter.reloads.certificates()

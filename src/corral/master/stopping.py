@@ -22,7 +22,7 @@ def begin(arbiter: Arbiter, graceful: bool) -> None:
     """A stop begins: graceful (TERM, INT), its workers are told the server stops (their
     probes' readiness 503 at once, their drain after ``shutdown_delay``: `delay`), else
     (QUIT) they leave now."""
-    arbiter.stopping = True
+    arbiter.supervisor.stopping = True
     arbiter.graceful = graceful
     pending = arbiter.pending
     if pending is not None and pending.settled is not None and not pending.settled.done():
