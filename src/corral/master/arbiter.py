@@ -48,8 +48,9 @@ from corral import __version__, core
 from corral.config import Document
 from corral.external.supervisor import Externals
 from corral.hooks import Hooks
-from corral.master import child, exits, lifecycle, stopping, systemd
+from corral.master import child, stopping, systemd
 from corral.master.events import Events
+from corral.master.exits import Exits
 from corral.master.generation import ApplyFailed, Generation, Generations, Origin, Pool, scheme_of
 from corral.master.listeners import describe
 from corral.master.process import Tally, WorkerProcess
@@ -76,7 +77,6 @@ class Arbiter:
         self.signals: asyncio.Queue[int] = asyncio.Queue()
         self.graceful = True
         self.exit_code = 0
-        self.backoff = lifecycle.Backoff()  # early deaths in a row, per slot
         self.events = Events()  # the recent ones, for the control API
         self.all_ready = False  # start-up is complete: every pool was ready once
         self.started: Callable[[], None] | None = None  # called once start-up is complete
@@ -103,6 +103,19 @@ class Arbiter:
         self.workers = self.supervisor.workers
         self.timeouts = self.supervisor.timeouts
         self.reloads = Reloads(self, self.generations)
+        self.exits = Exits(
+            self.supervisor,
+            self.generations,
+            self.hooks,
+            self.events,
+            log,
+            children=[self.upgrade.exited, self.externals.exited],
+            may_shut_down=origin is None or origin.reread is not None,
+            rollback=self.reloads.rollback,
+            shut_down=self._shut_down,
+            started=lambda: self.all_ready,
+            check_started=self.check_started,
+        )
 
     @property
     def current(self) -> Generation:
@@ -301,13 +314,7 @@ class Arbiter:
             await asyncio.sleep(1.0)
             now = time.monotonic()
             for worker in list(self.workers.values()):
-                self.backoff.settle(
-                    (worker.pool.name, worker.slot),
-                    worker.started,
-                    worker.ready,
-                    now,
-                    worker.pool.application.min_worker_lifetime,
-                )
+                self.exits.settle(worker, now)
                 self.timeouts.check(worker, now)
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
@@ -360,7 +367,7 @@ class Arbiter:
         SIGNALS[sig](self, signal.Signals(sig).name)
 
     def _reap(self, _: str) -> None:
-        exits.reap(self)
+        self.exits.reap()
 
     def _stop(self, name: str) -> None:
         self.log.info("%s: graceful shutdown", name)
@@ -422,6 +429,10 @@ class Arbiter:
         if self.control is not None:  # the new master serves the API on the same socket
             sockets[self.control.inherit_key] = self.control.socket
         self.upgrade.start(sockets)
+
+    def _shut_down(self, code: int) -> None:
+        self.exit_code = code
+        self.begin_stop(graceful=False)
 
     def begin_stop(self, *, graceful: bool) -> None:
         stopping.begin(self, graceful)

@@ -10,7 +10,6 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from corral.master import exits
 from corral.master.listeners import close_all
 from corral.server.health import SERVER_STOPS
 
@@ -69,7 +68,7 @@ async def delay(arbiter: Arbiter) -> None:
         except TimeoutError:
             break
         if sig == signal.SIGCHLD:
-            exits.reap(arbiter)
+            arbiter.exits.reap()
         elif sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
             arbiter.log.info("%s: the shutdown delay ends now", signal.Signals(sig).name)
             arbiter.graceful = sig == signal.SIGTERM
@@ -92,10 +91,10 @@ async def wait(arbiter: Arbiter) -> None:
         try:
             sig = await asyncio.wait_for(arbiter.signals.get(), 0.05)
         except TimeoutError:
-            exits.reap(arbiter)
+            arbiter.exits.reap()
             continue
         if sig == signal.SIGCHLD:
-            exits.reap(arbiter)
+            arbiter.exits.reap()
         elif sig in (signal.SIGINT, signal.SIGQUIT) or (
             sig == signal.SIGTERM and not arbiter.graceful
         ):
