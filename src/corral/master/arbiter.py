@@ -48,13 +48,14 @@ from corral import __version__, core
 from corral.config import Document
 from corral.external.supervisor import Externals
 from corral.hooks import Hooks
-from corral.master import child, stopping, systemd
+from corral.master import child, systemd
 from corral.master.events import Events
 from corral.master.exits import Exits
 from corral.master.generation import ApplyFailed, Generation, Generations, Origin, Pool, scheme_of
 from corral.master.listeners import describe
 from corral.master.process import Tally, WorkerProcess
 from corral.master.reload import Reloads
+from corral.master.stopping import Stop
 from corral.master.supervisor import Supervisor
 from corral.master.upgrade import Upgrade
 from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
@@ -75,8 +76,6 @@ class Arbiter:
         self.generations = Generations(Generation(1, doc, {}))
         self.title_name = doc.settings.proc_name or self.current.app_name or "corral"
         self.signals: asyncio.Queue[int] = asyncio.Queue()
-        self.graceful = True
-        self.exit_code = 0
         self.events = Events()  # the recent ones, for the control API
         self.all_ready = False  # start-up is complete: every pool was ready once
         self.started: Callable[[], None] | None = None  # called once start-up is complete
@@ -103,6 +102,15 @@ class Arbiter:
         self.workers = self.supervisor.workers
         self.timeouts = self.supervisor.timeouts
         self.reloads = Reloads(self, self.generations)
+        self.stop = Stop(
+            self.supervisor,
+            self.generations,
+            self.externals,
+            self.upgrade,
+            self.hooks,
+            log,
+            self.notify,
+        )
         self.exits = Exits(
             self.supervisor,
             self.generations,
@@ -112,7 +120,7 @@ class Arbiter:
             children=[self.upgrade.exited, self.externals.exited],
             may_shut_down=origin is None or origin.reread is not None,
             rollback=self.reloads.rollback,
-            shut_down=self._shut_down,
+            shut_down=self.stop.shut_down,
             started=lambda: self.all_ready,
             check_started=self.check_started,
         )
@@ -185,7 +193,7 @@ class Arbiter:
             if self.watcher is not None:
                 self.watcher.stop()
             loop.close()
-        return self.exit_code
+        return self.stop.exit_code
 
     async def main(self) -> None:
         gen = self.current
@@ -227,7 +235,7 @@ class Arbiter:
             while not self.stopping:
                 sig = await self.signals.get()
                 self.handle_signal(sig)
-            await stopping.wait(self)
+            await self.stop.wait(self.signals, self.exits.reap)
         finally:
             ticker.cancel()
 
@@ -430,12 +438,8 @@ class Arbiter:
             sockets[self.control.inherit_key] = self.control.socket
         self.upgrade.start(sockets)
 
-    def _shut_down(self, code: int) -> None:
-        self.exit_code = code
-        self.begin_stop(graceful=False)
-
     def begin_stop(self, *, graceful: bool) -> None:
-        stopping.begin(self, graceful)
+        self.stop.begin(graceful)
 
 
 # What each signal asks of the master: Gunicorn's meanings, and uWSGI's for WINCH.

@@ -1,118 +1,152 @@
-"""The master's ends: a graceful or an immediate stop (TERM, INT, QUIT), and its replacement
-by a new master (USR2, whose mechanism is ``upgrade.py``)."""
+"""The master's ends: a graceful or an immediate stop (TERM, INT, QUIT). (Its replacement by a
+new master, USR2, is ``upgrade.py``'s.)"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from corral.external.supervisor import Externals
+from corral.hooks import Hooks
+from corral.master.generation import Generations
 from corral.master.listeners import close_all
+from corral.master.supervisor import Supervisor
+from corral.master.upgrade import Upgrade
 from corral.server.health import SERVER_STOPS
 
-if TYPE_CHECKING:
-    from corral.master.arbiter import Arbiter
 
+class Stop:
+    """A stop of the master: whether it is graceful, and the master's exit code. It stops the
+    supervisor's workers and the external programs, and closes the generations' sockets."""
 
-def begin(arbiter: Arbiter, graceful: bool) -> None:
-    """A stop begins: graceful (TERM, INT), its workers are told the server stops (their
-    probes' readiness 503 at once, their drain after ``shutdown_delay``: `delay`), else
-    (QUIT) they leave now."""
-    arbiter.supervisor.stopping = True
-    arbiter.graceful = graceful
-    pending = arbiter.pending
-    if pending is not None and pending.settled is not None and not pending.settled.done():
-        pending.settled.set_result("the server is stopping")
-    if not arbiter.upgrade.replaced:  # a master replaced by USR2 is not the service stopping
-        arbiter.notify("STOPPING=1")
-    if not graceful:
-        _close_doors(arbiter)
-    # a master replaced by USR2 retires its workers as a reload does (its successor's take
-    # the same listeners: they stay ready); a worker still starting has no handler for
-    # SERVER_STOPS yet, TERM ends it
-    replaced = arbiter.upgrade.replaced
-    for worker in arbiter.workers.values():
-        sig = SERVER_STOPS if worker.ready and not replaced else signal.SIGTERM
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(worker.pid, sig if graceful else signal.SIGQUIT)
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        generations: Generations,
+        externals: Externals,
+        upgrade: Upgrade,
+        hooks: Hooks,
+        log: logging.Logger,
+        notify: Callable[..., None],
+    ) -> None:
+        self._supervisor = supervisor
+        self._generations = generations
+        self._externals = externals
+        self._upgrade = upgrade  # a master replaced by USR2 stops as a reload retires
+        self._hooks = hooks
+        self._log = log
+        self._notify = notify  # systemd's, when this master speaks for the service
+        self.graceful = True
+        self.exit_code = 0
 
+    def shut_down(self, code: int) -> None:
+        """An immediate stop, the master exiting with ``code``."""
+        self.exit_code = code
+        self.begin(graceful=False)
 
-def _close_doors(arbiter: Arbiter) -> None:
-    """The master's copies of the listeners close (the kernel stops queueing connections
-    no worker will take, once the workers' close too; the socket files of unix listeners
-    stay when a new master or systemd holds them), and so do the hand-off sockets; the
-    external programs are asked to stop."""
-    close_all(arbiter.sockets, unlink=arbiter.upgrade.unlinks_on_close)
-    for _, handoff in arbiter.handoffs.values():
-        handoff.close()
-    arbiter.handoffs.clear()
-    arbiter.externals.stop()
-
-
-async def delay(arbiter: Arbiter) -> None:
-    """``shutdown_delay``: everything serves on, the workers' readiness 503, while the load
-    balancers notice. Another TERM ends it, the drain begins; an INT or a QUIT ends it
-    and the workers leave at once (as they would in the drain). A master replaced by USR2
-    has none: its successor serves the same listeners."""
-    wait = arbiter.settings.shutdown_delay if not arbiter.upgrade.replaced else 0.0
-    until = time.monotonic() + wait
-    if wait > 0:
-        arbiter.log.info("serving on for the shutdown delay (%g s), readiness 503", wait)
-    cut = None  # the signal the workers get when the delay is cut short
-    while time.monotonic() < until:
-        try:
-            sig = await asyncio.wait_for(arbiter.signals.get(), until - time.monotonic())
-        except TimeoutError:
-            break
-        if sig == signal.SIGCHLD:
-            arbiter.exits.reap()
-        elif sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
-            arbiter.log.info("%s: the shutdown delay ends now", signal.Signals(sig).name)
-            arbiter.graceful = sig == signal.SIGTERM
-            cut = signal.SIGTERM if arbiter.graceful else signal.SIGQUIT
-            break
-    _close_doors(arbiter)
-    if cut is not None:  # the workers' own delay ends too
-        for worker in arbiter.workers.values():
+    def begin(self, graceful: bool) -> None:
+        """A stop begins: graceful (TERM, INT), its workers are told the server stops (their
+        probes' readiness 503 at once, their drain after ``shutdown_delay``: `_delay`), else
+        (QUIT) they leave now."""
+        self._supervisor.stopping = True
+        self.graceful = graceful
+        pending = self._generations.pending
+        if pending is not None and pending.settled is not None and not pending.settled.done():
+            pending.settled.set_result("the server is stopping")
+        replaced = self._upgrade.replaced
+        if not replaced:  # a master replaced by USR2 is not the service stopping
+            self._notify("STOPPING=1")
+        if not graceful:
+            self._close_doors()
+        # a master replaced by USR2 retires its workers as a reload does (its successor's take
+        # the same listeners: they stay ready); a worker still starting has no handler for
+        # SERVER_STOPS yet, TERM ends it
+        for worker in self._supervisor.workers.values():
+            sig = SERVER_STOPS if worker.ready and not replaced else signal.SIGTERM
             with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, cut)
+                os.kill(worker.pid, sig if graceful else signal.SIGQUIT)
 
+    def _close_doors(self) -> None:
+        """The master's copies of the listeners close (the kernel stops queueing connections
+        no worker will take, once the workers' close too; the socket files of unix listeners
+        stay when a new master or systemd holds them), and so do the hand-off sockets; the
+        external programs are asked to stop."""
+        close_all(self._generations.sockets, unlink=self._upgrade.unlinks_on_close)
+        handoffs = self._generations.handoffs
+        for _, handoff in handoffs.values():
+            handoff.close()
+        handoffs.clear()
+        self._externals.stop()
 
-async def wait(arbiter: Arbiter) -> None:
-    if arbiter.graceful:
-        await delay(arbiter)  # (which may make it an immediate stop)
-    grace = arbiter.settings.graceful_timeout + 1.0 if arbiter.graceful else 0.5
-    deadline = time.monotonic() + grace
-    externals = arbiter.externals  # its own SIGKILL comes at graceful_timeout
-    while (arbiter.workers or externals.processes) and time.monotonic() < deadline:
-        try:
-            sig = await asyncio.wait_for(arbiter.signals.get(), 0.05)
-        except TimeoutError:
-            arbiter.exits.reap()
-            continue
-        if sig == signal.SIGCHLD:
-            arbiter.exits.reap()
-        elif sig in (signal.SIGINT, signal.SIGQUIT) or (
-            sig == signal.SIGTERM and not arbiter.graceful
-        ):
-            deadline = min(deadline, time.monotonic())  # asked twice: stop now
-    for worker in arbiter.workers.values():
-        arbiter.log.warning(
-            "worker %d (pid %d) did not stop in time; killing", worker.slot, worker.pid
-        )
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(worker.pid, signal.SIGKILL)
-    externals.kill_left()
-    while arbiter.workers or externals.processes:
-        pid, status = os.waitpid(-1, 0)
-        if externals.exited(pid, status):
-            continue
-        gone = arbiter.workers.pop(pid, None)
-        if gone is not None:
-            gone.close()
-            arbiter.hooks.call("child_exit", gone)
-    externals.closed()
-    arbiter.log.info("shutdown complete")
+    async def _delay(self, signals: asyncio.Queue[int], reap: Callable[[], None]) -> None:
+        """``shutdown_delay``: everything serves on, the workers' readiness 503, while the load
+        balancers notice. Another TERM ends it, the drain begins; an INT or a QUIT ends it
+        and the workers leave at once (as they would in the drain). A master replaced by USR2
+        has none: its successor serves the same listeners."""
+        settings = self._generations.current.settings
+        wait = settings.shutdown_delay if not self._upgrade.replaced else 0.0
+        until = time.monotonic() + wait
+        if wait > 0:
+            self._log.info("serving on for the shutdown delay (%g s), readiness 503", wait)
+        cut = None  # the signal the workers get when the delay is cut short
+        while time.monotonic() < until:
+            try:
+                sig = await asyncio.wait_for(signals.get(), until - time.monotonic())
+            except TimeoutError:
+                break
+            if sig == signal.SIGCHLD:
+                reap()
+            elif sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+                self._log.info("%s: the shutdown delay ends now", signal.Signals(sig).name)
+                self.graceful = sig == signal.SIGTERM
+                cut = signal.SIGTERM if self.graceful else signal.SIGQUIT
+                break
+        self._close_doors()
+        if cut is not None:  # the workers' own delay ends too
+            self._supervisor.signal_all(cut)
+
+    async def wait(self, signals: asyncio.Queue[int], reap: Callable[[], None]) -> None:
+        """Until every worker and external program exited (killed past the grace), the
+        master's ``signals`` read meanwhile: a child's exit is reaped (``reap``), a second
+        stop signal makes it immediate."""
+        if self.graceful:
+            await self._delay(signals, reap)  # (which may make it an immediate stop)
+        settings = self._generations.current.settings
+        grace = settings.graceful_timeout + 1.0 if self.graceful else 0.5
+        deadline = time.monotonic() + grace
+        workers = self._supervisor.workers
+        externals = self._externals  # its own SIGKILL comes at graceful_timeout
+        while (workers or externals.processes) and time.monotonic() < deadline:
+            try:
+                sig = await asyncio.wait_for(signals.get(), 0.05)
+            except TimeoutError:
+                reap()
+                continue
+            if sig == signal.SIGCHLD:
+                reap()
+            elif sig in (signal.SIGINT, signal.SIGQUIT) or (
+                sig == signal.SIGTERM and not self.graceful
+            ):
+                deadline = min(deadline, time.monotonic())  # asked twice: stop now
+        for worker in workers.values():
+            self._log.warning(
+                "worker %d (pid %d) did not stop in time; killing", worker.slot, worker.pid
+            )
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGKILL)
+        externals.kill_left()
+        while workers or externals.processes:
+            pid, status = os.waitpid(-1, 0)
+            if externals.exited(pid, status):
+                continue
+            gone = workers.pop(pid, None)
+            if gone is not None:
+                gone.close()
+                self._hooks.call("child_exit", gone)
+        externals.closed()
+        self._log.info("shutdown complete")
