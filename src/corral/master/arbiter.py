@@ -85,7 +85,6 @@ class Arbiter:
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
         self.upgrade = Upgrade(log, origin, partial(self.hooks.call, "pre_exec"), self._stopping)
         self.control = control  # the control API's server (corral.control.server), if on
-        self.persist: Callable[[Document], None] | None = None  # saves an applied document
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
         self._vassal_change: asyncio.Task[None] | None = None
         self.externals = Externals(self)  # the pools of programs that are not workers
@@ -101,7 +100,17 @@ class Arbiter:
         )
         self.workers = self.supervisor.workers
         self.timeouts = self.supervisor.timeouts
-        self.reloads = Reloads(self, self.generations)
+        self.reloads = Reloads(
+            self.generations,
+            self.supervisor,
+            self.hooks,
+            self.events,
+            log,
+            origin=origin,
+            certificates=None if control is None else control.certificates,
+            committed=self.committed,
+            notify=self.notify,
+        )
         self.stop = Stop(
             self.supervisor,
             self.generations,

@@ -7,8 +7,9 @@ not carry over, and commit it once every one of them is ready: the master retire
 workers then. If one exits before, the new generation is rolled back and the running one
 serves on; nothing retries a failed reload by itself. One change is under way at a time: a
 reload asked for meanwhile runs after it (the latest one counts), an apply waits for it
-(`Reloads.apply` holds one lock). The master (`corral.master.arbiter.Arbiter`) spawns and
-retires; this module decides what, and keeps the generations and the sockets they share.
+(`Reloads.apply` holds one lock). The supervisor (supervisor.py) spawns and retires; this
+module decides what, and changes the generations and the sockets they share (`Generations`);
+what a commit means to the rest of the master is its ``committed`` callback.
 A change that finds new TLS certificates and nothing else is a renewal instead: the pools
 are carried and their running workers serve the new certificates (master/renewal.py).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import time
@@ -33,11 +35,14 @@ from corral.apps.loader import (
 from corral.config import Document
 from corral.config.app_types import runs_in_workers
 from corral.config.unserved import unserved
+from corral.hooks import Hooks
 from corral.master import renewal, systemd
+from corral.master.events import Events
 from corral.master.generation import (
     ApplyFailed,
     Generation,
     Generations,
+    Origin,
     Pool,
     scheme_of,
     uses_routes,
@@ -50,6 +55,7 @@ from corral.master.listeners import (
     describe,
     handoff_address,
 )
+from corral.master.supervisor import Supervisor
 from corral.master.watch import ConfigContent
 from corral.tls.served import watched_files
 
@@ -57,7 +63,6 @@ Renew = Literal["never", "allowed", "only"]  # see Reloads.reload
 
 if TYPE_CHECKING:
     from corral.config.document import EntryPoint
-    from corral.master.arbiter import Arbiter
 
 # How long a control API answer waits for the retired workers to stop accepting (a worker
 # whose loop the application blocks acts on TERM only when the call returns).
@@ -78,10 +83,30 @@ class Reloads:
     """The changes of one master's generations (`Generations`: the current one, the pending
     one while a change is under way, and the listener and hand-off sockets they share)."""
 
-    def __init__(self, master: Arbiter, generations: Generations) -> None:
-        self.master = master
-        self.log = master.log
+    def __init__(
+        self,
+        generations: Generations,
+        supervisor: Supervisor,
+        hooks: Hooks,
+        events: Events,
+        log: logging.Logger,
+        *,
+        origin: Origin | None,
+        certificates: Any,
+        committed: Callable[[Generation, Generation], None],
+        notify: Callable[..., None],
+    ) -> None:
         self.generations = generations
+        self._supervisor = supervisor
+        self._hooks = hooks
+        self._events = events
+        self.log = log
+        self._origin = origin  # where a reload reads the configuration again
+        # the control API's certificate store (`corral.tls.store`), None without the API
+        self._certificates = certificates
+        self._committed = committed  # what a commit means to the rest of the master
+        self._notify = notify  # systemd's, when this master speaks for the service
+        self.persist: Callable[[Document], None] | None = None  # saves an applied document
         # the last number given: a generation that was rolled back keeps its number, so that
         # the log never names two generations alike
         self.number = generations.current.number
@@ -93,7 +118,6 @@ class Reloads:
         self.renewals = 0
         self.told: list[Any] = []
         self._lock = asyncio.Lock()
-        origin = master.origin
         config_file = origin.config_file if origin is not None else None
         # the config file's bytes as last read, for `watch_config`
         self.config_content = (
@@ -108,7 +132,7 @@ class Reloads:
         workers instead (master/renewal.py): ``never`` (a touched ``touch_reload`` file,
         ``--reload``: new workers, for new code), ``allowed`` (HUP), ``only`` (a touched
         certificate file: nothing at all changed is nothing to do)."""
-        if self.master.stopping:
+        if self._supervisor.stopping:
             return
         if self.generations.pending is not None:
             self.queued = (why, renew)  # after the one under way, so the latest change counts
@@ -134,14 +158,15 @@ class Reloads:
     def _reread(self) -> Document:
         """The document a reload starts from: the command line and file read again, or the
         running document when it is its own source."""
-        if self.master.origin is None or self.master.origin.reread is None:
+        origin = self._origin
+        if origin is None or origin.reread is None:
             return self.generations.current.doc
         if self.config_content is not None:
             self.config_content.read()
         here = os.getcwd()
-        os.chdir(self.master.origin.cwd)  # the command line's relative paths (-c FILE) start here
+        os.chdir(origin.cwd)  # the command line's relative paths (-c FILE) start here
         try:
-            return self.master.origin.reread()
+            return origin.reread()
         finally:
             os.chdir(here)
 
@@ -165,7 +190,7 @@ class Reloads:
             while self.generations.pending is not None:
                 assert self.generations.pending.settled is not None
                 await asyncio.shield(self.generations.pending.settled)
-            if self.master.stopping:
+            if self._supervisor.stopping:
                 raise ApplyFailed("the server is stopping", 503)
             doc = change(self.generations.current.doc) if callable(change) else change
             if doc == self.generations.current.doc and not restart:
@@ -180,10 +205,10 @@ class Reloads:
             if failure is not None:
                 raise ApplyFailed(failure)
             await self._retired_stop_accepting()
-            await renewal.acted_on(self.master, self.told, self.renewals)
-            if self.master.persist is not None:
+            await renewal.acted_on(self._supervisor.workers, self.told, self.renewals)
+            if self.persist is not None:
                 try:
-                    self.master.persist(doc)
+                    self.persist(doc)
                 except OSError as exc:
                     self.log.error("the new configuration could not be saved: %s", exc)
                     raise ApplyFailed(
@@ -197,12 +222,13 @@ class Reloads:
         configuration (an old route, an old application's code)."""
         deadline = time.monotonic() + STOP_ACCEPTING_WAIT
         while any(
-            w.retiring and w.ready and not w.stopped_accepting for w in self.master.workers.values()
+            w.retiring and w.ready and not w.stopped_accepting
+            for w in self._supervisor.workers.values()
         ):
-            self.master.supervisor.accepting_changed.clear()
+            self._supervisor.accepting_changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    self.master.supervisor.accepting_changed.wait(),
+                    self._supervisor.accepting_changed.wait(),
                     max(0.0, deadline - time.monotonic()),
                 )
             if time.monotonic() >= deadline:
@@ -222,7 +248,7 @@ class Reloads:
         pool restarts, as a reload does). When that fails before anything is spawned (a bad
         file, an address in use, a preload that raises), the failure is logged and raised as
         `ApplyFailed`; the running workers go on."""
-        self.master.notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
+        self._notify("RELOADING=1", systemd.monotonic_usec(), f"STATUS=reloading ({why})")
         self.log.info("%s (%s)", doing, why)
         failed = "reload failed" if doing == "reloading" else "reconfiguration failed"
         try:
@@ -235,11 +261,11 @@ class Reloads:
                 self.log.error("%s\n%s", load_failure(exc.name, exc.entry_points), shown)
             why = load_failure(exc.name, exc.entry_points, describe_load_failure(loading))
             self.log.error("%s: %s; the running workers keep serving", failed, why)
-            self.master.notify_ready()
+            self._notify_ready()
             raise ApplyFailed(why) from None
         except (ValueError, ListenError) as exc:  # ConfigError is a ValueError
             self.log.error("%s: %s; the running workers keep serving", failed, exc)
-            self.master.notify_ready()
+            self._notify_ready()
             raise ApplyFailed(str(exc)) from None
         except Exception as exc:  # corral's own mistake: all of its traceback
             self.log.error(
@@ -248,20 +274,19 @@ class Reloads:
                 exc,
                 traceback.format_exc().rstrip(),
             )
-            self.master.notify_ready()
+            self._notify_ready()
             raise ApplyFailed(f"{type(exc).__name__}: {exc}") from None
         if gen is None:  # a certificate file touched, its bytes the same
             self.log.info("the same certificates: nothing to do")
-            self.master.notify_ready()
+            self._notify_ready()
             return self.generations.current
-        assert self.master.loop is not None
-        gen.settled = self.master.loop.create_future()
+        gen.settled = asyncio.get_running_loop().create_future()
         self.generations.pending = gen
-        self.master.hooks.call("on_reload")
+        self._hooks.call("on_reload")
         fresh = [gen.pools[name] for name in gen.fresh]
         for pool in fresh:
             for slot in range(pool.workers):
-                self.master.spawn(gen, pool, slot)
+                self._supervisor.spawn(gen, pool, slot)
         if not any(pool.workers for pool in fresh):  # nothing to wait for
             self.commit()
         return gen
@@ -313,8 +338,7 @@ class Reloads:
 
     def certificates(self) -> Any:
         """The control API's certificate store (`corral.tls.store`), None without the API."""
-        control = self.master.control
-        return None if control is None else control.certificates
+        return self._certificates
 
     def bind_handoffs(self, doc: Document) -> dict[str, tuple[str, socket.socket]]:
         """With routes, a hand-off socket per application of ``doc``; those of applications
@@ -353,11 +377,11 @@ class Reloads:
         old = self.generations.current
         self.generations.pending = None
         self.generations.current = gen
-        self.master.committed(old, gen)
+        self._committed(old, gen)
         if self.renewing:
             self.renewals += 1
             self.told = renewal.deliver(
-                self.renewing, self.renewals, self.master.workers.values(), self.log
+                self.renewing, self.renewals, self._supervisor.workers.values(), self.log
             )
             self.renewing = []
         self.close_unused(set(gen.sockets))
@@ -365,10 +389,10 @@ class Reloads:
         self.log.info(
             "reload complete: generation %d serving with %d worker(s)%s",
             gen.number,
-            self.master.num_workers,
+            self._supervisor.num_workers,
             f" ({', '.join(carried)} carried over)" if carried else "",
         )
-        self.master.events.record("reload", f"generation {gen.number} serving")
+        self._events.record("reload", f"generation {gen.number} serving")
         if gen.settled is not None and not gen.settled.done():
             gen.settled.set_result(None)
         self._after()
@@ -378,27 +402,30 @@ class Reloads:
         assert gen is not None
         self.generations.pending = None
         self.renewing = []
-        for worker in list(self.master.workers.values()):
+        for worker in list(self._supervisor.workers.values()):
             if worker.generation is gen:
-                self.master.retire(worker)
+                self._supervisor.retire(worker)
         self.close_unused(set(self.generations.current.sockets))
         told = f"{why}: {cause}" if cause else why  # the worker sent the cause, and logged no more
         self.log.error(
             "reload failed: %s; generation %d keeps serving", told, self.generations.current.number
         )
-        self.master.events.record(
+        self._events.record(
             "rollback", f"{why}; generation {self.generations.current.number} serves"
         )
         if gen.settled is not None and not gen.settled.done():
             gen.settled.set_result(told)
         self._after()
 
+    def _notify_ready(self) -> None:
+        self._notify("READY=1", self._supervisor.status())
+
     def _after(self) -> None:
         queued, self.queued = self.queued, None
         if queued is not None:
             self.reload(*queued)
         else:
-            self.master.notify_ready()
+            self._notify_ready()
 
     def close_unused(self, keep: set[str]) -> None:
         """Close the master's listeners outside ``keep`` (and the pending generation's), and

@@ -29,7 +29,7 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +170,9 @@ def _send(worker: WorkerProcess, message: bytes, log: logging.Logger) -> bool:
     return True
 
 
-async def acted_on(master: Any, told: Iterable[WorkerProcess], number: int) -> None:
+async def acted_on(
+    workers: Mapping[int, WorkerProcess], told: Iterable[WorkerProcess], number: int
+) -> None:
     """Wait until every worker ``told`` of renewal ``number`` that serves (ready, not
     retiring) said ``renewed`` for it, or exited, at most `ACK_WAIT`. (One still starting
     reads its orders before it accepts a connection.)"""
@@ -178,7 +180,7 @@ async def acted_on(master: Any, told: Iterable[WorkerProcess], number: int) -> N
     deadline = time.monotonic() + ACK_WAIT
     while time.monotonic() < deadline:
         if not any(
-            worker.pid in master.workers
+            worker.pid in workers
             and worker.ready
             and not worker.retiring
             and worker.renewed < number

@@ -132,7 +132,7 @@ def _serve(
     if control_server is not None:
         control_server.arbiter = arbiter
         if control_server.options.owns_config:
-            arbiter.persist = control_server.save
+            arbiter.reloads.persist = control_server.save
     if settings.reload:
         try:
             import watchfiles  # noqa: F401  (the watcher thread imports it again)
