@@ -10,7 +10,7 @@ killed when it is not ready within ``startup_timeout``, and stopped with SIGTERM
 SIGKILL after ``graceful_timeout``. Its log lines and events are the workers' own kinds
 (``crash``, ``timeout``); `status` gives the control API the shape of a pool of workers.
 
-It runs on the master's loop; `exited` is called by the master's reaping (``exits.reap``).
+It runs on the master's loop; `exited` is called by the master's reaping (``Exits.reap``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,13 @@ from corral.master.lifecycle import Backoff
 from corral.master.process import cpu_seconds, rss_mib
 
 if TYPE_CHECKING:
+    import logging
     import socket
+    from collections.abc import Callable
 
     from corral.config import Document
-    from corral.master.arbiter import Arbiter
+    from corral.master.events import Events
+    from corral.master.generation import Generations
 
 __all__ = ["ExternalPool", "ExternalProcess", "Externals"]
 
@@ -85,18 +88,23 @@ class ExternalProcess:
 class Externals:
     """Every supervised pool of the running document, and their processes by pid."""
 
-    def __init__(self, arbiter: Arbiter) -> None:
-        self.arbiter = arbiter
+    def __init__(
+        self,
+        generations: Generations,
+        events: Events,
+        log: logging.Logger,
+        settled: Callable[[], None],
+    ) -> None:
+        self._generations = generations  # the running one's settings and number
+        self._events = events
+        self.log = log
+        self._settled = settled  # every pool's processes answer (or failed): start-up may end
         self.pools: dict[str, ExternalPool] = {}
         self.processes: dict[int, ExternalProcess] = {}
         self.backoff = Backoff()
         self.stopping = False
         self._leaving: list[ExternalPool] = []  # pools gone from the document, still exiting
         self.board = board()  # made before the first fork: the workers read it (board.py)
-
-    @property
-    def log(self) -> Any:
-        return self.arbiter.log
 
     @property
     def sockets(self) -> list[socket.socket]:
@@ -166,12 +174,6 @@ class Externals:
                 return False
         return True
 
-    def _settled(self) -> None:
-        arbiter = self.arbiter
-        if not arbiter.all_ready and not arbiter.stopping and arbiter.all_slots_ready():
-            arbiter.all_ready = True
-            arbiter.on_all_ready()
-
     def _take_over(self, pool: ExternalPool) -> None:
         """Once every process of ``pool`` answers, the pool it replaces stops."""
         old = pool.replaces
@@ -203,9 +205,7 @@ class Externals:
         process = ExternalProcess(pid, slot, pool, place)
         self.processes[pid] = process
         self.log.info("%s process %d started (pid %d) at %s", pool.name, slot, pid, place.address)
-        loop = self.arbiter.loop
-        assert loop is not None
-        process.probing = loop.create_task(self._until_ready(process))
+        process.probing = asyncio.get_running_loop().create_task(self._until_ready(process))
 
     async def _until_ready(self, process: ExternalProcess) -> None:
         app = process.pool.app
@@ -230,9 +230,7 @@ class Externals:
                     process.pid,
                     why,
                 )
-                self.arbiter.events.record(
-                    "timeout", why, process.pool.name, process.pid, process.slot
-                )
+                self._events.record("timeout", why, process.pool.name, process.pid, process.slot)
                 process.timed_out = True
                 _signal(process.pid, signal.SIGKILL)
                 return
@@ -245,10 +243,10 @@ class Externals:
         process.stopping = True
         self.publish()  # no request for it from now on
         _signal(process.pid, signal.SIGTERM)
-        loop = self.arbiter.loop
-        assert loop is not None
-        grace = self.arbiter.settings.graceful_timeout
-        process.kill_timer = loop.call_later(grace, self._kill_late, process, grace)
+        grace = self._generations.current.settings.graceful_timeout
+        process.kill_timer = asyncio.get_running_loop().call_later(
+            grace, self._kill_late, process, grace
+        )
 
     def _kill_late(self, process: ExternalProcess, grace: float) -> None:
         if self.processes.get(process.pid) is process:
@@ -282,7 +280,7 @@ class Externals:
             return True
         detail = f"exited: {how} after {lived:.1f}s"
         if not process.timed_out:  # (a timeout's event says why it was killed)
-            self.arbiter.events.record("crash", detail, pool.name, pid, slot)
+            self._events.record("crash", detail, pool.name, pid, slot)
         if process.ready and lived >= pool.app.min_worker_lifetime:
             self.log.error("%s process %d (pid %d) %s; restarting it", pool.name, slot, pid, detail)
             self.backoff.forget((pool.name, slot))
@@ -306,9 +304,7 @@ class Externals:
             failures,
             delay,
         )
-        loop = self.arbiter.loop
-        assert loop is not None
-        loop.call_later(delay, self._restart, pool, slot)
+        asyncio.get_running_loop().call_later(delay, self._restart, pool, slot)
 
     def _restart(self, pool: ExternalPool, slot: int) -> None:
         if self.pools.get(pool.name) is pool and not self.stopping:
@@ -386,7 +382,7 @@ class Externals:
         return {
             "pid": process.pid,
             "slot": process.slot,
-            "generation": self.arbiter.current.number,
+            "generation": self._generations.current.number,
             "state": process.state,
             "served": 0,
             "in_flight": 0,
@@ -394,7 +390,7 @@ class Externals:
             "rss_mib": round(rss_mib(process.pid), 1),
             "cpu_seconds": round(cpu_seconds(process.pid), 2),
             "uptime": round(time.monotonic() - process.started, 1),
-            "last_restart": self.arbiter.events.last_restart(process.pool.name, process.slot),
+            "last_restart": self._events.last_restart(process.pool.name, process.slot),
             "address": process.place.address,
         }
 

@@ -1,6 +1,6 @@
 """What the master passes to a worker it spawns on another interpreter: a `Brief`.
 
-A forked worker finds its pool in memory (`corral.master.child.Fork`): sockets, the compiled
+A forked worker finds its pool in memory (`corral.master.fork.Fork`): sockets, the compiled
 routes, TLS contexts, the tables the workers share. None of that survives an exec, so the brief
 holds what they are made from: the document (as JSON builtins, validated again on the other
 side), which application and slot, and the numbers of the descriptors the exec keeps open

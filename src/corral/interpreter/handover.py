@@ -23,7 +23,7 @@ from corral.interpreter import brief as briefs
 from corral.wire import Failed, encode
 
 if TYPE_CHECKING:
-    from corral.master.child import Fork
+    from corral.master.fork import Fork
 
 __all__ = ["BOOT", "exec_worker"]
 

@@ -25,7 +25,8 @@ from corral.config.document import validate_document
 from corral.external.board import board
 from corral.hooks import Hooks
 from corral.interpreter import brief as briefs
-from corral.master.child import Fork, apply_environment, worker_main
+from corral.master.child import apply_environment, worker_main
+from corral.master.fork import Fork
 from corral.master.generation import Generation, Pool
 from corral.observe.errorlog import setup_logging
 from corral.observe.refusals import Tally

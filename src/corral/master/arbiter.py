@@ -87,7 +87,8 @@ class Arbiter:
         self.control = control  # the control API's server (corral.control.server), if on
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
         self._vassal_change: asyncio.Task[None] | None = None
-        self.externals = Externals(self)  # the pools of programs that are not workers
+        # the pools of programs that are not workers
+        self.externals = Externals(self.generations, self.events, log, self._externals_settled)
         self.supervisor = Supervisor(
             self.generations,
             self.hooks,
@@ -225,7 +226,8 @@ class Arbiter:
         elif not gen.pools and not gen.doc.applications:
             self.log.info("no application configured: waiting for the control API")
         if self.settings.reload:
-            self.watcher = watch_sources(self)
+            config_file = self.origin.config_file if self.origin else None
+            self.watcher = watch_sources(gen, config_file, loop, self.reloads.reload, self.log)
         self.hooks.call("when_ready")
         # one worker per application first: one that cannot import its application stops
         # the start-up before the others are forked (see _on_ready)
@@ -285,6 +287,10 @@ class Arbiter:
         if not self.all_ready and self.all_slots_ready():
             self.all_ready = True
             self.on_all_ready()
+
+    def _externals_settled(self) -> None:
+        if not self.stopping:
+            self.check_started()
 
     def all_slots_ready(self) -> bool:
         # and the programs it supervises (corral/external/)

@@ -13,7 +13,6 @@ interpreter instead (`corral.interpreter`).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import socket
@@ -25,28 +24,12 @@ from typing import Any, NoReturn
 from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
 from corral.interpreter.choice import foreign_python
 from corral.interpreter.handover import exec_worker
-from corral.master.generation import Pool
+from corral.master.fork import Fork
 from corral.master.identity import Identity
 from corral.master.title import master_title
 from corral.php.apps import php_applications
 from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 from corral.wire import Failed, encode
-
-
-@dataclass(frozen=True)
-class Fork:
-    """What a new worker is started with."""
-
-    pool: Pool
-    slot: int
-    seat: int  # its place in the connection counts (master/connlimits.py)
-    beat_fd: int  # the write end of its heartbeat pipe
-    stacks: socket.socket  # its end of the socket the master asks for its stacks on
-    orders: socket.socket  # its end of the socket the master sends renewals on (renewal.py)
-    max_requests: int
-    hooks: Any  # the master's `corral.hooks.Hooks`
-    latency_histogram: bool
-    log: logging.Logger
 
 
 def run(

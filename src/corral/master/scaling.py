@@ -16,18 +16,29 @@ new worker's share is known before the next step.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from corral.master.process import WorkerProcess
-
-__all__ = ["BUSY", "IDLE", "decide"]
+__all__ = ["BUSY", "IDLE", "Measured", "decide"]
 
 BUSY = 0.5
 IDLE = 0.05
 
 
-def decide(dynamic: Any, workers: Iterable[WorkerProcess], now: float) -> tuple[int, str]:
+class Measured(Protocol):
+    """What the decision reads of a worker (`corral.master.process.WorkerProcess`, which
+    imports `IDLE` from here)."""
+
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def retiring(self) -> bool: ...
+    @property
+    def busy_share(self) -> float: ...
+    @property
+    def idle_since(self) -> float | None: ...
+
+
+def decide(dynamic: Any, workers: Iterable[Measured], now: float) -> tuple[int, str]:
     """``(+1, why)`` to start a worker, ``(-1, why)`` to stop one, ``(0, "")`` to wait.
 
     ``dynamic`` is the application's `Processes`; ``workers`` every worker of its pool.

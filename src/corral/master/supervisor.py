@@ -29,6 +29,7 @@ from typing import Any
 from corral.hooks import Hooks
 from corral.master import child, connlimits, scaling
 from corral.master.events import Events
+from corral.master.fork import Fork
 from corral.master.generation import Generation, Generations, Pool
 from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
@@ -145,7 +146,7 @@ class Supervisor:
         if pid == 0:  # the worker: child.run never returns
             try:
                 child.run(
-                    child.Fork(
+                    Fork(
                         pool=pool,
                         slot=slot,
                         seat=seat,

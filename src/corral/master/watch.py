@@ -10,12 +10,17 @@ those `reload_exclude`'s name, Uvicorn's rule: `matches`), and the config file.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from corral.master.generation import Generation
 
 
 class TouchedFiles:
@@ -133,24 +138,26 @@ class SourceWatcher:
             self._on_change(min(path for _change, path in changes))
 
 
-def watch_sources(master: Any) -> SourceWatcher:
-    """--reload: a started `SourceWatcher` of the master's (an `Arbiter`'s) source directories
+def watch_sources(
+    current: Generation,
+    config_file: str | None,
+    loop: asyncio.AbstractEventLoop,
+    reload: Callable[[str], None],
+    log: logging.Logger,
+) -> SourceWatcher:
+    """--reload: a started `SourceWatcher` of the running generation's source directories
     (``reload_dirs``, else the working directory and the applications' ``pythonpath``) and
-    config file, each change a reload."""
-    current = master.current
+    ``config_file``, each change a ``reload(why)`` on ``loop``."""
     pythonpath = [path for pool in current.pools.values() for path in pool.application.pythonpath]
     directories = current.settings.reload_dirs or [os.getcwd(), *dict.fromkeys(pythonpath)]
-    origin = master.origin
-    files = [origin.config_file] if origin and origin.config_file else []
-    loop = master.loop
-    assert loop is not None
+    files = [config_file] if config_file else []
 
     def changed(path: str) -> None:
-        loop.call_soon_threadsafe(master.reloads.reload, f"{path} changed")
+        loop.call_soon_threadsafe(reload, f"{path} changed")
 
     settings = current.settings
     include, exclude = settings.reload_include, settings.reload_exclude
     watcher = SourceWatcher(directories, files, changed, include, exclude)
     watcher.start()
-    master.log.info("reload: watching %s for changes", ", ".join(directories + files))
+    log.info("reload: watching %s for changes", ", ".join(directories + files))
     return watcher
