@@ -3,7 +3,7 @@
 Why a module of its own: the lines are written in three places (the worker's loop,
 ``server/worker.py``; its watchdog thread, ``apps/deadline.py``; the master's code in a new
 worker before the application is imported, ``master/child.py``) and read by the master
-(``master/process.py``, ``Arbiter._on_line``), and later by a ``corral ctl top`` view. Each
+(``master/process.py``, ``Supervisor._on_line``), and later by a ``corral ctl top`` view. Each
 side builds or matches a message class; only this module knows the bytes. It imports neither
 the master nor the server, only the standard library and ``observe/latency.py``'s bucket
 count (itself stdlib only), so any of them can use it (``control/ctl.py`` is stdlib only).

@@ -104,7 +104,7 @@ class ControlServer:
         self.log.info("control API on %s", describe(self.socket))
 
     def save(self, doc: Any) -> None:
-        """Persist an applied document (`Arbiter.persist`). Raises OSError."""
+        """Persist an applied document (`Reloads.persist`). Raises OSError."""
         state.save(self.options.state_file, doc)
 
     def close_in_child(self) -> None:

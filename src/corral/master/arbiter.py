@@ -1,5 +1,12 @@
 """The master process: binds the listeners, forks the workers, keeps them serving.
 
+The arbiter composes the master's parts and runs its loop (signals, the one-second tick, the
+start-up's end, systemd's notices). Each part has its own state and is given what it uses,
+never the arbiter: the supervisor of the workers (supervisor.py, which owns timeouts.py),
+reload.py (the generations' changes), exits.py, stopping.py, upgrade.py, and the external
+programs (corral/external/supervisor.py). The decisions are pure functions (lifecycle.py,
+scaling.py, recycling.py), unit tested alone.
+
 Invariants:
 - The master never runs application code (unless ``preload`` asks for it) and
   never reads a request: workers accept on the sockets they inherit.
@@ -51,7 +58,7 @@ from corral.hooks import Hooks
 from corral.master import child, systemd
 from corral.master.events import Events
 from corral.master.exits import Exits
-from corral.master.generation import ApplyFailed, Generation, Generations, Origin, Pool, scheme_of
+from corral.master.generation import ApplyFailed, Generation, Generations, Origin, scheme_of
 from corral.master.listeners import describe
 from corral.master.process import Tally, WorkerProcess
 from corral.master.reload import Reloads
@@ -83,7 +90,8 @@ class Arbiter:
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
-        self.upgrade = Upgrade(log, origin, partial(self.hooks.call, "pre_exec"), self._stopping)
+        pre_exec = partial(self.hooks.call, "pre_exec")
+        self.upgrade = Upgrade(log, origin, pre_exec, lambda: self.supervisor.stopping)
         self.control = control  # the control API's server (corral.control.server), if on
         self.emperor: Any = None  # the vassal files' reader (master/emperor.py), if any
         self._vassal_change: asyncio.Task[None] | None = None
@@ -100,7 +108,6 @@ class Arbiter:
             on_ready=self._on_ready,
         )
         self.workers = self.supervisor.workers
-        self.timeouts = self.supervisor.timeouts
         self.reloads = Reloads(
             self.generations,
             self.supervisor,
@@ -181,9 +188,6 @@ class Arbiter:
         """What ``app_name``'s workers counted, exited ones included."""
         return self.supervisor.tally(app_name)
 
-    def _stopping(self) -> bool:
-        return self.stopping
-
     # -- start ----------------------------------------------------------------------
 
     def run(self) -> int:
@@ -232,7 +236,7 @@ class Arbiter:
         # one worker per application first: one that cannot import its application stops
         # the start-up before the others are forked (see _on_ready)
         for pool in gen.pools.values():
-            self.spawn(gen, pool, 0)
+            self.supervisor.spawn(gen, pool, 0)
         self.externals.update(gen.doc)
         # nothing to wait for (the programs' answers are Externals._settled's)
         if not gen.pools and not self.all_ready and self.externals.answered():
@@ -306,24 +310,7 @@ class Arbiter:
         else:
             self.upgrade.take_over(self._status())
 
-    # the supervisor's, for the other parts of the master until they are given it
-    def spawn(
-        self, gen: Generation, pool: Pool, slot: int, replaces: WorkerProcess | None = None
-    ) -> WorkerProcess | None:
-        return self.supervisor.spawn(gen, pool, slot, replaces)
-
-    def who(self, slot: int, pool: Pool) -> str:
-        return self.supervisor.who(slot, pool)
-
-    def retire(self, worker: WorkerProcess) -> None:
-        self.supervisor.retire(worker)
-
-    def respawn(self, pool: Pool, slot: int) -> None:
-        self.supervisor.respawn(pool, slot)
-
-    def consider_recycling(self, worker: WorkerProcess) -> None:
-        self.supervisor.consider_recycling(worker)
-
+    # the control API's (control/api.py)
     def more_workers(self, app_name: str) -> None:
         self.supervisor.more_workers(app_name)
 
@@ -338,7 +325,7 @@ class Arbiter:
             now = time.monotonic()
             for worker in list(self.workers.values()):
                 self.exits.settle(worker, now)
-                self.timeouts.check(worker, now)
+                self.supervisor.timeouts.check(worker, now)
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
                     self.supervisor.scale(pool, now)

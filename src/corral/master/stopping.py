@@ -20,6 +20,23 @@ from corral.master.upgrade import Upgrade
 from corral.server.health import SERVER_STOPS
 
 
+def delay_cut(sig: int) -> tuple[bool, signal.Signals] | None:
+    """What ``sig`` does to the shutdown delay: None (nothing: it goes on), or whether the
+    stop stays graceful and the signal the workers get (their own delay ends too): another
+    TERM starts the drain, an INT or a QUIT makes the workers leave at once."""
+    if sig == signal.SIGTERM:
+        return True, signal.SIGTERM
+    if sig in (signal.SIGINT, signal.SIGQUIT):
+        return False, signal.SIGQUIT
+    return None
+
+
+def stops_now(sig: int, graceful: bool) -> bool:
+    """Whether ``sig``, while the master waits for its workers to stop, ends the wait at once
+    (the stragglers killed): asked to stop a second time, or harder (INT, QUIT)."""
+    return sig in (signal.SIGINT, signal.SIGQUIT) or (sig == signal.SIGTERM and not graceful)
+
+
 class Stop:
     """A stop of the master: whether it is graceful, and the master's exit code. It stops the
     supervisor's workers and the external programs, and closes the generations' sockets."""
@@ -101,10 +118,9 @@ class Stop:
                 break
             if sig == signal.SIGCHLD:
                 reap()
-            elif sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+            elif (ends := delay_cut(sig)) is not None:
                 self._log.info("%s: the shutdown delay ends now", signal.Signals(sig).name)
-                self.graceful = sig == signal.SIGTERM
-                cut = signal.SIGTERM if self.graceful else signal.SIGQUIT
+                self.graceful, cut = ends
                 break
         self._close_doors()
         if cut is not None:  # the workers' own delay ends too
@@ -129,9 +145,7 @@ class Stop:
                 continue
             if sig == signal.SIGCHLD:
                 reap()
-            elif sig in (signal.SIGINT, signal.SIGQUIT) or (
-                sig == signal.SIGTERM and not self.graceful
-            ):
+            elif stops_now(sig, self.graceful):
                 deadline = min(deadline, time.monotonic())  # asked twice: stop now
         for worker in workers.values():
             self._log.warning(

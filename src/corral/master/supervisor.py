@@ -23,7 +23,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from corral.hooks import Hooks
@@ -400,14 +400,23 @@ class Supervisor:
     def committed(self, gen: Generation) -> None:
         """``gen`` serves now: the counts it wants, its workers (new or carried over), and
         the others retired."""
-        # a carried pool keeps the count TTIN/TTOU gave it
-        self.counts = {
-            name: self.counts[name] if name not in gen.fresh and name in self.counts else p.workers
-            for name, p in gen.pools.items()
-        }
+        self.counts = counts_after_commit(
+            self.counts, {name: p.workers for name, p in gen.pools.items()}, gen.fresh
+        )
         self._hooks.call("nworkers_changed", self.num_workers)
         for worker in list(self.workers.values()):
             if gen.pools.get(worker.pool.name) is worker.pool:
                 worker.generation = gen  # new, or carried over
             else:
                 self.retire(worker)
+
+
+def counts_after_commit(
+    counts: Mapping[str, int], configured: Mapping[str, int], fresh: Collection[str]
+) -> dict[str, int]:
+    """The workers wanted per application once a generation commits: as ``configured``, but a
+    pool carried over (not in ``fresh``) keeps the count TTIN, TTOU or scaling gave it."""
+    return {
+        name: counts[name] if name not in fresh and name in counts else wanted
+        for name, wanted in configured.items()
+    }

@@ -128,7 +128,7 @@ class WorkerSpec:
     access_log: Any = None
     max_requests: int = 0  # this worker's own limit (jitter drawn by the master); 0: none
     hooks: Hooks | None = None  # the server hooks, as the master loaded them
-    latency_histogram: bool = False  # count request durations (see Arbiter.latency_histogram)
+    latency_histogram: bool = False  # count request durations (see Supervisor.latency_histogram)
     # Routes (see routed.py and handoff.py). When every listener passes to this worker's
     # application, nothing below is used.
     router: Any = None  # the compiled routes (routing.Router), needed by a "routes" pass
