@@ -430,7 +430,7 @@ def main() -> None:
     if args.compression:
         global STEPS
         from corral.compression import build_rules
-        from corral.config.settings import Compression, Compressor
+        from corral.config.values import Compression, Compressor
         from corral.server.steps import Compress
 
         setting = Compression(

@@ -142,7 +142,7 @@ def _shown(doc: Document) -> str:
     """The document as --check-config prints it: indented JSON, secrets masked."""
     import msgspec
 
-    from corral.config.settings import masked
+    from corral.config.values import masked
 
     text = msgspec.json.encode(masked(document_builtins(doc)))
     return msgspec.json.format(text, indent=2).decode()

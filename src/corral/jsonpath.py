@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["PathError", "describe_value", "member"]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_LONGEST_NAME = 60  # characters of a quoted name shown, as `corral.config.settings.show`
+_LONGEST_NAME = 60  # characters of a quoted name shown, as `corral.config.errors.show`
 _ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",

@@ -14,7 +14,8 @@ import pytest
 
 from corral.compression import CODINGS, CompressionRules, Outcome, build_rules, make_codec
 from corral.compression.codecs import check_compressor
-from corral.config.document import ConfigError, validate_document
+from corral.config import ConfigError
+from corral.config.document import validate_document
 
 if sys.version_info >= (3, 14):
     from compression import zstd

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from corral.compression.flag import COMPRESSIBLE_TYPES
-from corral.config.settings import SETTINGS, Compression, Compressor, Invalid
+from corral.config.errors import Invalid
+from corral.config.settings import SETTINGS
+from corral.config.values import Compression, Compressor
 
 COMPRESSION = next(setting for setting in SETTINGS if setting.name == "compression")
 

@@ -26,8 +26,10 @@ from corral.config import (
     validate_document,
 )
 from corral.config import docs as config_docs
-from corral.config.settings import SECTIONS, Action, Invalid, describe
+from corral.config.errors import Invalid
+from corral.config.settings import SECTIONS, Action
 from corral.config.unserved import unserved
+from corral.config.values import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 # The `forwarded` every listener of the command line gets: Gunicorn's forwarded_allow_ips
@@ -254,7 +256,7 @@ def test_field_size_flag_has_both_spellings() -> None:
 
 
 def test_workers_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("corral.config.settings._cpu_count", lambda: 7)
+    monkeypatch.setattr("corral.config.values._cpu_count", lambda: 7)
     assert load(["a", "-w", "auto"]).applications["a"].workers == 7
 
 

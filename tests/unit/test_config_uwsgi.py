@@ -10,8 +10,8 @@ import pytest
 from msgspec import UNSET
 
 from corral.config import ConfigError, load, parse_command_line
-from corral.config.settings import Processes
 from corral.config.uwsgi import ACCEPTED, MAPPED, UNSUPPORTED, read_ini, uwsgi_address
+from corral.config.values import Processes
 
 
 def write(tmp_path: Path, text: str, name: str = "site.ini") -> Path:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[2] / "src"
 MAX_LINES = 700
-# declarations of every setting, one after the other: long by nature, not by mixing concerns
+# declarations of every setting, one after the other (their values' types and parsers are
+# values.py's and listening.py's): long by nature, not by mixing concerns
 EXEMPT = {"corral/config/settings.py"}
 # modules over MAX_LINES today, with their present size as a ceiling
 PENDING_LINES = {
@@ -23,19 +24,9 @@ PENDING_LINES = {
 }
 # import cycles today (lazy imports included)
 PENDING_CYCLES = {
-    # settings.py reads `worker_class` with gunicorn.worker_protocol (lazily); gunicorn.py
-    # maps onto the settings (its entries are peers.py's, which raises document's errors)
-    # and runs a config file through hooks.py, which takes gunicorn's names of corral's
+    # gunicorn.py runs a config file through hooks.py, which takes gunicorn's names of corral's
     # settings
-    frozenset(
-        {
-            "corral.config.document",
-            "corral.config.gunicorn",
-            "corral.config.peers",
-            "corral.config.settings",
-            "corral.hooks",
-        }
-    ),
+    frozenset({"corral.config.gunicorn", "corral.hooks"}),
 }
 
 

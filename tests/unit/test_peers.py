@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from corral.config import granian, gunicorn, uvicorn
-from corral.config.settings import ANY_ADDRESS, SETTINGS
+from corral.config.listening import ANY_ADDRESS
+from corral.config.settings import SETTINGS
 from tests.unit.test_gunicorn import ACCEPTED, REFUSED, WORKS, Check, app, listener, run, walk
 
 UVICORN_VERSION = "0.55.0"

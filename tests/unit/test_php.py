@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from corral.config import parse_command_line
-from corral.config.document import ConfigError, validate_document
+from corral.config import ConfigError, parse_command_line
+from corral.config.document import validate_document
 from corral.php.apps import php_applications
 from corral.php.fpm import fpm_pool
 from corral.php.site import Site

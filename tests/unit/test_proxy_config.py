@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corral.config import ConfigError, load, validate_document
-from corral.config.settings import ProxyMode
+from corral.config.listening import ProxyMode
 from corral.config.sources import format_help
 from corral.server.proxied import ProxyPlan, proxy_choice
 

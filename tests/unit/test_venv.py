@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from corral.apps.venv import recorded_version
-from corral.config.document import ConfigError, validate_document
+from corral.config import ConfigError
+from corral.config.document import validate_document
 
 
 @pytest.mark.parametrize(

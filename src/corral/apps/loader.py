@@ -27,7 +27,7 @@ class AppLoadError(Exception):
 def load_app(module: str, attribute: str | None, factory: Any = False) -> Any:
     """Import ``module`` and return its ``attribute`` (default ``application``, then ``app``);
     with ``factory`` (NGINX Unit's), what calling it with no arguments returns, or with the
-    arguments a `corral.config.settings.FactoryCall` holds (Gunicorn's
+    arguments a `corral.config.values.FactoryCall` holds (Gunicorn's
     ``module:factory(ARGS)``).
 
     An exception raised by the application's own import (or its factory) propagates

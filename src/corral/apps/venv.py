@@ -22,7 +22,7 @@ Python version it records (``version_info`` or ``version``) has the running inte
 major.minor (compiled extensions are built for one version: a mismatch would fail later and
 obscurely, or not at all until some request), and a site-packages directory exists. What is
 cheap is checked earlier, at configuration time: `home` is made absolute against the directory
-corral starts in and must hold a ``pyvenv.cfg`` (`corral.config.settings`), and is refused with
+corral starts in and must hold a ``pyvenv.cfg`` (`corral.config.values`), and is refused with
 `preload`, which would import the application in the master (`corral.config.document`).
 
 Limits, said in the setting's documentation too: a module already imported when the virtualenv

@@ -51,7 +51,7 @@ from corral.compression.codecs import Codec, make_codec
 from corral.http.accept import choose, parse_accept_encoding
 
 if TYPE_CHECKING:
-    from corral.config.settings import Compression
+    from corral.config.values import Compression
 
 __all__ = ["CompressionRules", "Outcome", "build_rules"]
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from corral.config.document import (
     Application,
-    ConfigError,
     Document,
     Listener,
     Settings,
@@ -27,15 +26,10 @@ from corral.config.document import (
     dump_document,
     validate_document,
 )
-from corral.config.settings import (
-    DEFAULT_BIND,
-    SETTINGS,
-    BindAddress,
-    LogLevel,
-    Scope,
-    Setting,
-    parse_bind,
-)
+from corral.config.errors import ConfigError
+from corral.config.listening import DEFAULT_BIND, BindAddress, parse_bind
+from corral.config.settings import SETTINGS, Scope, Setting
+from corral.config.values import LogLevel
 
 if TYPE_CHECKING:
     from corral.config.sources import CommandLine, format_help, load, parse_command_line

@@ -7,17 +7,10 @@ import msgspec
 from msgspec import UnsetType
 
 from corral.config.document import Listener
+from corral.config.listening import ProxyMode
 from corral.config.php_keys import PhpOptions
-from corral.config.settings import (
-    Compression,
-    FactoryCall,
-    LogLevel,
-    LoopKind,
-    Processes,
-    ProxyMode,
-    Static,
-)
 from corral.config.targets import EntryPoint, Target
+from corral.config.values import Compression, FactoryCall, LogLevel, LoopKind, Processes, Static
 
 class Http(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     idle_timeout: float = ...

@@ -54,7 +54,6 @@ APP_TYPE = Annotated[
     ),
 ]
 
-# (settings.py is not imported: config/document.py and it import each other already)
 # The keys an external application may be given (the others are a Python application's).
 _EXTERNAL_KEYS = frozenset(
     {

@@ -8,8 +8,9 @@ import sys
 
 from corral.config import granian, uvicorn
 from corral.config.gunicorn import NAMES
+from corral.config.listening import DEFAULT_BIND
 from corral.config.peers import Name
-from corral.config.settings import DEFAULT_BIND, SECTIONS, SETTINGS, Action, Setting
+from corral.config.settings import SECTIONS, SETTINGS, Action, Setting
 
 __all__ = ["main", "render"]
 

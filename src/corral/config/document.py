@@ -39,26 +39,17 @@ from msgspec import UNSET, Meta, UnsetType
 from corral import __version__
 from corral.config import language_keys, php_keys
 from corral.config.app_types import APP_TYPE, kind_problem
+from corral.config.errors import ConfigError, Invalid, show
 from corral.config.language_keys import JVM_OPTION, PATH
 from corral.config.listener_limits import ConnLimit, RateLimit
 from corral.config.listener_tls import Tls
-from corral.config.settings import (
-    SETTINGS,
-    Invalid,
-    Processes,
-    ProxyMode,
-    Scope,
-    Setting,
-    address_list,
-    describe,
-    parse_bind,
-    parse_mode,
-    show,
-)
+from corral.config.listening import ProxyMode, address_list, parse_bind
+from corral.config.settings import SETTINGS, Scope, Setting
 from corral.config.suggest import did_you_mean
 from corral.config.targets import _CALLABLE, _MODULE, _PREFIX, EntryPoint, Target
 from corral.config.targets import entry_points as _entry_points
 from corral.config.targets import target_names as _target_names
+from corral.config.values import Processes, describe, parse_mode
 from corral.interpreter.limits import unshared_limit
 from corral.jsonpath import member
 
@@ -68,7 +59,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AccessLog",
     "Application",
-    "ConfigError",
     "Document",
     "EntryPoint",
     "Forwarded",
@@ -82,18 +72,6 @@ __all__ = [
     "member",
     "validate_document",
 ]
-
-
-class ConfigError(ValueError):
-    """Bad configuration input. `str()` is one line: where the problem is and what was expected.
-
-    Examples: ``--workers: expected int >= 1 or "auto", got "two"``,
-    ``config.toml: $.workers: expected int >= 1 or "auto", got "two"``,
-    ``$.applications.main.processes.spare: expected int >= 0, got "x"``.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split("\n")))
 
 
 # ---------------------------------------------------------------------------------------------

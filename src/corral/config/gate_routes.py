@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from corral.config.document import ConfigError
+from corral.config.errors import ConfigError
 from corral.config.given import Given
-from corral.config.settings import BindAddress
+from corral.config.listening import BindAddress
 
 __all__ = ["REDIRECT", "SERVED", "GateSteps", "client_gate", "gate_of", "https_redirect"]
 

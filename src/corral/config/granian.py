@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from corral.config.errors import Invalid
 from corral.config.peers import HTTP2, Name, Unsupported, entry
-from corral.config.settings import Invalid
 from corral.config.uvicorn import SHARED
 
 __all__ = ["FLAGS", "VERSION"]

@@ -36,9 +36,9 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from corral.config.document import ConfigError
+from corral.config.errors import ConfigError, Invalid
 from corral.config.peers import HTTP2, Mapped, Name, Reading, Unsupported, same
-from corral.config.settings import BY_NAME, Invalid, Scope, show
+from corral.config.settings import BY_NAME, Scope
 
 __all__ = [
     "CORRAL_NAMES",
@@ -52,55 +52,10 @@ __all__ = [
     "is_python_config",
     "read_file",
     "settings_in",
-    "worker_protocol",
 ]
 
 ENV_ARGS = "GUNICORN_CMD_ARGS"
 DEFAULT_FILE = "gunicorn.conf.py"  # read from the working directory when no -c names a file
-
-
-# -- worker classes ------------------------------------------------------------------------------
-
-_WSGI_WORKERS = frozenset(
-    {
-        "sync",
-        "gthread",
-        "gunicorn.workers.sync.SyncWorker",
-        "gunicorn.workers.gthread.ThreadWorker",
-        "egg:gunicorn#sync",
-        "egg:gunicorn#gthread",
-        "wsgi",  # the document's own spelling (NGINX Unit's protocol)
-    }
-)
-_ASGI_WORKERS = frozenset(
-    {
-        "asgi",
-        "gunicorn.workers.gasgi.ASGIWorker",
-        "egg:gunicorn#asgi",
-        "uvicorn.workers.UvicornWorker",
-        "uvicorn.workers.UvicornH11Worker",
-        "uvicorn_worker.UvicornWorker",
-        "uvicorn_worker.UvicornH11Worker",
-    }
-)
-_GREEN_WORKERS = re.compile(r"(egg:gunicorn#)?(gevent|eventlet|tornado|gevent_wsgi|gevent_pywsgi)")
-
-
-def worker_protocol(value: str) -> str:
-    """The document's `protocol` for a Gunicorn worker class (``wsgi`` or ``asgi``); `Invalid`
-    for the others."""
-    text = value.strip()
-    if text in _WSGI_WORKERS:
-        return "wsgi"
-    if text in _ASGI_WORKERS or "uvicorn" in text.lower():
-        return "asgi"
-    if _GREEN_WORKERS.fullmatch(text) or text.startswith("gunicorn.workers.g"):
-        raise Invalid(
-            message=f"{show(text)}: corral has no gevent, eventlet or tornado workers; its "
-            "worker runs an event loop for the connections and the application on --threads N "
-            'threads: use "sync" or "gthread" with --threads'
-        )
-    raise Invalid(message=f'unknown worker class {show(text)}: corral runs "sync" or "gthread"')
 
 
 # -- value conversions ---------------------------------------------------------------------------

@@ -13,9 +13,10 @@ from typing import Any, NoReturn
 
 from corral import __version__
 from corral.config import granian, gunicorn, peers, uvicorn
-from corral.config.document import ConfigError, did_you_mean
+from corral.config.document import did_you_mean
+from corral.config.errors import ConfigError, show
 from corral.config.helptext import help_description
-from corral.config.settings import SECTIONS, SETTINGS, Action, Setting, show
+from corral.config.settings import SECTIONS, SETTINGS, Action, Setting
 
 
 class Parser(argparse.ArgumentParser):

@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from corral.config.document import ConfigError
-from corral.config.settings import Invalid
+from corral.config.errors import ConfigError, Invalid
 
 __all__ = [
     "HTTP2",

@@ -1,89 +1,91 @@
 """Every setting, declared once.
 
-This module owns the one list of `Setting` declarations (`SETTINGS`, grouped by section) and the
-small parsers that turn what a user writes into the value the document holds (`parse_bind`,
-``"auto"`` workers, octal modes, ``KEY=VALUE`` pairs). Everything else is generated from this list:
-the argparse CLI and the config-file keys (`corral.config.sources`), the fields of the validated
-document (`corral.config.document`) and docs/settings.md (`corral.config.docs`). Adding a setting
-means adding one `Setting` here and nothing else.
+This module owns the one list of `Setting` declarations (`SETTINGS`, grouped by section), and
+nothing else: the types of their values and the parsers that turn what a user writes into the
+value the document holds are `corral.config.values`' (``"auto"`` workers, octal modes,
+``KEY=VALUE`` pairs) and `corral.config.listening`'s (`parse_bind`). Everything else is
+generated from this list: the argparse CLI and the config-file keys (`corral.config.sources`),
+the fields of the validated document (`corral.config.document`) and docs/settings.md
+(`corral.config.docs`). Adding a setting means adding one `Setting` here, and its parser there
+when no existing one fits.
 
 Each value travels in two forms. The *input form* is what a flag or a config-file key accepts
 (`Setting.input_type`, e.g. ``int >= 1 or "auto"``); `Setting.resolve` turns it into the
 *document form* (`Setting.type`, e.g. ``int >= 1``), which the document validates again.
 
-Rules kept here: stdlib and msgspec only (workers import this module); no I/O except
-`parse_bind`'s name lookup for a host name that is not an IP literal or ``localhost`` and
-`home`'s look for a ``pyvenv.cfg``.
+Rules kept here: stdlib and msgspec only (workers import this module); no I/O.
 """
 
 from __future__ import annotations
 
 import enum
-import os
-import re
-import socket
-import types
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import msgspec
 from msgspec import Meta
 
-__all__ = [
-    "ANY_ADDRESS",
-    "DEFAULT_BIND",
-    "SECTIONS",
-    "SETTINGS",
-    "Action",
-    "BindAddress",
-    "Compression",
-    "Compressor",
-    "FactoryCall",
-    "Invalid",
-    "LogLevel",
-    "Processes",
-    "Scope",
-    "Setting",
-    "Static",
-    "describe",
-    "parse_app",
-    "parse_bind",
-    "show",
-]
+from corral.config.errors import show
+from corral.config.listening import (
+    BIND_EXPECT,
+    DEFAULT_BIND,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ProxyMode,
+    address_list,
+    parse_allow_ips,
+    parse_binds,
+    parse_optional_binds,
+    proxy_mode,
+)
+from corral.config.values import (
+    ABSOLUTE_PATH,
+    APP_EXPECT,
+    HEADER_VALUE,
+    HEALTH_PATH,
+    LIMIT_ZERO,
+    MODE,
+    NAME,
+    SECONDS,
+    Compression,
+    FactoryCall,
+    LogLevel,
+    LoopKind,
+    Processes,
+    Static,
+    bounded_int,
+    corral_access_format,
+    describe,
+    existing_directories,
+    existing_directory,
+    existing_file,
+    from_static_routes,
+    parse_access_format,
+    parse_app,
+    parse_compression,
+    parse_env,
+    parse_env_files,
+    parse_home,
+    parse_interface,
+    parse_log_level,
+    parse_mode,
+    parse_path_list,
+    parse_response_headers,
+    parse_root_path,
+    parse_string_list,
+    parse_websocket,
+    parse_workers,
+    path_entries,
+    process_count,
+    tls_version,
+    user_or_group,
+    worker_protocol,
+    zero_is_largest,
+)
 
-DEFAULT_HOST = "127.0.0.1"  # nothing listens beyond loopback unless asked to
-DEFAULT_PORT = 8000
-DEFAULT_BIND = f"{DEFAULT_HOST}:{DEFAULT_PORT}"
+__all__ = ["BY_NAME", "SECTIONS", "SETTINGS", "Action", "Scope", "Setting"]
+
 DEFAULT_ACCESS_LOGFORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
-
-
-class LogLevel(enum.StrEnum):
-    """Error-log threshold."""
-
-    DEBUG = "debug"
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-    CRITICAL = "critical"
-
-
-class LoopKind(enum.StrEnum):
-    """The worker's event loop implementation."""
-
-    AUTO = "auto"
-    UVLOOP = "uvloop"
-    ASYNCIO = "asyncio"
-
-
-class ProxyMode(enum.StrEnum):
-    """Which PROXY protocol headers a listener takes (Gunicorn's `--proxy-protocol` modes)."""
-
-    OFF = "off"
-    V1 = "v1"  # the text header only
-    V2 = "v2"  # the binary header only
-    AUTO = "auto"  # either
 
 
 class Scope(enum.StrEnum):
@@ -105,719 +107,6 @@ class Action(enum.StrEnum):
     OPTIONAL = "optional"  # --flag [VALUE]: without one of its `values`, the setting's `const`
     SWITCH = "switch"  # --flag: true, --no-flag: false (Uvicorn's and Granian's pairs)
     POSITIONAL = "positional"  # a bare argument
-
-
-class Invalid(ValueError):
-    """A value that does not fit; `where` is added by the caller (a flag or a document path).
-
-    `at` is a sub-path inside the value (``"[2]"``, ``".FOO"``) for values that are lists or
-    tables; `message` replaces the ``expected ..., got ...`` text when given.
-    """
-
-    def __init__(
-        self, expected: str = "", value: Any = ..., at: str = "", message: str = ""
-    ) -> None:
-        super().__init__(expected)
-        self.expected = expected
-        self.value = value
-        self.at = at
-        self.message = message
-
-    def __str__(self) -> str:
-        if self.message:
-            return self.message
-        if self.value is ...:
-            return f"expected {self.expected}"
-        return f"expected {self.expected}, got {show(self.value)}"
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """A value as a user writes it (JSON spelling), on one line, shortened past `limit`."""
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            return repr(value)  # JSON would say null
-        if value.is_integer():
-            value = int(value)
-    try:
-        text = msgspec.json.encode(value).decode()
-    except (TypeError, msgspec.EncodeError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ---------------------------------------------------------------------------------------------
-# Value types (document form) and their descriptions in words.
-
-
-def _int(ge: int | None = None, le: int | None = None) -> Any:
-    return Annotated[int, Meta(ge=ge, le=le)]
-
-
-_SECONDS = Annotated[float, Meta(ge=0, le=86400)]
-_NAME = Annotated[str, Meta(min_length=1)]
-_HEADER_VALUE = Annotated[
-    str, Meta(pattern=r"^[\t\x20-\x7e]*$", description="printable ASCII string (no CR, LF, NUL)")
-]
-_MODE = Annotated[int, Meta(ge=0, le=0o777)]
-
-
-class Processes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """NGINX Unit's dynamic process pool (`processes` given as an object); Unit's defaults.
-
-    `spare` processes start with the application and are kept idle; more start on demand up to
-    `max`; an idle one beyond `spare` stops after `idle_timeout` seconds.
-    """
-
-    max: Annotated[int, Meta(ge=1)] = 1
-    spare: Annotated[int, Meta(ge=0)] = 0
-    idle_timeout: _SECONDS = 15.0
-
-
-class Static(
-    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True, omit_defaults=True
-):
-    """NGINX Unit's ``settings.http.static``: MIME types by file extension, for shares; and
-    corral's ``cache_valid``: the seconds a share trusts what a path resolved to before
-    resolving it again (nginx's ``open_file_cache_valid``; 0: every request)."""
-
-    mime_types: dict[str, str | list[str]] = {}
-    cache_valid: _SECONDS = 1.0
-
-
-class Compressor(
-    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True, omit_defaults=True
-):
-    """One of NGINX Unit's ``settings.http.compression.compressors``: a content coding, its
-    level (None: the coding's default) and the least body length it compresses."""
-
-    encoding: str  # one of corral.compression.codecs.CODINGS, checked with the level
-    level: int | None = None
-    min_length: Annotated[int, Meta(ge=0)] = 256
-
-    def __post_init__(self) -> None:
-        # here, not at the top: the codings are the compression package's (no library is
-        # imported to check one)
-        from corral.compression.codecs import check_compressor
-
-        problem = check_compressor(self.encoding, self.level)
-        if problem:
-            raise ValueError(problem)
-
-
-class Compression(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """NGINX Unit's ``settings.http.compression``: the media types compressed (Unit's
-    patterns; none is every type) and the compressors, in the server's order of preference."""
-
-    types: str | list[str] = []
-    compressors: Compressor | list[Compressor]
-
-    def __post_init__(self) -> None:
-        compressors = self.compressors if isinstance(self.compressors, list) else []
-        if isinstance(self.compressors, list) and not compressors:
-            raise ValueError('"compressors": expected at least one compressor, got []')
-        seen = set()
-        for compressor in compressors:
-            if compressor.encoding in seen:
-                raise ValueError(
-                    f'"compressors": {show(compressor.encoding)} is listed twice (the second '
-                    "would never be chosen)"
-                )
-            seen.add(compressor.encoding)
-        if self.types:
-            # here, not at the top: only a configuration with compression reads patterns
-            from corral.routing.errors import RouteError
-            from corral.routing.patterns import MIME_TYPE_PATTERNS
-
-            try:
-                MIME_TYPE_PATTERNS.rule(self.types, "types")
-            except RouteError as exc:
-                raise ValueError(str(exc)) from None
-
-
-def _process_count(processes: int | Processes) -> int:
-    """How many processes run the application: the number, or a pool's spare ones (>= 1)."""
-    return processes if isinstance(processes, int) else max(processes.spare, 1)
-
-
-def _path_entries(path: str | list[str]) -> list[str]:
-    """NGINX Unit's ``path``: one directory or a list of them."""
-    return [path] if isinstance(path, str) else path
-
-
-def describe(tp: Any) -> str:
-    """Say in words what values `tp` accepts, for errors, ``--help`` and the docs."""
-    origin = typing.get_origin(tp)
-    if origin is Annotated:
-        base, *extras = typing.get_args(tp)
-        text = describe(base)
-        for meta in extras:
-            if isinstance(meta, Meta):
-                if meta.description:
-                    return meta.description
-                text = _with_bounds(text, meta)
-        return text
-    if origin is typing.Union or origin is types.UnionType:
-        return " or ".join(describe(arg) for arg in typing.get_args(tp))
-    if origin is Literal:
-        return " or ".join(show(arg) for arg in typing.get_args(tp))
-    if origin is list:
-        return f"list of {describe(typing.get_args(tp)[0])}s"
-    if origin is dict:
-        return "table"
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return "one of " + ", ".join(show(member.value) for member in tp)
-    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
-        return "object {" + ", ".join(tp.__struct_encode_fields__) + "}"
-    return _TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
-
-
-_TYPE_WORDS: dict[Any, str] = {
-    int: "int",
-    float: "number",
-    str: "string",
-    bool: "true or false",
-    type(None): "null",
-    Any: "value",
-}
-
-
-def _with_bounds(text: str, meta: Meta) -> str:
-    if meta.min_length == 1 and text == "string":
-        text = "non-empty string"
-    if meta.ge is not None and meta.le is not None:
-        return f"{text} from {meta.ge} to {meta.le}"
-    bounds = ((meta.ge, ">="), (meta.gt, ">"), (meta.le, "<="), (meta.lt, "<"))
-    limits = " and ".join(f"{sign} {bound}" for bound, sign in bounds if bound is not None)
-    return f"{text} {limits}" if limits else text
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsers: input form -> document form. Each raises `Invalid`.
-
-
-@dataclass(frozen=True, slots=True)
-class BindAddress:
-    """One address to listen on; `str()` gives the normalized form used as the listener key."""
-
-    kind: Literal["tcp", "unix"]
-    host: str  # "" for unix sockets
-    port: int  # 0 for unix sockets (and for an ephemeral TCP port)
-    path: str | None  # the socket path for unix sockets
-    family: socket.AddressFamily
-
-    def __str__(self) -> str:
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        if self.family == socket.AF_INET6:
-            return f"[{self.host}]:{self.port}"
-        return f"{self.host}:{self.port}"
-
-    @property
-    def sockaddr(self) -> tuple[str, int] | str:
-        """The address as `socket.bind` takes it."""
-        return self.path if self.path is not None else (self.host, self.port)
-
-
-_BIND_EXPECT = "HOST:PORT, [IPV6]:PORT, :PORT, PORT or unix:PATH"
-_HOSTNAME = r"[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*"
-
-
-def parse_bind(text: str) -> BindAddress:
-    """Parse one bind address.
-
-    ``HOST:PORT``, ``[IPV6]:PORT``, ``unix:PATH`` (also ``unix://PATH``), ``HOST`` (port 8000),
-    ``PORT`` alone (on 127.0.0.1: nothing listens beyond loopback unless asked to), ``:PORT``
-    (all IPv4 interfaces, 0.0.0.0, as in Gunicorn) and ``*:PORT`` (the same, as NGINX Unit
-    writes it). ``localhost`` means 127.0.0.1; any other host
-    name is resolved now, so every listener key is a literal address. Port 0 asks the kernel
-    for a free port.
-    """
-    if not isinstance(text, str):
-        raise Invalid(_BIND_EXPECT, text)
-    s = text.strip()
-    if s.startswith("unix:"):
-        path = s[5:].removeprefix("//")
-        if not path or "\0" in path:
-            raise Invalid("unix:PATH with a non-empty path", text)
-        return BindAddress("unix", "", 0, path, socket.AF_UNIX)
-    if s.startswith("fd://"):
-        raise Invalid(message=f"{show(text)}: fd:// addresses are not supported")
-    s = s.removeprefix("tcp://")
-    if s.startswith("["):
-        host, sep, rest = s[1:].partition("]")
-        if not sep or (rest and not rest.startswith(":")):
-            raise Invalid(_BIND_EXPECT, text)
-        return _tcp(text, host, rest[1:] if rest else str(DEFAULT_PORT), socket.AF_INET6)
-    if s.isascii() and s.isdigit():
-        return _tcp(text, DEFAULT_HOST, s, socket.AF_INET)
-    if ":" not in s:
-        return _tcp(text, s, str(DEFAULT_PORT), None)
-    host, _, port = s.partition(":")
-    if host == "*":
-        host = "0.0.0.0"
-    if ":" in port:
-        raise Invalid(f"{_BIND_EXPECT} (IPv6 addresses go in brackets)", text)
-    return _tcp(text, host or "0.0.0.0", port, None)
-
-
-def _tcp(text: str, host: str, port_text: str, family: int | None) -> BindAddress:
-    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
-        raise Invalid(f"{_BIND_EXPECT} with a port from 0 to 65535", text)
-    port = int(port_text)
-    host = host.lower()
-    if host == "localhost":
-        host = "127.0.0.1"
-    families = (family,) if family is not None else (socket.AF_INET, socket.AF_INET6)
-    for fam in families:
-        try:
-            packed = socket.inet_pton(fam, host)
-        except (OSError, ValueError):
-            continue
-        return BindAddress(
-            "tcp", socket.inet_ntop(fam, packed), port, None, socket.AddressFamily(fam)
-        )
-    if family is not None or not re.fullmatch(_HOSTNAME, host):
-        raise Invalid(_BIND_EXPECT, text)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (OSError, UnicodeError) as exc:
-        raise Invalid(message=f"cannot resolve host {show(host)}: {exc}") from None
-    fam, _, _, _, sockaddr = infos[0]
-    return BindAddress("tcp", str(sockaddr[0]), port, None, socket.AddressFamily(fam))
-
-
-def _binds(value: list[str] | str) -> list[BindAddress]:
-    items = [value] if isinstance(value, str) else value
-    if not items:
-        raise Invalid("at least one address", value)
-    seen: dict[str, BindAddress] = {}
-    for index, item in enumerate(items):
-        try:
-            address = parse_bind(item)
-        except Invalid as exc:
-            exc.at = f"[{index}]"
-            raise
-        if str(address) in seen:
-            same = "" if item == str(address) else f" ({show(item)})"
-            raise Invalid(message=f"{address}{same} is given twice", at=f"[{index}]")
-        seen[str(address)] = address
-    return list(seen.values())
-
-
-_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_APP = rf"({_DOTTED})(?::({_DOTTED})(\(.*\))?)?"
-_APP_EXPECT = '"module:callable", "module" or "module:factory(ARGS)" (dotted Python names)'
-
-
-class FactoryCall(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """The literal arguments of Gunicorn's ``module:factory(ARGS)``: the factory is called with
-    them (``factory(*args, **kwargs)``) to get the WSGI application."""
-
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-
-
-def parse_app(value: str) -> tuple[str, str | None, FactoryCall | None]:
-    """Split ``module:callable`` (or ``module``) into ``(module, callable or None, None)``;
-    Gunicorn's ``module:factory(ARGS)`` gives the call's literal arguments as third item."""
-    match = re.fullmatch(_APP, value.strip(), re.DOTALL) if isinstance(value, str) else None
-    if match is None:
-        raise Invalid(_APP_EXPECT, value)
-    call = None if match[3] is None else _factory_call(match[2], match[3])
-    return match[1], match[2], call
-
-
-def _factory_call(name: str, text: str) -> FactoryCall:
-    """Gunicorn's rule: the arguments are Python literals (``ast.literal_eval`` of each);
-    here they must also be JSON values, since the document holds them."""
-    import ast
-
-    try:
-        call = ast.parse(f"f{text}", mode="eval").body
-    except SyntaxError:
-        raise Invalid(message=f"{name}{text}: not a call with literal arguments") from None
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
-        raise Invalid(message=f"{name}{text}: not a call with literal arguments")
-    try:
-        args = [ast.literal_eval(arg) for arg in call.args]
-        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
-    except ValueError:
-        raise Invalid(
-            message=f"{name}{text}: the arguments must be literals (strings, numbers, True, "
-            "False, None, lists, dicts)"
-        ) from None
-    if len(kwargs) != len(call.keywords):  # a **mapping
-        raise Invalid(message=f"{name}{text}: the arguments must be literals, not **mapping")
-    try:
-        return FactoryCall(args=_json_like(args), kwargs=_json_like(kwargs))
-    except TypeError as exc:
-        raise Invalid(
-            message=f"{name}{text}: {exc} cannot be an argument: the document keeps them as "
-            "JSON (strings, numbers, True, False, None, lists, dicts with string keys)"
-        ) from None
-
-
-def _json_like(value: Any) -> Any:
-    """`value` with tuples as lists; TypeError naming the first value JSON cannot hold."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if isinstance(value, list | tuple):
-        return [_json_like(item) for item in value]
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-        return {key: _json_like(item) for key, item in value.items()}
-    raise TypeError(type(value).__name__)
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _workers(value: int | str | Processes) -> int | Processes:
-    if isinstance(value, Processes):  # a dynamic pool, from a source that makes one (uwsgi.py)
-        return value
-    return _cpu_count() if value == "auto" else int(value)
-
-
-# settings whose values are secrets: shown as MASK (--check-config, GET /config); a document
-# sent back with MASK keeps the value it had (control/api.py)
-SECRETS = ("keyfile_password",)
-MASK = "********"
-
-
-def masked(data: dict[str, Any]) -> dict[str, Any]:
-    """A document's builtins (``document_builtins``) with each secret set shown as MASK."""
-    settings = data.get("settings") or {}
-    for name in SECRETS:
-        if settings.get(name) is not None:
-            settings[name] = MASK
-    return data
-
-
-def unmasked(data: Any, before: dict[str, Any]) -> Any:
-    """A document's builtins as sent back: a secret still MASK keeps ``before``'s value."""
-    settings = data.get("settings") if isinstance(data, dict) else None
-    if isinstance(settings, dict):
-        for name in SECRETS:
-            if settings.get(name) == MASK:
-                settings[name] = (before.get("settings") or {}).get(name)
-    return data
-
-
-def _string_list(value: list[str] | str) -> list[str]:
-    """A list in a file, or one string (on the command line, each flag's)."""
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _optional_binds(value: list[str] | str) -> list[BindAddress]:
-    """`uwsgi_socket`, `insecure_bind`: like `bind`, but none at all is the default."""
-    return _binds(value) if value else []
-
-
-def parse_mode(value: int | str) -> int:
-    """A file mode as users write it: ``"0660"``, ``"660"``, ``"0o660"``, or an int."""
-    if isinstance(value, int):
-        return value
-    match = re.fullmatch(r"(?:0o?)?([0-7]{1,3})", value.strip())
-    if match is None:
-        raise Invalid('an octal mode such as "0660"', value)
-    return int(match[1], 8)
-
-
-def _path_list(value: list[str] | str) -> list[str]:
-    items = value.split(",") if isinstance(value, str) else value
-    return [item.strip() for item in items if item.strip()]
-
-
-_ABSOLUTE_PATH = Annotated[str, Meta(pattern=r"^/", description="absolute path")]
-_HEALTH_PATH = Annotated[
-    str, Meta(pattern=r"^/\S*$", description='a path beginning with "/", without spaces')
-]
-
-
-def _home(value: str) -> str:
-    """`home` made absolute against the directory the configuration is read in (where corral
-    started; a reload reads it there again), and checked to be a virtualenv. The worker checks
-    the rest (the Python version, site-packages) as it activates it: `corral.apps.venv`."""
-    if "\0" in value:
-        raise Invalid("a path without NUL", value)
-    path = os.path.abspath(value)
-    if not os.path.isfile(os.path.join(path, "pyvenv.cfg")):
-        why = "no such directory" if not os.path.isdir(path) else "it has no pyvenv.cfg"
-        raise Invalid(message=f"{show(value)} is not a virtualenv ({why})")
-    return path
-
-
-def _env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
-    if isinstance(value, dict):
-        pairs = [(key, val, f"[{show(key)}]") for key, val in value.items()]
-    else:
-        pairs = []
-        for index, item in enumerate(value):
-            if not isinstance(item, str) or "=" not in item:
-                raise Invalid("KEY=VALUE", item, at=f"[{index}]")
-            key, _, val = item.partition("=")
-            pairs.append((key, val, f"[{index}]"))
-    env: dict[str, str] = {}
-    for key, val, at in pairs:
-        if not key or "=" in key or "\0" in key:
-            raise Invalid("a variable name without '=' or NUL", key, at=at)
-        if not isinstance(val, str) or "\0" in val:
-            raise Invalid("a string without NUL", val, at=at)
-        env[key] = val
-    return env
-
-
-def _access_format(value: str) -> str:
-    from corral.observe.accesslog import FormatError, compile_format, from_unit_format
-
-    try:
-        compile_format(from_unit_format(value))
-    except FormatError as exc:
-        raise Invalid(message=f"{show(value)}: {exc}") from None
-    return value
-
-
-def _our_access_format(value: str) -> str:
-    """The access log format in corral's `%(x)s` syntax (NGINX Unit's translated)."""
-    from corral.observe.accesslog import from_unit_format
-
-    return from_unit_format(value)
-
-
-def proxy_mode(value: ProxyMode | bool) -> ProxyMode:
-    """`proxy_protocol` as a mode: Gunicorn's older boolean is ``auto`` or ``off``."""
-    if isinstance(value, bool):
-        return ProxyMode.AUTO if value else ProxyMode.OFF
-    return ProxyMode(value)
-
-
-def tls_version(value: str) -> str:
-    """`tls_min_version`: "1.2" or "1.3", also as OpenSSL and the peers write them
-    ("TLSv1.2", Granian's "tls1.3")."""
-    text = str(value).strip().lower().replace("_", ".")
-    for prefix in ("tlsv", "tls"):
-        text = text.removeprefix(prefix)
-    if text not in ("1.2", "1.3"):
-        raise Invalid(message=f'expected "1.2" or "1.3", got {value!r}')
-    return text
-
-
-def address_list(value: list[str] | str) -> list[str]:
-    """`proxy_allow_from`: a list, or Gunicorn's comma-separated string; each an address, a
-    CIDR network or Unit's address pattern, ``*`` for any, checked as the listener's is."""
-    found = _path_list(value)
-    if not found:
-        raise Invalid(message="expected at least one address, or '*'")
-    _check_addresses(value, found, unit_message=True)
-    return found
-
-
-def _check_addresses(value: list[str] | str, items: list[str], *, unit_message: bool) -> None:
-    """Each of ``items`` (``value`` split) is an address pattern, or ``*``; the error names the
-    item's place in a list, with Unit's own message or Gunicorn's kind of value."""
-    from corral.net.addresses import AddressError, address_matcher
-
-    for index, item in enumerate(items):
-        if item == "*":
-            continue
-        try:
-            address_matcher(item)
-        except AddressError as exc:
-            at = f"[{index}]" if isinstance(value, list) else ""
-            if unit_message:
-                raise Invalid(message=exc.detail, at=at) from None
-            raise Invalid("an IP address or a CIDR network", item, at=at) from None
-
-
-def _id(value: str | int | None) -> str | None:
-    """A user or group: a name, or a numeric id (Gunicorn's config files give ints)."""
-    return str(value) if isinstance(value, int) else value
-
-
-_LIMIT_ZERO = "0 (Gunicorn's unlimited) means the largest value."
-
-
-def _limit(largest: int, least: int) -> Callable[[int], int]:
-    def resolve(value: int) -> int:
-        if value == 0:
-            return largest
-        if value < least:
-            raise Invalid(f"0 or int from {least} to {largest}", value)
-        return value
-
-    return resolve
-
-
-def _worker_class(value: str) -> str:
-    from corral.config.gunicorn import worker_protocol
-
-    return worker_protocol(value)
-
-
-ANY_ADDRESS = ["0.0.0.0/0", "::/0"]
-
-
-def _allow_ips(value: list[str] | str) -> list[str]:
-    """Gunicorn's `forwarded_allow_ips` as NGINX Unit's `forwarded.source` patterns."""
-    items = _path_list(value)
-    if "*" in items:
-        return list(ANY_ADDRESS)
-    _check_addresses(value, items, unit_message=False)
-    return items
-
-
-# the other servers' names for corral's levels: Uvicorn's "trace", Granian's "warn", "notset"
-_LEVEL_NAMES = {"trace": LogLevel.DEBUG, "notset": LogLevel.DEBUG, "warn": LogLevel.WARNING}
-
-
-def _log_level(value: str) -> LogLevel:
-    try:
-        return _LEVEL_NAMES.get(value.lower()) or LogLevel(value.lower())
-    except ValueError:
-        raise Invalid(describe(LogLevel), value) from None
-
-
-def _interface(value: str) -> str:
-    """`interface`, with Uvicorn's and Granian's names: ``asgi3``, ``asgi2`` are ``asgi``."""
-    text = value.strip().lower()
-    if text in ("auto", "wsgi", "asgi", "asgi3", "asgi2"):
-        return "asgi" if text.startswith("asgi") else text
-    if text == "asginl":
-        raise Invalid(
-            message='"asginl" is Granian\'s ASGI without lifespan: --interface asgi --lifespan off'
-        )
-    if text == "rsgi":
-        raise Invalid(
-            message='"rsgi": Granian\'s own interface is not served by corral: '
-            "serve the application's ASGI or WSGI callable (--interface asgi or wsgi)"
-        )
-    raise Invalid('"auto", "wsgi" or "asgi"', value)
-
-
-def _websocket(value: str) -> str:
-    """`ws`, with Uvicorn's ``websockets-sansio`` (the protocol layer corral uses)."""
-    if value in ("auto", "websockets", "none"):
-        return value
-    if value == "websockets-sansio":
-        return "websockets"
-    if value == "wsproto":
-        raise Invalid(
-            message='"wsproto": corral serves WebSocket with the websockets '
-            'library\'s protocol layer: --ws websockets (or "auto")'
-        )
-    raise Invalid('"auto", "websockets" or "none"', value)
-
-
-def _root_path(value: str) -> str:
-    """`root_path`: "" or a path beginning with "/"; one trailing "/" dropped."""
-    if value and (not value.startswith("/") or "\0" in value):
-        raise Invalid('"" or a path beginning with "/"', value)
-    return value.removesuffix("/")
-
-
-_FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")
-
-
-def _response_headers(value: list[str] | str) -> list[str]:
-    """`headers`: each "Name: value" (Uvicorn's ``--header NAME:VALUE``), normalized. A name
-    the server owns (`corral.http.fields.OWNED`) is refused, its value being the server's to
-    decide per answer, but ``Server``, which replaces corral's (as in Uvicorn)."""
-    # here, not at the top: only a configuration with `headers` needs the http layer
-    from corral.http import fields as owned
-
-    why_not = {
-        owned.DATE: "the Date field is the server's (--no-date-header leaves it out)",
-        owned.CONTENT_LENGTH: "the server frames each response",
-        owned.CONNECTION: "the server says whether the connection stays open",
-        owned.HOP: "a hop-by-hop field: the server's, for each connection and response",
-    }
-    fields = []
-    for index, item in enumerate([value] if isinstance(value, str) else value):
-        at = f"[{index}]" if isinstance(value, list) else ""
-        name, colon, text = item.partition(":")
-        name, text = name.strip(), text.strip()
-        if not colon or not owned.TOKEN.match(name):
-            raise Invalid('"Name: value" with a field name (a token)', item, at=at)
-        if not _FIELD_VALUE.fullmatch(text):
-            raise Invalid("a value of printable ASCII characters", item, at=at)
-        why = why_not.get(owned.field_kind(name))
-        if why is not None:
-            raise Invalid(message=f"{show(name)}: {why}", at=at)
-        fields.append(f"{name}: {text}")
-    return fields
-
-
-def _existing_file(value: str | None) -> str | None:
-    """A file that must be there, its path made absolute against the directory the
-    configuration is read in (a `chdir` does not move it)."""
-    if value is None:
-        return None
-    if not os.path.isfile(value):
-        raise Invalid(message=f"{show(value)}: no such file")
-    return os.path.abspath(value)
-
-
-def _existing_directories(value: list[str] | str) -> list[str]:
-    """Directories that must be there (a watch of one that is not would see nothing), made
-    absolute as `_existing_file` makes a file."""
-    found = _path_list(value)
-    for index, path in enumerate(found):
-        if not os.path.isdir(path):
-            at = f"[{index}]" if isinstance(value, list) else ""
-            raise Invalid(message=f"{show(path)}: no such directory", at=at)
-    return [os.path.abspath(path) for path in found]
-
-
-def _existing_directory(value: str | None) -> str | None:
-    """A directory that must be there, made absolute as `_existing_file` makes a file."""
-    if value is None:
-        return None
-    if not os.path.isdir(value):
-        raise Invalid(message=f"{show(value)}: no such directory")
-    return os.path.abspath(value)
-
-
-def _compression(value: Any) -> Any:
-    """``--compression gzip,br``: `corral.compression.flag` (imported when it is given)."""
-    if not isinstance(value, str):  # a document's table
-        return value
-    from corral.compression.flag import parse_codings
-
-    try:
-        return msgspec.convert(parse_codings(value), Compression)
-    except (ValueError, msgspec.ValidationError) as exc:
-        raise Invalid(message=str(exc)) from None
-
-
-def _static(parse: str) -> Callable[[Any], Any]:
-    """A reader of `corral.config.static_routes` (imported when a value is resolved), its
-    error made `Invalid`."""
-
-    def resolve(value: Any) -> Any:
-        from corral.config import static_routes
-
-        try:
-            return getattr(static_routes, parse)(value)
-        except static_routes.StaticError as exc:
-            raise Invalid(message=str(exc), at=exc.at) from None
-
-    return resolve
-
-
-def _env_files(value: list[str] | str) -> dict[str, str]:
-    from corral.config.envfile import read_env_files
-
-    try:
-        return read_env_files(_path_list(value))
-    except ValueError as exc:
-        raise Invalid(message=str(exc)) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# The declarations.
 
 
 @dataclass(frozen=True, slots=True)
@@ -992,10 +281,10 @@ SETTINGS: tuple[Setting, ...] = (
         "Without a callable, corral looks for `application`, then `app`. The application is "
         "named after its module.",
         action=Action.POSITIONAL, metavar="APP", resolve=parse_app,
-        expect=_APP_EXPECT.removesuffix(" (dotted Python names)"),
+        expect=APP_EXPECT.removesuffix(" (dotted Python names)"),
     ),
     Setting(
-        "workers", _APPLICATION, _A, _int(ge=1) | Processes, 1,
+        "workers", _APPLICATION, _A, bounded_int(ge=1) | Processes, 1,
         'Number of worker processes. "auto" means one per CPU this process may run on. In the '
         'document, NGINX Unit\'s `processes`: a number, or `{"max", "spare", "idle_timeout"}` '
         "(defaults 1, 0, 15; `spare` at most `max`): `spare` workers (at least one) at rest, "
@@ -1004,11 +293,11 @@ SETTINGS: tuple[Setting, ...] = (
         "for `idle_timeout` seconds. A new worker takes new connections: keep-alive ones stay "
         "with the worker that accepted them. As in Gunicorn, the default is `WEB_CONCURRENCY` "
         "when that variable is set.",
-        flags=("-w", "--workers"), metavar="INT", accepts=_int(ge=1) | Literal["auto"],
-        resolve=_workers, key="processes", view=_process_count,
+        flags=("-w", "--workers"), metavar="INT", accepts=bounded_int(ge=1) | Literal["auto"],
+        resolve=parse_workers, key="processes", view=process_count,
     ),
     Setting(
-        "threads", _APPLICATION, _A, _int(ge=1), 1,
+        "threads", _APPLICATION, _A, bounded_int(ge=1), 1,
         "Threads per worker running application code. With 1 the application runs on the "
         "worker's event loop thread.",
         flags=("--threads",), metavar="INT",
@@ -1041,7 +330,7 @@ SETTINGS: tuple[Setting, ...] = (
         "worker classes (`uvicorn.workers.UvicornWorker`, Gunicorn's `asgi`...) are `asgi`: "
         "the application is served as ASGI whatever `interface` detects, unless `interface` "
         "names one. gevent, eventlet and tornado workers have no counterpart: use `threads`.",
-        flags=("-k", "--worker-class"), metavar="CLASS", accepts=str, resolve=_worker_class,
+        flags=("-k", "--worker-class"), metavar="CLASS", accepts=str, resolve=worker_protocol,
         key="protocol", expect='"sync", "gthread" or an ASGI worker class',
         default_text='"sync"',
     ),
@@ -1053,7 +342,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`asgi` force it. ASGI applications run as tasks on the worker's event loop "
         "(`threads` does not apply), with the HTTP and WebSocket scopes and lifespan. "
         "Uvicorn's `asgi3` and `asgi2` are `asgi`.",
-        flags=("--interface",), metavar="INTERFACE", accepts=str, resolve=_interface,
+        flags=("--interface",), metavar="INTERFACE", accepts=str, resolve=parse_interface,
         expect='"auto", "wsgi" or "asgi"',
     ),
     Setting(
@@ -1074,7 +363,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`SCRIPT_NAME` is it (`PATH_INFO` stays `/items`), so the application's links carry "
         "it. One trailing `/` is dropped. A proxy that keeps the path whole wants `prefix` "
         "instead.",
-        flags=("--root-path",), metavar="PATH", resolve=_root_path,
+        flags=("--root-path",), metavar="PATH", resolve=parse_root_path,
         expect='"" or a path beginning with "/"',
     ),
     Setting(
@@ -1086,7 +375,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--prefix",), metavar="PATH",
     ),
     Setting(
-        "thread_stack_size", _APPLICATION, _A, _int(ge=32768) | None, None,
+        "thread_stack_size", _APPLICATION, _A, bounded_int(ge=32768) | None, None,
         "NGINX Unit's `thread_stack_size`: the stack size in bytes of the threads the "
         "worker starts from then on (Python's `threading.stack_size`), set once the "
         "application is imported, before the `threads` pool starts. A multiple of the "
@@ -1114,12 +403,12 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--gc-freeze",), metavar="BOOL",
     ),
     Setting(
-        "chdir", _APPLICATION, _A, _NAME | None, None,
+        "chdir", _APPLICATION, _A, NAME | None, None,
         "Change to this directory before importing the application.",
         flags=("--chdir",), metavar="DIR", key="working_directory",
     ),
     Setting(
-        "home", _APPLICATION, _A, _ABSOLUTE_PATH | None, None,
+        "home", _APPLICATION, _A, ABSOLUTE_PATH | None, None,
         "The application's virtualenv (NGINX Unit's `home`, uWSGI's `--home`): each worker "
         "puts its site-packages (with their `.pth` files) ahead of corral's own and sets "
         "`sys.prefix` and `VIRTUAL_ENV` before importing the application; modules corral has "
@@ -1129,23 +418,23 @@ SETTINGS: tuple[Setting, ...] = (
         "and corral (the same version) must be installed in it. A relative path is taken from "
         "the directory corral starts in, not from `chdir`. Not with `preload`, which imports "
         "the application in the master.",
-        flags=("-H", "--home", "--virtualenv"), metavar="DIR", accepts=_NAME | None,
-        resolve=_home,
+        flags=("-H", "--home", "--virtualenv"), metavar="DIR", accepts=NAME | None,
+        resolve=parse_home,
     ),
     Setting(
         "pythonpath", _APPLICATION, _A, list[str] | str, [],
         "Directories to add to the Python path, comma-separated on the command line (a list "
         "or a comma-separated string in a flat file). In the document, NGINX Unit's `path`: "
         "one directory or a list.",
-        flags=("--pythonpath",), metavar="DIRS", accepts=list[str] | str, resolve=_path_list,
-        key="path", view=_path_entries, expect="list of strings or comma-separated string",
+        flags=("--pythonpath",), metavar="DIRS", accepts=list[str] | str, resolve=parse_path_list,
+        key="path", view=path_entries, expect="list of strings or comma-separated string",
     ),
     Setting(
         "env", _APPLICATION, _A, dict[str, str], {},
         "Environment variables for the workers, `KEY=VALUE`; repeat the flag for several. "
         'In a file: a table (`env = {DJANGO_DEBUG = "0"}`) or a list of "KEY=VALUE" strings.',
         flags=("-e", "--env"), metavar="KEY=VALUE", action=Action.APPEND,
-        accepts=dict[str, Any] | list[Any], resolve=_env,
+        accepts=dict[str, Any] | list[Any], resolve=parse_env,
         expect='table of strings or list of "KEY=VALUE" strings', key="environment",
     ),
     Setting(
@@ -1159,20 +448,20 @@ SETTINGS: tuple[Setting, ...] = (
         "/config` answers them and the state directory saves them, so a secret in the file is "
         "in those too. Uvicorn's `--env-file`, Granian's `--env-files`.",
         flags=("--env-file",), metavar="FILE", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_env_files,
+        accepts=list[str] | str, resolve=parse_env_files,
     ),
     Setting(
-        "user", _APPLICATION, _A, _NAME | None, None,
+        "user", _APPLICATION, _A, NAME | None, None,
         "Run the workers as this user (name or numeric id); needs a master started as root.",
-        flags=("-u", "--user"), metavar="USER", accepts=_NAME | int | None, resolve=_id,
+        flags=("-u", "--user"), metavar="USER", accepts=NAME | int | None, resolve=user_or_group,
     ),
     Setting(
-        "group", _APPLICATION, _A, _NAME | None, None,
+        "group", _APPLICATION, _A, NAME | None, None,
         "Run the workers as this group (name or numeric id).",
-        flags=("-g", "--group"), metavar="GROUP", accepts=_NAME | int | None, resolve=_id,
+        flags=("-g", "--group"), metavar="GROUP", accepts=NAME | int | None, resolve=user_or_group,
     ),
     Setting(
-        "stdout", _APPLICATION, _A, _NAME | None, None,
+        "stdout", _APPLICATION, _A, NAME | None, None,
         "NGINX Unit's `stdout`: a file the workers' standard output goes to (`print()`), "
         "opened for appending and created if missing (mode 0666 less the umask) by each "
         "worker before it switches to `user`; a relative path is taken from the directory "
@@ -1184,14 +473,14 @@ SETTINGS: tuple[Setting, ...] = (
         "corral's own lines (a `-` access log) stay on corral's standard output.",
     ),
     Setting(
-        "stderr", _APPLICATION, _A, _NAME | None, None,
+        "stderr", _APPLICATION, _A, NAME | None, None,
         "NGINX Unit's `stderr`: a file the workers' standard error goes to (tracebacks the "
         "application prints, warnings), opened as `stdout` is. Null (the default): corral's "
         "own standard error. corral's error log stays where `error_logfile` sends it, its "
         "workers' lines included.",
     ),
     Setting(
-        "executable", _APPLICATION, _A, _NAME | None, None,
+        "executable", _APPLICATION, _A, NAME | None, None,
         'NGINX Unit\'s `"type": "external"` application: the program corral runs as the '
         "application's pool of processes (a path, or a name looked up in the `PATH` of its "
         "`environment`), which are not corral workers: the master starts one per process, "
@@ -1216,7 +505,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`arguments` name `{port}`, `unix` when they name `{socket}`, else `fd`.",
     ),
     Setting(
-        "health_path", _APPLICATION, _A, _HEALTH_PATH, "/",
+        "health_path", _APPLICATION, _A, HEALTH_PATH, "/",
         "corral's: the path an external application's process is asked for (`GET`) until it "
         "answers; any HTTP answer, whatever its status, makes it ready, and until then no "
         "request is routed to it. A process not ready within `startup_timeout` is killed and "
@@ -1234,24 +523,24 @@ SETTINGS: tuple[Setting, ...] = (
         "`PORT` (on 127.0.0.1), `:PORT` or `*:PORT` (all IPv4 interfaces, 0.0.0.0). Port 0 "
         "picks a free port. In a file: a list or one string.",
         flags=("-b", "--bind"), metavar="ADDRESS", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_binds, expect=f"{_BIND_EXPECT} (a list in a file)",
+        accepts=list[str] | str, resolve=parse_binds, expect=f"{BIND_EXPECT} (a list in a file)",
         default_text=DEFAULT_BIND,
     ),
     Setting(
-        "host", _LISTENING, _SRC, _NAME | None, None,
+        "host", _LISTENING, _SRC, NAME | None, None,
         "Uvicorn's and Granian's `--host`: with `port`, the address to listen on instead of "
         "`bind` (an IPv6 address without brackets, `::`, is one). Not beside `bind` in one "
         "source; on the command line, over a config file's `bind`.",
         flags=("--host",), metavar="HOST", default_text=DEFAULT_HOST,
     ),
     Setting(
-        "port", _LISTENING, _SRC, _int(ge=0, le=65535) | None, None,
+        "port", _LISTENING, _SRC, bounded_int(ge=0, le=65535) | None, None,
         "Uvicorn's and Granian's `--port`: with `host`, the port to listen on (0 picks a "
         "free one).",
         flags=("--port",), metavar="PORT", default_text=str(DEFAULT_PORT),
     ),
     Setting(
-        "fd", _LISTENING, _CMD, _int(ge=0) | None, None,
+        "fd", _LISTENING, _CMD, bounded_int(ge=0) | None, None,
         "Uvicorn's `--fd`: serve on the socket of this file descriptor, bound by whoever "
         "started corral (supervisor's `fcgi-program` passes fd 0), listened on if it is not "
         "yet, instead of binding `bind`; for the life of the master, reloads and USR2 "
@@ -1260,7 +549,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--fd",), metavar="FD",
     ),
     Setting(
-        "uds", _LISTENING, _SRC, _NAME | None, None,
+        "uds", _LISTENING, _SRC, NAME | None, None,
         "Uvicorn's and Granian's `--uds`: listen on this unix socket instead (`unix:PATH` "
         "in `bind`).",
         flags=("--uds",), metavar="PATH",
@@ -1273,8 +562,8 @@ SETTINGS: tuple[Setting, ...] = (
         "answered as HTTP/1.x then closed, under the same limits and timeouts. Without "
         "`bind`, given alone, nothing listens for HTTP.",
         flags=("--uwsgi-socket",), metavar="ADDRESS", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_optional_binds,
-        expect=f"{_BIND_EXPECT} (a list in a file)",
+        accepts=list[str] | str, resolve=parse_optional_binds,
+        expect=f"{BIND_EXPECT} (a list in a file)",
     ),
     Setting(
         "insecure_bind", _LISTENING, _SRC, list[str], [],
@@ -1282,8 +571,8 @@ SETTINGS: tuple[Setting, ...] = (
         "(Hypercorn's `--insecure-bind`, uWSGI's `http` beside `https`), the same forms as "
         "`bind`; repeat for several. Each becomes a listener with `\"tls\": false`.",
         flags=("--insecure-bind",), metavar="ADDRESS", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_optional_binds,
-        expect=f"{_BIND_EXPECT} (a list in a file)",
+        accepts=list[str] | str, resolve=parse_optional_binds,
+        expect=f"{BIND_EXPECT} (a list in a file)",
     ),
     Setting(
         "https_redirect", _LISTENING, _SRC, bool, False,
@@ -1295,7 +584,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--https-redirect",), action=Action.FLAG,
     ),
     Setting(
-        "backlog", _LISTENING, _S, _int(ge=1, le=65535), 2048,
+        "backlog", _LISTENING, _S, bounded_int(ge=1, le=65535), 2048,
         "Maximum number of pending connections per listening socket (the kernel may cap it).",
         flags=("--backlog",), metavar="INT",
     ),
@@ -1333,12 +622,12 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--health",), action=Action.FLAG,
     ),
     Setting(
-        "readiness_path", _LISTENING, _S, _HEALTH_PATH, "/readyz",
+        "readiness_path", _LISTENING, _S, HEALTH_PATH, "/readyz",
         "The path of the readiness probe (with `health`). Its query string is ignored.",
         flags=("--readiness-path",), metavar="PATH",
     ),
     Setting(
-        "liveness_path", _LISTENING, _S, _HEALTH_PATH, "/livez",
+        "liveness_path", _LISTENING, _S, HEALTH_PATH, "/livez",
         "The path of the liveness probe (with `health`). Its query string is ignored.",
         flags=("--liveness-path",), metavar="PATH",
     ),
@@ -1360,7 +649,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`forwarded` it gives (none by default). As in Gunicorn, the default is "
         "`FORWARDED_ALLOW_IPS` when that variable is set.",
         flags=("--forwarded-allow-ips",), metavar="ADDRESSES", accepts=list[str] | str,
-        resolve=_allow_ips, expect="comma-separated addresses or networks (a list in a file)",
+        resolve=parse_allow_ips, expect="comma-separated addresses or networks (a list in a file)",
     ),
     Setting(
         "proxy_headers", _LISTENING, _SRC, bool, True,
@@ -1369,34 +658,34 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-headers",), action=Action.SWITCH,
     ),
     Setting(
-        "unix_socket_mode", _LISTENING, _S, _MODE, 0o600,
+        "unix_socket_mode", _LISTENING, _S, MODE, 0o600,
         'Permissions of unix sockets, as an octal string ("0660"); an integer in a file is '
         "taken as is (TOML: `0o660`).",
-        flags=("--unix-socket-mode",), metavar="MODE", accepts=_MODE | str, resolve=parse_mode,
+        flags=("--unix-socket-mode",), metavar="MODE", accepts=MODE | str, resolve=parse_mode,
         expect='an octal mode such as "0660"', default_text='"0600"',
     ),
     # -- TLS --------------------------------------------------------------------------------------
     Setting(
-        "certfile", _TLS, _S, _NAME | None, None,
+        "certfile", _TLS, _S, NAME | None, None,
         "The certificate (PEM: the server's first, then its chain) of HTTPS on every HTTP "
         "listener; it may hold the private key too. Gunicorn's `--certfile`, Uvicorn's "
         "`--ssl-certfile`, Granian's `--ssl-certificate`.",
         flags=("--certfile",), metavar="FILE",
     ),
     Setting(
-        "keyfile", _TLS, _S, _NAME | None, None,
+        "keyfile", _TLS, _S, NAME | None, None,
         "The private key of `certfile` (PEM), when the certificate file does not hold it. "
         "Gunicorn's `--keyfile`, Uvicorn's `--ssl-keyfile`, Granian's `--ssl-keyfile`.",
         flags=("--keyfile",), metavar="FILE",
     ),
     Setting(
-        "keyfile_password", _TLS, _S, _NAME | None, None,
+        "keyfile_password", _TLS, _S, NAME | None, None,
         "The password of an encrypted `keyfile` (Uvicorn's and Granian's "
         "`--ssl-keyfile-password`).",
         flags=("--keyfile-password",), metavar="PASSWORD",
     ),
     Setting(
-        "ca_certs", _TLS, _S, _NAME | None, None,
+        "ca_certs", _TLS, _S, NAME | None, None,
         "Certificates of the authorities (PEM) a client certificate is checked against, "
         "with `cert_reqs` 1 or 2. Gunicorn's `--ca-certs`, Uvicorn's `--ssl-ca-certs`, "
         "Granian's `--ssl-ca`.",
@@ -1410,7 +699,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--cert-reqs",), metavar="INT",
     ),
     Setting(
-        "ciphers", _TLS, _S, _NAME | None, None,
+        "ciphers", _TLS, _S, NAME | None, None,
         "The TLS 1.2 cipher suites, in OpenSSL's cipher list format (Gunicorn's "
         "`--ciphers`, Uvicorn's `--ssl-ciphers`); unset: OpenSSL's defaults, with Python's. "
         "TLS 1.3's suites are OpenSSL's.",
@@ -1439,14 +728,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # -- Timeouts -------------------------------------------------------------------------------
     Setting(
-        "timeout", _TIMEOUTS, _S, _SECONDS, 30.0,
+        "timeout", _TIMEOUTS, _S, SECONDS, 30.0,
         "A worker whose event loop has made no progress for this long, or whose oldest "
         "request has run this long, is killed and replaced: never sooner, and within a second "
         "more. 0 disables the check.",
         flags=("-t", "--timeout"), metavar="SECONDS",
     ),
     Setting(
-        "startup_timeout", _TIMEOUTS, _A, _SECONDS, 60.0,
+        "startup_timeout", _TIMEOUTS, _A, SECONDS, 60.0,
         "A worker that is not ready this long after it started (its application still "
         "importing, or the lifespan's startup still running) is killed: at start-up it is "
         "retried with the crash backoff, in a reload or a change through the control API the "
@@ -1454,13 +743,13 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--startup-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "graceful_timeout", _TIMEOUTS, _S, _SECONDS, 30.0,
+        "graceful_timeout", _TIMEOUTS, _S, SECONDS, 30.0,
         "On shutdown or restart, how long workers may finish in-flight requests before they "
         "are killed.",
         flags=("--graceful-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "shutdown_delay", _TIMEOUTS, _S, _SECONDS, 0.0,
+        "shutdown_delay", _TIMEOUTS, _S, SECONDS, 0.0,
         "On a graceful stop (TERM, INT), how long the server goes on serving and accepting, "
         "its readiness probe already 503 (see `health`) and each answer closing its "
         "connection (a balancer's kept connections move to the other instances), before it "
@@ -1470,7 +759,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--shutdown-delay",), metavar="SECONDS",
     ),
     Setting(
-        "handoff_timeout", _TIMEOUTS, _S, _SECONDS, 3.0,
+        "handoff_timeout", _TIMEOUTS, _S, SECONDS, 3.0,
         "With routes: how long a worker waits for a worker of the application a request is "
         "routed to to take the connection (see docs/architecture.md, hand-off); then the "
         "client is answered 503 and the connection closed. It covers a respawn after a crash.",
@@ -1492,7 +781,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--fastcgi-read-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "fastcgi_connections", _LIMITS, _S, _int(ge=1, le=1024), 8,
+        "fastcgi_connections", _LIMITS, _S, bounded_int(ge=1, le=1024), 8,
         "The most connections a worker opens to one php-fpm, kept open from one request to "
         "the next (`FCGI_KEEP_CONN`); fewer when php-fpm has fewer children for each worker "
         "(a child serves one connection at a time). A request finding them all busy waits "
@@ -1500,20 +789,20 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--fastcgi-connections",), metavar="INT",
     ),
     Setting(
-        "fastcgi_head_size", _LIMITS, _S, _int(ge=1024, le=1048576), 65536,
+        "fastcgi_head_size", _LIMITS, _S, bounded_int(ge=1024, le=1048576), 65536,
         "The largest head (status and header fields) a php script's answer may have, in "
         "bytes, as nginx's `fastcgi_buffer_size`; a larger one is answered 502.",
         flags=("--fastcgi-head-size",), metavar="BYTES",
     ),
     Setting(
-        "drain_idle_timeout", _TIMEOUTS, _S, _SECONDS, 1.0,
+        "drain_idle_timeout", _TIMEOUTS, _S, SECONDS, 1.0,
         "On a graceful stop, reload or recycle, how long a draining worker keeps an idle "
         "keep-alive connection open for a request its client may already be sending (answered "
         "with `Connection: close`), instead of resetting it. Capped by `keep_alive`.",
         flags=("--drain-idle-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "keep_alive", _TIMEOUTS, _S, _SECONDS, 5.0,
+        "keep_alive", _TIMEOUTS, _S, SECONDS, 5.0,
         "How long an idle keep-alive connection is kept open. 0 closes each connection after "
         "its response.",
         flags=("--keep-alive",), metavar="SECONDS", key="http.idle_timeout",
@@ -1531,7 +820,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--body-timeout",), metavar="SECONDS", key="http.body_read_timeout",
     ),
     Setting(
-        "body_min_rate", _TIMEOUTS, _S, _int(ge=0), 240,
+        "body_min_rate", _TIMEOUTS, _S, bounded_int(ge=0), 240,
         "Slowest average rate, in bytes per second, at which a request body may arrive, "
         "measured from its start once `body_min_rate_grace` has passed (ASP.NET Kestrel's "
         "MinRequestBodyDataRate, Apache's mod_reqtimeout MinRate): under it the client gets "
@@ -1551,7 +840,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--send-timeout",), metavar="SECONDS", key="http.send_timeout",
     ),
     Setting(
-        "request_timeout", _TIMEOUTS, _A, _SECONDS, 0.0,
+        "request_timeout", _TIMEOUTS, _A, SECONDS, 0.0,
         "A request running in the application longer than this gets 504 (or its connection "
         "closed if the response had started), its stack is logged and an exception is raised "
         "in the thread running it so the worker keeps serving. 0 disables it. Must end before "
@@ -1561,35 +850,35 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--request-timeout",), metavar="SECONDS", key="limits.timeout",
     ),
     Setting(
-        "request_timeout_grace", _TIMEOUTS, _A, _SECONDS, 5.0,
+        "request_timeout_grace", _TIMEOUTS, _A, SECONDS, 5.0,
         "How long a request past `request_timeout` may take to unwind before its worker is "
         "recycled (stacks logged, killed and replaced).",
         flags=("--request-timeout-grace",), metavar="SECONDS",
     ),
     # -- Request limits -------------------------------------------------------------------------
     Setting(
-        "limit_request_line", _LIMITS, _S, _int(ge=64, le=65536), 8190,
+        "limit_request_line", _LIMITS, _S, bounded_int(ge=64, le=65536), 8190,
         "Maximum size of the request line (method, target, version) in bytes; longer gets 414. "
-        f"{_LIMIT_ZERO}",
-        flags=("--limit-request-line",), metavar="BYTES", accepts=_int(ge=0, le=65536),
-        resolve=_limit(65536, 64), expect="0 or int from 64 to 65536",
+        f"{LIMIT_ZERO}",
+        flags=("--limit-request-line",), metavar="BYTES", accepts=bounded_int(ge=0, le=65536),
+        resolve=zero_is_largest(65536, 64), expect="0 or int from 64 to 65536",
     ),
     Setting(
-        "limit_request_fields", _LIMITS, _S, _int(ge=1, le=32768), 100,
-        f"Maximum number of header fields in a request; more gets 431. {_LIMIT_ZERO}",
-        flags=("--limit-request-fields",), metavar="INT", accepts=_int(ge=0, le=32768),
-        resolve=_limit(32768, 1), expect="int from 0 to 32768",
+        "limit_request_fields", _LIMITS, _S, bounded_int(ge=1, le=32768), 100,
+        f"Maximum number of header fields in a request; more gets 431. {LIMIT_ZERO}",
+        flags=("--limit-request-fields",), metavar="INT", accepts=bounded_int(ge=0, le=32768),
+        resolve=zero_is_largest(32768, 1), expect="int from 0 to 32768",
     ),
     Setting(
-        "limit_request_field_size", _LIMITS, _S, _int(ge=64, le=65536), 8190,
+        "limit_request_field_size", _LIMITS, _S, bounded_int(ge=64, le=65536), 8190,
         "Maximum size of one header field (name and value) in bytes; larger gets 431. A "
         "chunk-size line of a chunked body, with its extensions, is limited to the same size "
-        f"(larger gets 400). {_LIMIT_ZERO}",
+        f"(larger gets 400). {LIMIT_ZERO}",
         flags=("--limit-request-field_size", "--limit-request-field-size"), metavar="BYTES",
-        accepts=_int(ge=0, le=65536), resolve=_limit(65536, 64),
+        accepts=bounded_int(ge=0, le=65536), resolve=zero_is_largest(65536, 64),
     ),
     Setting(
-        "limit_request_head", _LIMITS, _S, _int(ge=0, le=1 << 24), 0,
+        "limit_request_head", _LIMITS, _S, bounded_int(ge=0, le=1 << 24), 0,
         "Maximum size of a whole request head in bytes (uWSGI's `buffer-size`): the request "
         "line and header fields over HTTP, the vars block over the uwsgi protocol (at most "
         "65535 bytes there, the format's own limit); larger gets 431. 0: what the three "
@@ -1597,12 +886,12 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--limit-request-head",), metavar="BYTES",
     ),
     Setting(
-        "limit_request_body", _LIMITS, _S, _int(ge=0), 1073741824,
+        "limit_request_body", _LIMITS, _S, bounded_int(ge=0), 1073741824,
         "Maximum size of a request body in bytes; larger gets 413. 0 means unlimited.",
         flags=("--limit-request-body",), metavar="BYTES", key="http.max_body_size",
     ),
     Setting(
-        "body_buffer_size", _LIMITS, _S, _int(ge=0), 1048576,
+        "body_buffer_size", _LIMITS, _S, bounded_int(ge=0), 1048576,
         "Request bodies larger than this many bytes are spooled to a temporary file instead of "
         "memory.",
         flags=("--body-buffer-size",), metavar="BYTES",
@@ -1611,7 +900,7 @@ SETTINGS: tuple[Setting, ...] = (
         # 64 KiB: nginx's proxy_buffers on 64-bit systems (8 x 8k). Answers made at the same
         # moment hold it each until their client reads or SPILL_AFTER spills it: the bound of
         # a burst's memory, and past it the spool costs a copy to the page cache only
-        "response_buffer_size", _LIMITS, _S, _int(ge=0), 65536,
+        "response_buffer_size", _LIMITS, _S, bounded_int(ge=0), 65536,
         "Bytes of a streamed answer from an application thread (`threads` > 1) held in memory "
         "for a client that reads slower than the application writes (nginx's `proxy_buffers`); "
         "past them it goes to `response_spool_size`'s file, so the thread goes on to its next "
@@ -1619,7 +908,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--response-buffer-size",), metavar="BYTES",
     ),
     Setting(
-        "response_spool_size", _LIMITS, _S, _int(ge=0), 1073741824,
+        "response_spool_size", _LIMITS, _S, bounded_int(ge=0), 1073741824,
         "Bytes of such an answer spooled to an unlinked temporary file past "
         "`response_buffer_size` (nginx's `proxy_max_temp_file_size`); past both, the thread "
         "waits for the client. 0: no spool.",
@@ -1636,28 +925,28 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--request-buffering",), action=Action.SWITCH,
     ),
     Setting(
-        "body_temp_dir", _LIMITS, _S, _NAME | None, None,
+        "body_temp_dir", _LIMITS, _S, NAME | None, None,
         "Where request bodies larger than `body_buffer_size` are spooled (nginx's "
         "`client_body_temp_path`), each in a file deleted as it is made; unset: the system's "
         "temporary directory (`TMPDIR`).",
-        flags=("--body-temp-dir",), metavar="DIR", resolve=_existing_directory,
+        flags=("--body-temp-dir",), metavar="DIR", resolve=existing_directory,
     ),
     # -- Client limits --------------------------------------------------------------------------
     Setting(
-        "limit_rate", _RATES, _SRC, _NAME | None, None,
+        "limit_rate", _RATES, _SRC, NAME | None, None,
         "Requests per second or minute each client may send, as nginx writes a rate "
         "(`10r/s`, `600r/m`): one count for the client whichever worker it reaches. Over it "
         "(and its `limit_burst`), `limit_status` with `Retry-After`. Unset: no limit.",
         flags=("--limit-rate",), metavar="RATE",
     ),
     Setting(
-        "limit_burst", _RATES, _SRC, _int(ge=0), 0,
+        "limit_burst", _RATES, _SRC, bounded_int(ge=0), 0,
         "Requests a client may send ahead of `limit_rate` (nginx's `burst`): they wait their "
         "turn (see `limit_delay`) rather than being refused.",
         flags=("--limit-burst",), metavar="INT",
     ),
     Setting(
-        "limit_delay", _RATES, _SRC, _int(ge=0) | None, None,
+        "limit_delay", _RATES, _SRC, bounded_int(ge=0) | None, None,
         "How many of the burst's requests are served at once, the rest waiting their turn "
         "(nginx's `delay`); unset: none (nginx's default), unless `limit_nodelay`.",
         flags=("--limit-delay",), metavar="INT",
@@ -1675,33 +964,33 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--limit-key",), metavar="TEMPLATE",
     ),
     Setting(
-        "limit_status", _RATES, _SRC, _int(ge=400, le=599), 429,
+        "limit_status", _RATES, _SRC, bounded_int(ge=400, le=599), 429,
         "The status of a request over the rate (nginx's `limit_req_status`; 429 Too Many "
         "Requests, RFC 6585), sent with `Retry-After`.",
         flags=("--limit-status",), metavar="STATUS",
     ),
     Setting(
-        "limit_table_size", _RATES, _SRC, _int(ge=4096), 1 << 20,
+        "limit_table_size", _RATES, _SRC, bounded_int(ge=4096), 1 << 20,
         "Bytes of shared memory for the clients' counts, 16 per client (a MiB holds 65,536; "
         "nginx keeps about 16,000): when it is full the most refilled count is forgotten.",
         flags=("--limit-table-size",), metavar="BYTES",
     ),
     Setting(
-        "limit_concurrency", _RATES, _S, _int(ge=0), 0,
+        "limit_concurrency", _RATES, _S, bounded_int(ge=0), 0,
         "A worker holding more open connections than this sheds the request: 503 with "
         "`Retry-After: 1`, the connection closed after it, rather than a queue that grows "
         "(Uvicorn's `--limit-concurrency`, Granian's `--backpressure`). 0: no limit.",
         flags=("--limit-concurrency",), metavar="INT",
     ),
     Setting(
-        "limit_concurrency_total", _RATES, _S, _int(ge=0), 0,
+        "limit_concurrency_total", _RATES, _S, bounded_int(ge=0), 0,
         "Open connections with a request the whole server holds at most, every worker's "
         "counted together: over it a request is shed as by `limit_concurrency` (503, "
         "`Retry-After: 1`, closed). 0: no limit.",
         flags=("--limit-concurrency-total",), metavar="INT",
     ),
     Setting(
-        "limit_conn", _RATES, _SRC, _int(ge=0), 0,
+        "limit_conn", _RATES, _SRC, bounded_int(ge=0), 0,
         "Open connections each client may hold, every worker's counted together (nginx's "
         "`limit_conn`): a connection past them is answered `limit_conn_status` with "
         "`Retry-After` and closed. The client is its address after `forwarded` and the PROXY "
@@ -1709,7 +998,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--limit-conn",), metavar="INT",
     ),
     Setting(
-        "limit_conn_status", _RATES, _SRC, _int(ge=400, le=599), 503,
+        "limit_conn_status", _RATES, _SRC, bounded_int(ge=400, le=599), 503,
         "The status of a connection over `limit_conn` (nginx's `limit_conn_status`).",
         flags=("--limit-conn-status",), metavar="STATUS",
     ),
@@ -1719,17 +1008,17 @@ SETTINGS: tuple[Setting, ...] = (
         "`deny_status` (nginx's `allow ...; deny all;`); repeat for several. The client is "
         "the address after `forwarded` and the PROXY protocol.",
         flags=("--allow-from",), metavar="ADDRESS", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_string_list,
+        accepts=list[str] | str, resolve=parse_string_list,
     ),
     Setting(
         "deny_from", _RATES, _SRC, list[str], [],
         "Clients of these addresses or networks are answered `deny_status` (nginx's "
         "`deny`), whatever `allow_from` says; repeat for several.",
         flags=("--deny-from",), metavar="ADDRESS", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_string_list,
+        accepts=list[str] | str, resolve=parse_string_list,
     ),
     Setting(
-        "deny_status", _RATES, _SRC, _int(ge=400, le=599), 403,
+        "deny_status", _RATES, _SRC, bounded_int(ge=400, le=599), 403,
         "The status a denied client gets (403 Forbidden, as nginx).",
         flags=("--deny-status",), metavar="STATUS",
     ),
@@ -1743,24 +1032,24 @@ SETTINGS: tuple[Setting, ...] = (
         "these: `--ws main:app`) is `auto`, `--no-ws` `none`.",
         flags=("--ws",), metavar="MODE", action=Action.OPTIONAL, const="auto", accepts=str,
         values=("auto", "websockets", "none", "websockets-sansio", "wsproto"),
-        resolve=_websocket, expect='"auto", "websockets" or "none"',
+        resolve=parse_websocket, expect='"auto", "websockets" or "none"',
     ),
     Setting(
-        "ws_max_size", _WEBSOCKET, _S, _int(ge=1), 16777216,
+        "ws_max_size", _WEBSOCKET, _S, bounded_int(ge=1), 16777216,
         "Largest WebSocket message in bytes (after permessage-deflate, its fragments "
         "together); a larger one closes the connection with 1009 (message too big). "
         "Uvicorn's `--ws-max-size`.",
         flags=("--ws-max-size",), metavar="BYTES",
     ),
     Setting(
-        "ws_max_queue", _WEBSOCKET, _S, _int(ge=1), 32,
+        "ws_max_queue", _WEBSOCKET, _S, bounded_int(ge=1), 32,
         "WebSocket messages received and not yet taken by the application's `receive()`; "
         "while this many wait, the connection is not read (its client's writes wait in TCP) "
         "until the application takes one. Uvicorn's `--ws-max-queue`.",
         flags=("--ws-max-queue",), metavar="MESSAGES",
     ),
     Setting(
-        "ws_ping_interval", _WEBSOCKET, _S, _SECONDS, 20.0,
+        "ws_ping_interval", _WEBSOCKET, _S, SECONDS, 20.0,
         "A ping every this many seconds on an open WebSocket, to find a client that went "
         "away without closing. 0: no pings. Uvicorn's `--ws-ping-interval`.",
         flags=("--ws-ping-interval",), metavar="SECONDS",
@@ -1805,7 +1094,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-read-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "proxy_tunnel_timeout", _PROXY, _S, _SECONDS, 3600.0,
+        "proxy_tunnel_timeout", _PROXY, _S, SECONDS, 3600.0,
         "How long an upgraded connection through the proxy (a WebSocket, or another "
         "protocol the upstream switched to with 101) may pass no byte either way before both "
         "its connections are closed (nginx closes one after proxy_read_timeout of silence "
@@ -1813,25 +1102,25 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-tunnel-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "proxy_fail_timeout", _PROXY, _S, _SECONDS, 10.0,
+        "proxy_fail_timeout", _PROXY, _S, SECONDS, 10.0,
         "How long an upstream server that refused or timed out a connection, or did not "
         "answer, is left out of its group's choice (nginx's fail_timeout). 0: never left out.",
         flags=("--proxy-fail-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "proxy_keepalive", _PROXY, _S, _int(ge=0, le=65536), 128,
+        "proxy_keepalive", _PROXY, _S, bounded_int(ge=0, le=65536), 128,
         "Idle connections each worker keeps open to each upstream server for the next "
         "requests (nginx's keepalive). 0: a connection per request.",
         flags=("--proxy-keepalive",), metavar="CONNECTIONS",
     ),
     Setting(
-        "proxy_keepalive_timeout", _PROXY, _S, _SECONDS, 60.0,
+        "proxy_keepalive_timeout", _PROXY, _S, SECONDS, 60.0,
         "How long a kept connection to an upstream server may stay idle before it is closed "
         "rather than reused (nginx's keepalive_timeout in an upstream).",
         flags=("--proxy-keepalive-timeout",), metavar="SECONDS",
     ),
     Setting(
-        "proxy_max_conns", _PROXY, _S, _int(ge=0, le=65536), 0,
+        "proxy_max_conns", _PROXY, _S, bounded_int(ge=0, le=65536), 0,
         "Connections (in use, idle or opening) each worker may have to one upstream server "
         "(nginx's max_conns); a request that finds none free waits, in turn, for one to be "
         "given back or closed, at most `proxy_connect_timeout` (then 504). 0: no cap, but a "
@@ -1840,7 +1129,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--proxy-max-conns",), metavar="CONNECTIONS",
     ),
     Setting(
-        "proxy_buffer_size", _PROXY, _S, _int(ge=1024, le=1 << 30), 65536,
+        "proxy_buffer_size", _PROXY, _S, bounded_int(ge=1024, le=1 << 30), 65536,
         "Bytes of a request's body held while its upstream connection opens; past it the "
         "client is not read until the upstream takes them. Also the longest answer head an "
         "upstream may send (longer: 502).",
@@ -1848,41 +1137,41 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # -- Worker recycling -----------------------------------------------------------------------
     Setting(
-        "max_requests", _RECYCLING, _A, _int(ge=0), 0,
+        "max_requests", _RECYCLING, _A, bounded_int(ge=0), 0,
         "Recycle a worker after it has served this many requests. 0 disables it.",
         flags=("--max-requests",), metavar="INT", key="limits.requests",
     ),
     Setting(
-        "max_requests_jitter", _RECYCLING, _A, _int(ge=0), 0,
+        "max_requests_jitter", _RECYCLING, _A, bounded_int(ge=0), 0,
         "Add a random 0 to this many requests to each worker's `max_requests`, so that "
         "workers do not all recycle at once.",
         flags=("--max-requests-jitter",), metavar="INT",
     ),
     Setting(
-        "max_worker_lifetime", _RECYCLING, _A, _SECONDS, 0.0,
+        "max_worker_lifetime", _RECYCLING, _A, SECONDS, 0.0,
         "Recycle a worker after it has run this long. 0 disables it.",
         flags=("--max-worker-lifetime",), metavar="SECONDS",
     ),
     Setting(
-        "max_worker_lifetime_jitter", _RECYCLING, _A, _SECONDS, 0.0,
+        "max_worker_lifetime_jitter", _RECYCLING, _A, SECONDS, 0.0,
         "Add a random 0 to this many seconds to each worker's `max_worker_lifetime`.",
         flags=("--max-worker-lifetime-jitter",), metavar="SECONDS",
     ),
     Setting(
-        "max_worker_memory", _RECYCLING, _A, _int(ge=0), 0,
+        "max_worker_memory", _RECYCLING, _A, bounded_int(ge=0), 0,
         "Recycle a worker whose resident memory (RSS) exceeds this many MiB, checked every "
         "second (uWSGI's reload-on-rss). 0 disables it.",
         flags=("--max-worker-memory",), metavar="MIB",
     ),
     Setting(
-        "min_worker_lifetime", _RECYCLING, _A, _SECONDS, 5.0,
+        "min_worker_lifetime", _RECYCLING, _A, SECONDS, 5.0,
         "A worker younger than this is never recycled, and one that dies younger than this "
         "counts as a crash at start-up: it is respawned with an exponential backoff.",
         flags=("--min-worker-lifetime",), metavar="SECONDS",
     ),
     # -- Responses ------------------------------------------------------------------------------
     Setting(
-        "server_header", _RESPONSES, _S, _HEADER_VALUE, "corral",
+        "server_header", _RESPONSES, _S, HEADER_VALUE, "corral",
         "Value of the Server header; an empty string sends no Server header (Uvicorn's "
         "`--no-server-header`). On the command line the value goes after `=` "
         "(`--server-header=NAME`): the flag alone is Uvicorn's switch, which keeps the "
@@ -1903,7 +1192,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`Content-Length`, `Connection`, the hop-by-hop ones) is the server's own and refused. "
         "A field the application sends too is sent twice.",
         flags=("--header",), metavar="NAME:VALUE", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_response_headers,
+        accepts=list[str] | str, resolve=parse_response_headers,
         expect='"Name: value" strings',
     ),
     Setting(
@@ -1952,7 +1241,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--compression",),
         metavar="CODINGS",
         accepts=Compression | str | None,
-        resolve=_compression,
+        resolve=parse_compression,
         expect='"CODING[:LEVEL],..." (gzip, br, zstd) or a table as NGINX Unit writes it',
     ),
     # -- Static files ---------------------------------------------------------------------------
@@ -1968,7 +1257,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`--static-path-route` and `--static-path-mount`. In a file: a list of \"URL=DIR\" or "
         "a table.",
         flags=("--static",), metavar="URL=DIR", action=Action.APPEND,
-        accepts=list[str] | dict[str, str], resolve=_static("parse_mounts"),
+        accepts=list[str] | dict[str, str], resolve=from_static_routes("parse_mounts"),
         expect='"URL=DIR" (repeatable), a list of them or a table of URL to DIR',
     ),
     Setting(
@@ -1985,14 +1274,14 @@ SETTINGS: tuple[Setting, ...] = (
         "in order. Without it `index.html`. uWSGI's `static-index`, Granian's "
         "`--static-path-dir-to-file`.",
         flags=("--static-index",), metavar="NAME", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_static("parse_index"),
+        accepts=list[str] | str, resolve=from_static_routes("parse_index"),
     ),
     Setting(
         "static_expires", _STATIC, _SRC, int | str | None, None,
         "How long clients may keep the files of every mount (the share `expires`, nginx's "
         "`expires`): seconds or `30s`, `10m`, `24h`, `7d`, `max`, `epoch`, `off`; "
         "`Cache-Control: max-age` and `Expires` say it. Granian's `--static-path-expires`.",
-        flags=("--static-expires",), metavar="TIME", resolve=_static("check_expires"),
+        flags=("--static-expires",), metavar="TIME", resolve=from_static_routes("check_expires"),
     ),
     Setting(
         "static_expires_uri", _STATIC, _SRC, dict[str, int | str] | list[str], {},
@@ -2001,11 +1290,11 @@ SETTINGS: tuple[Setting, ...] = (
         "that matches winning; repeatable. uWSGI's `static-expires-uri`. In a file: a list "
         "of \"REGEX TIME\" strings or a table of REGEX to TIME.",
         flags=("--static-expires-uri",), metavar='"REGEX TIME"', action=Action.APPEND,
-        resolve=_static("parse_expires_uri"),
+        resolve=from_static_routes("parse_expires_uri"),
     ),
     # -- Logging --------------------------------------------------------------------------------
     Setting(
-        "access_logfile", _LOGGING, _DOC, _NAME | None, None,
+        "access_logfile", _LOGGING, _DOC, NAME | None, None,
         'Access log file; "-" is standard output. Without it there is no access log. In the '
         "document, NGINX Unit's `access_log` may also be the path alone.",
         flags=("--access-logfile",), metavar="FILE", key="access_log.path",
@@ -2018,11 +1307,11 @@ SETTINGS: tuple[Setting, ...] = (
         "`$uri`, `$host`, and corral's `$refusal`, `%({refusal}u)s` in atoms: why the server "
         "answered itself, `rate_limit`, `limit_conn`, `overload`, `timeout`, `denied` or `-`: "
         "docs/limits.md); the default is Apache's combined format.",
-        flags=("--access-logformat",), metavar="FORMAT", resolve=_access_format,
-        key="access_log.format", view=_our_access_format,
+        flags=("--access-logformat",), metavar="FORMAT", resolve=parse_access_format,
+        key="access_log.format", view=corral_access_format,
     ),
     Setting(
-        "error_logfile", _LOGGING, _S, _NAME, "-",
+        "error_logfile", _LOGGING, _S, NAME, "-",
         'Error log file; "-" is standard error. Gunicorn\'s `--log-file` (and `logfile` in '
         "old configs) is this.",
         flags=("--error-logfile", "--log-file"), metavar="FILE",
@@ -2030,11 +1319,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "log_level", _LOGGING, _S, LogLevel, LogLevel.INFO,
         "Lowest level written to the error log (any letter case).",
-        flags=("--log-level",), metavar="LEVEL", accepts=str, resolve=_log_level,
+        flags=("--log-level",), metavar="LEVEL", accepts=str, resolve=parse_log_level,
         expect=describe(LogLevel),
     ),
     Setting(
-        "log_config", _LOGGING, _S, _NAME | None, None,
+        "log_config", _LOGGING, _S, NAME | None, None,
         "A logging configuration file, applied with Python's `logging.config` once corral's "
         "error log is set up, in the master (the workers inherit it): JSON (a `dictConfig` "
         "dictionary: a name ending in `.json`, or text starting with `{`), YAML (`.yaml`, "
@@ -2042,7 +1331,7 @@ SETTINGS: tuple[Setting, ...] = (
         "(HUP), as Gunicorn does. Existing loggers stay enabled. "
         "corral's error log is the `corral` logger; the access log is not a logger. Uvicorn's, "
         "Gunicorn's and Granian's `--log-config` (and Gunicorn's `--log-config-json`).",
-        flags=("--log-config",), metavar="FILE", resolve=_existing_file,
+        flags=("--log-config",), metavar="FILE", resolve=existing_file,
     ),
     Setting(
         "use_colors", _LOGGING, _S, bool, False,
@@ -2066,7 +1355,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # -- Process --------------------------------------------------------------------------------
     Setting(
-        "pid", _PROCESS, _S, _NAME | None, None,
+        "pid", _PROCESS, _S, NAME | None, None,
         "Write the master's process id to this file.",
         flags=("-p", "--pid"), metavar="FILE",
     ),
@@ -2092,7 +1381,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--loop",), metavar="LOOP",
     ),
     Setting(
-        "proc_name", _PROCESS, _S, _NAME | None, None,
+        "proc_name", _PROCESS, _S, NAME | None, None,
         "Name shown in process titles (`ps`); by default the application's name.",
         flags=("-n", "--name"), metavar="NAME",
     ),
@@ -2109,7 +1398,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Python path; repeat for several (Uvicorn's `--reload-dir`, Granian's "
         "`--reload-paths`). Each must be a directory.",
         flags=("--reload-dir",), metavar="DIR", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_existing_directories,
+        accepts=list[str] | str, resolve=existing_directories,
     ),
     Setting(
         "reload_include", _PROCESS, _S, list[str], [],
@@ -2117,7 +1406,7 @@ SETTINGS: tuple[Setting, ...] = (
         "from the right as pathlib matches (`*.html`, `templates/*.txt`); repeat for "
         "several (Uvicorn's `--reload-include`).",
         flags=("--reload-include",), metavar="GLOB", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_path_list,
+        accepts=list[str] | str, resolve=parse_path_list,
     ),
     Setting(
         "reload_exclude", _PROCESS, _S, list[str], [],
@@ -2125,7 +1414,7 @@ SETTINGS: tuple[Setting, ...] = (
         "a glob matches (`node_modules`, `/srv/app/tmp`); repeat for several (Uvicorn's "
         "`--reload-exclude`, Granian's `--reload-ignore-dirs` and `--reload-ignore-paths`).",
         flags=("--reload-exclude",), metavar="GLOB", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_path_list,
+        accepts=list[str] | str, resolve=parse_path_list,
     ),
     Setting(
         "watch_config", _PROCESS, _S, bool, False,
@@ -2143,10 +1432,10 @@ SETTINGS: tuple[Setting, ...] = (
         "Reload (as on HUP) when this file's modification time changes; repeat for several. "
         "Gunicorn's `--reload-extra-file` is this (and works without `--reload`).",
         flags=("--touch-reload", "--reload-extra-file"), metavar="FILE", action=Action.APPEND,
-        accepts=list[str] | str, resolve=_path_list,
+        accepts=list[str] | str, resolve=parse_path_list,
     ),
     Setting(
-        "hooks", _PROCESS, _S, _NAME | None, None,
+        "hooks", _PROCESS, _S, NAME | None, None,
         "Python file (`path/hooks.py`) or module (`pkg.hooks`) whose functions run at the "
         "server's events, with Gunicorn's names and signatures (`on_starting`, `when_ready`, "
         "`pre_fork`, `post_fork`, `post_worker_init`, `worker_int`, `worker_abort`, "
@@ -2161,21 +1450,21 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # -- Control API ----------------------------------------------------------------------------
     Setting(
-        "control", _CONTROL, _CMD, _NAME, None,
+        "control", _CONTROL, _CMD, NAME, None,
         "Serve the control API on this address: `unix:PATH` (created with mode 0600), or "
         "`HOST:PORT`, which needs `--control-token` (`PORT` and `:PORT` listen on 127.0.0.1). "
         "The API is on when this or `--state-dir` is given, off otherwise.",
         flags=("--control",), metavar="ADDRESS", default_text="unix:STATE_DIR/control.sock",
     ),
     Setting(
-        "control_token", _CONTROL, _CMD, _NAME, None,
+        "control_token", _CONTROL, _CMD, NAME, None,
         "Every control request must carry `Authorization: Bearer TOKEN`, else it gets 401. "
         "Command lines are visible to other users: prefer a unix socket, which its file mode "
         "protects.",
         flags=("--control-token",), metavar="TOKEN",
     ),
     Setting(
-        "state_dir", _CONTROL, _CMD, _NAME, None,
+        "state_dir", _CONTROL, _CMD, NAME, None,
         "Directory of the control socket and of the saved configuration (`conf.json`), "
         "created with mode 0700 if missing. Started with it and without APP or `--config`, "
         "corral runs the configuration saved there (none at first: no listener, no worker) "
@@ -2184,7 +1473,7 @@ SETTINGS: tuple[Setting, ...] = (
         default_text="/var/lib/corral as root, else ~/.local/state/corral",
     ),
     Setting(
-        "emperor", _CONTROL, _CMD, _NAME, None,
+        "emperor", _CONTROL, _CMD, NAME, None,
         "Serve one application per config file (`.ini`, `.toml`, `.json`) in this directory, "
         "as uWSGI's Emperor: a file added, changed, touched or removed starts, restarts or "
         "stops its application only. Without APP and `--config`; the other flags are the "
@@ -2193,7 +1482,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # -- Command line ---------------------------------------------------------------------------
     Setting(
-        "config", _COMMAND, _CMD, _NAME, None,
+        "config", _COMMAND, _CMD, NAME, None,
         "Read settings from this TOML (.toml), JSON (.json) or uWSGI ini (.ini) file, or from "
         "Gunicorn's Python config file (.py, or `python:MODULE`: run as Gunicorn runs it, its "
         "settings mapped, its hook functions the hooks); flags given on the command line "
@@ -2201,7 +1490,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("-c", "--config"), metavar="FILE",
     ),
     Setting(
-        "ini", _COMMAND, _CMD, _NAME, None,
+        "ini", _COMMAND, _CMD, NAME, None,
         "Read settings from the `[uwsgi]` section (or SECTION) of a uWSGI ini file, with "
         "uWSGI's meaning for its keys (docs/settings.md, uWSGI ini files); `-c FILE.ini` "
         "does the same. Flags given on the command line override it.",

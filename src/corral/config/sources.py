@@ -38,16 +38,17 @@ import msgspec
 
 from corral.config import gunicorn, peers
 from corral.config.document import (
-    ConfigError,
     Document,
     convert,
     did_you_mean,
     member,
     validate_document,
 )
+from corral.config.errors import ConfigError, Invalid, show
 from corral.config.gate_routes import REDIRECT, SERVED, client_gate, https_redirect
 from corral.config.given import Given
 from corral.config.listener_limits import RateLimit
+from corral.config.listening import DEFAULT_PORT, BindAddress, parse_bind
 from corral.config.parser import (
     flag_of,
     format_help,
@@ -57,17 +58,7 @@ from corral.config.parser import (
     unexpected,
     with_constants,
 )
-from corral.config.settings import (
-    BY_NAME,
-    DEFAULT_PORT,
-    SETTINGS,
-    BindAddress,
-    Invalid,
-    Scope,
-    Setting,
-    parse_bind,
-    show,
-)
+from corral.config.settings import BY_NAME, SETTINGS, Scope, Setting
 from corral.config.unserved import unserved
 
 Warn = Callable[[str], None]

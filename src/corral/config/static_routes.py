@@ -54,8 +54,8 @@ _METHODS = ["GET", "HEAD"]  # what a share answers; a step that may pass on matc
 
 class StaticError(ValueError):
     """A value that does not fit, in one line; `at` is where inside the setting's value
-    (``[2]``); `corral.config.settings` makes it its `Invalid` (this module does not import
-    the settings: they import it)."""
+    (``[2]``); `corral.config.values` makes it its `Invalid` (this module does not import
+    the values: they import it)."""
 
     def __init__(self, message: str, at: str = "") -> None:
         super().__init__(message)

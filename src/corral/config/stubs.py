@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from corral.config import document, settings
+from corral.config import document, values
 from corral.config.settings import BY_NAME
 
 # the structs written out, nested ones first (a field's type names its struct)
@@ -121,7 +121,7 @@ def _property_type(name: str, prop: property) -> Any:
     if setting is not None and setting.view is None:
         return setting.type
     function = setting.view if setting is not None else prop.fget
-    hints = typing.get_type_hints(function, vars(document) | vars(settings))
+    hints = typing.get_type_hints(function, vars(document) | vars(values))
     return hints.get("return", Any)
 
 

@@ -1,8 +1,7 @@
 """A "did you mean" for a mistyped name: an option, a key of a file or of the document.
 
 Every source of the configuration words its unknown names with it; a name is quoted as JSON
-spells it (as `corral.config.settings.show`, which this module does not import: the settings
-import the sources that import this).
+spells it (as `corral.config.errors.show` quotes a value).
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ import sys
 
 from corral.config.app_types import is_external, unserved_external
 from corral.config.document import Document
+from corral.config.errors import show
 from corral.config.language_keys import is_language, unserved_language
 from corral.config.php_keys import is_php
-from corral.config.settings import show
 from corral.jsonpath import member
 
 __all__ = ["unserved"]

@@ -51,10 +51,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import __version__
-from corral.config.document import ConfigError, convert, did_you_mean
+from corral.config.document import convert, did_you_mean
+from corral.config.errors import ConfigError, Invalid, show
 from corral.config.given import Given
-from corral.config.settings import BY_NAME, Invalid, Processes, parse_app, show
+from corral.config.settings import BY_NAME
 from corral.config.uwsgi_options import ACCEPTED, MAPPED, UNSUPPORTED, uwsgi_address
+from corral.config.values import Processes, parse_app
 
 __all__ = [
     "ACCEPTED",

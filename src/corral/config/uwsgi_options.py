@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from corral.config.document import ConfigError
-from corral.config.settings import Invalid, parse_bind, show
+from corral.config.errors import ConfigError, Invalid, show
+from corral.config.listening import parse_bind
 
 if TYPE_CHECKING:
     from corral.config.uwsgi import Mapper

@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 
 from corral.config import ConfigError, Document, document_builtins, validate_document
-from corral.config.settings import masked, unmasked
+from corral.config.values import masked, unmasked
 from corral.control import certificates, stacks, tree
 from corral.master.arbiter import Arbiter
 from corral.master.generation import ROUTES_POOL, ApplyFailed

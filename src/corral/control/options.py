@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 
 from corral.config import BindAddress, ConfigError, parse_bind
-from corral.config.settings import Invalid
+from corral.config.errors import Invalid
 
 ROOT_STATE_DIR = "/var/lib/corral"
 SOCKET_NAME = "control.sock"

@@ -37,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from corral.config.settings import ProxyMode, address_list, proxy_mode
+from corral.config.listening import ProxyMode, address_list, proxy_mode
 from corral.http.proxyheader import ProxyHeaderError, ProxyHeaderParser
 from corral.net.addresses import address_matcher, socket_address
 
