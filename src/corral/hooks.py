@@ -48,7 +48,7 @@ The views carry only what Gunicorn documents or common hook code reads:
   ``booted``. Setting ``alive`` does not stop a corral worker.
 - ``cfg``: every corral setting under its own name, and Gunicorn's names where they differ
   (``bind``, ``preload_app``, ``keepalive``, ``pidfile``, ``errorlog``, ``accesslog``,
-  ``access_log_format``, ``loglevel``, ``raw_env``...: `corral.config.gunicorn.CORRAL_NAMES`).
+  ``access_log_format``, ``loglevel``, ``raw_env``...: `corral.config.gunicorn_names.CORRAL_NAMES`).
 - ``req``: ``method``, ``uri``, ``path``, ``query``, ``fragment``, ``version`` (tuple),
   ``headers`` (list of ``(NAME, value)``, names upper-cased), ``scheme``, ``remote_addr``
   and ``peer_addr``.
@@ -74,7 +74,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from corral.config.gunicorn import CORRAL_NAMES, settings_in
+from corral.config.gunicorn_names import CORRAL_NAMES, settings_in
 from corral.config.settings import BY_NAME
 from corral.observe.errorlog import LOGGER_NAME
 

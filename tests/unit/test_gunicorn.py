@@ -16,7 +16,7 @@ import pytest
 from corral import cli
 from corral.config import parse_command_line
 from corral.config.document import did_you_mean
-from corral.config.gunicorn import NAMES
+from corral.config.gunicorn_names import NAMES
 
 Check = Callable[[dict[str, Any]], bool]
 

@@ -23,11 +23,7 @@ PENDING_LINES = {
     "corral/apps/asgi/runner.py": 732,
 }
 # import cycles today (lazy imports included)
-PENDING_CYCLES = {
-    # gunicorn.py runs a config file through hooks.py, which takes gunicorn's names of corral's
-    # settings
-    frozenset({"corral.config.gunicorn", "corral.hooks"}),
-}
+PENDING_CYCLES: set[frozenset[str]] = set()
 
 
 def sources() -> list[Path]:

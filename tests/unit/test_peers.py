@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from corral.config import granian, gunicorn, uvicorn
+from corral.config import granian, gunicorn_names, uvicorn
 from corral.config.listening import ANY_ADDRESS
 from corral.config.settings import SETTINGS
 from tests.unit.test_gunicorn import ACCEPTED, REFUSED, WORKS, Check, app, listener, run, walk
@@ -307,7 +307,7 @@ def test_flags_corral_declares_set_the_same_setting_in_every_table():
         "uvicorn": {"--host", "--port", "--uds", "--workers", "--root-path", "--header"},
         "granian": {"--host", "--port", "--uds", "--workers", "--interface"},
     }
-    for name, table in (("gunicorn", gunicorn.NAMES), ("uvicorn", uvicorn.FLAGS),
+    for name, table in (("gunicorn", gunicorn_names.NAMES), ("uvicorn", uvicorn.FLAGS),
                         ("granian", granian.FLAGS)):  # fmt: skip
         compared = set()
         for entry in table.values():
@@ -328,7 +328,7 @@ def test_a_tables_texts_name_no_other_peer():
 
 def test_a_flag_two_servers_share_has_one_meaning():
     """What corral does with a flag does not depend on whose command line it came from."""
-    tables = (gunicorn.NAMES, uvicorn.FLAGS, granian.FLAGS)
+    tables = (gunicorn_names.NAMES, uvicorn.FLAGS, granian.FLAGS)
     seen: dict[str, Any] = {}
     for table in tables:
         for entry in table.values():

@@ -7,7 +7,7 @@ fails while the committed file differs from `render()`. Nothing here is hand-wri
 import sys
 
 from corral.config import granian, uvicorn
-from corral.config.gunicorn import NAMES
+from corral.config.gunicorn_names import NAMES
 from corral.config.listening import DEFAULT_BIND
 from corral.config.peers import Name
 from corral.config.settings import SECTIONS, SETTINGS, Action, Setting

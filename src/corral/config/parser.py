@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, NoReturn
 
 from corral import __version__
-from corral.config import granian, gunicorn, peers, uvicorn
+from corral.config import granian, gunicorn_names, peers, uvicorn
 from corral.config.document import did_you_mean
 from corral.config.errors import ConfigError, show
 from corral.config.helptext import help_description
@@ -108,7 +108,7 @@ def hidden(entry: peers.Name) -> str:
 
 
 # the other servers' tables, in the order a flag two of them share is taken from
-PEER_TABLES = (gunicorn.NAMES.values(), uvicorn.FLAGS.values(), granian.FLAGS.values())
+PEER_TABLES = (gunicorn_names.NAMES.values(), uvicorn.FLAGS.values(), granian.FLAGS.values())
 
 
 @cache

@@ -3,8 +3,9 @@ that maps the flags a command line gave through the tables.
 
 Owns the shape of a table entry (`Name`: one setting or flag of Gunicorn, Uvicorn or Granian,
 and what corral does with it) and the reading of the flags corral does not declare itself
-(`hidden_flags`, `from_flags`). The tables are the servers' own modules: `corral.config.gunicorn`
-(which also reads ``gunicorn.conf.py``), `corral.config.uvicorn` and `corral.config.granian`.
+(`hidden_flags`, `from_flags`). The tables are the servers' own modules:
+`corral.config.gunicorn_names` (whose ``gunicorn.conf.py`` `corral.config.gunicorn` reads),
+`corral.config.uvicorn` and `corral.config.granian`.
 A flag corral declares (`corral.config.settings`) is corral's, with the meaning the tables
 say it has there (a unit test holds them to it); every other flag of a table is known to the
 parser, hidden from ``--help``, and handled here:
