@@ -48,14 +48,12 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from corral import __version__
-from corral.config.document import convert, did_you_mean
+from corral.config.document import did_you_mean
 from corral.config.errors import ConfigError, Invalid, show
 from corral.config.given import Given
-from corral.config.settings import BY_NAME
-from corral.config.uwsgi_options import ACCEPTED, MAPPED, UNSUPPORTED, uwsgi_address
+from corral.config.uwsgi_options import ACCEPTED, MAPPED, UNSUPPORTED, Recorded, uwsgi_address
 from corral.config.values import Processes, parse_app
 
 __all__ = [
@@ -342,32 +340,14 @@ def _env(match: re.Match[str]) -> str:
 # Mapping: uWSGI options -> corral settings.
 
 
-class Mapper:
+class Mapper(Recorded):
     """Walks the options in order, collecting settings; `run` turns them into `Given` values."""
 
     def __init__(self, path: str, entries: list[_Entry]) -> None:
+        super().__init__()
         self.path = path
         self.entries = entries
-        self.given: dict[str, Any] = {}
-        self.lists: dict[str, tuple[list[Any], str]] = {}
-        self.module: tuple[str, str] | None = None  # (spec, where)
-        self.callable: str | None = None
-        self.processes: tuple[int, str] | None = None
-        self.idle: tuple[float, str] | None = None
-        self.cheaper: tuple[int, str] | None = None
-        self.logto: str | None = None
-        self.request_log = True  # uWSGI logs every request unless disable-logging
-        self.sockets: list[tuple[str, str]] = []  # `socket` values: their protocol comes last
-        # the `https` listeners, with where: beside them, the `http` ones are plain
-        self.https: list[tuple[Any, str]] = []
-        # check-static (0), static-map (1), static-map2 (2) as static_map mounts, with where:
-        # uWSGI tries them in that order whatever the file's
-        self.statics: list[tuple[int, str, str]] = []
-        self.protocol = "uwsgi"
-        self.emperor: str | None = None
-        self.logto_where = self.emperor_where = ""
         self.warned: set[str] = set()
-        self.warnings: list[str] = []
 
     def run(self) -> IniFile:
         expander = _Expander(self.entries)
@@ -405,21 +385,6 @@ class Mapper:
             message = f"unknown uWSGI option, ignored{did_you_mean(key, known)}"
         self.warned.add(key)
         self.warnings.append(f"{entry.where}: {message}")
-
-    # -- collecting, for the rules --------------------------------------------------------------
-
-    def set(self, name: str, value: Any, where: str) -> None:
-        """A scalar setting: converted (and checked) now, so an error names this line."""
-        setting = BY_NAME[name]
-        converted = convert(
-            value, setting.input_type, where, {"": setting.expected}, strict=False, nested=False
-        )
-        self.given[name] = Given(converted, where)
-
-    def append(self, name: str, value: Any, where: str) -> None:
-        items, first = self.lists.get(name, ([], where))
-        items.append(value)
-        self.lists[name] = (items, first)
 
     def _finish(self) -> None:
         for address, where in self.sockets:

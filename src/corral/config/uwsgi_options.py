@@ -1,10 +1,11 @@
 """uWSGI's options as corral reads them: each option an ini file may give, and what it becomes.
 
 Owns the data of the mapping `corral.config.uwsgi` walks: `MAPPED` (each option with the rule
-that records it on the `Mapper` and the words docs/settings.md shows), `ACCEPTED` (options
+that records it on a `Recorded` and the words docs/settings.md shows), `ACCEPTED` (options
 whose behaviour corral always has) and `UNSUPPORTED` (options corral lacks, each with what it
-does instead), and the readers of an option's text. A rule only records: the mapper turns what
-was recorded into settings once every option is read (`Mapper._finish`).
+does instead), the readers of an option's text, and `Recorded`, what the rules write on. A
+rule only records: the mapper (`corral.config.uwsgi.Mapper`, a `Recorded`) turns what was
+recorded into settings once every option is read (`Mapper._finish`).
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from corral.config.document import convert
 from corral.config.errors import ConfigError, Invalid, show
+from corral.config.given import Given
 from corral.config.listening import parse_bind
+from corral.config.settings import BY_NAME
 
-if TYPE_CHECKING:
-    from corral.config.uwsgi import Mapper
-
-__all__ = ["ACCEPTED", "MAPPED", "UNSUPPORTED", "uwsgi_address"]
+__all__ = ["ACCEPTED", "MAPPED", "UNSUPPORTED", "Recorded", "uwsgi_address"]
 
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f")
@@ -78,25 +79,65 @@ def uwsgi_address(value: str, where: str = "") -> str:
 # -- the rules ---------------------------------------------------------------------------------
 
 
+class Recorded:
+    """What the rules record as they read a file's options: the settings given (`set`,
+    `append`), and the options `corral.config.uwsgi.Mapper` turns into settings once every
+    option is read (the pool, the sockets and their protocol, logging, the static mounts)."""
+
+    def __init__(self) -> None:
+        self.given: dict[str, Any] = {}
+        self.lists: dict[str, tuple[list[Any], str]] = {}
+        self.module: tuple[str, str] | None = None  # (spec, where)
+        self.callable: str | None = None
+        self.processes: tuple[int, str] | None = None
+        self.idle: tuple[float, str] | None = None
+        self.cheaper: tuple[int, str] | None = None
+        self.logto: str | None = None
+        self.request_log = True  # uWSGI logs every request unless disable-logging
+        self.sockets: list[tuple[str, str]] = []  # `socket` values: their protocol comes last
+        # the `https` listeners, with where: beside them, the `http` ones are plain
+        self.https: list[tuple[Any, str]] = []
+        # check-static (0), static-map (1), static-map2 (2) as static_map mounts, with where:
+        # uWSGI tries them in that order whatever the file's
+        self.statics: list[tuple[int, str, str]] = []
+        self.protocol = "uwsgi"
+        self.emperor: str | None = None
+        self.logto_where = self.emperor_where = ""
+        self.warnings: list[str] = []
+
+    def set(self, name: str, value: Any, where: str) -> None:
+        """A scalar setting: converted (and checked) now, so an error names this line."""
+        setting = BY_NAME[name]
+        converted = convert(
+            value, setting.input_type, where, {"": setting.expected}, strict=False, nested=False
+        )
+        self.given[name] = Given(converted, where)
+
+    def append(self, name: str, value: Any, where: str) -> None:
+        items, first = self.lists.get(name, ([], where))
+        items.append(value)
+        self.lists[name] = (items, first)
+
+
 @dataclass(frozen=True)
 class _Rule:
     """One uWSGI option corral maps: `apply` records it; `doc` says what it becomes."""
 
-    apply: Callable[[Mapper, str | None, str], None]
+    apply: Callable[[Recorded, str | None, str], None]
     doc: str
 
 
 def _to(name: str, read: Callable[[str | None, str], Any]) -> Callable[..., None]:
-    return lambda mapper, value, where: mapper.set(name, read(value, where), where)
+    return lambda recorded, value, where: recorded.set(name, read(value, where), where)
 
 
 def _listen(name: str) -> Callable[..., None]:
-    return lambda mapper, value, where: mapper.append(
+    return lambda recorded, value, where: recorded.append(
         name, uwsgi_address(_text(value, where), where), where
     )
 
 
-def _https(mapper: Mapper, value: str | None, where: str) -> None:
+def _https(recorded: Recorded, value: str | None, where: str) -> None:
     """uWSGI's ``https`` and ``https-socket``, ``ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]]``: an
     HTTPS listener, with the TLS settings (a CLIENT_CA starting with ``!`` makes the client's
     certificate optional, as in uWSGI)."""
@@ -105,43 +146,43 @@ def _https(mapper: Mapper, value: str | None, where: str) -> None:
         raise ConfigError(
             f"{where}: expected ADDRESS,CERT,KEY[,CIPHERS[,CLIENT_CA]], got {show(value)}"
         )
-    mapper.https.append((uwsgi_address(parts[0], where), where))
-    mapper.set("certfile", parts[1], where)
-    mapper.set("keyfile", parts[2], where)
+    recorded.https.append((uwsgi_address(parts[0], where), where))
+    recorded.set("certfile", parts[1], where)
+    recorded.set("keyfile", parts[2], where)
     if len(parts) > 3 and parts[3]:
-        mapper.set("ciphers", parts[3], where)
+        recorded.set("ciphers", parts[3], where)
     if len(parts) > 4 and parts[4]:
         optional = parts[4].startswith("!")
-        mapper.set("ca_certs", parts[4].removeprefix("!"), where)
-        mapper.set("cert_reqs", 1 if optional else 2, where)
+        recorded.set("ca_certs", parts[4].removeprefix("!"), where)
+        recorded.set("cert_reqs", 1 if optional else 2, where)
 
 
-def _http_to_https(mapper: Mapper, value: str | None, where: str) -> None:
+def _http_to_https(recorded: Recorded, value: str | None, where: str) -> None:
     """uWSGI's ``http-to-https = ADDRESS``: a plain listener that redirects to HTTPS."""
-    mapper.append("insecure_bind", uwsgi_address(_text(value, where), where), where)
-    mapper.set("https_redirect", True, where)
+    recorded.append("insecure_bind", uwsgi_address(_text(value, where), where), where)
+    recorded.set("https_redirect", True, where)
 
 
-def _socket(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.sockets.append((uwsgi_address(_text(value, where), where), where))
+def _socket(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.sockets.append((uwsgi_address(_text(value, where), where), where))
 
 
-def _protocol(mapper: Mapper, value: str | None, where: str) -> None:
+def _protocol(recorded: Recorded, value: str | None, where: str) -> None:
     protocol = _text(value, where).lower()
     if protocol not in ("uwsgi", "http"):
         raise ConfigError(f'{where}: expected "uwsgi" or "http", got {show(value)}')
-    mapper.protocol = protocol
+    recorded.protocol = protocol
 
 
-def _module(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.module = (_text(value, where), where)
+def _module(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.module = (_text(value, where), where)
 
 
-def _callable(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.callable = _text(value, where)
+def _callable(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.callable = _text(value, where)
 
 
-def _wsgi_file(mapper: Mapper, value: str | None, where: str) -> None:
+def _wsgi_file(recorded: Recorded, value: str | None, where: str) -> None:
     path = _text(value, where)
     directory, name = os.path.split(path)
     stem, extension = os.path.splitext(name)
@@ -150,86 +191,86 @@ def _wsgi_file(mapper: Mapper, value: str | None, where: str) -> None:
             f"{where}: {show(path)}: corral imports the application as a module: the file "
             "must be NAME.py with NAME a Python identifier (or use module = NAME)"
         )
-    mapper.append("pythonpath", directory or ".", where)
-    mapper.module = (stem, where)
+    recorded.append("pythonpath", directory or ".", where)
+    recorded.module = (stem, where)
 
 
-def _chmod(mapper: Mapper, value: str | None, where: str) -> None:
+def _chmod(recorded: Recorded, value: str | None, where: str) -> None:
     mode = value or "666"  # uWSGI: chmod-socket alone means 666
     if not re.fullmatch(r"[0-7]{3,4}", mode):
         raise ConfigError(f"{where}: expected an octal mode such as 660, got {show(mode)}")
-    mapper.set("unix_socket_mode", "0" + mode[-3:], where)
+    recorded.set("unix_socket_mode", "0" + mode[-3:], where)
 
 
-def _processes(mapper: Mapper, value: str | None, where: str) -> None:
+def _processes(recorded: Recorded, value: str | None, where: str) -> None:
     count = _number(value, where)
     if count < 1:
         raise ConfigError(f"{where}: expected int >= 1, got {count}")
-    mapper.processes = (count, where)
+    recorded.processes = (count, where)
 
 
-def _idle(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.idle = (_seconds(value, where), where)
+def _idle(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.idle = (_seconds(value, where), where)
 
 
-def _cheaper(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.cheaper = (_number(value, where), where)
+def _cheaper(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.cheaper = (_number(value, where), where)
 
 
-def _logto(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.logto = _text(value, where)
-    mapper.logto_where = where
+def _logto(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.logto = _text(value, where)
+    recorded.logto_where = where
 
 
-def _disable_logging(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.request_log = not _boolean(value, where)
+def _disable_logging(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.request_log = not _boolean(value, where)
 
 
-def _lazy(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.set("preload", not _boolean(value, where), where)
+def _lazy(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.set("preload", not _boolean(value, where), where)
 
 
-def _autoreload(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.set("reload", _seconds(value, where) > 0, where)
+def _autoreload(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.set("reload", _seconds(value, where) > 0, where)
 
 
-def _emperor(mapper: Mapper, value: str | None, where: str) -> None:
-    mapper.emperor = _text(value, where)
-    mapper.emperor_where = where
+def _emperor(recorded: Recorded, value: str | None, where: str) -> None:
+    recorded.emperor = _text(value, where)
+    recorded.emperor_where = where
 
 
 def _append(name: str) -> Callable[..., None]:
-    return lambda mapper, value, where: mapper.append(name, _text(value, where), where)
+    return lambda recorded, value, where: recorded.append(name, _text(value, where), where)
 
 
 def _static_map(order: int) -> Callable[..., None]:
     """static-map (1) and static-map2 (2), ``MOUNTPOINT=DIR``: a `static_map` mount; a DIR
     that is not there is left out, as uWSGI leaves it out."""
 
-    def rule(mapper: Mapper, value: str | None, where: str) -> None:
+    def rule(recorded: Recorded, value: str | None, where: str) -> None:
         url, equals, directory = _text(value, where).partition("=")
         if not equals or not url.startswith("/"):
             raise ConfigError(f"{where}: expected MOUNTPOINT=DIR, got {show(value, limit=300)}")
         if order == 2:  # the whole path under DIR: DIR + MOUNTPOINT serves what is under it
             directory = directory.rstrip("/") + url.rstrip("/")
         if not os.path.exists(directory):
-            mapper.warnings.append(
+            recorded.warnings.append(
                 f"{where}: {show(directory, limit=300)}: no such directory: left out"
             )
             return
-        mapper.statics.append((order, f"{url}={directory}", where))
+        recorded.statics.append((order, f"{url}={directory}", where))
 
     return rule
 
 
-def _check_static(mapper: Mapper, value: str | None, where: str) -> None:
+def _check_static(recorded: Recorded, value: str | None, where: str) -> None:
     directory = _text(value, where)
     if not os.path.isdir(directory):
-        mapper.warnings.append(
+        recorded.warnings.append(
             f"{where}: {show(directory, limit=300)}: no such directory: left out"
         )
         return
-    mapper.statics.append((0, f"/={directory}", where))
+    recorded.statics.append((0, f"/={directory}", where))
 
 
 _HTTP = "an HTTP listener (`bind`); corral serves HTTP there itself"
