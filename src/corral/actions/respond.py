@@ -9,15 +9,25 @@ for, then closed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.http.head import RequestHead
 from corral.http.response import server_head
 from corral.observe.refusals import refused
 
 if TYPE_CHECKING:
-    from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
+
+
+class AnsweringConnection(Protocol):
+    """The connection an answer of the server's own goes out on, as read here (and by the
+    filters that refuse with `refuse`): `corral.server.connection`'s `HttpConnection`, which
+    imports this module (through its listener's plan)."""
+
+    server: Any  # its ServerState: whether the worker drains, the Server field's prefix
+    plan: Any  # its ListenerPlan: the listener's refusals (`corral.observe.refusals`)
+
+    def finish(self, exchange: Exchange, keep_alive: bool, last: bytes = b"") -> None: ...
 
 
 class Discard:
@@ -51,11 +61,11 @@ class Reply:
         self.fields = fields  # more head lines, each ending in CRLF (a rate limit's Retry-After)
         self.body = body  # None: Unit's (an error page, or nothing)
 
-    def take_body(self, conn: HttpConnection, exchange: Exchange) -> Discard:
+    def take_body(self, conn: AnsweringConnection, exchange: Exchange) -> Discard:
         answer_unread(exchange)
         return DISCARD
 
-    def start(self, conn: HttpConnection, exchange: Exchange) -> None:
+    def start(self, conn: AnsweringConnection, exchange: Exchange) -> None:
         server = conn.server
         head = exchange.head
         keep_alive = head.keep_alive and exchange.complete and not server.draining
@@ -68,7 +78,7 @@ class Reply:
 
 
 def refuse(
-    conn: HttpConnection,
+    conn: AnsweringConnection,
     exchange: Exchange,
     status: int,
     reason: str,
@@ -94,7 +104,7 @@ def answer_unread(exchange: Exchange) -> None:
         exchange.streaming = True
 
 
-def respond(conn: HttpConnection, exchange: Exchange, action: Any) -> bool:
+def respond(conn: AnsweringConnection, exchange: Exchange, action: Any) -> bool:
     """``Respond``: answered in order, by a `Reply`."""
     exchange.action = Reply(action.status, action.location)
     return True

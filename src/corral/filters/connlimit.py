@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from corral.actions.respond import refuse
+from corral.actions.respond import AnsweringConnection, refuse
 from corral.filters import atomic
 from corral.filters.forwarded import client_address
 
 if TYPE_CHECKING:
-    from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
 __all__ = ["REFUSED", "WORD_BYTES", "ConnGate", "ConnTable"]
@@ -42,6 +41,13 @@ PROBES = 16  # slots looked at from a key's hash
 REFUSED = -1  # hold(): no place left
 RETRY_AFTER = "Retry-After: 1\r\n"  # a second: a connection closes, a place frees
 WHOLE = "*"  # the key of the server-wide count (its table has one slot)
+
+
+class HeldConnection(AnsweringConnection, Protocol):
+    """A connection counted for its client, as read here: `corral.server.connection`'s
+    `HttpConnection`, which imports this module (through its listener's plan)."""
+
+    conns_held: Any  # (client, slot, total slot) it was counted at; None: not counted
 
 
 class ConnTable:
@@ -169,7 +175,7 @@ class ConnGate:
         self.total_limit = total_limit
         self.seat = seat
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange, peer: Any, held: Any) -> bool:
+    def refuses(self, conn: HeldConnection, exchange: Exchange, peer: Any, held: Any) -> bool:
         """Count ``conn`` for the client of ``exchange``'s request (once: a connection keeps
         its place until it closes): True when there is no place, its answer then set (the
         status with ``Retry-After``, the connection closed after it). ``peer`` and ``held``
@@ -196,7 +202,7 @@ class ConnGate:
         conn.conns_held = (key, slot, total_slot)
         return False
 
-    def release(self, conn: HttpConnection) -> None:
+    def release(self, conn: HeldConnection) -> None:
         """``conn`` closed (or changed client): its places are free."""
         held = conn.conns_held
         if held is None:
@@ -207,5 +213,5 @@ class ConnGate:
         if held[2] != REFUSED:
             self.total.release(held[2], self.seat)  # type: ignore[union-attr]
 
-    def _refuse(self, conn: HttpConnection, exchange: Exchange, status: int, reason: str) -> bool:
+    def _refuse(self, conn: HeldConnection, exchange: Exchange, status: int, reason: str) -> bool:
         return refuse(conn, exchange, status, reason, RETRY_AFTER, close=True)

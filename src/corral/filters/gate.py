@@ -15,15 +15,22 @@ each request.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from corral.actions.respond import refuse
+from corral.actions.respond import AnsweringConnection, refuse
 from corral.net.addresses import address_matcher, socket_address
 
 if TYPE_CHECKING:
     from corral.config.gate_routes import GateSteps
-    from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
+
+
+class GatedConnection(AnsweringConnection, Protocol):
+    """A connection whose client the gate judges, as read here: `corral.server.connection`'s
+    `HttpConnection`, which imports this module (through its listener's plan)."""
+
+    peer: Any  # the peer's address, as the transport gives it
+    trusted: bool  # whether the peer is a proxy whose `forwarded` headers count
 
 
 class ClientCheck:
@@ -32,7 +39,7 @@ class ClientCheck:
 
     __slots__ = ()
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def refuses(self, conn: GatedConnection, exchange: Exchange) -> bool:
         """True when ``exchange`` is refused (its answer then set)."""
         raise NotImplementedError
 
@@ -46,7 +53,7 @@ class Refused(ClientCheck):
     def __init__(self, status: int) -> None:
         self.status = status
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def refuses(self, conn: GatedConnection, exchange: Exchange) -> bool:
         return refuse(conn, exchange, self.status, "denied")
 
 
@@ -68,7 +75,7 @@ class ClientGate(ClientCheck):
                 return status
         return 0
 
-    def for_client(self, conn: HttpConnection) -> Any:
+    def for_client(self, conn: GatedConnection) -> Any:
         """What ``conn`` asks for each request (its ``gate``), once its client is known:
         None when the client is let in, its refusal when not, a `ProxiedClients` when a
         trusted proxy's headers may name another client in each request."""
@@ -77,7 +84,7 @@ class ClientGate(ClientCheck):
             return ProxiedClients(self, status)
         return self.refusals[status] if status else None
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def refuses(self, conn: GatedConnection, exchange: Exchange) -> bool:
         """One request: its client is the one a trusted proxy's headers name, else the peer."""
         forwarded = exchange.forwarded
         client = conn.peer
@@ -100,7 +107,7 @@ class ProxiedClients(ClientCheck):
         self.client: str | None = None
         self.client_status = 0
 
-    def refuses(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def refuses(self, conn: GatedConnection, exchange: Exchange) -> bool:
         forwarded = exchange.forwarded
         if forwarded is None or forwarded.address is None:
             status = self.peer_status

@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.filters import atomic
 
 if TYPE_CHECKING:
-    from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
-__all__ = ["REASONS", "Refusals", "Tally", "refused", "tallies", "tally_for", "timed_out"]
+__all__ = [
+    "REASONS",
+    "CountedConnection",
+    "Refusals",
+    "Tally",
+    "refused",
+    "tallies",
+    "tally_for",
+    "timed_out",
+]
 
 REASONS = ("rate_limit", "limit_conn", "overload", "timeout", "denied")
 _INDEX = {reason: index for index, reason in enumerate(REASONS)}
@@ -82,14 +90,22 @@ class Refusals:
             self.tally.count(reason)
 
 
-def refused(conn: HttpConnection, exchange: Exchange) -> None:
+class CountedConnection(Protocol):
+    """The connection a refusal is counted on, as read here: `corral.server.connection`'s
+    `HttpConnection`, which imports this module (through its listener's plan)."""
+
+    server: Any  # its ServerState: the empty body of a request never read
+    plan: Any  # its ListenerPlan: the listener's `Refusals`
+
+
+def refused(conn: CountedConnection, exchange: Exchange) -> None:
     """``exchange`` was refused (its ``refusal`` set): count it on its listener."""
     refusals = conn.plan.refusals
     if refusals is not None and exchange.refusal is not None:
         refusals.count(exchange.refusal)
 
 
-def timed_out(conn: HttpConnection, exchange: Exchange | None) -> None:
+def timed_out(conn: CountedConnection, exchange: Exchange | None) -> None:
     """The client of ``conn`` was too slow: the request whose head (``exchange`` None) or body
     did not come in time (`body_timeout`, `body_min_rate`) was answered 408 (unless its answer
     had begun). Counted as ``timeout`` and written to the access log (the request line of a

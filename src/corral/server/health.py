@@ -23,10 +23,9 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.respond import Reply
+from corral.actions.respond import AnsweringConnection, Reply
 
 if TYPE_CHECKING:
-    from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
 # how the master tells its workers that the whole server stops (TERM alone retires one worker,
@@ -50,7 +49,7 @@ class Probes:
         self.readiness = readiness.encode("latin-1")
         self.liveness = liveness.encode("latin-1")
 
-    def answers(self, conn: HttpConnection, exchange: Exchange) -> bool:
+    def answers(self, conn: AnsweringConnection, exchange: Exchange) -> bool:
         """Whether ``exchange`` is a probe: then it is answered in its turn (its answerer set),
         and nothing else sees it."""
         target = exchange.head.target

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.actions.respond import refuse
+from corral.actions.respond import AnsweringConnection, refuse
 
 if TYPE_CHECKING:
-    from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
 RETRY_AFTER = "Retry-After: 1\r\n"  # a second: the shed load comes back spread out
 
 
-def shed(conn: HttpConnection, exchange: Exchange) -> bool:
+def shed(conn: AnsweringConnection, exchange: Exchange) -> bool:
     """Shed ``exchange``, whose worker holds more connections than its limit (this one among
     them: the connection tests that, in compiled code, before it calls this): its answer is
     503, its connection closed after it."""

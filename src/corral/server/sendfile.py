@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from corral.server.connection import HttpConnection
+
+class SendingConnection(Protocol):
+    """The connection a file goes to, as read here: `corral.server.connection`'s
+    `HttpConnection`, which imports this module."""
+
+    transport: Any  # its asyncio transport, whose socket the job writes to
+    loop: Any  # the worker's event loop, which says when the socket is writable
+    closed: bool
+    sendfile_job: Any  # the job under way, while the socket is watched
+
+    def send_wait(self, waiting: bool) -> None: ...
 
 
 class SendfileJob:
@@ -20,7 +29,12 @@ class SendfileJob:
     __slots__ = ("conn", "count", "done", "dup", "fd", "offset", "watching")
 
     def __init__(
-        self, conn: HttpConnection, fd: int, offset: int, count: int, done: Callable[[bool], None]
+        self,
+        conn: SendingConnection,
+        fd: int,
+        offset: int,
+        count: int,
+        done: Callable[[bool], None],
     ) -> None:
         self.conn = conn
         self.fd = fd
