@@ -34,6 +34,7 @@ TWINS = [
     "corral.apps.wsgi.response",
     "corral.apps.wsgi.runner",
     "corral.apps.asgi.scope",
+    "corral.apps.asgi.body",
     "corral.apps.asgi.runner",
     "corral.apps.asgi.adapter",
     "corral.filters.forwarded",

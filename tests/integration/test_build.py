@@ -37,6 +37,7 @@ COMPILED = [
     "corral/actions/share",
     "corral/actions/upstreams",
     "corral/apps/asgi/adapter",
+    "corral/apps/asgi/body",
     "corral/apps/asgi/runner",
     "corral/apps/asgi/scope",
     "corral/apps/wsgi/environ",

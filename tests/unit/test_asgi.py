@@ -12,7 +12,8 @@ import logging
 import pytest
 
 from corral.apps.asgi.adapter import AsgiAdapter
-from corral.apps.asgi.runner import BODY_HIGH_WATER, AsgiProtocolError
+from corral.apps.asgi.body import BODY_HIGH_WATER
+from corral.apps.asgi.runner import AsgiProtocolError
 from corral.apps.asgi.scope import connection_scope, decode_path, request_scope, split_target
 from corral.http.head import RequestHead
 from corral.server.connection import HttpConnection

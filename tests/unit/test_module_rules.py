@@ -19,9 +19,7 @@ MAX_LINES = 700
 # values.py's and listening.py's): long by nature, not by mixing concerns
 EXEMPT = {"corral/config/settings.py"}
 # modules over MAX_LINES today, with their present size as a ceiling
-PENDING_LINES = {
-    "corral/apps/asgi/runner.py": 732,
-}
+PENDING_LINES: dict[str, int] = {}
 # import cycles today (lazy imports included)
 PENDING_CYCLES: set[frozenset[str]] = set()
 

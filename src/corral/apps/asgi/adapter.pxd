@@ -2,7 +2,8 @@
 
 cimport cython
 
-from corral.apps.asgi.runner cimport AsgiBody, AsgiCycle, CycleCoroutine
+from corral.apps.asgi.body cimport AsgiBody
+from corral.apps.asgi.runner cimport AsgiCycle, CycleCoroutine
 from corral.apps.asgi.scope cimport request_scope
 from corral.server.connection cimport Adapter, HttpConnection
 from corral.server.exchange cimport Exchange

@@ -11,16 +11,11 @@ from asyncio.tasks import _enter_task, _leave_task  # the current task, around a
 from contextvars import copy_context
 from typing import Any
 
+from corral.apps.asgi.body import EMPTY, AsgiBody
 from corral.apps.asgi.deadline import TaskDeadline
 from corral.apps.asgi.hooked import hooked_application
 from corral.apps.asgi.legacy import as_asgi3
-from corral.apps.asgi.runner import (
-    _TAKEN,
-    EMPTY,
-    AsgiBody,
-    AsgiCycle,
-    CycleCoroutine,
-)
+from corral.apps.asgi.runner import _TAKEN, AsgiCycle, CycleCoroutine
 from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.server.connection import Adapter, HttpConnection

@@ -2,39 +2,18 @@
 
 cimport cython
 
+from corral.apps.asgi.body cimport AsgiBody
 from corral.server.connection cimport HttpConnection
 from corral.server.exchange cimport Exchange
 
-cpdef release(object waiter)
 cdef dict _STATUS_TEXT  # its get is then the C API's
 cpdef str _status_text(object status)
 @cython.locals(out=list, fields=dict, field=object)
 cpdef list _str_headers(object headers)
 cpdef tuple _str_field(object header)
 
-cdef class _EmptyBody:
-    pass
-
 cdef class Sent:
     pass
-
-cdef class AsgiBody:
-    cdef public list chunks
-    cdef public Py_ssize_t size
-    cdef public bint done
-    cdef public bint failed
-    cdef public bint given
-    cdef public bint over
-    cdef public object waiter
-
-    cpdef bint feed(self, bytes chunk)
-    cpdef finish(self)
-    cpdef fail(self)
-    cpdef close(self)
-    @cython.locals(waiter=object)
-    cpdef wake(self)
-    @cython.locals(chunks=list)
-    cpdef bytes take(self)
 
 cdef class AsgiCycle:
     cdef public object after

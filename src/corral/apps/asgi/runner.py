@@ -6,15 +6,12 @@ protocol errors. The adapter (adapter.py) fills the same two methods as the WSGI
 cycle here answers through the same `HttpConnection.write` / `finish`, with heads from
 `corral.http.response`:
 
-- ``make_body`` gives a body-bearing request an `AsgiBody` and marks the exchange
-  ``streaming``, so the application starts while the body still arrives. `AsgiBody.feed`
-  returns True past ``BODY_HIGH_WATER`` buffered bytes: the connection then stops reading
-  the socket (and its body deadline, the wait being the application's), and ``receive()``
-  reads it again once it took the buffer (`HttpConnection.resume_body`).
-- ``run`` starts one task per request (`CycleCoroutine`). A request
-  without a body gets an `AsgiBody` of its own there, complete and empty: the connection
-  fails every pending exchange's body when the client goes away, which is how ``receive()``
-  learns of the disconnect for every request alike.
+- ``make_body`` gives a body-bearing request an `AsgiBody` (body.py: the body between the
+  connection and ``receive()``, bounded by ``BODY_HIGH_WATER``) and marks the exchange
+  ``streaming``, so the application starts while the body still arrives.
+- ``run`` starts one task per request (`CycleCoroutine`). A request without a body gets an
+  `AsgiBody` of its own there, complete and empty, which is how ``receive()`` learns of a
+  disconnect for every request alike.
 - ``send()`` keeps the head back until the first body message, so a small answer is one
   write; while the transport is paused it waits for ``resume_writing``
   (`HttpConnection.on_writable`; the connection's send deadline runs meanwhile).
@@ -40,18 +37,13 @@ from asyncio import CancelledError, shield
 from collections.abc import Coroutine, Mapping
 from functools import partial
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
+from corral.apps.asgi.body import AsgiBody, release
 from corral.http.errors import error_response
 from corral.http.response import InvalidResponse, reason, trailer_lines
 from corral.server.connection import HttpConnection
 from corral.server.exchange import Exchange
-
-if TYPE_CHECKING:
-    from corral.apps.asgi.deadline import TaskDeadline
-
-# Bytes of a request body buffered before the socket stops being read.
-BODY_HIGH_WATER = 256 * 1024
 
 # Bytes of a file read at a time when it cannot go by sendfile (a body step encodes it).
 FILE_PIECE = 256 * 1024
@@ -60,82 +52,22 @@ _NO_TRAILERS, _ASKED, _BODY_DONE, _IN_TRAILERS = range(4)
 _DISCONNECT = {"type": "http.disconnect"}
 
 
+class RequestDeadline(Protocol):
+    """``request_timeout`` as a cycle holds it: deadline.py's `TaskDeadline`, which reads the
+    cycle back (it times the cycle's task out). Suspended while the cycle waits for the client,
+    cancelled at its end."""
+
+    def suspend(self) -> None: ...
+    def resume(self) -> None: ...
+    def cancel(self) -> None: ...
+
+
 class AsgiProtocolError(RuntimeError):
     """The application sent what the ASGI spec forbids."""
 
 
 class ClientDisconnected(OSError):
     """``send()`` after the client went away (the spec asks for an OSError subclass)."""
-
-
-class _EmptyBody:
-    """The body of a request without one until it starts (`AsgiAdapter.run` gives it its
-    own): the connection may fail or close it while it waits in the pipeline."""
-
-    __slots__ = ()
-
-    def feed(self, chunk: bytes) -> bool:  # pragma: no cover - never fed
-        return False
-
-    def finish(self) -> None:
-        pass
-
-    def fail(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-EMPTY = _EmptyBody()
-
-
-class AsgiBody:
-    """A request's body between the connection (``feed``/``finish``/``fail``) and the
-    application's ``receive()``, which waits on ``waiter`` for whatever comes next."""
-
-    __slots__ = ("chunks", "done", "failed", "given", "over", "size", "waiter")
-
-    def __init__(self, done: bool = False) -> None:
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.done = done  # the whole body arrived
-        self.failed = False  # it never will, or the client went away
-        self.given = False  # receive() gave its last http.request
-        self.over = False  # the buffer passed the high water: the socket is not read
-        self.waiter: Any = None  # a future while receive() waits
-
-    def feed(self, chunk: bytes) -> bool:
-        self.chunks.append(chunk)
-        self.size += len(chunk)
-        self.wake()
-        if self.size > BODY_HIGH_WATER:
-            self.over = True
-            return True
-        return False
-
-    def finish(self) -> None:
-        self.done = True
-        self.wake()
-
-    def fail(self) -> None:
-        self.failed = True
-        self.wake()
-
-    def close(self) -> None:
-        self.chunks = []
-        self.size = 0
-
-    def wake(self) -> None:
-        waiter, self.waiter = self.waiter, None
-        release(waiter)
-
-    def take(self) -> bytes:
-        chunks = self.chunks
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        self.chunks = []
-        self.size = 0
-        return data
 
 
 class Sent:
@@ -166,12 +98,6 @@ class Sent:
 
 SENT = Sent()
 Coroutine.register(Sent)
-
-
-def release(waiter: Any) -> None:
-    """Let whoever awaits ``waiter`` (a future, or None: nobody) go on."""
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
 
 
 # "200 OK" for each status code, made once: build_head takes WSGI's status strings
@@ -258,7 +184,7 @@ class AsgiCycle:
         self.status: str | None = None  # set by http.response.start
         self.headers: list[tuple[str, str]] = []
         self.complete = False  # the whole answer is written (or given up)
-        self.deadline: TaskDeadline | None = None  # with request_timeout only
+        self.deadline: RequestDeadline | None = None  # with request_timeout only
         self.timed_out = False  # the deadline cancelled the task
         self.after: Any = None  # the post_request hook's call (hooked.py), once it ended
         self.trailers = _NO_TRAILERS  # or where http.response.trailers stands

@@ -51,12 +51,12 @@ from websockets.http11 import Request
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
+from corral.apps.asgi.body import release
 from corral.apps.asgi.runner import (
     AsgiCycle,
     AsgiProtocolError,
     ClientDisconnected,
     _str_headers,
-    release,
 )
 from corral.apps.asgi.websocket import WebSocketOptions
 from corral.http.errors import error_response
