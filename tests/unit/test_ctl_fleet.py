@@ -5,6 +5,7 @@ The same against real servers: tests/integration/test_ctl_fleet.py."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 
@@ -83,3 +84,47 @@ def test_top_and_stacks_take_one_socket(capsys, argv, line):
 def test_an_address_given_twice_is_refused(capsys):
     assert ctl.main(["--socket", "a:1", "--socket", "b:2", "--socket", "a:1", "get", "/"]) == 2
     assert capsys.readouterr().err == "corral ctl: error: --socket a:1: given twice\n"
+
+
+@pytest.mark.parametrize(
+    ("address", "here"),
+    [
+        ("unix:/run/corral/control.sock", True),
+        ("/run/corral/control.sock", True),
+        ("127.0.0.1:8443", True),
+        ("127.0.0.2:8443", True),
+        ("localhost:8443", True),
+        ("[::1]:8443", True),
+        (":8443", True),
+        ("10.0.0.7:8443", False),
+        ("web-3.internal:8443", False),
+        ("[2001:db8::7]:8443", False),
+    ],
+)
+def test_whether_an_address_is_this_machines(address, here):
+    assert ctl._on_this_machine(address) is here
+
+
+def test_an_instance_of_another_machine_out_of_reach_is_not_told_of_this_ones_servers():
+    """The fleet's line for a HOST:PORT that is not loopback says how that machine's server
+    turns the API on, not which corral servers run here (a real refused connection: a port
+    of this machine's own address, reached as another machine's would be)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: the route says which address
+        own = probe.getsockname()[0]
+    except OSError:
+        pytest.skip("this machine has no route off loopback, so no address of its own to use")
+    finally:
+        probe.close()
+    if own.startswith("127."):
+        pytest.skip("this machine's only address is loopback")
+    closed = socket.socket()
+    closed.bind((own, 0))
+    port = closed.getsockname()[1]
+    closed.close()  # bound once and closed: nothing listens there
+    client = ctl.Client(f"{own}:{port}", None, 5.0)
+    with pytest.raises(ctl.ApiError) as failed:
+        client.call("GET", "/status")
+    assert "no control API answers on that machine" in failed.value.line
+    assert "runs here" not in failed.value.line

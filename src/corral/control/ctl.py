@@ -190,7 +190,9 @@ class Client:
             response = connection.getresponse()
             status, data = response.status, response.read()
         except (FileNotFoundError, ConnectionRefusedError) as exc:  # nothing listens there
-            reason = f"{exc.strerror or exc}; {_turn_it_on(_running_masters())}"
+            local = _on_this_machine(self.address)
+            hint = _turn_it_on(_running_masters()) if local else _TURN_IT_ON_THERE
+            reason = f"{exc.strerror or exc}; {hint}"
             raise ApiError(
                 None, f"cannot reach the control API at {self.address}: {reason}"
             ) from None
@@ -391,9 +393,26 @@ def _running_masters(proc: str = "/proc") -> list[int] | None:
     return sorted(pids)
 
 
+# when the address is another machine's, whose servers this one cannot see
+_TURN_IT_ON_THERE = (
+    "no control API answers on that machine: its server must start with --control HOST:PORT "
+    "and --control-token TOKEN, and ctl be given the same token (--token or "
+    "$CORRAL_CONTROL_TOKEN)"
+)
+
+
+def _on_this_machine(address: str) -> bool:
+    """Whether ``address`` (a unix socket, or HOST:PORT) is this machine's: only then do the
+    corral servers running here say anything about it."""
+    if address.startswith("unix:") or "/" in address:
+        return True
+    host = address.rpartition(":")[0].strip("[]")
+    return host in ("", "localhost", "::1") or host.startswith("127.")
+
+
 def _turn_it_on(masters: list[int] | None) -> str:
-    """What to do when no control API answers: a server runs without one (or with it
-    elsewhere), or none runs."""
+    """What to do when no control API answers at an address of this machine: a server runs
+    without one (or with it elsewhere), or none runs."""
     how = (
         "the API is off unless a server starts with --control ADDRESS or --state-dir DIR (then "
         "at unix:DIR/control.sock); start it so and give ctl that address (--socket ADDRESS or "
