@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
                 command.names_an_application or command.emperor_directory() is not None,
             )
         emperor = command.emperor_directory()
+        # the vassal files, or the saved document, are their own source: a reload restarts
+        # them as they are, and there is no config file to read again
+        own_source = emperor is not None or (control is not None and control.owns_config)
         if emperor is not None:
             doc = _emperor_base(command, emperor)
         elif control is not None and control.owns_config:
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             doc = command.document()
         if doc.settings.watch_config:
-            _check_watched(command, emperor is not None or bool(control and control.owns_config))
+            _check_watched(command, own_source)
     except ConfigError as exc:
         print(f"corral: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
@@ -78,9 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from corral.master.generation import Origin
     from corral.master.startup import serve
 
-    if emperor is not None or (control is not None and control.owns_config):
-        # the vassal files, or the saved document, are their own source: a reload restarts
-        # them as they are
+    if own_source:
         origin = Origin(None, list(args))
     else:
         reread = partial(command.document, warn=logging.getLogger(LOGGER_NAME).warning)
