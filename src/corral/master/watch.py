@@ -11,7 +11,6 @@ those `reload_exclude`'s name, Uvicorn's rule: `matches`), and the config file.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import threading
@@ -39,7 +38,7 @@ class TouchedFiles:
 
 
 class ConfigContent:
-    """The config file's bytes as the running configuration last read them (a digest).
+    """The config file's bytes as the running configuration last read them.
 
     By content, not by modification time: a deploy tool's copy may keep the old time
     (``rsync -t``, ``cp -p``), a Kubernetes ConfigMap swaps a link to a new file, and a
@@ -49,22 +48,22 @@ class ConfigContent:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._digest = self._now()
+        self._bytes = self._now()
 
     def read(self) -> None:
         """The file as it is now is the one the configuration is read from."""
-        self._digest = self._now()
+        self._bytes = self._now()
 
     def changed(self) -> bool:
         """Whether the bytes differ from the last `read`; a file missing for the moment (a
         rename under way) is no change."""
         now = self._now()
-        return now is not None and now != self._digest
+        return now is not None and now != self._bytes
 
     def _now(self) -> bytes | None:
         try:
             with open(self.path, "rb") as file:
-                return hashlib.sha256(file.read()).digest()
+                return file.read()  # a config file's few KiB: kept, not hashed
         except OSError:
             return None
 
