@@ -13,6 +13,9 @@ server's whole process tree (master and workers): the sum of RSS (what the artic
 the processes that map it) and of USS (private pages: what a process alone would free). The
 ``hello`` cases run bench/apps/hello.py with one worker and give that worker's RSS and USS.
 
+Before the first case, corral's modules and the applications' are compiled to byte code, as
+an installed package's are (`compile_byte_code`).
+
 Start-up: from the command's start to the first 200 answer. Reload: from ``SIGHUP`` to the
 moment every worker is a new process, their count is back and a request is answered.
 
@@ -157,6 +160,7 @@ def main() -> None:
     args = parser.parse_args()
     if not (DRF / "drfproj").is_dir():
         subprocess.run([sys.executable, str(BENCH / "apps" / "make_drf.py")], check=True)
+    compile_byte_code()
     cases = args.cases.split(",")
     out = BENCH / "out" / "memory"
     rows: dict[str, list[dict[str, Any]]] = {case: [] for case in cases}
@@ -177,6 +181,17 @@ def main() -> None:
     if args.json:
         facts = {"machine": run.machine_info(), "date": time.strftime("%Y-%m-%d %H:%M UTC")}
         args.json.write_text(json.dumps({**facts, "rounds": rows, "medians": medians}, indent=2))
+
+
+def compile_byte_code() -> None:
+    """Every module's byte code written beforehand, as an installed package has it: an editable
+    corral's sources (and the applications') would otherwise be compiled by each server at its
+    start wherever ``PYTHONDONTWRITEBYTECODE`` is set, and the compiler's garbage would count."""
+    import corral  # (bench/.venv's corral, the checkout's sources when installed editable)
+
+    places = [Path(corral.__file__).parent, BENCH / "apps", DRF]
+    command = [sys.executable, "-m", "compileall", "-q", "-j", "0", *map(str, places)]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
 def table(medians: dict[str, dict[str, float]]) -> str:
