@@ -22,6 +22,16 @@ from corral.config.settings import SECTIONS, SETTINGS, Action, Setting
 class Parser(argparse.ArgumentParser):
     """argparse that raises one-line `ConfigError`s instead of printing usage and exiting."""
 
+    # while the flags are added: argparse checks each one's metavar with a formatter, whose
+    # width (the terminal's) needs `shutil`, an import the master (and so every worker forked
+    # from it) would keep; the help text asks the terminal's, as argparse does
+    adding = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self.adding:
+            return argparse.HelpFormatter(self.prog, width=80)
+        return super()._get_formatter()
+
     def error(self, message: str) -> NoReturn:
         prefix, sep, rest = message.partition(": ")
         if sep and prefix.startswith("argument "):
@@ -181,6 +191,7 @@ def parser() -> Parser:
         allow_abbrev=False,
         formatter_class=_HelpFormatter,
     )
+    parser.adding = True
     for title, blurb in SECTIONS:
         group = parser.add_argument_group(title, blurb)
         for setting in SETTINGS:
@@ -214,4 +225,5 @@ def parser() -> Parser:
                     **common,
                 )
     _add_hidden_flags(parser, hidden_flags())
+    parser.adding = False
     return parser

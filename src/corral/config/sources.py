@@ -47,6 +47,7 @@ from corral.config.document import (
 from corral.config.errors import ConfigError, Invalid, show
 from corral.config.gate_routes import REDIRECT, SERVED, client_gate, https_redirect
 from corral.config.given import Given
+from corral.config.ini_spec import is_ini, split_spec
 from corral.config.listener_limits import RateLimit
 from corral.config.listening import DEFAULT_PORT, BindAddress, parse_bind
 from corral.config.parser import (
@@ -105,8 +106,6 @@ class CommandLine:
         spec = self.ini if self.ini is not None else self.config
         if spec is None:
             return None
-        from corral.config.uwsgi import is_ini, split_spec
-
         return split_spec(spec)[0] if is_ini(spec) or spec is self.ini else spec
 
     @property
@@ -143,9 +142,9 @@ class CommandLine:
         if self.emperor is not None:
             return self.emperor
         spec = self.ini if self.ini is not None else self.config
-        from corral.config.uwsgi import is_ini, read_ini
-
         if spec is not None and is_ini(spec):
+            from corral.config.uwsgi import read_ini
+
             return read_ini(spec).emperor
         return None
 
@@ -310,8 +309,6 @@ def read_config(path: str, warn: Warn = warn_on_stderr) -> dict[str, Given] | Do
     """Read a config file: flat settings, type-checked (TOML or JSON with the setting keys, or
     Gunicorn's Python file with its names, a uWSGI ini file's options), or a whole document
     (NGINX Unit's shape), validated."""
-    from corral.config.uwsgi import is_ini
-
     if gunicorn.is_python_config(path):
         return _python_config(path, warn)
     if is_ini(path):  # FILE.ini or FILE.ini:SECTION, uWSGI's
@@ -537,8 +534,6 @@ def _static_routes(
 ) -> list[dict[str, Any]]:
     """The share routes of the static-file settings (taken out of `resolved`), in front of
     the application; none without a mount (a setting that needs one is an error)."""
-    from corral.config.static_routes import StaticError, static_routes
-
     values = {name: resolved.pop(name, None) for name in _STATIC_SETTINGS}
     mounts = values["static_map"]
     if not mounts:
@@ -549,6 +544,8 @@ def _static_routes(
                 f"({flag_of(BY_NAME['static_map'])} URL=DIR)"
             )
         return []
+    from corral.config.static_routes import StaticError, static_routes
+
     try:
         return static_routes(
             mounts,

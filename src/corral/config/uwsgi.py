@@ -53,6 +53,7 @@ from corral import __version__
 from corral.config.document import did_you_mean
 from corral.config.errors import ConfigError, Invalid, show
 from corral.config.given import Given
+from corral.config.ini_spec import DEFAULT_SECTION, is_ini, split_spec
 from corral.config.uwsgi_options import ACCEPTED, MAPPED, UNSUPPORTED, Recorded, uwsgi_address
 from corral.config.values import Processes, parse_app
 
@@ -67,7 +68,6 @@ __all__ = [
     "uwsgi_address",
 ]
 
-DEFAULT_SECTION = "uwsgi"
 _START = time.time()  # uWSGI's %t and %T: when the instance started
 _PYTHON_PLUGIN = re.compile(r"python[0-9.]*\Z")
 _LOGIC = re.compile(r"(if-not|if)-[a-z-]+|for(-[a-z]+)?|endif|endfor|else")
@@ -81,21 +81,6 @@ class IniFile:
     given: dict[str, Given]  # by setting name, as a TOML file's
     warnings: list[str]  # one line per option corral does not act on ("FILE:LINE: key: ...")
     emperor: str | None = None  # `emperor = DIR`: Emperor mode on that directory
-
-
-def is_ini(spec: str) -> bool:
-    """Whether a config file argument names an ini file (``FILE.ini`` or ``FILE.ini:SECTION``)."""
-    return split_spec(spec)[0].lower().endswith(".ini")
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    """``FILE[:SECTION]`` -> (file, section); a path that exists as given is all file."""
-    if os.path.exists(spec) or ":" not in spec:
-        return spec, DEFAULT_SECTION
-    path, _, section = spec.rpartition(":")
-    if "/" in section:
-        return spec, DEFAULT_SECTION
-    return path, section or DEFAULT_SECTION
 
 
 def read_ini(spec: str) -> IniFile:
