@@ -77,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"corral: {command.config_note}", file=sys.stderr)
         _output(_shown(doc) + "\n")
         return 0
-    from corral.master import daemon
     from corral.master.generation import Origin
     from corral.master.startup import serve
 
@@ -89,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             reread, list(args), config_file=command.config_path, config_note=command.config_note
         )
     detached = None
-    if daemon.wanted(doc.settings):
+    if doc.settings.daemon:
+        from corral.master import daemon
+
+    if doc.settings.daemon and daemon.wanted(doc.settings):
         outcome = daemon.detach(doc.settings.enable_stdio_inheritance)
         if isinstance(outcome, int):  # the foreground process: the daemon served, or not
             return outcome

@@ -26,15 +26,6 @@ from typing import Any, Literal, NamedTuple
 from corral.config.app_types import EXTERNAL, listen_mode
 from corral.config.language_keys import base_type
 from corral.external.command import Command, Mode, Place
-from corral.external.languages import (
-    jetty_command,
-    puma_command,
-    puma_connections,
-    starman_command,
-    starman_connections,
-    starman_processes,
-)
-from corral.php.command import php_fpm_command
 
 __all__ = ["KINDS", "Command", "Kind", "Mode", "Place", "kind_of"]
 
@@ -78,6 +69,53 @@ def external_command(name: str, app: Any, place: Place) -> Command:
     )
 
 
+# Each language's command and counts, imported at their first call (`corral.external.languages`
+# and `corral.php.command`, with hashlib, json and glob): every master imports this table, and
+# most run none of those kinds; a master's modules are every forked worker's memory too.
+
+
+def _starman_command(name: str, app: Any, place: Place) -> Command:
+    from corral.external.languages import starman_command
+
+    return starman_command(name, app, place)
+
+
+def _starman_processes(app: Any) -> int:
+    from corral.external.languages import starman_processes
+
+    return starman_processes(app)
+
+
+def _starman_connections(app: Any) -> int:
+    from corral.external.languages import starman_connections
+
+    return starman_connections(app)
+
+
+def _puma_command(name: str, app: Any, place: Place) -> Command:
+    from corral.external.languages import puma_command
+
+    return puma_command(name, app, place)
+
+
+def _puma_connections(app: Any) -> int:
+    from corral.external.languages import puma_connections
+
+    return puma_connections(app)
+
+
+def _jetty_command(name: str, app: Any, place: Place) -> Command:
+    from corral.external.languages import jetty_command
+
+    return jetty_command(name, app, place)
+
+
+def _php_fpm_command(name: str, app: Any, place: Place) -> Command:
+    from corral.php.command import php_fpm_command
+
+    return php_fpm_command(name, app, place)
+
+
 def _external_listen(app: Any) -> Mode:
     mode: Mode = listen_mode(app)  # type: ignore[assignment]
     return mode
@@ -90,14 +128,14 @@ KINDS: dict[str, Kind] = {
     "nodejs": _EXTERNAL_KIND,
     "perl": Kind(
         lambda app: "fd",
-        starman_command,
+        _starman_command,
         "http",
-        processes=starman_processes,
-        connections=starman_connections,
+        processes=_starman_processes,
+        connections=_starman_connections,
     ),
-    "ruby": Kind(lambda app: "fd", puma_command, "http", connections=puma_connections),
-    "java": Kind(lambda app: "port", jetty_command, "http"),
-    "php": Kind(lambda app: "unix", php_fpm_command, "connect", "fastcgi", lambda app: 1),
+    "ruby": Kind(lambda app: "fd", _puma_command, "http", connections=_puma_connections),
+    "java": Kind(lambda app: "port", _jetty_command, "http"),
+    "php": Kind(lambda app: "unix", _php_fpm_command, "connect", "fastcgi", lambda app: 1),
 }
 
 

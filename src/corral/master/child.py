@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from corral.apps.stdio import StdioError, open_stdio, redirect_stdio
+from corral.config.php_keys import is_php
 from corral.interpreter.choice import foreign_python
-from corral.interpreter.handover import exec_worker
 from corral.master.fork import Fork
 from corral.master.identity import Identity
 from corral.master.title import master_title
-from corral.php.apps import php_applications
 from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 from corral.wire import Failed, encode
 
@@ -59,7 +58,12 @@ def run(
         apply_environment(pool.application)
         fork.hooks.call("post_fork")
         python = foreign_python(pool.application.home)  # another Python's virtualenv
-        code = worker_main(fork) if python is None else exec_worker(fork, python, start_cwd)
+        if python is None:
+            code = worker_main(fork)
+        else:
+            from corral.interpreter.handover import exec_worker
+
+            code = exec_worker(fork, python, start_cwd)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except ImportError as exc:
@@ -134,9 +138,19 @@ def worker_main(fork: Fork) -> int:
         route_limiters=pool.route_limiters,
         seat=fork.seat,
         total_conns=pool.total_conns,
-        php=php_applications(pool.doc),
+        php=_php_applications(pool.doc),
     )
     return run_worker(spec)
+
+
+def _php_applications(doc: Any) -> dict[str, Any]:
+    """The document's php applications as the worker reaches them (`corral.php.apps`,
+    imported only when there is one)."""
+    if not any(is_php(app) for app in doc.applications.values()):
+        return {}
+    from corral.php.apps import php_applications
+
+    return php_applications(doc)
 
 
 def set_title(title: str) -> None:

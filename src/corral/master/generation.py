@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from corral.actions.external import reach
 from corral.config import Application, Document
 from corral.config.app_types import runs_in_workers
 from corral.config.gate_routes import gate_of
@@ -35,9 +35,9 @@ from corral.observe.refusals import tally_for
 from corral.server.acceptor import LoadBoard
 from corral.server.health import probes_of
 from corral.server.plan import ListenerSpec
-from corral.tls.context import forget_others, session_context
-from corral.tls.served import ListenerTls, TlsError, settings_tls, store_tls
-from corral.tls.store import Unserved, listener_bundles
+
+if TYPE_CHECKING:
+    from corral.tls.served import ListenerTls
 
 BOARD_SLOTS = 64  # room on a pool's load board for workers that TTIN or scaling add
 
@@ -193,7 +193,15 @@ def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[
     """What each HTTPS listener among ``addresses`` serves: its own `tls`, the store's
     certificates it names, or the settings' files for every other HTTP listener. `TlsError`
     for what cannot be served (the settings' files are read even without ``addresses``: the
-    first generation's construction checks them)."""
+    first generation's construction checks them). `corral.tls` is imported only for a
+    document that has TLS: the master's modules are every forked worker's memory too."""
+    addresses = list(addresses)
+    if not _has_tls(doc, addresses):
+        return {}
+    from corral.tls.context import session_context
+    from corral.tls.served import TlsError, settings_tls, store_tls
+    from corral.tls.store import Unserved, listener_bundles
+
     shared = settings_tls(doc.settings)
     found: dict[str, ListenerTls] = {}
     for address in addresses:
@@ -220,6 +228,19 @@ def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[
     if shared is not None:
         session_context(shared)  # made (and so checked) now, whether a listener serves it or not
     return found
+
+
+def _has_tls(doc: Document, addresses: Iterable[str]) -> bool:
+    """Whether the settings name TLS files or an HTTP listener among ``addresses`` a `tls`
+    (what `_served` reads, or refuses)."""
+    settings = doc.settings
+    if any(getattr(settings, name) is not None for name in ("certfile", "keyfile", "ca_certs")):
+        return True
+    return any(
+        isinstance(doc.listeners[address].tls, Tls) or doc.listeners[address].tls is True
+        for address in addresses
+        if protocol_of(doc, address) == "http"
+    )
 
 
 def protocol_of(doc: Document, address: str) -> str:
@@ -301,8 +322,16 @@ class Generation:
         self.sockets = sockets
         doc = self.doc
         served = _served(doc, sockets, certificates)
-        contexts = {address: session_context(listener) for address, listener in served.items()}
-        if sockets:  # (not the first generation's construction, before its sockets)
+        contexts: dict[str, Any] = {}
+        if served:
+            from corral.tls.context import session_context
+
+            contexts = {address: session_context(tls) for address, tls in served.items()}
+        # (not the first generation's construction, before its sockets; and none to forget
+        # when no generation made one)
+        if sockets and "corral.tls.context" in sys.modules:
+            from corral.tls.context import forget_others
+
             forget_others(list(contexts.values()))
         router = None
         if uses_routes(doc):
@@ -341,6 +370,8 @@ class Generation:
             pool.handoff = handoffs[name][1]
             pool.handoff_addresses = {other: address for other, (address, _) in handoffs.items()}
         if router is not None:  # a pass to an external application is proxied to its programs
+            from corral.actions.external import reach
+
             externals = reach(doc)
             for pool in self.pools.values():
                 pool.handoff_addresses = {**pool.handoff_addresses, **externals}

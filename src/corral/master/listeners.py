@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import socket
 import stat
@@ -107,6 +106,8 @@ def handoff_address(master_pid: int, application: str) -> str:
     """The abstract unix address of ``application``'s hand-off socket (see handoff.py): no
     file to clean up, and derived from the name, so that every worker can tell any other
     application's. Access is checked by the receiving worker (`handoff.from_sibling`)."""
+    import hashlib  # here: only a document with routes has hand-off sockets
+
     digest = hashlib.sha256(application.encode()).hexdigest()[:24]
     return f"\0corral-{master_pid}-handoff-{digest}"
 

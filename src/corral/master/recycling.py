@@ -3,12 +3,12 @@
 The limits come from the worker's application. Jitter is drawn once per worker at
 spawn (``max_requests`` travels to the worker, which counts exactly and says
 ``retire``; the lifetime stays with the master), so that workers started together
-do not all recycle together.
+do not all recycle together (`random` is imported then, not by every master: a master's
+modules are its forked workers' memory too).
 """
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from corral.master.process import WorkerProcess
@@ -17,16 +17,20 @@ from corral.master.process import WorkerProcess
 def draw_max_requests(application: Any) -> int:
     """This worker's request limit (0: none)."""
     limit = application.max_requests
-    if not limit:
-        return 0
+    if not limit or not application.max_requests_jitter:
+        return limit or 0
+    import random
+
     return limit + random.randint(0, application.max_requests_jitter)
 
 
 def draw_max_lifetime(application: Any) -> float:
     """This worker's lifetime limit in seconds (0: none)."""
     limit = application.max_worker_lifetime
-    if not limit:
-        return 0.0
+    if not limit or not application.max_worker_lifetime_jitter:
+        return float(limit or 0)
+    import random
+
     return limit + random.uniform(0, application.max_worker_lifetime_jitter)
 
 
