@@ -11,6 +11,9 @@ SIGKILL after ``graceful_timeout``. Its log lines and events are the workers' ow
 (``crash``, ``timeout``); `status` gives the control API the shape of a pool of workers.
 
 It runs on the master's loop; `exited` is called by the master's reaping (``Exits.reap``).
+Every master has one: what starts, places and asks the processes (``spawn.py``,
+``places.py``, ``probe.py``) is imported with the first pool, not by a master that has none
+(its modules would be every forked worker's memory too).
 """
 
 from __future__ import annotations
@@ -24,10 +27,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from corral.config.app_types import pool_size
-from corral.external import probe, spawn
 from corral.external.board import board
 from corral.external.kinds import Kind, Place, kind_of
-from corral.external.places import Places
 from corral.master.identity import Identity
 from corral.master.lifecycle import Backoff
 from corral.master.process import cpu_seconds, rss_mib
@@ -48,6 +49,8 @@ class ExternalPool:
     """One application's supervised processes: what they run and where they listen."""
 
     def __init__(self, name: str, app: Any, kind: Kind) -> None:
+        from corral.external.places import Places
+
         self.name = name
         self.app = app
         self.kind = kind
@@ -194,6 +197,8 @@ class Externals:
             return
         if any(p.pool is pool and p.slot == slot for p in self.processes.values()):
             return
+        from corral.external import spawn
+
         try:
             place = pool.place(slot)
             pool.places.clear(slot)
@@ -208,6 +213,8 @@ class Externals:
         process.probing = asyncio.get_running_loop().create_task(self._until_ready(process))
 
     async def _until_ready(self, process: ExternalProcess) -> None:
+        from corral.external import probe
+
         app = process.pool.app
         deadline = process.started + app.startup_timeout if app.startup_timeout else None
         while process.pid in self.processes and not process.stopping:
