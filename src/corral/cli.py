@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"corral: {command.config_note}", file=sys.stderr)
         _output(_shown(doc) + "\n")
         return 0
+    from corral.config.parser import forget
+
+    forget()  # parsed: the master (and every worker) need not keep the parser
     from corral.master.generation import Origin
     from corral.master.startup import serve
 

@@ -109,6 +109,18 @@ def format_help() -> str:
     return parser().format_help()
 
 
+def forget() -> None:
+    """Drop the parser and its tables, once the command line is parsed: a server's master
+    would keep them (a few hundred argparse actions, about 0.2 MiB), and so would every worker
+    forked from it. Asked again, they are made again."""
+    import gc
+
+    parser.cache_clear()
+    hidden_flags.cache_clear()
+    optional_flags.cache_clear()
+    gc.collect()  # (the parser and its groups hold one another)
+
+
 def declared_flags() -> list[str]:
     return [flag for setting in SETTINGS for flag in setting.all_flags]
 
