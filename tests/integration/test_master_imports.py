@@ -1,0 +1,93 @@
+"""What the master of a plain WSGI application imports: no subsystem its configuration does
+not use (issue 36, point 5).
+
+Why: workers are forked from the master, so each module the master imports is memory in the
+master and in every worker (its anonymous pages are theirs from the fork on). A subsystem is
+imported where the configuration first uses it: the uWSGI ini reader for an ini file, the
+control API when it is configured, TLS for a listener with TLS, a language's command for an
+application of that language... The tests that show each of those still works when it is
+configured are their own (test_uwsgi.py, test_control.py, test_tls*.py, test_php.py,
+test_languages.py, test_emperor.py, test_systemd.py...).
+
+How: ``PYTHONPROFILEIMPORTTIME=1`` makes every process of the tree print each module it
+imports on standard error (``import time: self | cumulative | name``, indented by depth).
+The workers print there too (what they import after the fork): a name below must be imported
+by neither, which is stronger than the master alone. (`importlib.import_module` is not timed:
+the application's own module is not in the list; corral's lazy imports are statements.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.integration.server import Server, http_get, run_cli
+
+IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
+
+# The master's own subsystems a plain `corral basic:application` does not configure.
+MASTER_SIDE = (
+    "corral.config.uwsgi",  # a uWSGI ini file (-c FILE.ini, --ini)
+    "corral.config.uwsgi_options",
+    "corral.config.static_routes",  # --static, static_map
+    "corral.config.docs",
+    "corral.control",  # --control, --state-dir: the API, its server, the store's handlers
+    "corral.master.daemon",  # --daemon
+    "corral.master.emperor",  # --emperor
+    "corral.interpreter.handover",  # an application whose `home` another Python made
+    "corral.interpreter.spawned",
+    "corral.external.languages",  # perl, ruby, java applications
+    "corral.php.command",  # php applications: php-fpm's configuration and command
+    "corral.php.fpm",
+    "corral.tls.store",  # a listener with tls (the settings' files, the store's names)
+    "corral.tls.bundle",
+    "shutil",  # (bz2, lzma) argparse's terminal width, php-fpm's lookup
+    "random",  # max_requests_jitter, max_worker_lifetime_jitter
+    "hashlib",  # hand-off sockets (routes), the language commands
+    "glob",
+    "tempfile",
+)
+# The worker's import graph (actions/, server/, apps/, tls/ through server/renewal.py, php.apps
+# through the compiled actions) is being made lazy on its own: its modules join this list
+# there (corral.php.apps, corral.php.site, corral.fastcgi, corral.tls.context, ...).
+WORKER_SIDE: tuple[str, ...] = ()
+
+
+def imported_modules(stderr: str) -> set[str]:
+    return {match.group(1) for line in stderr.splitlines() if (match := IMPORTED.match(line))}
+
+
+def unwanted(found: set[str]) -> list[str]:
+    names = MASTER_SIDE + WORKER_SIDE
+    return sorted(m for m in found if any(m == n or m.startswith(n + ".") for n in names))
+
+
+def test_a_plain_wsgi_master_imports_no_subsystem_it_does_not_use():
+    with Server(
+        "basic:application", workers=1, env={"PYTHONPROFILEIMPORTTIME": "1"}, log_level="info"
+    ) as server:
+        status, body = http_get(server, "/")
+        assert status == 200 and body == b"Hello, world!"
+        assert server.stop() == 0
+    found = imported_modules(server.stderr)
+    assert {"corral.cli", "corral.master.arbiter", "corral.server.worker"} <= found
+    assert not unwanted(found), unwanted(found)
+
+
+def test_the_configuration_alone_imports_no_subsystem_it_does_not_use():
+    result = run_cli(
+        "basic:application", "-w", "2", "--check-config", env={"PYTHONPROFILEIMPORTTIME": "1"}
+    )
+    assert result.returncode == 0, result.stderr
+    found = imported_modules(result.stderr)
+    assert "corral.config.sources" in found
+    assert not unwanted(found), unwanted(found)
+
+
+def test_a_uwsgi_ini_file_imports_its_reader(tmp_path):
+    """The check above is not blind: the same parse finds the ini reader when one is read."""
+    ini = tmp_path / "app.ini"
+    ini.write_text("[uwsgi]\nmodule = basic:application\nprocesses = 2\n")
+    result = run_cli("--ini", str(ini), "--check-config", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr
+    found = imported_modules(result.stderr)
+    assert {"corral.config.uwsgi", "corral.config.uwsgi_options"} <= found
