@@ -46,6 +46,7 @@ import asyncio
 import logging
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -65,10 +66,8 @@ from corral.master.reload import Reloads
 from corral.master.stopping import Stop
 from corral.master.supervisor import Supervisor
 from corral.master.upgrade import Upgrade
-from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
+from corral.master.watch import SourceWatcher, TouchedFiles, tls_files, watch_sources
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
-from corral.tls.served import watched_files
-from corral.tls.session import rotate_due
 
 EXIT_CONFIG = 2
 EXIT_LISTEN = 1
@@ -86,7 +85,7 @@ class Arbiter:
         self.events = Events()  # the recent ones, for the control API
         self.all_ready = False  # start-up is complete: every pool was ready once
         self.started: Callable[[], None] | None = None  # called once start-up is complete
-        self.touched = TouchedFiles([*doc.settings.touch_reload, *watched_files(doc.settings)])
+        self.touched = TouchedFiles([*doc.settings.touch_reload, *tls_files(doc.settings)])
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
@@ -329,7 +328,10 @@ class Arbiter:
             for pool in self.current.pools.values():
                 if pool.application.dynamic is not None:
                     self.supervisor.scale(pool, now)
-            rotate_due(now)  # session ticket keys (tls/session.py)
+            if "corral.tls.session" in sys.modules:  # (no key ring was made without it)
+                from corral.tls.session import rotate_due
+
+                rotate_due(now)  # session ticket keys (tls/session.py)
             touched = self.touched.changed()
             if touched is not None:
                 self.reloads.touched(touched)
@@ -362,7 +364,7 @@ class Arbiter:
                 setup_logging(gen.settings)
             except ValueError as exc:
                 self.log.error("--log-config: %s; the error log is corral's own", exc)
-        self.touched = TouchedFiles([*gen.settings.touch_reload, *watched_files(gen.settings)])
+        self.touched = TouchedFiles([*gen.settings.touch_reload, *tls_files(gen.settings)])
         self.externals.update(gen.doc, gen.restart)  # an unchanged one serves on
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:

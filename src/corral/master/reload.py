@@ -56,8 +56,7 @@ from corral.master.listeners import (
     handoff_address,
 )
 from corral.master.supervisor import Supervisor
-from corral.master.watch import ConfigContent
-from corral.tls.served import watched_files
+from corral.master.watch import ConfigContent, tls_files
 
 Renew = Literal["never", "allowed", "only"]  # see Reloads.reload
 
@@ -152,7 +151,7 @@ class Reloads:
 
     def touched(self, path: str) -> None:
         """A watched file changed: a certificate's renews, a ``touch_reload`` one reloads."""
-        tls = path in watched_files(self.generations.current.settings)
+        tls = path in tls_files(self.generations.current.settings)
         self.reload(f"{path} was touched", "only" if tls else "never")
 
     def _reread(self) -> Document:

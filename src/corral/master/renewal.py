@@ -33,12 +33,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from corral.tls.context import certificate_contexts, renew
-from corral.tls.served import ListenerTls, Renewal
-
 if TYPE_CHECKING:
     from corral.master.generation import Generation, Pool
     from corral.master.process import WorkerProcess
+    from corral.tls.served import ListenerTls
 
 __all__ = ["ACK_WAIT", "Prepared", "acted_on", "carried", "deliver", "orders_pair", "prepare"]
 
@@ -111,6 +109,8 @@ def carried(
 def prepare(current: Generation, carried: dict[str, dict[str, ListenerTls]]) -> list[Prepared]:
     """The master's contexts for the carried pools' new certificates (each listener's made
     once: pools that share a listener share its renewal). Raises `TlsError`."""
+    from corral.tls.context import certificate_contexts
+
     made: dict[str, list[Any]] = {}
     prepared = []
     for name, changes in carried.items():
@@ -133,6 +133,9 @@ def deliver(
 ) -> list[WorkerProcess]:
     """Serve the new certificates: in the master's session contexts, and in every running
     worker of each renewed pool (sent as renewal ``number``); the workers it was sent to."""
+    from corral.tls.context import renew
+    from corral.tls.served import Renewal
+
     workers = list(workers)
     told = []
     for renewal in prepared:

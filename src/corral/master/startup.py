@@ -32,7 +32,6 @@ from corral.master.listeners import ListenError, bind_all, close_all
 from corral.master.pidfile import PidFile
 from corral.observe.errorlog import setup_logging
 from corral.server.worker import EXIT_APP_LOAD, share_event_loop
-from corral.tls.context import TlsError
 
 
 def serve(
@@ -188,7 +187,7 @@ def _serve(
         except ListenError as exc:
             sys.stderr.write(f"corral: error: {exc}\n")
             return EXIT_LISTEN
-        except TlsError as exc:  # a certificate file changed since the arbiter read it
+        except _tls_error() as exc:  # a certificate file changed since the arbiter read it
             sys.stderr.write(f"corral: error: {exc}\n")
             return EXIT_CONFIG
         try:
@@ -213,3 +212,12 @@ def _serve(
         if pidfile is not None:
             pidfile.remove()
         arbiter.hooks.call("on_exit")
+
+
+def _tls_error() -> type[ValueError]:
+    """`corral.tls`'s error, imported when an exception is matched against it (an ``except``
+    clause's class is looked up then): only a document with TLS imports `corral.tls`, and
+    only it raises this."""
+    from corral.tls.served import TlsError
+
+    return TlsError
