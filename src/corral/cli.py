@@ -91,14 +91,14 @@ def main(argv: list[str] | None = None) -> int:
             reread, list(args), config_file=command.config_path, config_note=command.config_note
         )
     detached = None
-    if doc.settings.daemon:
+    if doc.settings.daemon:  # (corral.master.daemon is imported only then)
         from corral.master import daemon
 
-    if doc.settings.daemon and daemon.wanted(doc.settings):
-        outcome = daemon.detach(doc.settings.enable_stdio_inheritance)
-        if isinstance(outcome, int):  # the foreground process: the daemon served, or not
-            return outcome
-        detached = outcome
+        if daemon.wanted(doc.settings):
+            outcome = daemon.detach(doc.settings.enable_stdio_inheritance)
+            if isinstance(outcome, int):  # the foreground process: the daemon served, or not
+                return outcome
+            detached = outcome
     started = detached.ready if detached else None
     code = serve(doc, origin, control, started=started, emperor=emperor, fd=command.fd)
     if detached is not None:
