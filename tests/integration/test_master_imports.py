@@ -30,6 +30,7 @@ MASTER_SIDE = (
     "corral.config.uwsgi_options",
     "corral.config.static_routes",  # --static, static_map
     "corral.config.docs",
+    "corral.config.helptext",  # --help's opening words
     "corral.control",  # --control, --state-dir: the API, its server, the store's handlers
     "corral.master.daemon",  # --daemon
     "corral.master.emperor",  # --emperor

@@ -15,7 +15,6 @@ from corral import __version__
 from corral.config import granian, gunicorn_names, peers, uvicorn
 from corral.config.document import did_you_mean
 from corral.config.errors import ConfigError, show
-from corral.config.helptext import help_description
 from corral.config.settings import SECTIONS, SETTINGS, Action, Setting
 
 
@@ -105,8 +104,13 @@ def optional_flags() -> dict[str, Setting]:
 
 
 def format_help() -> str:
-    """The ``--help`` text."""
-    return parser().format_help()
+    """The ``--help`` text, which opens with `corral.config.helptext`'s words (imported here:
+    a server parsing its command line does not keep them)."""
+    from corral.config.helptext import help_description
+
+    found = parser()
+    found.description = help_description(__version__)  # examples, docs, the groups
+    return found.format_help()
 
 
 def forget() -> None:
@@ -191,7 +195,6 @@ def parser() -> Parser:
     parser = Parser(
         prog="corral",
         usage="%(prog)s [OPTIONS] [APP]\n       %(prog)s ctl COMMAND ...",
-        description=help_description(__version__),  # examples, docs, the groups
         epilog=(
             "Every option except the command-line ones can also be set in the config file "
             "(-c FILE): the key is the long option without '--', with '-' written '_' "
