@@ -46,6 +46,7 @@ MASTER_SIDE = (
     "hashlib",  # hand-off sockets (routes), the language commands
     "glob",
     "tempfile",
+    "shlex",  # GUNICORN_CMD_ARGS
 )
 # The worker's import graph (actions/, server/, apps/, tls/ through server/renewal.py, php.apps
 # through the compiled actions) is being made lazy on its own: its modules join this list

@@ -22,7 +22,6 @@ command line (a flag asks for it now; a file is often copied whole).
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -160,6 +159,10 @@ def environment_defaults(environ: Mapping[str, str]) -> list[Mapped]:
 def environment_args(environ: Mapping[str, str]) -> list[str]:
     """``GUNICORN_CMD_ARGS`` split as a shell would (Gunicorn's `shlex.split`)."""
     text = environ.get(ENV_ARGS, "")
+    if not text:
+        return []
+    import shlex  # here: only that variable needs it
+
     try:
         return shlex.split(text)
     except ValueError as exc:
