@@ -14,25 +14,44 @@ one response interface (`corral.server.exchange`).
 
 A new kind of action is a module here and a line in the table (``proxy``: `corral.actions.proxy`,
 whose `forward` is also how any other part of the worker sends a request to an HTTP server).
+The table names each handler's module, imported when the routes first need that kind
+(`load`, for the kinds a route table holds, when a worker's routing is made; else at the
+first action of the kind): a worker whose routes never proxy never imports the proxy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from corral.actions.application import to_application
-from corral.actions.limited import limited
-from corral.actions.proxy import proxy
-from corral.actions.respond import respond
-from corral.actions.share import share
-from corral.routing import Limited, Proxy, Respond, Share, ToApplication
+MARK = "external:"  # a hand-off address that is an external application's name, not a socket
+
+# an action's class name (corral.routing.actions) -> the module and name of its handler
+KINDS = {
+    "ToApplication": ("corral.actions.application", "to_application"),
+    "Respond": ("corral.actions.respond", "respond"),
+    "Share": ("corral.actions.share", "share"),
+    "Limited": ("corral.actions.limited", "limited"),
+    "Proxy": ("corral.actions.proxy", "proxy"),
+}
+
+
+class Handlers(dict[type, Callable[[Any, Any, Any], bool]]):
+    """The handler of each kind of action by its class, each imported on first use."""
+
+    def __missing__(self, kind: type) -> Callable[[Any, Any, Any], bool]:
+        module, name = KINDS[kind.__name__]
+        handler: Callable[[Any, Any, Any], bool] = getattr(importlib.import_module(module), name)
+        self[kind] = handler
+        return handler
+
 
 # (conn, exchange, action) -> True: the exchange joins the connection's pipeline
-HANDLERS: dict[type, Callable[[Any, Any, Any], bool]] = {
-    ToApplication: to_application,
-    Respond: respond,
-    Share: share,
-    Limited: limited,
-    Proxy: proxy,
-}
+HANDLERS = Handlers()
+
+
+def load(kinds: Iterable[type]) -> None:
+    """Import the handlers of ``kinds`` now (a worker's routes', before it serves)."""
+    for kind in kinds:
+        HANDLERS[kind]

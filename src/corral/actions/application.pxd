@@ -1,7 +1,6 @@
 # Types of application.py when compiled (setup.py's TWINS; the .py is the Python core): every
 # request passed to an application passes here (HandOff stays a Python class).
 
-from corral.actions.external cimport to_external
 from corral.server.connection cimport HttpConnection
 from corral.server.exchange cimport Exchange
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.external import MARK, to_external
+from corral.actions import MARK
 from corral.actions.respond import respond
 from corral.routing import Respond
 
@@ -59,7 +59,7 @@ def to_application(conn: HttpConnection, exchange: Exchange, action: Any) -> boo
     address = routing.addresses.get(name)
     if address is not None and address.startswith(MARK):  # a program's: sent to it
         exchange.target = action.target
-        return to_external(conn, exchange, name)
+        return _to_external()(conn, exchange, name)
     if address is None:
         routing.log.warning("no hand-off address for application %r", name)
         return respond(conn, exchange, NO_ADDRESS)
@@ -75,3 +75,11 @@ def to_application(conn: HttpConnection, exchange: Exchange, action: Any) -> boo
     exchange.complete = True  # its body is the receiver's: nothing to wait for here
     route.begin_handoff(exchange)
     return False
+
+
+def _to_external() -> Any:
+    """`corral.actions.external.to_external`, imported at the first request to a program (the
+    master imported it already when the configuration has any: `reach`)."""
+    from corral.actions.external import to_external
+
+    return to_external

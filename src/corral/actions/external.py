@@ -14,14 +14,14 @@ them.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corral.actions.fastcgi import to_fpm
+from corral.actions import MARK
 from corral.actions.proxy import forward
 from corral.actions.respond import respond
 from corral.external.board import board
-from corral.external.kinds import kind_of
 from corral.net.upstream import DEFAULT_OPTIONS, ProxyOptions
 from corral.routing import Respond
 
@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from corral.server.connection import HttpConnection
     from corral.server.exchange import Exchange
 
-__all__ = ["MARK", "SPEAKERS", "reach", "to_external"]
+__all__ = ["MARK", "SPEAKERS", "reach", "speaker", "to_external"]
 
-MARK = "external:"  # a hand-off address that is an external application's name, not a socket
 NOT_READY = Respond(503)
 # (conn, exchange, application, address, options) -> an action handler's result: True
 Speaker = Callable[[Any, Any, str, str, ProxyOptions], bool]
@@ -43,8 +42,21 @@ def _http(conn: Any, exchange: Any, name: str, address: str, options: ProxyOptio
 
 
 # How a worker talks to a kind's processes, by its `Kind.speaks`: HTTP through the proxy,
-# FastCGI to php-fpm (which needs the application's scripts: the worker's, by name).
-SPEAKERS: dict[str, Speaker] = {"http": _http, "fastcgi": to_fpm}
+# FastCGI to php-fpm (which needs the application's scripts: the worker's, by name), each the
+# module and name of its function, imported by `reach` for the kinds the document has.
+SPEAKERS: dict[str, tuple[str, str]] = {
+    "http": (__name__, "_http"),
+    "fastcgi": ("corral.actions.fastcgi", "to_fpm"),
+}
+
+
+def speaker(speaks: str) -> Speaker:
+    """The function that speaks ``speaks`` (`SPEAKERS`), imported now."""
+    module, name = SPEAKERS[speaks]
+    function: Speaker = getattr(importlib.import_module(module), name)
+    return function
+
+
 _ROUTES: dict[str, tuple[Speaker, ProxyOptions]] = {}  # by application: what `reach` set
 
 
@@ -52,6 +64,8 @@ def reach(doc: Any) -> dict[str, str]:
     """In the master, before a generation's workers fork: how each of ``doc``'s external
     applications is spoken to, with the proxy's options (the ``proxy_*`` settings, Unit's
     ``limits.timeout`` as the read timeout); their hand-off addresses (``MARK`` + name)."""
+    from corral.external.kinds import kind_of
+
     _ROUTES.clear()
     for name, app in doc.applications.items():
         kind = kind_of(app)
@@ -62,7 +76,7 @@ def reach(doc: Any) -> dict[str, str]:
             options.read_timeout = app.request_timeout
         if not options.max_conns and kind.connections is not None:  # its server's capacity
             options.max_conns = kind.connections(app)
-        _ROUTES[name] = (SPEAKERS[kind.speaks], options)
+        _ROUTES[name] = (speaker(kind.speaks), options)
     return {name: MARK + name for name in _ROUTES}
 
 

@@ -154,6 +154,9 @@ class _Compiler:
         self.upstreams: dict[str, Any] = {}  # each upstream group's servers
         self.upstream_actions: dict[str, Proxy] = {}
         self.proxy: Any = DEFAULT_OPTIONS  # the proxy's settings, in every Proxy action
+        # the kinds of action the routes may give (a worker imports their handlers: Respond
+        # and ToApplication come of any table, from its own misses and listeners' passes)
+        self.kinds: set[type] = {Respond, ToApplication}
         for name, route_path, steps in route_tables(routes, path):
             self.routes[name] = Route("routes" if name is None else f"routes/{name}")
             self.sources[name] = (steps, route_path)
@@ -169,7 +172,7 @@ class _Compiler:
             if self.of_target(name, set()):
                 route.by_target = {}
         reached = None if self.reached is None else frozenset(self.reached)
-        return Router(self.routes, self.listener_pass, reached, self.reads_destination)
+        return Router(self.routes, self.listener_pass, reached, self.reads_destination, self.kinds)
 
     def of_target(self, name: str | None, seen: set[str | None]) -> bool:
         """Whether walking route ``name`` reads nothing of a request but its method and
@@ -223,6 +226,7 @@ class _Compiler:
     def action(self, action: Any, path: str) -> tuple[int, Any]:
         action = expect_object(action, path, "an action")
         if "rate_limit" in action:
+            self.kinds.add(Limited)
             return self.limited_action(action, path)
         for option, why in _UNSUPPORTED_ACTION_OPTIONS.items():
             if option in action:
@@ -246,10 +250,12 @@ class _Compiler:
             check_options(action, ("return", "location"), path, "return action")
             return self.return_action(action, path)
         if kind == "proxy":
+            self.kinds.add(Proxy)
             check_options(action, ("proxy",), path, "proxy action")
             address = proxy_address(action["proxy"], f"{path}.proxy")
             return FINAL, Proxy(action["proxy"], ((address, 1.0),), self.proxy)
         check_options(action, _SHARE_OPTIONS, path, "share action")
+        self.kinds.add(Share)
         return self.share_action(action, path)
 
     def limited_action(self, action: dict[str, Any], path: str) -> tuple[int, Any]:
@@ -298,6 +304,7 @@ class _Compiler:
         kept connections and its servers' failures (as one nginx ``upstream`` block does)."""
         action = self.upstream_actions.get(name)
         if action is None:
+            self.kinds.add(Proxy)
             action = Proxy(f"upstreams/{name}", self.upstreams[name], self.proxy)
             self.upstream_actions[name] = action
         return action

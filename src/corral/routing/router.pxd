@@ -15,6 +15,7 @@ cdef class Router:
     cdef public dict _entries
     cdef public object reached
     cdef public bint reads_destination
+    cdef public set kinds
 
     @cython.locals(entry=tuple, kind=int, route=Route, kept=dict, key=tuple)
     cpdef object resolve(self, str pass_target, RouteRequest request)

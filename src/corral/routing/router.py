@@ -199,7 +199,7 @@ class Router:
     """Compiled routes. ``resolve`` is the per-request entry; the rest runs at configuration
     time."""
 
-    __slots__ = ("_compile_pass", "_entries", "_routes", "reached", "reads_destination")
+    __slots__ = ("_compile_pass", "_entries", "_routes", "kinds", "reached", "reads_destination")
 
     def __init__(
         self,
@@ -207,6 +207,7 @@ class Router:
         compile_pass: Callable[[str, str], tuple[int, Any]],
         reached: frozenset[str] | None,
         reads_destination: bool = False,
+        kinds: set[type] | None = None,
     ) -> None:
         self._routes = routes
         # a listener's pass (target, path) compiled against these routes, by their compiler
@@ -216,6 +217,9 @@ class Router:
         # variables); the master lets their workers accept on the listeners passing to routes
         self.reached = reached
         self.reads_destination = reads_destination  # a step matches on the local address
+        # the kinds of action it may give (corral.routing.actions' classes), whose handlers a
+        # worker imports before it serves (corral.actions.load); None: any
+        self.kinds = kinds
 
     @property
     def route_names(self) -> list[str]:

@@ -6,9 +6,6 @@ from corral.http.head cimport Parser, RequestHead, RequestSink
 from corral.http.response cimport ResponseHead, build_head, redirection
 from corral.server cimport clock
 from corral.server.bodyclock cimport BodyClock
-from corral.filters.ratelimit cimport Limiter
-from corral.filters.connlimit cimport ConnGate
-from corral.filters.gate cimport ClientCheck
 from corral.server.exchange cimport Exchange
 
 cdef class HttpConnection
@@ -52,13 +49,14 @@ cdef class HttpConnection(RequestSink):
     cdef public object transport
     cdef public bint encrypted
     cdef public object given_client
-    cdef public ClientCheck gate
+    # the filters, untyped: a listener without them never imports them (filters/*.py)
+    cdef public object gate
     cdef public object route
     cdef public Parser parser
     cdef public object reader
     cdef public bint trusted
-    cdef public Limiter limiter
-    cdef public ConnGate conns
+    cdef public object limiter
+    cdef public object conns
     cdef public object probes
     cdef public tuple conns_held
     cdef public list pipeline

@@ -7,12 +7,11 @@ from corral.routing.request cimport RouteRequest
 from corral.routing.router cimport Router
 from corral.server.connection cimport HttpConnection
 from corral.server.exchange cimport Exchange
-from corral.static.files cimport StaticFiles
 
 cdef class RouteState(RequestSink):
     cdef public HttpConnection conn
     cdef public Router router
-    cdef public StaticFiles files
+    cdef public object files  # static.files.StaticFiles, None without shares
     cdef public str pass_target
     cdef public object given_peer
     cdef public bint counted_ahead

@@ -62,12 +62,13 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.actions import HANDLERS
-from corral.actions.application import HandOff
+from corral.actions import load as load_handlers
 from corral.http.errors import error_response
 from corral.http.head import RequestHead, RequestSink
+from corral.routing.actions import Share
 from corral.routing.request import RouteRequest
 from corral.routing.router import Router
 from corral.server.connection import BUSY, NEVER, HttpConnection, ServerState
@@ -82,8 +83,10 @@ from corral.server.handoff import (
 )
 from corral.server.plan import Plans
 from corral.server.relay import Relay
-from corral.static.files import StaticFiles
 from corral.tls.facts import relayed
+
+if TYPE_CHECKING:
+    from corral.actions.application import HandOff
 
 KEEP_MAX = 256 * 1024  # bytes of requests routed here kept in case a later one is handed off
 
@@ -124,16 +127,25 @@ class Routing:
         # TLS connections whose requests go to another worker through this one (relay.py):
         # a drain waits for them too
         self.relays: set[Relay] = set()
-        self.files = (
-            StaticFiles()
-            if static is None
-            else StaticFiles(static.mime_types, valid=static.cache_valid)
-        )
+        # the handlers of the kinds of action the routes give, imported now (None: any, each
+        # imported as it first comes); the file engine only for routes that share
+        kinds = router.kinds
+        load_handlers(kinds if kinds is not None else ())
+        self.files: Any = None
+        if kinds is None or Share in kinds:
+            from corral.static.files import StaticFiles
+
+            self.files = (
+                StaticFiles()
+                if static is None
+                else StaticFiles(static.mime_types, valid=static.cache_valid)
+            )
 
     def close(self) -> None:
         """The worker exits: forget what the file engine holds; close the connections to
         php-fpm."""
-        self.files.close()
+        if self.files is not None:
+            self.files.close()
         for php in self.php.values():
             php.close()
 
