@@ -78,6 +78,10 @@ def _scheme(variables: dict[str, str]) -> str:
 class UwsgiParser(Parser):
     """Reads one uwsgi request (packet and body) and reports it to a sink."""
 
+    # what tells its connections apart (the WSGI adapter's environ, apps/wsgi/runner.py)
+    # without importing this module where no listener speaks uwsgi
+    uwsgi = True
+
     __slots__ = (
         "_body_limit",
         "_buffer",

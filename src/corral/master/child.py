@@ -27,6 +27,7 @@ from corral.interpreter.choice import foreign_python
 from corral.master.fork import Fork
 from corral.master.identity import Identity
 from corral.master.title import master_title
+from corral.server.needs import prepare
 from corral.server.worker import EXIT_APP_LOAD, WorkerSpec, run_worker
 from corral.wire import Failed, encode
 
@@ -104,6 +105,7 @@ def worker_main(fork: Fork) -> int:
             with contextlib.suppress(OSError):
                 os.write(beat_fd, encode(Failed(str(exc))))
             return EXIT_APP_LOAD  # as an application that cannot import: it would again
+    prepare(pool)  # what the worker imports, while the interpreter is readable (needs.py)
     try:
         pool.identity.switch()
     except OSError as exc:

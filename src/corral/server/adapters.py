@@ -1,14 +1,22 @@
 """A worker's adapter, WSGI or ASGI (the one request cycle of `corral.server.connection`),
-made from what its spec and settings say."""
+made from what its spec and settings say. Each imports its own modules when it is made: a
+WSGI worker never imports ASGI's, nor an ASGI worker WSGI's."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.apps.asgi.adapter import AsgiAdapter
-from corral.apps.asgi.websocket import WebSocketOptions
-from corral.apps.wsgi.runner import WsgiAdapter
+if TYPE_CHECKING:
+    from corral.apps.asgi.adapter import AsgiAdapter
+    from corral.apps.wsgi.runner import WsgiAdapter
+
+# what each interface's worker imports (`corral.server.worker.prepare` too, before a fork's
+# user switch)
+MODULES = {
+    "wsgi": ("corral.apps.wsgi.runner", "corral.apps.wsgi.environ"),
+    "asgi": ("corral.apps.asgi.adapter", "corral.apps.asgi.websocket", "corral.apps.asgi.lifespan"),
+}
 
 
 def wsgi_adapter(
@@ -22,7 +30,11 @@ def wsgi_adapter(
 ) -> WsgiAdapter:
     """``app``'s adapter at ``prefix`` (NGINX Unit's further targets: ``more_targets``), its
     requests timed by ``watchdog`` (apps/deadline.py) if any."""
+    from corral.apps.wsgi.environ import set_unsafe_fields
+    from corral.apps.wsgi.runner import WsgiAdapter
+
     application, settings = spec.application, spec.settings
+    set_unsafe_fields(settings.discard_unsafe_fields)
     return WsgiAdapter(
         app,
         prefix=prefix,
@@ -45,6 +57,9 @@ def asgi_adapter(
     app: Any, prefix: str, more_targets: Any, spec: Any, log: logging.Logger, hooks: Any
 ) -> AsgiAdapter:
     """``app``'s adapter, as `wsgi_adapter`'s; its WebSocket options from the settings."""
+    from corral.apps.asgi.adapter import AsgiAdapter
+    from corral.apps.asgi.websocket import WebSocketOptions
+
     application, settings = spec.application, spec.settings
     if application.threads > 1 and spec.slot == 0:
         # said once per pool, not by every worker; the setting still applies to WSGI

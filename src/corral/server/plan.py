@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.core import RequestParser
-from corral.filters.connlimit import ConnGate
-from corral.filters.forwarded import Forwarding
-from corral.http.uwsgi import UwsgiParser
 from corral.observe.refusals import Refusals
-from corral.server.health import Probes
-from corral.server.proxied import ProxyPlan
+
+# What a listener has beyond plain HTTP/1.1 is imported when a plan first has it (uwsgi, the
+# PROXY protocol, `forwarded`, probes, connection limits): a plain worker never imports them.
 
 
 @dataclass(frozen=True, eq=True)
@@ -140,13 +138,14 @@ class Plans:
         self.steps = steps
         # the compiled `forwarded` of each listener that has one, by its socket address: a
         # connection handed off from such a listener trusts its proxy here too
-        self.forwardings: dict[Any, Forwarding] = {
-            listener.socket.getsockname(): Forwarding.from_document(
-                listener.forwarded, discard_unsafe_fields
-            )
-            for listener in listeners
-            if listener.forwarded is not None
-        }
+        self.forwardings: dict[Any, Any] = {}
+        for listener in listeners:
+            if listener.forwarded is not None:
+                from corral.filters.forwarded import Forwarding
+
+                self.forwardings[listener.socket.getsockname()] = Forwarding.from_document(
+                    listener.forwarded, discard_unsafe_fields
+                )
         # ... and the rate limit of each that has one: a connection handed off is counted on
         self.limiters = {
             listener.socket.getsockname(): listener.limiter
@@ -167,13 +166,19 @@ class Plans:
         sockname = listener.socket.getsockname()
         probes = None
         if listener.health is not None:
+            from corral.server.health import Probes
+
             ready_path, live_path = listener.health
             probes = Probes(ready_path, live_path)
         proxy = None
         if listener.proxy is not None:
+            from corral.server.proxied import ProxyPlan
+
             mode, peers = listener.proxy
             proxy = ProxyPlan(mode, peers, self.log)
         if listener.protocol == "uwsgi":  # straight to this application (the document says so)
+            from corral.http.uwsgi import UwsgiParser
+
             limiter = listener.limiter
             return ListenerPlan(
                 sockname,
@@ -246,6 +251,8 @@ class Counts:
         """A listener's `corral.filters.connlimit.ConnGate`, None when nothing limits it."""
         if conn_limit is None and self.total is None:
             return None
+        from corral.filters.connlimit import ConnGate
+
         table, limit, status = conn_limit if conn_limit is not None else (None, 0, 503)
         return ConnGate(table, limit, status, self.total, self.total_limit, self.seat)
 

@@ -56,13 +56,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# imported here, by the master too, not after the fork: a worker that switched to another user
-# may not be able to read the interpreter's own files (ctypes) to import them then
-from corral.apps.asgi.adapter import AsgiAdapter
-from corral.apps.asgi.lifespan import Lifespan, LifespanFailed
-from corral.apps.deadline import Watchdog
+# What every worker runs. A subsystem's modules (ASGI or WSGI, routes, TLS, the filters, the
+# PROXY protocol, ...) are imported where the worker's configuration first uses them, and
+# before a fork's user switch (server/needs.py: a worker that switched to another user may
+# not be able to read the interpreter's own files to import them then).
 from corral.apps.loader import (
     application_traceback,
     choose_interface,
@@ -72,26 +71,18 @@ from corral.apps.loader import (
 )
 from corral.apps.rootpath import behind
 from corral.apps.venv import activate as activate_home
-from corral.apps.wsgi.environ import set_unsafe_fields
 from corral.hooks import Hooks
 from corral.http.fields import head_fields, server_fields
 from corral.http.head import Limits
 from corral.observe.errorlog import LOGGER_NAME, error_log_stream, reopen_error_log
 from corral.observe.latency import LatencyHistogram
-from corral.observe.stacks import task_stacks
-from corral.server.acceptor import AcceptGate, BalancedAcceptor, LoadBoard, WatchedConnections
 from corral.server.adapters import asgi_adapter, wsgi_adapter
 from corral.server.census import connection_counts, oldest_request
 from corral.server.connection import HttpConnection, ServerState
 from corral.server.expiry import sweep
-from corral.server.handoff import HandoffServer
 from corral.server.health import SERVER_STOPS
 from corral.server.plan import Counts, ListenerSpec, Plans
-from corral.server.renewal import Renewals
-from corral.server.routed import Routing, adopt_factory
-from corral.server.stacks import StackResponder
 from corral.server.steps import body_steps
-from corral.server.tlsdoor import TlsAcceptor, TlsDoor
 from corral.wire import (
     PULSE,
     Abort,
@@ -105,6 +96,13 @@ from corral.wire import (
     Retire,
     encode,
 )
+
+if TYPE_CHECKING:
+    from corral.apps.asgi.lifespan import Lifespan
+    from corral.server.acceptor import LoadBoard
+    from corral.server.handoff import HandoffServer
+    from corral.server.routed import Routing
+    from corral.server.tlsdoor import TlsDoor
 
 EXIT_OK = 0
 EXIT_APP_LOAD = 3  # the master stops instead of respawning
@@ -182,6 +180,8 @@ class Worker:
         self.servers: list[Any] = []
         self.doors: list[TlsDoor] = []  # the HTTPS listeners' (tlsdoor.py), for the drain
         self.adapter: Any = None
+        self.asgi = False  # an ASGI application's adapter: its tasks have stacks of their own
+        self._task_stacks: Callable[[asyncio.AbstractEventLoop], str] | None = None
         self.stopping = False
         self.lifespans: list[Lifespan] = []  # an ASGI application's, unless lifespan is off
         self._fields: Callable[[float], str] = partial(server_fields, server="")  # the prefix
@@ -218,6 +218,8 @@ class Worker:
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         self._enable_stack_dumps()
         if spec.stacks_socket is not None:  # from before the import: a hang there shows too
+            from corral.server.stacks import StackResponder
+
             StackResponder(spec.stacks_socket, self._task_loop).start()
         os.set_blocking(spec.heartbeat_fd, False)
         entry_points = spec.application.entry_points
@@ -239,7 +241,6 @@ class Worker:
                 self._send(Failed(describe_load_failure(exc)))
                 return EXIT_APP_LOAD
         self.hooks.call("post_worker_init")
-        set_unsafe_fields(settings.discard_unsafe_fields)
 
         loop = new_event_loop(getattr(settings, "loop", "auto"))
         asyncio.set_event_loop(loop)
@@ -255,9 +256,14 @@ class Worker:
             (app, entry.prefix) for app, entry in zip(apps[1:], entry_points[1:], strict=True)
         )
         if interface == "asgi":
+            from corral.apps.asgi.lifespan import Lifespan
+            from corral.observe.stacks import task_stacks
+
             self.adapter = asgi_adapter(
                 apps[0], entry_points[0].prefix, more_targets, spec, self.log, self.hooks
             )
+            self.asgi = True
+            self._task_stacks = task_stacks  # (imported now: ABRT comes while the app blocks)
             if application.lifespan != "off":
                 # each target's own lifespan, all filling the one state the scopes copy
                 self.lifespans = [
@@ -267,6 +273,8 @@ class Worker:
         else:
             watchdog = None
             if application.request_timeout > 0:
+                from corral.apps.deadline import Watchdog
+
                 # its thread writes "stuck ..." itself: the loop may be the one stuck
                 watchdog = Watchdog(
                     application.request_timeout,
@@ -333,6 +341,8 @@ class Worker:
         loop.add_signal_handler(SERVER_STOPS, self.server_stops)
         if self._reopen_asked:
             self.reopen_logs()
+        if self.lifespans:
+            from corral.apps.asgi.lifespan import LifespanFailed
         for lifespan in self.lifespans:
             try:
                 await lifespan.startup()
@@ -359,10 +369,15 @@ class Worker:
         )
         gate = None
         if spec.board is not None and spec.listeners:
+            from corral.server.acceptor import AcceptGate, BalancedAcceptor, WatchedConnections
+
             state.connections = WatchedConnections()
             state.on_client_gone = state.connections.client_gone
             gate = AcceptGate(spec.board, spec.slot, application.threads, state.connections)
-        if spec.orders_socket is not None:  # renewals that came meanwhile first
+        # renewals that came meanwhile first (the master sends them only to HTTPS listeners')
+        if spec.orders_socket is not None and spec.tls_contexts:
+            from corral.server.renewal import Renewals
+
             Renewals(spec.orders_socket, spec.tls_contexts, self._send, self.log).start(loop)
         for listener in spec.listeners:
             sock = listener.socket
@@ -370,6 +385,8 @@ class Worker:
             factory = partial(HttpConnection, state, plan)  # one class: the plan says the rest
             door = None  # an HTTPS listener's: what comes before the handshake (tlsdoor.py)
             if plan.tls is not None:
+                from corral.server.tlsdoor import TlsAcceptor, TlsDoor
+
                 timeout = spec.settings.tls_handshake_timeout
                 door = TlsDoor(loop, plan, factory, timeout, self.log)
                 self.doors.append(door)
@@ -390,6 +407,9 @@ class Worker:
                 )
                 self.servers.append(server)
         if spec.handoff_socket is not None:
+            from corral.server.handoff import HandoffServer
+            from corral.server.routed import adopt_factory
+
             assert routing is not None
             handoffs = HandoffServer(
                 loop,
@@ -422,6 +442,8 @@ class Worker:
         routed = any(p is not None and p != own_pass for p in passes)
         if not routed and spec.handoff_socket is None:
             return None
+        from corral.server.routed import Routing
+
         router = spec.router
         if router is None:
             from corral.routing import compile_routes
@@ -522,7 +544,7 @@ class Worker:
     def _task_loop(self) -> asyncio.AbstractEventLoop | None:
         """The loop whose tasks the live stacks list: an ASGI worker's, once it runs."""
         loop = self.loop
-        if loop is not None and loop.is_running() and isinstance(self.adapter, AsgiAdapter):
+        if loop is not None and loop.is_running() and self.asgi:
             return loop
         return None
 
@@ -644,10 +666,10 @@ class Worker:
         """
         self.hooks.call("worker_abort")
         self.hooks.call("worker_exit")
-        if self.loop is not None and isinstance(self.adapter, AsgiAdapter):
+        if self.loop is not None and self._task_stacks is not None:
             # the threads' stacks went out on USR2 (faulthandler); a task waiting in an await
             # is on no thread's stack
-            self.log.error("its pending tasks:\n%s", task_stacks(self.loop))
+            self.log.error("its pending tasks:\n%s", self._task_stacks(self.loop))
         if self.state is not None and self.loop is not None:
             self._send(Abort(oldest_request(self.state.connections, time.monotonic())))
         os._exit(EXIT_ABORTED)

@@ -20,7 +20,6 @@ from corral.apps.asgi.scope import connection_scope, request_scope
 from corral.apps.asgi.websocket import WebSocketOptions, wants_websocket, websocket_scope
 from corral.server.connection import Adapter, HttpConnection
 from corral.server.exchange import Exchange
-from corral.tls.facts import asgi_extension_of
 
 REQUEST_TASK = "corral-request"  # every request's task
 
@@ -79,6 +78,8 @@ class AsgiAdapter(Adapter):
             scheme = "https" if conn.encrypted else "http"
             base = conn.adapter_state = connection_scope(conn.sockname, conn.peer, scheme)
             if conn.encrypted:  # the tls extension, once per connection (relayed ones too)
+                from corral.tls.facts import asgi_extension_of  # (an HTTPS listener's only)
+
                 tls = asgi_extension_of(conn)
                 if tls is not None:
                     base["extensions"] = {"tls": tls}

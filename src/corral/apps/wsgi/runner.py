@@ -52,7 +52,6 @@ from corral.apps.wsgi.filewrapper import FileWrapper
 from corral.apps.wsgi.hooked import hooked_application
 from corral.apps.wsgi.input import EMPTY, BufferedInput, ClientDisconnected, StreamingInput
 from corral.apps.wsgi.response import Output, make_call
-from corral.http.uwsgi import UwsgiParser
 from corral.server.buffering import BufferedAnswer
 from corral.server.connection import Adapter, HttpConnection
 from corral.server.exchange import Exchange
@@ -324,7 +323,7 @@ class WsgiAdapter(Adapter):
         routed, never `forwarded`: the document refuses both) are the packet's vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
-        uwsgi = type(conn.parser) is UwsgiParser
+        uwsgi = getattr(type(conn.parser), "uwsgi", False)  # (http/uwsgi.py's)
         base = self._listener_environs.get(key)
         if base is None:
             base = self._listener_environs[key] = connection_environ(

@@ -1,0 +1,80 @@
+"""What a worker imports beyond every worker's, from its pool's configuration (`modules_for`),
+and the import of it in a fork's child before the worker's user switch (`prepare`).
+
+A worker imports a subsystem where its configuration first uses it (server/worker.py,
+server/plan.py, server/adapters.py, server/routed.py, corral.actions): a plain worker never
+imports routes, TLS, the filters or the other interface's adapter, whose modules would cost
+every worker their memory. A worker that switches to another user may no longer read the
+interpreter's files (root's pyenv) by the time it needs one: `prepare` imports them first
+(with ``interface`` auto, both adapters: the application is not imported yet).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from corral.server.adapters import MODULES as ADAPTER_MODULES
+
+__all__ = ["modules_for", "prepare"]
+
+
+def modules_for(pool: Any) -> list[str]:
+    """The modules a worker of ``pool`` (corral.master.generation.Pool: its application,
+    listeners, routes and sockets) imports as it starts and serves, beyond every worker's:
+    those of its interface (both while ``auto`` has not seen the application), of what its
+    listeners have (TLS, the PROXY protocol, ``forwarded``, uwsgi, limits, probes) and of its
+    routes (the handlers of the kinds of action they give, the file engine for shares)."""
+    application = pool.application
+    names: list[str] = []
+    for kind in ("wsgi", "asgi"):
+        if application.interface in (kind, "auto"):
+            names += ADAPTER_MODULES[kind]
+    if application.request_timeout > 0:
+        names += ["corral.apps.deadline", "ctypes"]
+    if pool.board is not None:
+        names.append("corral.server.acceptor")
+    own = f"applications/{pool.name}"
+    routed = pool.handoff is not None
+    for listener in pool.listeners:
+        routed = routed or listener.pass_target not in (None, own)
+        if listener.tls is not None:
+            names += ["corral.server.tlsdoor", "corral.server.renewal"]
+        if listener.proxy is not None:
+            names.append("corral.server.proxied")
+        if listener.forwarded is not None:
+            names.append("corral.filters.forwarded")
+        if listener.protocol == "uwsgi":
+            names.append("corral.http.uwsgi")
+        if listener.gate is not None:
+            names.append("corral.filters.gate")
+        if listener.limiter is not None:
+            names.append("corral.filters.ratelimit")
+        if listener.conn_limit is not None or pool.total_conns is not None:
+            names.append("corral.filters.connlimit")
+        if listener.health is not None:
+            names.append("corral.server.health")
+    if routed:
+        from corral.actions import KINDS
+
+        names += ["corral.server.routed", "corral.server.handoff", "corral.routing"]
+        router = pool.router
+        kinds = KINDS if router is None or router.kinds is None else router.kinds
+        named = {kind if isinstance(kind, str) else kind.__name__ for kind in kinds}
+        named |= {"Respond", "ToApplication"}  # (of any table, and of no table)
+        names += sorted({KINDS[kind][0] for kind in named})
+        if "Share" in named:
+            names.append("corral.static.files")
+    return names
+
+
+def prepare(pool: Any) -> None:
+    """In a fork's child, before it switches to the worker's user (a worker that does not
+    switch imports each module when it needs it): what the worker will import (`modules_for`)
+    and what its rarer paths do (why an application could not import: sysconfig; its live
+    stacks: json), while the interpreter's files are readable."""
+    identity = pool.identity
+    if identity.uid is None and identity.gid is None:
+        return
+    for name in [*modules_for(pool), "sysconfig", "json"]:
+        importlib.import_module(name)
