@@ -18,11 +18,10 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-PACKAGE = Path(__file__).parent
+PACKAGE = os.path.dirname(os.path.abspath(__file__))  # (os.path: pathlib is no worker's import)
 _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
@@ -46,12 +45,16 @@ class _PythonTwins:
 def _stale() -> str | None:
     """The first source newer than its compiled module (an editable checkout edited since its
     build), or None. Installed wheels unpack both at once: a second of slack."""
-    for compiled in PACKAGE.rglob("*.so"):
-        stem = compiled.name.partition(".")[0]
-        for suffix in (".py", ".pyx"):
-            source = compiled.with_name(stem + suffix)
-            if source.exists() and source.stat().st_mtime > compiled.stat().st_mtime + 1:
-                return str(source.relative_to(PACKAGE.parent))
+    for directory, _, names in os.walk(PACKAGE):
+        for name in names:
+            if not name.endswith(".so"):
+                continue
+            built = os.stat(os.path.join(directory, name)).st_mtime
+            stem = name.partition(".")[0]
+            for suffix in (".py", ".pyx"):
+                source = os.path.join(directory, stem + suffix)
+                if os.path.exists(source) and os.stat(source).st_mtime > built + 1:
+                    return os.path.relpath(source, os.path.dirname(PACKAGE))
     return None
 
 

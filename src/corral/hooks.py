@@ -70,12 +70,8 @@ import sys
 import traceback
 from collections.abc import Callable
 from functools import cached_property
-from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlsplit
 
-from corral.config.gunicorn_names import CORRAL_NAMES, settings_in
-from corral.config.settings import BY_NAME
 from corral.observe.errorlog import LOGGER_NAME
 
 # Gunicorn's hooks and their parameters, in order.
@@ -148,6 +144,8 @@ class Hooks:
         module, label = _LOADED.get(_key(target)) or (load_module(target), "hooks")
         self.functions = hook_functions(module, target)
         if label == "hooks":
+            from corral.config.gunicorn_names import settings_in  # (the master's, not a worker's)
+
             for name in settings_in(vars(module)):
                 self.log.warning(
                     "%s: %s is a Gunicorn setting, not applied: --hooks takes only the hooks "
@@ -325,6 +323,9 @@ class CfgView:
         generation = self._generation
         if name == "bind":
             return list(generation.doc.listeners)
+        from corral.config.gunicorn_names import CORRAL_NAMES
+        from corral.config.settings import BY_NAME
+
         key = CORRAL_NAMES.get(name, name)
         if key in BY_NAME:  # each setting is an attribute of the struct of its scope
             for source in (generation.application, generation.settings, generation.doc):
@@ -389,6 +390,8 @@ class ResponseView:
 
 
 def _phrase(code: int) -> str:
+    from http import HTTPStatus  # (a request's, with Gunicorn's request hooks only)
+
     try:
         return HTTPStatus(code).phrase
     except ValueError:
@@ -397,6 +400,8 @@ def _phrase(code: int) -> str:
 
 def _split_uri(uri: str) -> tuple[str, str, str]:
     """Path, query and fragment, as Gunicorn splits a request target."""
+    from urllib.parse import urlsplit  # (with Gunicorn's request hooks only)
+
     if uri.startswith("//"):  # a path, not a network location
         parts = urlsplit("." + uri)
         return parts.path[1:], parts.query, parts.fragment

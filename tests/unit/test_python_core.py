@@ -92,7 +92,7 @@ def test_the_request_path_unit_tests_pass_on_the_python_core() -> None:
 def test_a_source_edited_since_the_build_runs_the_python_core_and_says_so() -> None:
     if not core.NATIVE:
         pytest.skip(f"this process runs the {core.NAME}")
-    source = core.PACKAGE / "http" / "head.py"
+    source = Path(core.PACKAGE) / "http" / "head.py"
     stat = source.stat()
     (compiled,) = source.parent.glob("head.*.so")
     edited = compiled.stat().st_mtime + 10  # as an edit after the build

@@ -46,7 +46,6 @@ Invariants:
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import signal
 import sys
@@ -65,8 +64,12 @@ WAKE_SIGNAL = signal.SIGALRM
 
 # PyThreadState_SetAsyncExc(unsigned long thread_id, PyObject *exc); exc NULL clears. Called
 # with explicitly typed arguments: setting argtypes would change the function object that
-# ctypes.pythonapi shares with the application.
-_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+# ctypes.pythonapi shares with the application. Set with ctypes by the first `Watchdog` (a
+# worker without ``request_timeout`` never imports ctypes), as are the exception and the
+# thread id's type.
+_set_async_exc: Any = None
+_EXCEPTION: Any = None
+_thread_id: Any = None
 
 
 class RequestTimeoutExceeded(BaseException):
@@ -78,7 +81,13 @@ class RequestTimeoutExceeded(BaseException):
     """
 
 
-_EXCEPTION = ctypes.py_object(RequestTimeoutExceeded)
+def _use_ctypes() -> None:
+    global _set_async_exc, _EXCEPTION, _thread_id
+    import ctypes
+
+    _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    _EXCEPTION = ctypes.py_object(RequestTimeoutExceeded)
+    _thread_id = ctypes.c_ulong
 
 
 def _wake(signum: int, frame: Any) -> None:
@@ -227,6 +236,8 @@ class Watchdog:
         *,
         interval: float | None = None,
     ) -> None:
+        if _set_async_exc is None:
+            _use_ctypes()
         self.timeout = timeout
         self.grace = grace
         self.log = log
@@ -272,7 +283,7 @@ class Watchdog:
                     stack = _stack(frames.get(tid))  # where it is, before the exception moves it
                     clock.fired_at = now
                     clock.pending = True
-                    clock.thread_id = ctypes.c_ulong(tid)
+                    clock.thread_id = _thread_id(tid)
                     _set_async_exc(clock.thread_id, _EXCEPTION)
                     if tid == self.main_thread:
                         signal.pthread_kill(tid, WAKE_SIGNAL)

@@ -14,7 +14,6 @@ import importlib
 import inspect
 import os
 import sys
-import sysconfig
 import traceback
 from collections.abc import Iterable
 from typing import Any
@@ -199,6 +198,8 @@ def _library_directories() -> tuple[str, ...]:
     """Where this Python's standard library and installed packages are: a frame there is
     where the application's call ended up (``json/decoder.py`` for its bad JSON), not its own
     line."""
+    import sysconfig  # (an application that failed to import: once)
+
     paths = sysconfig.get_paths()
     keys = ("stdlib", "platstdlib", "purelib", "platlib")
     return tuple({os.path.realpath(paths[key]) + os.sep for key in keys})

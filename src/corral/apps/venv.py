@@ -40,7 +40,6 @@ import importlib
 import os
 import site
 import sys
-import sysconfig
 
 from corral.apps.loader import AppLoadError
 
@@ -91,6 +90,8 @@ def activate(home: str | None) -> None:
     # the layout `python -m venv` makes (sysconfig's "venv" scheme), whatever this
     # interpreter's own: `site` says dist-packages for any prefix under Debian's system Python
     layout = {"base": home, "platbase": home, "installed_base": home, "installed_platbase": home}
+    import sysconfig  # (an application with a `home` only)
+
     candidates = [sysconfig.get_path(kind, "venv", layout) for kind in ("purelib", "platlib")]
     site_dirs = [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
     if not site_dirs:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httptools
-
 from corral.http.errors import BadRequest
 
 
@@ -131,6 +129,8 @@ class RequestSink:
 
 def parse_absolute_form(url: bytes) -> Any:
     """RFC 9112 3.2.2: an absolute-form target must be a URI with a host."""
+    import httptools  # (a proxy's form of target: most servers never receive one)
+
     try:
         parsed = httptools.parse_url(url)
     except httptools.HttpParserInvalidURLError:

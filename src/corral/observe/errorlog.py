@@ -7,7 +7,6 @@ may reconfigure the ``corral`` logger itself); the workers inherit both through 
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import sys
 from typing import Any, TextIO
@@ -81,6 +80,8 @@ def apply_log_config(path: str) -> None:
         if path.endswith((".yaml", ".yml")):
             logging.config.dictConfig(_defaults(_yaml(path, text)))
         elif path.endswith(".json") or text.lstrip().startswith("{"):
+            import json
+
             logging.config.dictConfig(_defaults(json.loads(text)))
         else:
             logging.config.fileConfig(path, disable_existing_loggers=False)

@@ -21,7 +21,6 @@ answer to a question it stopped waiting for. The thread that answers leaves itse
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import struct
@@ -102,6 +101,8 @@ class StackResponder:
                     found = snapshot(self.loop(), skip=threading.get_ident())
                 except Exception as exc:  # a stack is a diagnosis: never the worker's end
                     found = {"threads": [], "tasks": None, "error": f"{type(exc).__name__}: {exc}"}
+                import json  # (on the first demand: most workers are never asked)
+
                 body = json.dumps(found, ensure_ascii=False).encode("utf-8", "replace")
                 sock.sendall(HEADER.pack(number, len(body)) + body)
         except OSError:
