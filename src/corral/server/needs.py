@@ -58,8 +58,8 @@ def modules_for(pool: Any) -> list[str]:
         from corral.actions import KINDS
 
         names += ["corral.server.routed", "corral.server.handoff", "corral.routing"]
-        router = pool.router
-        kinds = KINDS if router is None or router.kinds is None else router.kinds
+        router = pool.router  # (None: hand-offs only, to this application or answered)
+        kinds = () if router is None else KINDS if router.kinds is None else router.kinds
         named = {kind if isinstance(kind, str) else kind.__name__ for kind in kinds}
         named |= {"Respond", "ToApplication"}  # (of any table, and of no table)
         names += sorted({KINDS[kind][0] for kind in named})
