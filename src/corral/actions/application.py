@@ -26,6 +26,7 @@ MAX_HANDOFFS = 4  # hand-offs of one request: more means the workers disagree on
 LOOP = Respond(508)
 NO_ADDRESS = Respond(502)
 START_LOST = Respond(503)
+_EXTERNAL: Any = None  # corral.actions.external.to_external, once a request needed it
 
 
 class HandOff:
@@ -59,7 +60,11 @@ def to_application(conn: HttpConnection, exchange: Exchange, action: Any) -> boo
     address = routing.addresses.get(name)
     if address is not None and address.startswith(MARK):  # a program's: sent to it
         exchange.target = action.target
-        return _to_external()(conn, exchange, name)
+        speak = _EXTERNAL
+        if speak is None:
+            speak = _to_external()
+        result: bool = speak(conn, exchange, name)
+        return result
     if address is None:
         routing.log.warning("no hand-off address for application %r", name)
         return respond(conn, exchange, NO_ADDRESS)
@@ -79,7 +84,9 @@ def to_application(conn: HttpConnection, exchange: Exchange, action: Any) -> boo
 
 def _to_external() -> Any:
     """`corral.actions.external.to_external`, imported at the first request to a program (the
-    master imported it already when the configuration has any: `reach`)."""
+    master imported it already when the configuration has any: `reach`), and kept."""
+    global _EXTERNAL
     from corral.actions.external import to_external
 
+    _EXTERNAL = to_external
     return to_external

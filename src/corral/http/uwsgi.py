@@ -78,7 +78,7 @@ def _scheme(variables: dict[str, str]) -> str:
 class UwsgiParser(Parser):
     """Reads one uwsgi request (packet and body) and reports it to a sink."""
 
-    # what tells its connections apart (the WSGI adapter's environ, apps/wsgi/runner.py)
+    # what tells its listeners' plans apart (ListenerPlan.uwsgi: the WSGI adapter's environ)
     # without importing this module where no listener speaks uwsgi
     uwsgi = True
 

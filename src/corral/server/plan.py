@@ -67,6 +67,7 @@ class ListenerPlan:
         "steps",
         "tls",
         "tls_proxy",
+        "uwsgi",
     )
 
     def __init__(
@@ -89,6 +90,8 @@ class ListenerPlan:
     ) -> None:
         self.sockname = sockname  # the listener's address, known once per listener
         self.parser = parser  # the wire protocol's parser class
+        # whether it reads uwsgi packets (its class says so: http/uwsgi.py), for the adapter
+        self.uwsgi = getattr(parser, "uwsgi", False)
         self.forwarding = forwarding
         self.proxy = proxy
         self.routing = routing

@@ -323,7 +323,7 @@ class WsgiAdapter(Adapter):
         routed, never `forwarded`: the document refuses both) are the packet's vars."""
         sockname = conn.sockname
         key = sockname if isinstance(sockname, (tuple, str)) else None
-        uwsgi = getattr(type(conn.parser), "uwsgi", False)  # (http/uwsgi.py's)
+        uwsgi = conn.plan.uwsgi  # its listener's parser reads uwsgi packets (http/uwsgi.py)
         base = self._listener_environs.get(key)
         if base is None:
             base = self._listener_environs[key] = connection_environ(
