@@ -48,10 +48,37 @@ MASTER_SIDE = (
     "tempfile",
     "shlex",  # GUNICORN_CMD_ARGS
 )
-# The worker's import graph (actions/, server/, apps/, tls/ through server/renewal.py, php.apps
-# through the compiled actions) is being made lazy on its own: its modules join this list
-# there (corral.php.apps, corral.php.site, corral.fastcgi, corral.tls.context, ...).
-WORKER_SIDE: tuple[str, ...] = ()
+# The worker's own subsystems (its graph is lazy too: tests/unit/test_worker_imports.py runs a
+# worker alone): neither the master nor its worker of a plain application imports them.
+WORKER_SIDE = (
+    "corral.php",  # php applications (the FastCGI speaker, the sites)
+    "corral.fastcgi",
+    "corral.tls",  # a listener with TLS: its contexts, sessions, renewals, door
+    "corral.server.tlsdoor",
+    "corral.server.tlstransport",
+    "corral.actions.application",  # routes: each kind of action's handler
+    "corral.actions.external",
+    "corral.actions.fastcgi",
+    "corral.actions.limited",
+    "corral.actions.proxy",
+    "corral.actions.proxy_head",
+    "corral.actions.share",
+    "corral.actions.upstreams",
+    "corral.http.upstream",
+    "corral.server.routed",  # routes and hand-offs
+    "corral.server.handoff",
+    "corral.server.relay",
+    "corral.static.answer",  # shares: the file engine
+    "corral.static.files",
+    "corral.static.mime",
+    "corral.static.opener",
+    "corral.apps.asgi",  # the other interface's adapter
+    "corral.http.uwsgi",  # a uwsgi listener
+    "ctypes",  # request_timeout's watchdog, the static opener
+    "mimetypes",
+    "sysconfig",  # a home virtualenv, an application that failed to import
+    "httptools",  # an absolute-form request target
+)
 
 
 def imported_modules(stderr: str) -> set[str]:
