@@ -39,6 +39,9 @@ MASTER_SIDE = (
     "corral.external.languages",  # perl, ruby, java applications
     "corral.php.command",  # php applications: php-fpm's configuration and command
     "corral.php.fpm",
+    "corral.routing",  # routes or upstreams, or a listener passing to them
+    "corral.filters.connlimit",  # limit_conn, limit_concurrency_total
+    "corral.filters.ratelimit",  # rate_limit
     "corral.tls.store",  # a listener with tls (the settings' files, the store's names)
     "corral.tls.bundle",
     "shutil",  # (bz2, lzma) argparse's terminal width, php-fpm's lookup

@@ -338,7 +338,9 @@ def validate_document(data: Any) -> Document:
             raise ConfigError(f"{where}: expected a name of letters, digits, '_', '.' and '-'")
         applications[name] = _application(raw, where)
     routes, upstreams = top.get("routes", UNSET), top.get("upstreams", {})
-    router = _router(routes, applications, upstreams)  # (upstreams checked even without routes)
+    # the routes and upstreams checked first, whether a listener passes to them or not; without
+    # either, a listener's pass to them compiles the empty table (corral.routing, imported then)
+    router = _router(routes, applications, upstreams) if routes is not UNSET or upstreams else None
     listeners: dict[str, Listener] = {}
     for key, raw in _object(top.get("listeners", {}), "$.listeners").items():
         where = f"$.listeners{member(key)}"
@@ -362,6 +364,8 @@ def validate_document(data: Any) -> Document:
                     f"{where}.pass: expected an application (defined: {names}), got {show(target)}"
                 )
         else:
+            if router is None:
+                router = _router(routes, applications, upstreams)
             _route_check(lambda r=router, t=target, w=where: r.check_pass(t, f"{w}.pass"))  # type: ignore[misc]
         if listener.forwarded is not UNSET:
             _check_forwarded(listener.forwarded, f"{where}.forwarded")

@@ -11,13 +11,15 @@ table, whatever the worker was doing when it died, and the seat is free again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from corral.config import Document
 from corral.config.listener_limits import ConnLimit
-from corral.filters.connlimit import WHOLE, WORD_BYTES, ConnTable
+
+if TYPE_CHECKING:  # (the tables' module is imported with the first table: a limit configured)
+    from corral.filters.connlimit import ConnTable
 
 __all__ = ["conn_limits", "seat_of", "take_seat", "total_table"]
 
@@ -53,7 +55,7 @@ def conn_limits(doc: Document, addresses: Any) -> dict[str, tuple[ConnTable, int
         if isinstance(limit, msgspec.UnsetType):
             continue
         key = (address, limit, seats)
-        table = made[key] = _kept.get(key) or _made(ConnTable(limit.table_size, seats))
+        table = made[key] = _kept.get(key) or _made(limit.table_size, seats)
         found[address] = (table, limit.connections, limit.status)
     _kept = made
     return found
@@ -66,11 +68,16 @@ def total_table(doc: Document) -> ConnTable | None:
         return None
     seats = seats_for(doc)
     if _total is None or _total.seats < seats:
-        _total = _made(ConnTable((seats + 1) * WORD_BYTES, seats))
+        from corral.filters.connlimit import WORD_BYTES
+
+        _total = _made((seats + 1) * WORD_BYTES, seats)
     return _total
 
 
-def _made(table: ConnTable) -> ConnTable:
+def _made(size: int, seats: int) -> ConnTable:
+    from corral.filters.connlimit import ConnTable
+
+    table = ConnTable(size, seats)
     _tables.append(table)
     return table
 
@@ -105,4 +112,8 @@ def free_seat(pid: int | None, seat: int | None = None) -> None:
 
 def whole_count() -> int:
     """The connections counted by `limit_concurrency_total` now (for tests and the API)."""
-    return 0 if _total is None else _total.count(WHOLE)
+    if _total is None:
+        return 0
+    from corral.filters.connlimit import WHOLE
+
+    return _total.count(WHOLE)

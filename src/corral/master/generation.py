@@ -26,7 +26,6 @@ from corral.config.app_types import runs_in_workers
 from corral.config.gate_routes import gate_of
 from corral.config.listener_tls import Tls
 from corral.config.php_keys import is_php
-from corral.external.kinds import kind_of
 from corral.jsonpath import member
 from corral.master.connlimits import conn_limits, total_table
 from corral.master.identity import Identity
@@ -296,8 +295,11 @@ class Generation:
         apps = doc.applications
         self.pools = {n: Pool(n, doc) for n, app in apps.items() if runs_in_workers(app)}
         for app in doc.applications.values():  # its user and group resolved now, as a pool's
-            if kind_of(app):
-                Identity(app.user, app.group)
+            if not runs_in_workers(app):  # (a supervised program's: corral.external's kinds)
+                from corral.external.kinds import kind_of
+
+                if kind_of(app):
+                    Identity(app.user, app.group)
         if not self.pools and doc.listeners:
             self.pools[ROUTES_POOL] = Pool(ROUTES_POOL, doc, ROUTES_APPLICATION)
         self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor

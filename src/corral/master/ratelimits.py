@@ -5,14 +5,15 @@ place, so that a reload or a change elsewhere in the document forgets no client'
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from corral.config import Document
 from corral.config.listener_limits import RateLimit, interval_of, key_of
-from corral.filters.ratelimit import Limiter, RateTable
-from corral.routing.compiler import route_tables
+
+if TYPE_CHECKING:  # (imported with the first limiter; the routes' walk only for routes)
+    from corral.filters.ratelimit import Limiter
 
 # the limiters of the last generation, by their place (a listener's address, a step's JSON
 # path) and limit
@@ -27,6 +28,8 @@ def limiters(doc: Document, addresses: Any) -> tuple[dict[str, Limiter], dict[st
     made: dict[tuple[str, RateLimit], Limiter] = {}
 
     def limiter(place: str, limit: RateLimit) -> Limiter:
+        from corral.filters.ratelimit import Limiter, RateTable
+
         key = (place, limit)
         found = made[key] = _kept.get(key) or Limiter(
             RateTable(limit.table_size),
@@ -45,12 +48,16 @@ def limiters(doc: Document, addresses: Any) -> tuple[dict[str, Limiter], dict[st
     }
     by_step = {}
     routes = None if isinstance(doc.routes, msgspec.UnsetType) else doc.routes
-    for _, path, steps in route_tables(routes):
-        for i, step in enumerate(steps):
-            action = step.get("action") if isinstance(step, dict) else None
-            if isinstance(action, dict) and "rate_limit" in action:
-                where = f"{path}[{i}].action.rate_limit"
-                by_step[where] = limiter(where, msgspec.convert(action["rate_limit"], RateLimit))
+    if routes is not None:  # (the walk of the routes' tables imports the route compiler)
+        from corral.routing.compiler import route_tables
+
+        for _, path, steps in route_tables(routes):
+            for i, step in enumerate(steps):
+                action = step.get("action") if isinstance(step, dict) else None
+                if isinstance(action, dict) and "rate_limit" in action:
+                    where = f"{path}[{i}].action.rate_limit"
+                    limit = msgspec.convert(action["rate_limit"], RateLimit)
+                    by_step[where] = limiter(where, limit)
     # the others stay mapped in the workers that have them, and here while a pool holds them
     _kept = made
     return by_address, by_step
