@@ -72,9 +72,10 @@ def prepare(pool: Any) -> None:
     """In a fork's child, before it switches to the worker's user (a worker that does not
     switch imports each module when it needs it): what the worker will import (`modules_for`)
     and what its rarer paths do (why an application could not import: sysconfig; its live
-    stacks: json), while the interpreter's files are readable."""
+    stacks: json; a spooled body: tempfile; an absolute-form target: httptools), while the
+    interpreter's files are readable."""
     identity = pool.identity
     if identity.uid is None and identity.gid is None:
         return
-    for name in [*modules_for(pool), "sysconfig", "json"]:
+    for name in [*modules_for(pool), "sysconfig", "json", "tempfile", "httptools"]:
         importlib.import_module(name)
