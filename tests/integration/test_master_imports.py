@@ -39,6 +39,8 @@ MASTER_SIDE = (
     "corral.external.languages",  # perl, ruby, java applications
     "corral.php.command",  # php applications: php-fpm's configuration and command
     "corral.php.fpm",
+    "corral.observe.accesslog",  # --access-logfile
+    "pathlib",  # --reload's file patterns
     "corral.routing",  # routes or upstreams, or a listener passing to them
     "corral.filters.connlimit",  # limit_conn, limit_concurrency_total
     "corral.filters.ratelimit",  # rate_limit

@@ -856,6 +856,16 @@ def test_unit_access_log_formats_translate_to_ours() -> None:
             from_unit_format(bad)
 
 
+def test_the_default_access_log_format_compiles() -> None:
+    """parse_access_format and the document's check take it as it is, without compiling it
+    (a server without an access log never imports corral.observe.accesslog)."""
+    from corral.config.values import DEFAULT_ACCESS_LOGFORMAT
+    from corral.observe.accesslog import compile_format, from_unit_format
+
+    assert compile_format(from_unit_format(DEFAULT_ACCESS_LOGFORMAT)) is not None
+    assert load(["app"]).access_logformat == DEFAULT_ACCESS_LOGFORMAT
+
+
 def test_shares_in_named_route_tables_are_served_and_said_nothing_of() -> None:
     """Shares are served (corral.actions.share): `unserved` has nothing to say of them, in
     any table."""

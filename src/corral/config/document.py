@@ -49,7 +49,7 @@ from corral.config.suggest import did_you_mean
 from corral.config.targets import _CALLABLE, _MODULE, _PREFIX, EntryPoint, Target
 from corral.config.targets import entry_points as _entry_points
 from corral.config.targets import target_names as _target_names
-from corral.config.values import Processes, describe, parse_mode
+from corral.config.values import DEFAULT_ACCESS_LOGFORMAT, Processes, describe, parse_mode
 from corral.interpreter.limits import unshared_limit
 from corral.jsonpath import member
 
@@ -382,7 +382,8 @@ def validate_document(data: Any) -> Document:
         expected = 'expected a path or an object {"path", "format"}'
         raise ConfigError(f"$.access_log: {expected}, got {show(access_log)}")
     access = _struct(access_log, AccessLog, "$.access_log")
-    _check_access_format(access.format)
+    if access.format != DEFAULT_ACCESS_LOGFORMAT:  # (see parse_access_format)
+        _check_access_format(access.format)
     for name, app in applications.items():
         if php_keys.is_php(app):  # (its limits are php-fpm's: php/fpm.py)
             continue

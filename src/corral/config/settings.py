@@ -41,6 +41,7 @@ from corral.config.listening import (
 from corral.config.values import (
     ABSOLUTE_PATH,
     APP_EXPECT,
+    DEFAULT_ACCESS_LOGFORMAT,
     HEADER_VALUE,
     HEALTH_PATH,
     LIMIT_ZERO,
@@ -84,8 +85,6 @@ from corral.config.values import (
 )
 
 __all__ = ["BY_NAME", "SECTIONS", "SETTINGS", "Action", "Scope", "Setting"]
-
-DEFAULT_ACCESS_LOGFORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 
 
 class Scope(enum.StrEnum):

@@ -31,6 +31,7 @@ from corral.config.errors import Invalid, show
 __all__ = [
     "ABSOLUTE_PATH",
     "APP_EXPECT",
+    "DEFAULT_ACCESS_LOGFORMAT",
     "HEADER_VALUE",
     "HEALTH_PATH",
     "LIMIT_ZERO",
@@ -450,7 +451,13 @@ def parse_env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
     return env
 
 
+# Apache's combined format, in Gunicorn's atoms: the default of access_logformat
+DEFAULT_ACCESS_LOGFORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
+
+
 def parse_access_format(value: str) -> str:
+    if value == DEFAULT_ACCESS_LOGFORMAT:  # (it compiles: a test says so) without the module
+        return value  # of the access log, which a server without one never imports
     from corral.observe.accesslog import FormatError, compile_format, from_unit_format
 
     try:

@@ -18,7 +18,6 @@ old one, and its log says where they came from.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -138,6 +137,8 @@ def start_new_master(
     ``activated``: who gave the sockets, when they came from systemd socket activation
     ("systemd") or Uvicorn's --fd ("--fd 3"), as the log says it.
     """
+    import json  # (here: most masters are never upgraded)
+
     parent = os.getpid()
     env = dict(os.environ)
     env[ENV_LISTENERS] = json.dumps({address: s.fileno() for address, s in sockets.items()})
@@ -169,6 +170,8 @@ def take_inherited_listeners() -> dict[str, socket.socket]:
     text = os.environ.pop(ENV_LISTENERS, None)
     if not text:
         return {}
+    import json
+
     sockets: dict[str, socket.socket] = {}
     with contextlib.suppress(ValueError, TypeError):
         for address, fd in json.loads(text).items():

@@ -15,7 +15,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -90,6 +89,8 @@ def matches(path: str, globs: Iterable[str], directories: bool = False) -> bool:
     """Whether ``path`` matches one of ``globs`` as pathlib matches (from the right: ``*.html``,
     ``templates/*.txt``, an absolute ``/srv/app/tmp``), or with ``directories`` whether one of
     the directories it is in does (``node_modules``: everything under one)."""
+    from pathlib import PurePath  # (--reload and reload_exclude only)
+
     pure = PurePath(path)
     candidates = (pure, *pure.parents) if directories else (pure,)
     return any(p.name and p.match(glob) for glob in globs for p in candidates)
