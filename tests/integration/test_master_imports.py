@@ -36,6 +36,8 @@ MASTER_SIDE = (
     "corral.master.emperor",  # --emperor
     "corral.interpreter.handover",  # an application whose `home` another Python made
     "corral.interpreter.spawned",
+    "corral.external.kinds",  # a program the master supervises (external, php, languages)
+    "corral.external.command",
     "corral.external.languages",  # perl, ruby, java applications
     "corral.php.command",  # php applications: php-fpm's configuration and command
     "corral.php.fpm",

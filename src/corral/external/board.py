@@ -16,7 +16,6 @@ read of 8 bytes, not a parse).
 from __future__ import annotations
 
 import itertools
-import json
 import mmap
 import os
 import struct
@@ -50,6 +49,8 @@ class Board:
 
     def publish(self, table: dict[str, list[str]]) -> None:
         """The master's: ``table`` becomes what the workers read."""
+        import json  # (here and in _reread: a server without external programs never needs it)
+
         data = json.dumps(table, separators=(",", ":")).encode()
         if _HEAD.size + len(data) > SIZE:
             raise ValueError(f"too many external addresses for the board ({len(data)} bytes)")
@@ -79,7 +80,9 @@ class Board:
             turns = self._turns[name] = itertools.cycle(addresses)
         return next(turns)
 
-    def _reread(self) -> None:
+    def _reread(self) -> None:  # (when the board changed: not per request)
+        import json
+
         for _ in range(_TRIES):
             counter, length = _HEAD.unpack_from(self._page, 0)
             if counter % 2:

@@ -26,9 +26,8 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from corral.config.app_types import pool_size
+from corral.config.app_types import pool_size, runs_in_workers
 from corral.external.board import board
-from corral.external.kinds import Kind, Place, kind_of
 from corral.master.identity import Identity
 from corral.master.lifecycle import Backoff
 from corral.master.process import cpu_seconds, rss_mib
@@ -39,10 +38,21 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from corral.config import Document
+    from corral.external.kinds import Kind, Place
     from corral.master.events import Events
     from corral.master.generation import Generations
 
 __all__ = ["ExternalPool", "ExternalProcess", "Externals"]
+
+
+def _kind(app: Any) -> Kind | None:
+    """What runs ``app`` when a supervised program does (`corral.external.kinds`, imported
+    for the first such application: a master of Python applications only never needs it)."""
+    if runs_in_workers(app):
+        return None
+    from corral.external.kinds import kind_of
+
+    return kind_of(app)
 
 
 class ExternalPool:
@@ -126,7 +136,7 @@ class Externals:
         ``restart`` names (None: all, as a reload does) restart even unchanged."""
         if self.stopping:
             return
-        wanted = {name: app for name, app in doc.applications.items() if kind_of(app)}
+        wanted = {name: app for name, app in doc.applications.items() if _kind(app)}
         replaced: dict[str, ExternalPool] = {}
         for name, pool in list(self.pools.items()):
             asked = restart is None or name in restart
@@ -143,7 +153,7 @@ class Externals:
         for name, app in wanted.items():
             if name in self.pools:
                 continue
-            kind = kind_of(app)
+            kind = _kind(app)
             assert kind is not None
             pool = self.pools[name] = ExternalPool(name, app, kind)
             pool.replaces = replaced.get(name)
