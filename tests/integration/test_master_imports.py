@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.integration.server import Server, http_get, run_cli
 
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
@@ -92,21 +94,31 @@ def imported_modules(stderr: str) -> set[str]:
     return {match.group(1) for line in stderr.splitlines() if (match := IMPORTED.match(line))}
 
 
-def unwanted(found: set[str]) -> list[str]:
-    names = MASTER_SIDE + WORKER_SIDE
+def unwanted(found: set[str], allowed: tuple[str, ...] = ()) -> list[str]:
+    names = [name for name in MASTER_SIDE + WORKER_SIDE if name not in allowed]
     return sorted(m for m in found if any(m == n or m.startswith(n + ".") for n in names))
 
 
-def test_a_plain_wsgi_master_imports_no_subsystem_it_does_not_use():
+@pytest.mark.parametrize("interface", ["wsgi", "auto"])
+def test_a_plain_wsgi_master_imports_no_subsystem_it_does_not_use(interface):
+    """The adapter the workers run is imported by the master before it forks them (its pages
+    shared: server/needs.py's `share`); with ``interface`` auto, both, the application not being
+    imported until the worker's start."""
     with Server(
-        "basic:application", workers=1, env={"PYTHONPROFILEIMPORTTIME": "1"}, log_level="info"
+        "basic:application",
+        "--interface",
+        interface,
+        workers=1,
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+        log_level="info",
     ) as server:
         status, body = http_get(server, "/")
         assert status == 200 and body == b"Hello, world!"
         assert server.stop() == 0
     found = imported_modules(server.stderr)
     assert {"corral.cli", "corral.master.arbiter", "corral.server.worker"} <= found
-    assert not unwanted(found), unwanted(found)
+    allowed = ("corral.apps.asgi",) if interface == "auto" else ()
+    assert not unwanted(found, allowed), unwanted(found, allowed)
 
 
 def test_the_configuration_alone_imports_no_subsystem_it_does_not_use():

@@ -35,6 +35,7 @@ from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.renewal import orders_pair
 from corral.master.timeouts import Timeouts
+from corral.server.needs import share
 from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
 
@@ -121,6 +122,7 @@ class Supervisor:
         orders, worker_orders = orders_pair()  # master/renewal.py
         max_requests = draw_max_requests(pool.application)
         self._hooks.call("pre_fork", self._hooks.new_worker(pool))
+        share(pool)  # what the worker imports, imported here once: its pages are shared
         sys.stdout.flush()
         sys.stderr.flush()
         # Until the worker sets its own, the child has the master's signal handlers, which
