@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-__all__ = ["ClientCertificate", "Tls", "TlsSession"]
+__all__ = ["ClientCertificate", "Tls", "TlsSession", "settings_files"]
 
 _CERTIFICATE = Annotated[str, Meta(min_length=1)]
+
+
+def settings_files(settings: Any) -> list[str]:
+    """The files the TLS settings name (``certfile``, ``keyfile``, ``ca_certs``): the master
+    watches them as touch-reload files, so that a certificate an ACME client renews (certbot
+    writes new files) is served without a HUP. Here, not in `corral.tls`, so that a server
+    without TLS tells it without importing that package (a master's modules are every forked
+    worker's memory too)."""
+    return [path for path in (settings.certfile, settings.keyfile, settings.ca_certs) if path]
+
+
 TICKET_KEY_SIZES = (48, 80)  # bytes: the two sizes of OpenSSL's session ticket keys
 
 

@@ -54,6 +54,7 @@ from typing import Any
 
 from corral import __version__, core
 from corral.config import Document
+from corral.config.listener_tls import settings_files
 from corral.external.supervisor import Externals
 from corral.hooks import Hooks
 from corral.master import child, systemd
@@ -66,7 +67,7 @@ from corral.master.reload import Reloads
 from corral.master.stopping import Stop
 from corral.master.supervisor import Supervisor
 from corral.master.upgrade import Upgrade
-from corral.master.watch import SourceWatcher, TouchedFiles, tls_files, watch_sources
+from corral.master.watch import SourceWatcher, TouchedFiles, watch_sources
 from corral.observe.errorlog import logging_changed, reopen_error_log, setup_logging
 
 EXIT_CONFIG = 2
@@ -85,7 +86,7 @@ class Arbiter:
         self.events = Events()  # the recent ones, for the control API
         self.all_ready = False  # start-up is complete: every pool was ready once
         self.started: Callable[[], None] | None = None  # called once start-up is complete
-        self.touched = TouchedFiles([*doc.settings.touch_reload, *tls_files(doc.settings)])
+        self.touched = TouchedFiles([*doc.settings.touch_reload, *settings_files(doc.settings)])
         self.watcher: SourceWatcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooks = Hooks(self)  # loaded by serve(), once chdir and pythonpath apply
@@ -364,7 +365,7 @@ class Arbiter:
                 setup_logging(gen.settings)
             except ValueError as exc:
                 self.log.error("--log-config: %s; the error log is corral's own", exc)
-        self.touched = TouchedFiles([*gen.settings.touch_reload, *tls_files(gen.settings)])
+        self.touched = TouchedFiles([*gen.settings.touch_reload, *settings_files(gen.settings)])
         self.externals.update(gen.doc, gen.restart)  # an unchanged one serves on
         title = gen.settings.proc_name or gen.app_name or "corral"
         if title != self.title_name:

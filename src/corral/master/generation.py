@@ -24,7 +24,7 @@ import msgspec
 from corral.config import Application, Document
 from corral.config.app_types import runs_in_workers
 from corral.config.gate_routes import gate_of
-from corral.config.listener_tls import Tls
+from corral.config.listener_tls import Tls, settings_files
 from corral.config.php_keys import is_php
 from corral.jsonpath import member
 from corral.master.connlimits import conn_limits, total_table
@@ -232,8 +232,7 @@ def _served(doc: Document, addresses: Iterable[str], certificates: Any) -> dict[
 def _has_tls(doc: Document, addresses: Iterable[str]) -> bool:
     """Whether the settings name TLS files or an HTTP listener among ``addresses`` a `tls`
     (what `_served` reads, or refuses)."""
-    settings = doc.settings
-    if any(getattr(settings, name) is not None for name in ("certfile", "keyfile", "ca_certs")):
+    if settings_files(doc.settings):
         return True
     return any(
         isinstance(doc.listeners[address].tls, Tls) or doc.listeners[address].tls is True

@@ -34,6 +34,7 @@ from corral.apps.loader import (
 )
 from corral.config import Document
 from corral.config.app_types import runs_in_workers
+from corral.config.listener_tls import settings_files
 from corral.config.unserved import unserved
 from corral.hooks import Hooks
 from corral.master import renewal, systemd
@@ -56,7 +57,7 @@ from corral.master.listeners import (
     handoff_address,
 )
 from corral.master.supervisor import Supervisor
-from corral.master.watch import ConfigContent, tls_files
+from corral.master.watch import ConfigContent
 
 Renew = Literal["never", "allowed", "only"]  # see Reloads.reload
 
@@ -151,7 +152,7 @@ class Reloads:
 
     def touched(self, path: str) -> None:
         """A watched file changed: a certificate's renews, a ``touch_reload`` one reloads."""
-        tls = path in tls_files(self.generations.current.settings)
+        tls = path in settings_files(self.generations.current.settings)
         self.reload(f"{path} was touched", "only" if tls else "never")
 
     def _reread(self) -> Document:

@@ -21,17 +21,6 @@ if TYPE_CHECKING:
     from corral.master.generation import Generation
 
 
-def tls_files(settings: Any) -> list[str]:
-    """The TLS settings' files, watched as touch-reload files so that renewed certificates are
-    served without a HUP (`corral.tls.served.watched_files`; `corral.tls` is imported only
-    for settings that name one: a master's modules are its forked workers' memory too)."""
-    if settings.certfile is None and settings.keyfile is None and settings.ca_certs is None:
-        return []
-    from corral.tls.served import watched_files
-
-    return watched_files(settings)
-
-
 class TouchedFiles:
     def __init__(self, paths: Iterable[str]) -> None:
         self._mtimes = {path: _mtime(path) for path in paths}

@@ -30,7 +30,6 @@ __all__ = [
     "TlsError",
     "settings_tls",
     "store_tls",
-    "watched_files",
 ]
 
 VERIFY_NAMES = ("none", "optional", "required")  # cert_reqs 0, 1, 2
@@ -104,12 +103,6 @@ class Renewal:
     def decode(data: bytes) -> Renewal:
         """(msgspec.ValidationError, a ValueError, for what is not a renewal.)"""
         return msgspec.msgpack.decode(data, type=Renewal)
-
-
-def watched_files(settings: Any) -> list[str]:
-    """The TLS settings' files: the master watches them as touch-reload files, so that a
-    certificate an ACME client renews (certbot writes new files) is served without a HUP."""
-    return [path for path in (settings.certfile, settings.keyfile, settings.ca_certs) if path]
 
 
 def settings_tls(settings: Any) -> ListenerTls | None:
