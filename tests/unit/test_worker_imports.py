@@ -234,10 +234,9 @@ application = SimpleNamespace(interface="wsgi", protocol=None, request_timeout=0
 pool = SimpleNamespace(
     name="app", application=application, listeners=[plain, tls, uwsgi], board=None,
     handoff=None, router=None, total_conns=None,
-    identity=SimpleNamespace(uid=65534, gid=None),  # (a worker that switches user)
 )
 before = set(sys.modules)
-needs.prepare(pool)
+needs.share(pool)  # (the master's, before it forks the pool's workers)
 loaded["listeners"] = sorted(set(sys.modules) - before)
 
 from corral.actions.external import speaker

@@ -1,12 +1,13 @@
 """What a worker imports beyond every worker's, from its pool's configuration (`modules_for`),
-and the import of it in a fork's child before the worker's user switch (`prepare`).
+imported by the master before it forks the worker (`share`); and what a worker's rarer paths
+import, imported in a fork's child before the worker's user switch (`prepare`).
 
 A worker imports a subsystem where its configuration first uses it (server/worker.py,
 server/plan.py, server/adapters.py, server/routed.py, corral.actions): a plain worker never
 imports routes, TLS, the filters or the other interface's adapter, whose modules would cost
 every worker their memory. A worker that switches to another user may no longer read the
-interpreter's files (root's pyenv) by the time it needs one: `prepare` imports them first
-(with ``interface`` auto, both adapters: the application is not imported yet).
+interpreter's files (root's pyenv) by the time it needs one: what its configuration uses is the
+master's already, and `prepare` imports the rest first.
 """
 
 from __future__ import annotations
@@ -82,12 +83,12 @@ def share(pool: Any) -> None:
 
 def prepare(pool: Any) -> None:
     """In a fork's child, before it switches to the worker's user (a worker that does not
-    switch imports each module when it needs it): what the worker will import (`modules_for`,
-    which `share` imported in the master already) and what its rarer paths do (why an
+    switch imports each module when it needs it): what its rarer paths import (why an
     application could not import: sysconfig; its live stacks: json; a spooled body: tempfile;
-    an absolute-form target: httptools), while the interpreter's files are readable."""
+    an absolute-form target: httptools), while the interpreter's files are readable. What its
+    configuration uses (`modules_for`) the master imported before the fork (`share`)."""
     identity = pool.identity
     if identity.uid is None and identity.gid is None:
         return
-    for name in [*modules_for(pool), "sysconfig", "json", "tempfile", "httptools"]:
+    for name in ("sysconfig", "json", "tempfile", "httptools"):
         importlib.import_module(name)
