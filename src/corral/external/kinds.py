@@ -20,6 +20,7 @@ application's ``processes``, as Starman's are). A type with a version (``"php 8.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -69,51 +70,19 @@ def external_command(name: str, app: Any, place: Place) -> Command:
     )
 
 
-# Each language's command and counts, imported at their first call (`corral.external.languages`
-# and `corral.php.command`, with hashlib, json and glob): every master imports this table, and
-# most run none of those kinds; a master's modules are every forked worker's memory too.
+def _at_call(module: str, name: str) -> Callable[..., Any]:
+    """``module``'s function ``name``, imported at its first call: a language's command and
+    counts (`corral.external.languages`, `corral.php.command`, with hashlib, json and glob)
+    are every master's import otherwise, and most run none of those kinds; a master's modules
+    are every forked worker's memory too."""
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    return call
 
 
-def _starman_command(name: str, app: Any, place: Place) -> Command:
-    from corral.external.languages import starman_command
-
-    return starman_command(name, app, place)
-
-
-def _starman_processes(app: Any) -> int:
-    from corral.external.languages import starman_processes
-
-    return starman_processes(app)
-
-
-def _starman_connections(app: Any) -> int:
-    from corral.external.languages import starman_connections
-
-    return starman_connections(app)
-
-
-def _puma_command(name: str, app: Any, place: Place) -> Command:
-    from corral.external.languages import puma_command
-
-    return puma_command(name, app, place)
-
-
-def _puma_connections(app: Any) -> int:
-    from corral.external.languages import puma_connections
-
-    return puma_connections(app)
-
-
-def _jetty_command(name: str, app: Any, place: Place) -> Command:
-    from corral.external.languages import jetty_command
-
-    return jetty_command(name, app, place)
-
-
-def _php_fpm_command(name: str, app: Any, place: Place) -> Command:
-    from corral.php.command import php_fpm_command
-
-    return php_fpm_command(name, app, place)
+_LANGUAGES = "corral.external.languages"
 
 
 def _external_listen(app: Any) -> Mode:
@@ -128,14 +97,25 @@ KINDS: dict[str, Kind] = {
     "nodejs": _EXTERNAL_KIND,
     "perl": Kind(
         lambda app: "fd",
-        _starman_command,
+        _at_call(_LANGUAGES, "starman_command"),
         "http",
-        processes=_starman_processes,
-        connections=_starman_connections,
+        processes=_at_call(_LANGUAGES, "starman_processes"),
+        connections=_at_call(_LANGUAGES, "starman_connections"),
     ),
-    "ruby": Kind(lambda app: "fd", _puma_command, "http", connections=_puma_connections),
-    "java": Kind(lambda app: "port", _jetty_command, "http"),
-    "php": Kind(lambda app: "unix", _php_fpm_command, "connect", "fastcgi", lambda app: 1),
+    "ruby": Kind(
+        lambda app: "fd",
+        _at_call(_LANGUAGES, "puma_command"),
+        "http",
+        connections=_at_call(_LANGUAGES, "puma_connections"),
+    ),
+    "java": Kind(lambda app: "port", _at_call(_LANGUAGES, "jetty_command"), "http"),
+    "php": Kind(
+        lambda app: "unix",
+        _at_call("corral.php.command", "php_fpm_command"),
+        "connect",
+        "fastcgi",
+        lambda app: 1,
+    ),
 }
 
 
