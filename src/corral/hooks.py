@@ -70,7 +70,9 @@ import sys
 import traceback
 from collections.abc import Callable
 from functools import cached_property
+from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
 
 from corral.observe.errorlog import LOGGER_NAME
 
@@ -390,8 +392,6 @@ class ResponseView:
 
 
 def _phrase(code: int) -> str:
-    from http import HTTPStatus  # (a request's, with Gunicorn's request hooks only)
-
     try:
         return HTTPStatus(code).phrase
     except ValueError:
@@ -400,8 +400,6 @@ def _phrase(code: int) -> str:
 
 def _split_uri(uri: str) -> tuple[str, str, str]:
     """Path, query and fragment, as Gunicorn splits a request target."""
-    from urllib.parse import urlsplit  # (with Gunicorn's request hooks only)
-
     if uri.startswith("//"):  # a path, not a network location
         parts = urlsplit("." + uri)
         return parts.path[1:], parts.query, parts.fragment
