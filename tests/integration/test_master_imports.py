@@ -99,25 +99,41 @@ def unwanted(found: set[str], allowed: tuple[str, ...] = ()) -> list[str]:
     return sorted(m for m in found if any(m == n or m.startswith(n + ".") for n in names))
 
 
-@pytest.mark.parametrize("interface", ["wsgi", "auto"])
-def test_a_plain_wsgi_master_imports_no_subsystem_it_does_not_use(interface):
+@pytest.mark.parametrize(
+    ("interface", "flags"),
+    [
+        ("wsgi", ()),
+        ("auto", ()),
+        ("auto", ("--preload",)),
+        ("auto", ("-k", "uvicorn.workers.UvicornWorker")),
+    ],
+)
+def test_a_plain_wsgi_master_imports_no_subsystem_it_does_not_use(interface, flags):
     """The adapter the workers run is imported by the master before it forks them (its pages
-    shared: server/needs.py's `share`); with ``interface`` auto, both, the application not being
-    imported until the worker's start."""
+    shared: server/needs.py's `share`); with ``interface`` auto, both while the application is
+    not imported (not preloaded), the one the application needs once it is, the ASGI one alone
+    with an ASGI worker class."""
+    asgi = "-k" in flags
+    app = "asgi_apps:both" if asgi else "basic:application"  # (both: which it was called as)
     with Server(
-        "basic:application",
+        app,
         "--interface",
         interface,
+        *flags,
         workers=1,
         env={"PYTHONPROFILEIMPORTTIME": "1"},
         log_level="info",
     ) as server:
         status, body = http_get(server, "/")
-        assert status == 200 and body == b"Hello, world!"
+        assert (status, body) == (200, b"asgi" if asgi else b"Hello, world!")
         assert server.stop() == 0
     found = imported_modules(server.stderr)
     assert {"corral.cli", "corral.master.arbiter", "corral.server.worker"} <= found
-    allowed = ("corral.apps.asgi",) if interface == "auto" else ()
+    if asgi:
+        assert "corral.apps.asgi.adapter" in found
+        assert "corral.apps.wsgi.runner" not in found
+        return
+    allowed = ("corral.apps.asgi",) if (interface, flags) == ("auto", ()) else ()
     assert not unwanted(found, allowed), unwanted(found, allowed)
 
 

@@ -18,20 +18,19 @@ from typing import Any
 
 from corral.server.adapters import MODULES as ADAPTER_MODULES
 
-__all__ = ["modules_for", "prepare"]
+__all__ = ["interfaces", "modules_for", "prepare", "share"]
 
 
 def modules_for(pool: Any) -> list[str]:
     """The modules a worker of ``pool`` (corral.master.generation.Pool: its application,
     listeners, routes and sockets) imports as it starts and serves, beyond every worker's:
-    those of its interface (both while ``auto`` has not seen the application), of what its
+    those of its interface (`interfaces`), of what its
     listeners have (TLS, the PROXY protocol, ``forwarded``, uwsgi, limits, probes) and of its
     routes (the handlers of the kinds of action they give, the file engine for shares)."""
     application = pool.application
     names: list[str] = []
-    for kind in ("wsgi", "asgi"):
-        if application.interface in (kind, "auto"):
-            names += ADAPTER_MODULES[kind]
+    for kind in interfaces(pool):
+        names += ADAPTER_MODULES[kind]
     if application.request_timeout > 0:
         names += ["corral.apps.deadline", "ctypes"]
     if pool.board is not None:
@@ -70,11 +69,27 @@ def modules_for(pool: Any) -> list[str]:
     return names
 
 
+def interfaces(pool: Any) -> tuple[str, ...]:
+    """The interfaces a worker of ``pool`` may call its application by: the ``interface``
+    setting's, or with ``auto`` what the worker will choose (`choose_interface`) when the
+    master knows it already (an ASGI worker class, a preloaded application), else both."""
+    application = pool.application
+    if application.interface != "auto":
+        return (application.interface,)
+    if application.protocol == "asgi":
+        return ("asgi",)
+    if pool.loaded_app is not None:
+        from corral.apps.loader import choose_interface
+
+        return (choose_interface("auto", application.protocol, pool.loaded_app[0]),)
+    return ("wsgi", "asgi")
+
+
 def share(pool: Any) -> None:
     """In the master, before it forks a worker of ``pool``: what the worker will import
     (`modules_for`), imported once here, so that every worker maps the master's pages of those
     modules instead of importing a private copy after its fork (the WSGI adapter alone is
-    0.6 MiB). With ``interface`` auto both adapters: the application is not imported yet."""
+    0.6 MiB). With ``interface`` auto and the application not imported yet, both adapters."""
     for name in modules_for(pool):
         # (one that cannot be imported fails in the worker, which says so as a failed import)
         with contextlib.suppress(ImportError):
