@@ -10,6 +10,7 @@ control API's ``/status`` says the same of the whole server.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import threading
@@ -114,6 +115,27 @@ def test_a_term_turns_readiness_503_and_the_delay_serves_on_as_usual() -> None:
         assert server.proc.wait(timeout=10) == 0
         assert time.monotonic() - began >= 2.0
         assert "serving on for the shutdown delay (2 s)" in server.stderr
+
+
+def test_a_worker_that_dies_in_the_delay_is_replaced_and_drains_with_the_rest() -> None:
+    """The delay serves on as usual: a worker that dies is replaced (the only one here, so no
+    request would be answered until the end of the delay otherwise), its replacement answers
+    readiness 503 as the others, and drains when the delay ends."""
+    with Server(APP, "--health", "--shutdown-delay=4", workers=1) as server:
+        (first,) = server.worker_pids()
+        server.send(signal.SIGTERM)
+        wait_for(lambda: get(server.host, server.port, "/readyz")[0] == 503, timeout=1.0)
+        began = time.monotonic()
+        os.kill(first, signal.SIGKILL)
+        wait_for(lambda: server.worker_pids() not in ([], [first]), timeout=3.0)
+        (second,) = server.worker_pids()
+        server.wait_log(rf"worker 0 ready \(pid {second}")
+        status, headers, body = get(server.host, server.port, "/")
+        assert (status, body, headers["connection"]) == (200, b"app /", "close")
+        assert get(server.host, server.port, "/readyz")[:3:2] == (503, b"draining\n")
+        assert time.monotonic() - began < 3.0  # (within the delay)
+        assert server.proc.wait(timeout=10) == 0
+        assert "died: signal SIGKILL" in server.stderr
 
 
 @pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGQUIT])

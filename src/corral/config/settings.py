@@ -753,8 +753,8 @@ SETTINGS: tuple[Setting, ...] = (
         "its readiness probe already 503 (see `health`) and each answer closing its "
         "connection (a balancer's kept connections move to the other instances), before it "
         "stops accepting: the time a load balancer takes to notice and send no more "
-        "(Kubernetes: its endpoints' update). `graceful_timeout` runs after it. A second "
-        "TERM ends the delay.",
+        "(Kubernetes: its endpoints' update). A worker that dies meanwhile is replaced. "
+        "`graceful_timeout` runs after it. A second TERM ends the delay.",
         flags=("--shutdown-delay",), metavar="SECONDS",
     ),
     Setting(

@@ -132,9 +132,11 @@ class Exits:
         failed_to_load = code == EXIT_APP_LOAD and not self._started()
         # why it did not load, which the worker only sent (it logs no more than its traceback)
         because = f": {worker.failure}" if worker.failure else ""
+        # through the shutdown delay a worker of the current generation that dies is replaced
+        serving_on = supervisor.serving_on and gen is self._generations.current
         decision = lifecycle.after_exit(
             lifecycle.ExitFacts(
-                stopping=supervisor.stopping,
+                stopping=supervisor.stopping and not serving_on,
                 retiring=worker.retiring,
                 pending=gen is self._generations.pending,
                 failed_to_load=failed_to_load,
@@ -149,7 +151,7 @@ class Exits:
             )
         )
         if decision is Exit.LOG_ONLY:
-            if supervisor.stopping:
+            if supervisor.stopping and not serving_on:
                 log.debug("%s (pid %d) exited: %s", supervisor.who(slot, pool), pid, how)
                 return
             # it drained (TERM), so its last hb line, read by _last_words, has its final count

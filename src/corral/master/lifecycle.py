@@ -49,7 +49,7 @@ class Exit(enum.Enum):
 class ExitFacts:
     """What the master knows of a worker that exited."""
 
-    stopping: bool  # the server is stopping
+    stopping: bool  # the server is stopping (past its shutdown delay, which replaces workers)
     retiring: bool  # the master retired it (recycled, scaled down, old generation)
     pending: bool  # its generation is a reload that is not committed yet
     failed_to_load: bool  # it could not import the application, before all were ready once

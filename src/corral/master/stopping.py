@@ -110,6 +110,9 @@ class Stop:
         until = time.monotonic() + wait
         if wait > 0:
             self._log.info("serving on for the shutdown delay (%g s), readiness 503", wait)
+        supervisor = self._supervisor
+        told = set(supervisor.workers)  # (begin's signal): a worker started since is not
+        supervisor.serving_on = wait > 0  # a worker that dies meanwhile is replaced
         cut = None  # the signal the workers get when the delay is cut short
         while time.monotonic() < until:
             try:
@@ -122,9 +125,16 @@ class Stop:
                 self._log.info("%s: the shutdown delay ends now", signal.Signals(sig).name)
                 self.graceful, cut = ends
                 break
+        supervisor.serving_on = False
         self._close_doors()
         if cut is not None:  # the workers' own delay ends too
-            self._supervisor.signal_all(cut)
+            supervisor.signal_all(cut)
+            return
+        # a replacement's own delay began when it was ready, later: it drains now, as the
+        # others do (TERM ends one still starting)
+        for pid in supervisor.workers.keys() - told:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
 
     async def wait(self, signals: asyncio.Queue[int], reap: Callable[[], None]) -> None:
         """Until every worker and external program exited (killed past the grace), the

@@ -35,6 +35,7 @@ from corral.master.process import Tally, WorkerProcess
 from corral.master.recycling import draw_max_lifetime, draw_max_requests, recycle_reason
 from corral.master.renewal import orders_pair
 from corral.master.timeouts import Timeouts
+from corral.server.health import SERVER_STOPS
 from corral.server.needs import share
 from corral.wire import Abort, Beat, Closed, Message, Ready, Retire, Stuck
 
@@ -66,7 +67,10 @@ class Supervisor:
         # the workers wanted per application (TTIN and TTOU change it between generations)
         self.counts = {name: pool.workers for name, pool in generations.current.pools.items()}
         self.gone: dict[str, Tally] = {}  # what exited workers counted, by application
-        self.stopping = False  # the server stops: no worker starts any more
+        self.stopping = False  # the server stops: no worker starts any more...
+        # ...but through its shutdown delay, which serves on: a worker that dies is replaced
+        # (and told the server stops once it is ready)
+        self.serving_on = False
         # where a worker starts from before its application's own chdir, pythonpath and env
         self.start_cwd = os.getcwd()
         # what the master itself took of an application's environment at start-up (with one
@@ -115,7 +119,7 @@ class Supervisor:
     def spawn(
         self, gen: Generation, pool: Pool, slot: int, replaces: WorkerProcess | None = None
     ) -> WorkerProcess | None:
-        if self.stopping:
+        if self.stopping and not self.serving_on:
             return None
         read_fd, write_fd = os.pipe()
         stacks, worker_stacks = socket.socketpair()
@@ -247,6 +251,9 @@ class Supervisor:
     def _ready(self, worker: WorkerProcess) -> None:
         worker.ready = True
         self.timeouts.ready(worker)
+        if self.stopping:  # it replaced one that died in the shutdown delay: 503 as the rest
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, SERVER_STOPS)
         pool = worker.pool
         self._log.info(
             "%s ready (pid %d, generation %d)",
