@@ -12,6 +12,10 @@ server's whole process tree (master and workers): the sum of RSS (what the artic
 ``ps -eo fname,rss``), of PSS (``/proc/PID/smaps_rollup``: a shared page counted once across
 the processes that map it) and of USS (private pages: what a process alone would free). The
 ``hello`` cases run bench/apps/hello.py with one worker and give that worker's RSS and USS.
+A second table splits one worker's RSS of each case by where its pages come from
+(`mappings_of`): anonymous pages (the Python objects it inherited from its master or made),
+and the code and data pages of the interpreter, uvloop, corral's compiled modules, msgspec and
+OpenSSL it touched.
 
 Before the first case, corral's modules and the applications' are compiled to byte code, as
 an installed package's are (`compile_byte_code`).
@@ -84,6 +88,39 @@ def memory_of(pid: int) -> dict[str, int]:
     return {"rss": fields.get("Rss", 0), "pss": fields.get("Pss", 0), "uss": uss}
 
 
+# a worker's RSS by where its pages come from: anonymous pages (the Python objects it inherited
+# or made, whatever mapping holds them) and, per library, the code and data pages it touched
+CODE_GROUPS = (
+    ("libpython", "libpython"),
+    ("uvloop", "/uvloop/"),
+    ("corral (compiled)", "/corral/"),
+    ("msgspec", "/msgspec/"),
+    ("OpenSSL", "/libcrypto.so"),
+    ("OpenSSL", "/libssl.so"),
+)
+
+
+def mappings_of(pid: int) -> dict[str, int]:
+    """A process's RSS in KiB: ``anonymous``, then the file pages of each of `CODE_GROUPS`, the
+    rest as ``other files``."""
+    groups: dict[str, int] = {}
+    group = "other files"
+    with open(f"/proc/{pid}/smaps") as smaps:
+        for line in smaps:
+            head, _, rest = line.partition(" ")
+            if not head.endswith(":"):  # a mapping's first line: its range, ..., its path
+                path = line.split()[5] if len(line.split()) > 5 else ""
+                group = next((g for g, part in CODE_GROUPS if part in path), "other files")
+                continue
+            if head == "Rss:":
+                groups[group] = groups.get(group, 0) + int(rest.split()[0])
+            elif head == "Anonymous:":
+                kib = int(rest.split()[0])
+                groups[group] = groups.get(group, 0) - kib
+                groups["anonymous"] = groups.get("anonymous", 0) + kib
+    return groups
+
+
 def workers_of(root: int) -> list[int]:
     return [p["pid"] for p in run.proc_tree(root) if p["pid"] != root]
 
@@ -129,6 +166,7 @@ def measure(case: str, port: int, args: argparse.Namespace, out: Path) -> dict[s
             "master_rss_kib": each[server.proc.pid]["rss"],
             "worker_rss_kib": statistics.median(each[pid]["rss"] for pid in workers),
             "worker_uss_kib": statistics.median(each[pid]["uss"] for pid in workers),
+            "worker_mappings_kib": mappings_of(workers[0]),
         }
         before = set(workers)
         hup = time.monotonic()
@@ -173,11 +211,14 @@ def main() -> None:
             print(json.dumps(rows[case][-1]), flush=True)
     medians = {
         case: {
-            key: statistics.median(r[key] for r in results) for key in results[0] if key != "case"
+            key: statistics.median(r[key] for r in results)
+            for key in results[0]
+            if key not in ("case", "worker_mappings_kib")
         }
         for case, results in rows.items()
     }
     print(table(medians))
+    print(mapping_table(rows))
     if args.json:
         facts = {"machine": run.machine_info(), "date": time.strftime("%Y-%m-%d %H:%M UTC")}
         args.json.write_text(json.dumps({**facts, "rounds": rows, "medians": medians}, indent=2))
@@ -208,6 +249,22 @@ def table(medians: dict[str, dict[str, float]]) -> str:
             f"| {m['master_rss_kib'] / mib:.1f} | {m['worker_rss_kib'] / mib:.1f} "
             f"| {m['worker_uss_kib'] / mib:.1f} | {m['startup_s']:.2f} | {m['reload_s']:.2f} |"
         )
+    return "\n".join(lines)
+
+
+def mapping_table(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """One worker's RSS of each case by `mappings_of`'s groups, medians over the rounds."""
+    groups = ["anonymous", *dict.fromkeys(g for g, _ in CODE_GROUPS), "other files"]
+    lines = [
+        "| case (one worker), MiB | " + " | ".join(groups) + " | RSS |",
+        "| --- |" + " --- |" * (len(groups) + 1),
+    ]
+    for case, results in rows.items():
+        each = [
+            statistics.median(r["worker_mappings_kib"].get(g, 0) for r in results) for g in groups
+        ]
+        cells = " | ".join(f"{kib / 1024:.1f}" for kib in each)
+        lines.append(f"| {case} | {cells} | {sum(each) / 1024:.1f} |")
     return "\n".join(lines)
 
 
