@@ -467,6 +467,8 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
         finished = outcome(LlhttpParser, [data + b"\r\n\r\n"])
         if finished[1] is not None:
             return "llhttp refuses later in the request, and the input stops before"
+    if ours[1] == 501:
+        return "RFC 9112 6.1: a transfer coding before chunked is one corral does not implement"
     if ours_refused:
         # the bytes of the request corral refused: after the ones both parsed (llhttp's count)
         segment = data[message_end(data, index) :] if index else data

@@ -240,6 +240,11 @@ valid(
     parsed("POST", "/upload", [HOST, ("Transfer-Encoding", "Chunked")], body=b"ok", chunked=True),
 )
 valid(
+    "chunked_after_an_empty_list_element",  # (RFC 9110 5.6.1: an empty element is no coding)
+    req(POST, H, b"Transfer-Encoding: , chunked", body=b"2\r\nok\r\n0\r\n\r\n"),
+    parsed("POST", "/upload", [HOST, ("Transfer-Encoding", ", chunked")], body=b"ok", chunked=True),
+)
+valid(
     "chunked_empty_body",
     req(POST, H, TE, body=b"0\r\n\r\n"),
     parsed("POST", "/upload", [HOST, ("Transfer-Encoding", "chunked")], chunked=True),
@@ -673,6 +678,18 @@ invalid(
     req(POST, H, b"Transfer-Encoding: chunked, gzip", body=b"3\r\nabc\r\n0\r\n\r\n"),
     400,
     "RFC 9112 6.3 item 4: chunked must be the final coding",
+)
+invalid(
+    "te_gzip_then_chunked",
+    req(POST, H, b"Transfer-Encoding: gzip, chunked", body=b"3\r\nabc\r\n0\r\n\r\n"),
+    501,
+    "RFC 9112 6.1: a transfer coding the server does not implement (it decodes none)",
+)
+invalid(
+    "te_unknown_line_then_chunked",
+    req(POST, H, b"Transfer-Encoding: x-custom", b"Transfer-Encoding: chunked", body=b"0\r\n\r\n"),
+    501,
+    "RFC 9112 6.1: a coding before chunked, in a field line of its own",
 )
 invalid(
     "te_identity",

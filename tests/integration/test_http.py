@@ -745,6 +745,11 @@ SMUGGLING = {
     "te-gzip": POST_HEAD + b"Transfer-Encoding: gzip\r\n\r\n",
     "te-chunked-gzip": POST_HEAD + b"Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
     "te-xchunked": POST_HEAD + b"Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+    # a coding corral does not implement before chunked: the application would read gzip's
+    # bytes as the body (501, as nginx answers; RFC 9112 6.1)
+    "te-gzip-chunked": POST_HEAD + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+    "te-two-lines": POST_HEAD + b"Transfer-Encoding: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"0\r\n\r\n",
     "te-space-colon": POST_HEAD + b"Transfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n"
     b"0\r\n\r\n",
     "cl-space-colon": POST_HEAD + b"Content-Length : 5\r\n\r\n0\r\n\r\n",
@@ -767,7 +772,8 @@ def test_smuggling_vectors_refused_and_closed(server, name):
     with sock:
         sock.sendall(data)
         response = reader.response()
-        assert response.status == (505 if name == "http-2" else 400), response
+        want = {"http-2": 505, "te-gzip-chunked": 501, "te-two-lines": 501}.get(name, 400)
+        assert response.status == want, response
         assert b"smuggled" not in response.body
         reader.assert_closed()
     serves_normally(server)

@@ -188,6 +188,7 @@ cdef class RequestParser(Parser):
     cdef int _host_count
     cdef Py_ssize_t _trailers
     cdef bint _te
+    cdef bint _coded  # a transfer coding other than chunked (not implemented: 501)
     cdef bint _chunked
     cdef bint _expect
     cdef bint _close
@@ -223,6 +224,7 @@ cdef class RequestParser(Parser):
         self._has_length = False
         self._content_length = 0
         self._te = False
+        self._coded = False
         self._chunked = False
         self._expect = False
         self._close = False
@@ -511,6 +513,8 @@ cdef class RequestParser(Parser):
                 while stop < n and p[stop] != 44:
                     stop += 1
                 self._chunked = _element_is(p, start, stop, b"chunked", 7)
+                if not self._chunked and not _element_is(p, start, stop, b"", 0):
+                    self._coded = True
                 if stop == n:
                     break
                 start = stop + 1
@@ -556,6 +560,8 @@ cdef class RequestParser(Parser):
                 raise BadRequest("Transfer-Encoding whose final coding is not chunked")
             if version is V10:
                 raise BadRequest("Transfer-Encoding in an HTTP/1.0 request")
+            if self._coded:
+                raise HttpError("a transfer coding other than chunked", 501)
         if self._host_count != 1 and (self._host_count or version is V11):
             raise BadRequest("missing Host header" if not self._host_count else "repeated Host")
         cdef str method = self._method

@@ -20,7 +20,9 @@ What is refused, and why (RFC 9112 unless said):
   or CR is 400.
 - Content-Length that is not one run of digits, repeated, above 2^64 - 1, or beside
   Transfer-Encoding (6.3); Transfer-Encoding that is empty, whose final coding is not chunked,
-  that names a coding after chunked, or that comes in HTTP/1.0 (6.1); a chunk-size line other than
+  that names a coding after chunked, or that comes in HTTP/1.0 (6.1), and 501 when it names
+  a coding before chunked (``gzip, chunked``: corral decodes none, and the application would
+  read coded bytes as the body; 6.1's answer, and nginx's); a chunk-size line other than
   ``HEXDIG+ *( ";" token [ "=" ( token / quoted-string ) ] ) CRLF`` (7.1); chunk data not
   followed by CRLF.
 - Content-Length or Transfer-Encoding among the trailer fields (RFC 9110 6.5.1).
@@ -120,6 +122,7 @@ class RequestParser(Parser):
         "_body_seen",
         "_chunked",
         "_close",
+        "_coded",
         "_connection_upgrade",
         "_content_length",
         "_expect",
@@ -176,6 +179,7 @@ class RequestParser(Parser):
         self._host_count = 0
         self._content_length: int | None = None
         self._te = False
+        self._coded = False  # a transfer coding other than chunked (not implemented: 501)
         self._chunked = False
         self._expect = False
         self._close = False
@@ -429,7 +433,9 @@ class RequestParser(Parser):
             for coding in value.split(b","):
                 if self._chunked:
                     raise BadRequest("a transfer coding after chunked")
-                self._chunked = coding.strip(b" \t").lower() == b"chunked"
+                coding = coding.strip(b" \t").lower()
+                self._chunked = coding == b"chunked"
+                self._coded = self._coded or coding not in (b"chunked", b"")
         elif kind == _EXPECT:
             if value.lower() != b"100-continue":
                 raise HttpError("unsupported expectation", 417)
@@ -453,6 +459,8 @@ class RequestParser(Parser):
                 raise BadRequest("Transfer-Encoding whose final coding is not chunked")
             if version == "1.0":
                 raise BadRequest("Transfer-Encoding in an HTTP/1.0 request")
+            if self._coded:
+                raise HttpError("a transfer coding other than chunked", 501)
         if self._host_count != 1 and (self._host_count or version == "1.1"):
             raise BadRequest("missing Host header" if not self._host_count else "repeated Host")
         method = self._method
