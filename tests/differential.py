@@ -32,6 +32,7 @@ from typing import Any
 
 from corral.http.errors import HttpError
 from corral.http.head import Limits, RequestSink
+from corral.http.parser import _HOST_VALUE  # (the grammar the parser holds a Host to)
 from corral.server.handoff import message_end
 from tests.llhttp_oracle import RequestParser as LlhttpParser
 
@@ -243,7 +244,8 @@ def _request(choose: Chooser) -> bytes:
     )
     fields = []
     if choose.chance(0.9):
-        fields.append(b"Host" + b": " + choose.choice((b"example.com", b"h:80", b"", b"[::1]")))
+        hosts = (b"example.com", b"h:80", b"", b"[::1]", b"a b", b"h:8x", b"u@h", b"[::1")
+        fields.append(b"Host: " + choose.choice(hosts))
     if choose.chance(0.05):
         fields.append(b"Host: second")
     body = _body(choose) if choose.chance(0.4) else b""
@@ -489,6 +491,12 @@ def disagreement(data: bytes, ours: tuple, llhttp: tuple, core: type) -> str | N
             for line in segment.split(b"\n")
         ):
             return "RFC 9112 7.1.1: chunk extensions are limited (as a field is, by corral)"
+        if any(
+            _HOST_VALUE.fullmatch(line[5:].strip(b" \t")) is None
+            for line in segment.split(b"\r\n")
+            if line[:5].lower() == b"host:"
+        ):
+            return "RFC 9112 3.2: a Host value other than uri-host [':' port] is 400"
         if _EMPTY_EXTENSION.search(segment):
             return "RFC 9112 7.1.1: a chunk-ext-name is a token, its value a token or quoted-string"
         return "unexplained: corral refuses"

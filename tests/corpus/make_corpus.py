@@ -436,6 +436,16 @@ valid(
     parsed("GET", "/", [("Host", "")]),
 )
 valid(
+    "host_ip_literal_and_port",
+    req(b"GET / HTTP/1.1", b"Host: [::1]:8080"),
+    parsed("GET", "/", [("Host", "[::1]:8080")]),
+)
+valid(
+    "host_reg_name_characters",  # (RFC 3986 3.2.2: unreserved, sub-delims, pct-encoded)
+    req(b"GET / HTTP/1.1", b"Host: my_host-1.example~%41!$&'()*+,;=:"),
+    parsed("GET", "/", [("Host", "my_host-1.example~%41!$&'()*+,;=:")]),
+)
+valid(
     "expect_100_continue",
     req(POST, H, b"Expect: 100-continue", b"Content-Length: 5", body=b"hello"),
     parsed(
@@ -971,6 +981,42 @@ invalid(
     req(b"GET / HTTP/1.1", b"Accept: */*"),
     400,
     "RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host",
+)
+invalid(
+    "host_with_space",
+    req(b"GET / HTTP/1.1", b"Host: a b"),
+    400,
+    "RFC 9112 3.2: an invalid Host value is 400 (a space is in no part of uri-host)",
+)
+invalid(
+    "host_with_path",
+    req(b"GET / HTTP/1.1", b"Host: example.com/admin"),
+    400,
+    "RFC 9112 3.2: an invalid Host value is 400 (a path is not part of Host)",
+)
+invalid(
+    "host_with_userinfo",
+    req(b"GET / HTTP/1.1", b"Host: user@example.com"),
+    400,
+    "RFC 9112 3.2: an invalid Host value is 400 (userinfo is not part of Host)",
+)
+invalid(
+    "host_port_not_digits",
+    req(b"GET / HTTP/1.1", b"Host: example.com:80a"),
+    400,
+    "RFC 9112 3.2: an invalid Host value is 400 (port = *DIGIT)",
+)
+invalid(
+    "host_unclosed_ip_literal",
+    req(b"GET / HTTP/1.1", b"Host: [::1"),
+    400,
+    "RFC 9112 3.2: an invalid Host value is 400 (an IP literal ends with ])",
+)
+invalid(
+    "host_bad_pct_encoding",
+    req(b"GET / HTTP/1.1", b"Host: exa%zzmple.com"),
+    400,
+    "RFC 9112 3.2: an invalid Host value is 400 (pct-encoded is % and two hex digits)",
 )
 invalid(
     "two_host_headers",

@@ -779,6 +779,26 @@ def test_smuggling_vectors_refused_and_closed(server, name):
     serves_normally(server)
 
 
+@pytest.mark.parametrize(
+    "host", [b"a b", b"example.com/admin", b"user@example.com", b"example.com:80a", b"[::1"]
+)
+def test_an_invalid_host_is_refused_and_closed(server, host):
+    """RFC 9112 3.2: 400 for a Host that is not ``uri-host [ ":" port ]``: an application
+    that builds its links from Host would write what a client put there."""
+    sock, reader = connect(server)
+    with sock:
+        sock.sendall(b"GET /echo HTTP/1.1\r\nHost: " + host + b"\r\n\r\n" + SMUGGLED)
+        response = reader.response()
+        assert response.status == 400, response
+        reader.assert_closed()
+    for valid in (b"[::1]:8080", b"", b"my_host.example:"):
+        sock, reader = connect(server)
+        with sock:
+            sock.sendall(b"GET /echo HTTP/1.1\r\nHost: " + valid + b"\r\n\r\n")
+            assert reader.response().status == 200, valid
+    serves_normally(server)
+
+
 def test_server_alive_after_everything(server):
     assert server.proc.poll() is None
     serves_normally(server)

@@ -43,7 +43,9 @@ def line_count(path: Path) -> int:
 
 def test_no_module_is_longer_than_the_limit() -> None:
     too_long = []
-    for path in sources():
+    # and Cython's definition files: one may hold inline functions (http/_fieldgrammar.pxd)
+    definitions = sorted(p for p in (SOURCE / "corral").rglob("*") if p.suffix in (".pxd", ".pxi"))
+    for path in sources() + definitions:
         rel = path.relative_to(SOURCE).as_posix()
         if rel in EXEMPT:
             continue

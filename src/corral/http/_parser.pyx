@@ -24,6 +24,10 @@ from corral.http.errors import (
     UriTooLong,
     VersionNotSupported,
 )
+from corral.http._fieldgrammar cimport element_is as _element_is
+from corral.http._fieldgrammar cimport lower as _lower
+from corral.http._fieldgrammar cimport same_lowered as _is
+from corral.http._fieldgrammar cimport valid_host as _valid_host
 from corral.http.head cimport Limits, Parser, RequestHead, RequestSink
 
 from corral.http.head import parse_absolute_form
@@ -91,21 +95,6 @@ cdef PyObject* _name_slots[NAME_SLOTS]
 
 cdef str V11 = "1.1"
 cdef str V10 = "1.0"
-
-
-cdef inline unsigned char _lower(unsigned char c):
-    return c + 32 if 65 <= c <= 90 else c
-
-
-cdef bint _is(const unsigned char* p, Py_ssize_t n, const char* lower, Py_ssize_t size):
-    """The bytes at ``p`` are ``lower`` but for the case of letters."""
-    cdef Py_ssize_t i
-    if n != size:
-        return False
-    for i in range(n):
-        if _lower(p[i]) != <unsigned char>lower[i]:
-            return False
-    return True
 
 
 cdef int _kind(const unsigned char* p, Py_ssize_t n):
@@ -470,6 +459,8 @@ cdef class RequestParser(Parser):
         cdef int kind = _kind(p, name_end)
         if kind == HOST:
             self._host_count += 1
+            if not _valid_host(p + start, stop - start):
+                raise BadRequest("invalid Host")
         elif kind:
             self._framing_field(kind, p + start, stop - start)
         return 0
@@ -642,17 +633,6 @@ cdef class RequestParser(Parser):
             self._state = then
         self._sink.on_request_end()
         return 0
-
-
-cdef bint _element_is(
-    const unsigned char* p, Py_ssize_t start, Py_ssize_t stop, const char* lower, Py_ssize_t size
-):
-    """The list element ``p[start:stop]``, without the whitespace around it, is ``lower``."""
-    while start < stop and (p[start] == 32 or p[start] == 9):
-        start += 1
-    while stop > start and (p[stop - 1] == 32 or p[stop - 1] == 9):
-        stop -= 1
-    return _is(p + start, stop - start, lower, size)
 
 
 cdef int _chunk_extensions(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) except -1:

@@ -26,9 +26,9 @@ What is refused, and why (RFC 9112 unless said):
   ``HEXDIG+ *( ";" token [ "=" ( token / quoted-string ) ] ) CRLF`` (7.1); chunk data not
   followed by CRLF.
 - Content-Length or Transfer-Encoding among the trailer fields (RFC 9110 6.5.1).
-- Host missing in HTTP/1.1 or repeated (3.2); an ``Expect`` other than 100-continue (417,
-  RFC 9110 10.1.1); CONNECT (405); ``*`` with a method other than OPTIONS (3.2.4); an
-  absolute-form target without a scheme and a host (3.2.2).
+- Host missing in HTTP/1.1, repeated, or not ``uri-host [ ":" port ]`` (3.2); an ``Expect``
+  other than 100-continue (417, RFC 9110 10.1.1); CONNECT (405); ``*`` with a method other
+  than OPTIONS (3.2.4); an absolute-form target without a scheme and a host (3.2.2).
 - Limits: the request line (414), a field line and the number of fields (431, trailers
   included), the whole head (431), the body by its declared length or chunk sizes (413), a
   chunk-size line with its extensions as a field (``limit_request_field_size``; 400, RFC 9112
@@ -60,6 +60,19 @@ _TOKEN = re.compile(rb"[%s]+" % _TCHAR)
 # without a version: HTTP/0.9's GET, refused with 505 like the other versions
 _REQUEST_LINE = re.compile(rb"([%s]+) ([\x21-\x7e]+)(?: HTTP/([0-9])\.([0-9]))?" % _TCHAR)
 _BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+# RFC 9112 3.2: uri-host [ ":" port ]: a name (unreserved, sub-delims, pct-encoded; an IPv4
+# address is one too) or an IP literal in brackets (a zone's "%25" included); empty for a
+# target without an authority
+_REG_NAME = rb"A-Za-z0-9\-._~!$&'()*+,;="
+_HOST_VALUE = re.compile(
+    rb"(?:(?:[%s]|%%[0-9A-Fa-f]{2})*|\[[%s:%%]+\])(?::[0-9]*)?" % (_REG_NAME, _REG_NAME)
+)
+# the Host values found valid: every request has one, and most repeat one another's (bounded:
+# emptied when full)
+_VALID_HOSTS: dict[bytes, None] = {}
+_VALID_HOSTS_MAX = 1024
+
+
 # field lines with their CRLFs, every one well formed: the syntax of a whole head in one match
 _FIELD_BLOCK = re.compile(rb"(?:[%s]+:[\t\x20-\x7e\x80-\xff]*\r\n)*" % _TCHAR)
 _CHUNK_SIZE_LINE = re.compile(
@@ -409,6 +422,12 @@ class RequestParser(Parser):
                 kind = _kind(name)
             if kind == _HOST:
                 self._host_count += 1
+                if value not in _VALID_HOSTS:
+                    if _HOST_VALUE.fullmatch(value) is None:
+                        raise BadRequest("invalid Host")
+                    if len(_VALID_HOSTS) >= _VALID_HOSTS_MAX:
+                        _VALID_HOSTS.clear()
+                    _VALID_HOSTS[value] = None
             elif kind:
                 self._framing_field(kind, value)
 
