@@ -24,9 +24,9 @@ __all__ = ["interfaces", "modules_for", "prepare", "share"]
 def modules_for(pool: Any) -> list[str]:
     """The modules a worker of ``pool`` (corral.master.generation.Pool: its application,
     listeners, routes and sockets) imports as it starts and serves, beyond every worker's:
-    those of its interface (`interfaces`), of what its
-    listeners have (TLS, the PROXY protocol, ``forwarded``, uwsgi, limits, probes) and of its
-    routes (the handlers of the kinds of action they give, the file engine for shares)."""
+    those of its interface (`interfaces`), of what its listeners have (TLS, the PROXY
+    protocol, ``forwarded``, uwsgi, limits, probes) and of its routes (the handlers of the
+    kinds of action they give, the file engine for shares)."""
     application = pool.application
     names: list[str] = []
     for kind in interfaces(pool):
