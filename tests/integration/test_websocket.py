@@ -105,19 +105,24 @@ def test_the_scope_is_the_websocket_scope(server) -> None:
 
 
 @pytest.mark.parametrize(
-    ("extra", "version", "status"),
+    ("key", "extra", "version", "status"),
     [
-        (b"", b"8", 400),  # an unsupported version
-        (b"Sec-WebSocket-Key: second\r\n", b"13", 400),  # two keys
+        # a version it does not speak: 426 naming its own (RFC 6455 4.2.2)
+        (None, b"", b"8", 426),
+        (None, b"Sec-WebSocket-Key: second\r\n", b"13", 400),  # two keys
+        (b"abc", b"", b"13", 400),  # a key that is not 16 bytes in base64
     ],
 )
 def test_a_bad_handshake_is_refused_without_calling_the_application(
-    server, extra, version, status
+    server, key, extra, version, status
 ) -> None:
     ws = wsclient.open_socket(address(server))
-    request, _ = wsclient.handshake_request("/echo", extra=extra, version=version)
+    request, _ = wsclient.handshake_request("/echo", key=key, extra=extra, version=version)
     ws.handshake(request)
     assert ws.status == status
+    if status == 426:
+        assert ws.headers["sec-websocket-version"] == "13"
+        assert ws.headers["upgrade"] == "websocket"
     assert ws.closed_by_server()
 
 

@@ -13,7 +13,8 @@ How a connection gets here: the parser ends on a request with ``Connection: upgr
 - the handshake is checked before the application is called (method, version, key and
   ``Sec-WebSocket-Version``; `ServerProtocol.process_request`, which also negotiates the
   extensions): a bad one is answered 400 (426 with ``Upgrade: websocket`` for a wrong
-  ``Upgrade``, 405 for a method other than GET) and the application never sees it;
+  ``Upgrade``, and with ``Sec-WebSocket-Version: 13`` too for another version, 405 for a
+  method other than GET) and the application never sees it;
 - the application's first ``receive()`` is ``websocket.connect``. ``websocket.accept`` writes
   the 101 (its subprotocol and headers; ``Date`` and ``Server`` as in every answer) and the
   transport's protocol becomes this session (`transport.set_protocol`): the HTTP connection
@@ -44,7 +45,12 @@ from collections import deque
 from typing import Any, NoReturn
 
 from websockets.datastructures import Headers
-from websockets.exceptions import InvalidHandshake, InvalidMethod, InvalidUpgrade
+from websockets.exceptions import (
+    InvalidHandshake,
+    InvalidHeaderValue,
+    InvalidMethod,
+    InvalidUpgrade,
+)
 from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 from websockets.frames import Opcode
 from websockets.http11 import Request
@@ -142,7 +148,11 @@ class WebSocketSession:
             return False
         except InvalidHandshake as exc:
             self.log.debug("invalid WebSocket handshake for %s: %s", self._where(), exc)
-            self._http_error(400)
+            if isinstance(exc, InvalidHeaderValue) and exc.name == "Sec-WebSocket-Version":
+                # RFC 6455 4.2.2: a version the server does not speak, answered with its own
+                self._http_error(426, "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n")
+            else:
+                self._http_error(400)
             return False
         return True
 
