@@ -49,7 +49,7 @@ from corral.config.suggest import did_you_mean
 from corral.config.targets import _CALLABLE, _MODULE, _PREFIX, EntryPoint, Target
 from corral.config.targets import entry_points as _entry_points
 from corral.config.targets import target_names as _target_names
-from corral.config.values import DEFAULT_ACCESS_LOGFORMAT, Processes, describe, parse_mode
+from corral.config.values import Processes, access_format_problem, describe, parse_mode
 from corral.interpreter.limits import unshared_limit
 from corral.jsonpath import member
 
@@ -382,8 +382,9 @@ def validate_document(data: Any) -> Document:
         expected = 'expected a path or an object {"path", "format"}'
         raise ConfigError(f"$.access_log: {expected}, got {show(access_log)}")
     access = _struct(access_log, AccessLog, "$.access_log")
-    if access.format != DEFAULT_ACCESS_LOGFORMAT:  # (see parse_access_format)
-        _check_access_format(access.format)
+    problem = access_format_problem(access.format)
+    if problem is not None:
+        raise ConfigError(f"$.access_log.format: {problem}")
     for name, app in applications.items():
         if php_keys.is_php(app):  # (its limits are php-fpm's: php/fpm.py)
             continue
@@ -492,15 +493,6 @@ def _check_uwsgi(listener: Listener, applications: Mapping[str, Any], where: str
             f'{where}.forwarded: not with "protocol": "uwsgi": the uwsgi packet names the '
             "client (REMOTE_ADDR) and the scheme itself"
         )
-
-
-def _check_access_format(fmt: str) -> None:
-    from corral.observe.accesslog import FormatError, compile_format, from_unit_format
-
-    try:
-        compile_format(from_unit_format(fmt))
-    except FormatError as exc:
-        raise ConfigError(f"$.access_log.format: {exc}") from None
 
 
 def _check_request_timeout(app: Any, settings: Any, where: str) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "LoopKind",
     "Processes",
     "Static",
+    "access_format_problem",
     "bounded_int",
     "corral_access_format",
     "describe",
@@ -455,15 +456,25 @@ def parse_env(value: dict[str, Any] | list[Any]) -> dict[str, str]:
 DEFAULT_ACCESS_LOGFORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 
 
-def parse_access_format(value: str) -> str:
-    if value == DEFAULT_ACCESS_LOGFORMAT:  # (it compiles: a test says so) without the module
-        return value  # of the access log, which a server without one never imports
+def access_format_problem(value: str) -> str | None:
+    """Why ``value`` (corral's or NGINX Unit's syntax) is no access log format, None when it
+    compiles. The default is taken as it is (it compiles: a test says so), without the access
+    log's module, which a server without an access log never imports."""
+    if value == DEFAULT_ACCESS_LOGFORMAT:
+        return None
     from corral.observe.accesslog import FormatError, compile_format, from_unit_format
 
     try:
         compile_format(from_unit_format(value))
     except FormatError as exc:
-        raise Invalid(message=f"{show(value)}: {exc}") from None
+        return str(exc)
+    return None
+
+
+def parse_access_format(value: str) -> str:
+    problem = access_format_problem(value)
+    if problem is not None:
+        raise Invalid(message=f"{show(value)}: {problem}")
     return value
 
 
