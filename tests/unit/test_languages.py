@@ -5,6 +5,7 @@ the keys each type takes and the one line its mistakes get, the commands that ru
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -205,3 +206,27 @@ def test_what_a_server_does_not_apply_is_warned() -> None:
     assert any(line.startswith("$.applications.r.type: 'ruby 3.1'") for line in lines)
     assert any(line.startswith("$.applications.j.limits.requests:") for line in lines)
     assert len(lines) == 3, lines  # hooks are applied
+
+
+@pytest.mark.parametrize(
+    "app_type",
+    [
+        "python",
+        "python 3.11",
+        "python3.11",
+        "external",
+        "go",
+        "nodejs",
+        "php",
+        "php 8.2",
+        "perl",
+        "ruby",
+        "ruby 3.1",
+        "java",
+    ],
+)
+def test_a_program_kind_runs_exactly_what_corral_s_workers_do_not(app_type: str) -> None:
+    """`runs_in_workers` alone says which applications a supervised program runs (the master
+    asks it without importing the kinds): `kind_of` has a kind for exactly those."""
+    app = SimpleNamespace(type=app_type)
+    assert (kind_of(app) is None) == runs_in_workers(app)

@@ -45,16 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["ExternalPool", "ExternalProcess", "Externals"]
 
 
-def _kind(app: Any) -> Kind | None:
-    """What runs ``app`` when a supervised program does (`corral.external.kinds`, imported
-    for the first such application: a master of Python applications only never needs it)."""
-    if runs_in_workers(app):
-        return None
-    from corral.external.kinds import kind_of
-
-    return kind_of(app)
-
-
 class ExternalPool:
     """One application's supervised processes: what they run and where they listen."""
 
@@ -136,7 +126,9 @@ class Externals:
         ``restart`` names (None: all, as a reload does) restart even unchanged."""
         if self.stopping:
             return
-        wanted = {name: app for name, app in doc.applications.items() if _kind(app)}
+        # (a program's kind, `corral.external.kinds`, is imported for the first one: a master of
+        # Python applications only never needs it)
+        wanted = {n: app for n, app in doc.applications.items() if not runs_in_workers(app)}
         replaced: dict[str, ExternalPool] = {}
         for name, pool in list(self.pools.items()):
             asked = restart is None or name in restart
@@ -153,7 +145,9 @@ class Externals:
         for name, app in wanted.items():
             if name in self.pools:
                 continue
-            kind = _kind(app)
+            from corral.external.kinds import kind_of
+
+            kind = kind_of(app)
             assert kind is not None
             pool = self.pools[name] = ExternalPool(name, app, kind)
             pool.replaces = replaced.get(name)

@@ -294,11 +294,8 @@ class Generation:
         apps = doc.applications
         self.pools = {n: Pool(n, doc) for n, app in apps.items() if runs_in_workers(app)}
         for app in doc.applications.values():  # its user and group resolved now, as a pool's
-            if not runs_in_workers(app):  # (a supervised program's: corral.external's kinds)
-                from corral.external.kinds import kind_of
-
-                if kind_of(app):
-                    Identity(app.user, app.group)
+            if not runs_in_workers(app):  # (a supervised program's: corral/external/)
+                Identity(app.user, app.group)
         if not self.pools and doc.listeners:
             self.pools[ROUTES_POOL] = Pool(ROUTES_POOL, doc, ROUTES_APPLICATION)
         self.fresh: set[str] = set(self.pools)  # pools not carried over from a predecessor
