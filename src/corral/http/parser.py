@@ -43,6 +43,7 @@ protocol, and the request is reported without a body.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from corral.http.errors import (
@@ -67,10 +68,11 @@ _REG_NAME = rb"A-Za-z0-9\-._~!$&'()*+,;="
 _HOST_VALUE = re.compile(
     rb"(?:(?:[%s]|%%[0-9A-Fa-f]{2})*|\[[%s:%%]+\])(?::[0-9]*)?" % (_REG_NAME, _REG_NAME)
 )
-# the Host values found valid: every request has one, and most repeat one another's (bounded:
-# emptied when full)
-_VALID_HOSTS: dict[bytes, None] = {}
-_VALID_HOSTS_MAX = 1024
+
+
+@lru_cache(maxsize=1024)  # every request has a Host, and most repeat one another's
+def _valid_host(value: bytes) -> bool:
+    return _HOST_VALUE.fullmatch(value) is not None
 
 
 # field lines with their CRLFs, every one well formed: the syntax of a whole head in one match
@@ -422,12 +424,8 @@ class RequestParser(Parser):
                 kind = _kind(name)
             if kind == _HOST:
                 self._host_count += 1
-                if value not in _VALID_HOSTS:
-                    if _HOST_VALUE.fullmatch(value) is None:
-                        raise BadRequest("invalid Host")
-                    if len(_VALID_HOSTS) >= _VALID_HOSTS_MAX:
-                        _VALID_HOSTS.clear()
-                    _VALID_HOSTS[value] = None
+                if not _valid_host(value):
+                    raise BadRequest("invalid Host")
             elif kind:
                 self._framing_field(kind, value)
 
